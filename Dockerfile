@@ -1,0 +1,121 @@
+# Dockerfile for docs-agent: a static Rust binary in an empty (scratch) image.
+#
+# Stages
+#   1. builder  (rust:1.95-bookworm)
+#      - resolves and compiles every dependency against a dummy main.rs, so that
+#        editing src/ only recompiles the crate itself (Docker layer cache);
+#      - builds the real binary fully static (glibc, crt-static) for $TARGET;
+#      - fails the build if the result still needs a dynamic loader;
+#      - assembles the runtime filesystem under /rootfs: the binary, a CA bundle,
+#        minimal passwd/group, an empty world-writable /tmp and the sample
+#        workspace (root-owned and read-only, except notes/ owned by 10001).
+#   2. runtime  (scratch)
+#      - no shell, no package manager, no libc: only what /rootfs holds;
+#      - runs as the unprivileged 10001:10001.
+#
+# Build and run:
+#   docker build -t docs-agent:local .
+#   docker run --rm -it docs-agent:local "How do I configure X?"
+#   (or, sandboxed next to a local model server: see compose.yaml)
+#
+# The binary targets x86_64 Linux by default. On an arm64 machine either build
+# with `--platform linux/amd64` or pass `--build-arg TARGET=aarch64-unknown-linux-gnu`.
+
+############################ 1. builder ##########################################
+FROM rust:1.95-bookworm AS builder
+
+ARG TARGET=x86_64-unknown-linux-gnu
+
+# The same flags for the dependency build and the real build, otherwise cargo
+# would throw the cached dependencies away. Because --target is given, these
+# flags apply to the target artifacts only, not to build scripts/proc-macros.
+ENV RUSTFLAGS="-C target-feature=+crt-static" \
+    CARGO_TERM_COLOR=never
+
+WORKDIR /src
+
+# ---- dependency layer: changes only when Cargo.toml / Cargo.lock change -------
+COPY Cargo.toml Cargo.lock ./
+RUN set -eux; \
+    rustup target add "$TARGET"; \
+    mkdir -p src; \
+    echo 'fn main() {}' > src/main.rs; \
+    cargo build --release --locked --target "$TARGET"; \
+    # forget the dummy crate so the real sources are always rebuilt
+    rm -rf src \
+        "target/$TARGET/release/.fingerprint/docs-agent-"* \
+        "target/$TARGET/release/deps/docs_agent-"* \
+        "target/$TARGET/release/docs-agent"*
+
+# ---- the crate itself -----------------------------------------------------------
+COPY src ./src
+RUN set -eux; \
+    # COPY keeps the context's mtimes, which may be older than the dummy build
+    find src -type f -exec touch {} +; \
+    cargo build --release --locked --target "$TARGET"; \
+    BIN="target/$TARGET/release/docs-agent"; \
+    # a static binary has no program interpreter and no DT_NEEDED entries
+    # (no pipes here: a SIGPIPE could silently turn the check off)
+    HEADERS="$(readelf -lW "$BIN")"; DYNAMIC="$(readelf -dW "$BIN")"; \
+    case "$HEADERS" in *'program interpreter'*) \
+        echo "ERROR: $BIN is dynamically linked" >&2; exit 1;; esac; \
+    case "$DYNAMIC" in *'(NEEDED)'*) \
+        echo "ERROR: $BIN needs shared libraries" >&2; exit 1;; esac; \
+    "$BIN" --help > /dev/null; \
+    install -D -m 0555 "$BIN" /rootfs/usr/local/bin/docs-agent
+
+# ---- runtime filesystem ---------------------------------------------------------
+# `workspac[e]` is a wildcard on purpose: BuildKit treats a wildcard that matches
+# nothing as empty, so the image still builds (with an empty workspace) when the
+# sample workspace is absent. When present, its contents land in /rootfs/workspace.
+# .dockerignore keeps workspace/notes/* (runtime output) out of the context.
+COPY workspac[e] /rootfs/workspace/
+RUN set -eux; \
+    # CA bundle for HTTPS model servers (rustls reads it; SSL_CERT_FILE points here)
+    install -D -m 0444 /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt; \
+    # numeric user works without these; they give the uid a name and no shell
+    printf 'root:x:0:0:root:/root:/sbin/nologin\ndocs-agent:x:10001:10001:docs-agent:/nonexistent:/sbin/nologin\n' \
+        > /rootfs/etc/passwd; \
+    printf 'root:x:0:\ndocs-agent:x:10001:\n' > /rootfs/etc/group; \
+    chmod 0444 /rootfs/etc/passwd /rootfs/etc/group; \
+    # scratch has no /tmp; sticky and world-writable like on any Linux
+    mkdir -p /rootfs/tmp; \
+    chmod 1777 /rootfs/tmp; \
+    # workspace: readable, never writable, by the runtime user ...
+    mkdir -p /rootfs/workspace/notes; \
+    if [ ! -e /rootfs/workspace/AGENTS.md ]; then \
+        echo "WARNING: no sample workspace in the build context; /workspace is empty" >&2; \
+    fi; \
+    chown -R 0:0 /rootfs/workspace; \
+    chmod -R u=rwX,go=rX /rootfs/workspace; \
+    # ... except notes/, the one place the agent may write
+    find /rootfs/workspace/notes -mindepth 1 ! -name .gitkeep -exec rm -rf {} +; \
+    chown -R 10001:10001 /rootfs/workspace/notes; \
+    chmod 0750 /rootfs/workspace/notes
+
+############################ 2. runtime ##########################################
+FROM scratch AS runtime
+
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+
+LABEL org.opencontainers.image.title="docs-agent" \
+      org.opencontainers.image.description="A docs-assistant agent harness: answers questions from a product's Markdown docs, with every guardrail held by code." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="scratch"
+
+# COPY --from keeps the owners and modes set in the builder
+# (root-owned read-only workspace, notes/ owned by 10001, /tmp 1777).
+COPY --from=builder /rootfs/ /
+
+USER 10001:10001
+WORKDIR /workspace
+
+ENV WORKSPACE=/workspace \
+    LLM_BASE_URL=http://ollama:11434/v1 \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+ENTRYPOINT ["/usr/local/bin/docs-agent"]
+CMD ["--help"]

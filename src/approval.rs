@@ -1,0 +1,135 @@
+//! Human approval for writes, failing closed. [`Approved`] can only be made here, and
+//! `Workspace::write_note` takes one, so no code path writes without a decision.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use crate::guard::redact;
+use crate::workspace::policy::{Denied, ModelPath};
+
+/// Proof that a human (or `APPROVE=yes`) allowed one write. Its field is private: only
+/// [`Approver::decide`] makes one.
+#[derive(Debug)]
+pub struct Approved(());
+
+/// How writes are decided for this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approver {
+    /// `APPROVE=yes`: every write that passes the path policy is allowed.
+    Always,
+    /// No `APPROVE=yes`, but a person is at a terminal: ask them.
+    AskOnTerminal,
+    /// Anything else: deny.
+    Never,
+}
+
+impl Approver {
+    /// `APPROVE=yes` approves; otherwise ask when stdin and stderr are terminals; otherwise deny.
+    pub fn new(approve_all: bool) -> Approver {
+        if approve_all {
+            Approver::Always
+        } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            Approver::AskOnTerminal
+        } else {
+            Approver::Never
+        }
+    }
+
+    /// Decides one write of `content` to `path`.
+    pub fn decide(&self, path: &ModelPath, content: &str) -> Result<Approved, Denied> {
+        match self {
+            Approver::Always => Ok(Approved(())),
+            Approver::Never => Err(Denied(
+                "write not approved: APPROVE is not `yes` and there is no terminal to ask".into(),
+            )),
+            Approver::AskOnTerminal => {
+                let stdin = std::io::stdin();
+                let mut input = stdin.lock();
+                let mut out = std::io::stderr();
+                ask(&mut out, &mut input, path, content)
+            }
+        }
+    }
+}
+
+/// Shows the exact path and the redacted content, and reads `y`/`yes`; anything else denies.
+pub fn ask(
+    out: &mut impl Write,
+    input: &mut impl BufRead,
+    path: &ModelPath,
+    content: &str,
+) -> Result<Approved, Denied> {
+    let shown = redact::redact(content);
+    let prompt = format!(
+        "\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y/N] ",
+        shown.len(),
+        crate::guard::fence::sanitize(&shown)
+    );
+    if out
+        .write_all(prompt.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return Err(Denied(
+            "write not approved: could not show the approval prompt".into(),
+        ));
+    }
+    let mut answer = String::new();
+    match input.read_line(&mut answer) {
+        Ok(_) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+            Ok(Approved(()))
+        }
+        Ok(0) => Err(Denied(
+            "write not approved: no answer (end of input)".into(),
+        )),
+        Ok(_) => Err(Denied("write not approved: the user declined".into())),
+        Err(e) => Err(Denied(format!(
+            "write not approved: could not read the answer ({e})"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::policy::check_write;
+
+    #[test]
+    fn only_yes_approves_at_the_prompt() {
+        let path = check_write("notes/a.md").expect("valid path");
+        for (typed, approved) in [
+            ("y\n", true),
+            ("YES\n", true),
+            (" yes \n", true),
+            ("n\n", false),
+            ("\n", false),
+            ("", false),
+            ("maybe\n", false),
+            ("yess\n", false),
+        ] {
+            let mut out = Vec::new();
+            let got = ask(
+                &mut out,
+                &mut typed.as_bytes(),
+                &path,
+                "body sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            );
+            assert_eq!(got.is_ok(), approved, "typed {typed:?}");
+            let shown = String::from_utf8_lossy(&out);
+            assert!(
+                shown.contains("notes/a.md"),
+                "prompt names the path: {shown}"
+            );
+            assert!(
+                !shown.contains("4eC39HqLyjWDarjtT1zdp7dc"),
+                "prompt shows redacted content: {shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn never_denies() {
+        let path = check_write("notes/a.md").expect("valid path");
+        assert!(Approver::Never.decide(&path, "x").is_err());
+        assert!(Approver::Always.decide(&path, "x").is_ok());
+    }
+}

@@ -1,0 +1,111 @@
+//! `docs-agent check`: validates a workspace and reports every problem with its file (and line,
+//! where one is known), so a team can fix AGENTS.md, skills and docs before they ship.
+
+use std::fmt;
+
+use crate::agent::Harness;
+use crate::workspace::FileError;
+use crate::workspace::policy::check_read;
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Workspace-relative file.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+/// Everything `check` found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Problems, in file order.
+    pub problems: Vec<Problem>,
+    /// A one-line summary of what is fine.
+    pub summary: String,
+}
+
+fn problem(file: &str, line: Option<usize>, message: impl Into<String>) -> Problem {
+    Problem {
+        file: file.to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Checks AGENTS.md, the skills, docs/ and notes/.
+pub fn check(harness: &Harness) -> Report {
+    let mut problems = Vec::new();
+    let workspace = &harness.workspace;
+    match check_read("AGENTS.md").map(|p| workspace.read_text(&p, 64 * 1024)) {
+        Ok(Ok(text)) if text.trim().is_empty() => problems.push(problem(
+            "AGENTS.md",
+            Some(1),
+            "is empty; write the project's rules for the assistant",
+        )),
+        Ok(Ok(_)) => {}
+        Ok(Err(FileError::Failed(m)))
+        | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => {
+            problems.push(problem(
+                "AGENTS.md",
+                None,
+                format!("{m}; add the project's rules as AGENTS.md"),
+            ))
+        }
+        Err(d) => problems.push(problem("AGENTS.md", None, d.0)),
+    }
+    for p in &harness.skills.problems {
+        problems.push(problem(
+            &p.file,
+            p.line,
+            format!("[{}] {}", p.rule, p.message),
+        ));
+    }
+    if workspace.docs().is_none() {
+        problems.push(problem(
+            "docs",
+            None,
+            "folder is missing; put the product's Markdown docs in docs/",
+        ));
+    }
+    for warning in &harness.index.warnings {
+        let (file, message) = warning
+            .split_once(": ")
+            .unwrap_or(("docs", warning.as_str()));
+        problems.push(problem(file, None, message));
+    }
+    for file in &harness.index.stats.empty_files {
+        problems.push(problem(
+            file,
+            None,
+            "has no text to index (empty sections only)",
+        ));
+    }
+    if !workspace.has_notes() {
+        problems.push(problem(
+            "notes",
+            None,
+            "folder is missing; writes will fail until notes/ exists",
+        ));
+    }
+    let stats = &harness.index.stats;
+    let summary = format!(
+        "{} docs, {} sections indexed; {} skills valid; {} problems",
+        stats.files,
+        stats.sections,
+        harness.skills.skills.len(),
+        problems.len()
+    );
+    Report { problems, summary }
+}

@@ -1,0 +1,121 @@
+//! The command line: flags, subcommands, help text and exit codes. Parsing only; `main` runs it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes, documented in `--help` and README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Answered (or the subcommand succeeded).
+    Ok = 0,
+    /// Something else failed: the workspace cannot be opened, `check` found problems.
+    Failure = 1,
+    /// Bad command line or configuration.
+    Usage = 2,
+    /// The model server is unreachable, lacks the model, or answered with an error.
+    Model = 3,
+    /// The step or time limit was hit before an answer.
+    Limit = 4,
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  answered (or the subcommand succeeded)
+  1  other failure (workspace cannot be opened; `check` found problems)
+  2  bad command line or configuration
+  3  model server unreachable, model missing, or model error
+  4  step or time limit hit before an answer
+
+Environment: LLM_BASE_URL, LLM_MODEL (scripted | extractive | a model name), LLM_API_KEY,
+APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE,
+DOCS_AGENT_CONFIG, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS.
+Precedence: flags > environment > docs-agent.toml > defaults.";
+
+/// Answers questions about a product's docs, citing them; every guardrail is held by code.
+#[derive(Debug, Parser)]
+#[command(
+    name = "docs-agent",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_CODES,
+    long_about = "Answers questions about the Markdown docs in WORKSPACE/docs with an LLM served by \
+                  Ollama or any OpenAI-compatible server. The model only asks for tools; the harness \
+                  confines paths, fences retrieved text as untrusted, redacts secrets at every boundary \
+                  and asks a human before any write under notes/.\n\n\
+                  `docs-agent \"question\"` is the same as `docs-agent ask \"question\"`."
+)]
+pub struct Cli {
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub global: Global,
+    /// What to do; without one, the words are a question.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The question (same as `docs-agent ask QUESTION`).
+    pub question: Vec<String>,
+}
+
+/// Options shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The workspace folder (docs/, skills/, AGENTS.md, notes/) [env: WORKSPACE]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Model name: scripted, extractive, or one the server has [env: LLM_MODEL]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub model: Option<String>,
+    /// OpenAI-compatible base URL, e.g. http://localhost:11434/v1 [env: LLM_BASE_URL]
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model calls allowed for one question [env: DOCS_AGENT_MAX_STEPS]
+    #[arg(long, global = true, value_name = "N")]
+    pub max_steps: Option<u32>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Answer a question: the answer on stdout, one JSON trace line per tool call on stderr.
+    Ask {
+        /// The question.
+        #[arg(required = true)]
+        question: Vec<String>,
+    },
+    /// Search the docs without a model: `path#anchor  heading  score` lines, best first.
+    Search {
+        /// Words to search for.
+        #[arg(required = true)]
+        query: Vec<String>,
+        /// How many sections to show.
+        #[arg(long, short = 'n', default_value_t = 10)]
+        limit: usize,
+    },
+    /// Validate the workspace (AGENTS.md, every SKILL.md, docs) and report every problem with file and line.
+    Check,
+    /// Copy stdin to stdout with secrets replaced by [REDACTED].
+    Redact,
+}
+
+impl Global {
+    /// The flags that set configuration keys, as `(key, value)`.
+    pub fn overrides(&self) -> Vec<(&'static str, String)> {
+        let mut flags = Vec::new();
+        if let Some(w) = &self.workspace {
+            flags.push(("workspace", w.display().to_string()));
+        }
+        if let Some(m) = &self.model {
+            flags.push(("llm.model", m.clone()));
+        }
+        if let Some(u) = &self.base_url {
+            flags.push(("llm.base_url", u.clone()));
+        }
+        if let Some(n) = self.max_steps {
+            flags.push(("limits.max_steps", n.to_string()));
+        }
+        flags
+    }
+}

@@ -1,0 +1,248 @@
+//! Configuration: read once at start-up into [`Config`] and passed down; nothing else reads the
+//! environment. Precedence: command-line flags > environment > `docs-agent.toml` > defaults.
+//! An unknown key or a bad value is an error that names it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Everything the harness needs to know, after all sources are merged.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The workspace folder: `docs/`, `skills/`, `AGENTS.md`, `notes/`.
+    pub workspace: PathBuf,
+    /// `yes` approves writes; anything else asks on a TTY, or denies.
+    pub approve: String,
+    /// Which model answers, and how to reach it.
+    pub llm: LlmConfig,
+    /// Bounds on a run, so a looping or slow model always stops.
+    pub limits: Limits,
+    /// What the index accepts.
+    pub index: IndexConfig,
+    /// Hosts that links and images in an answer may point to; all others are neutralised.
+    pub allowed_link_hosts: Vec<String>,
+}
+
+/// The model server or built-in model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL of an OpenAI-compatible API, e.g. `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// Model name; `scripted` and `extractive` are built in and need no server.
+    pub model: String,
+    /// Bearer key for the server, if it wants one.
+    pub api_key: Option<String>,
+    /// Seconds one HTTP request may take.
+    pub request_timeout_secs: u64,
+    /// How many times a 429, 5xx or connect error is retried, with backoff.
+    pub retries: u32,
+    /// Sampling temperature sent to the model.
+    pub temperature: f32,
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Model calls in one run.
+    pub max_steps: u32,
+    /// Tool calls honoured in one model reply; the rest are refused.
+    pub max_tool_calls_per_step: u32,
+    /// Seconds a whole run may take.
+    pub max_wall_secs: u64,
+    /// `max_tokens` sent with each model call.
+    pub max_output_tokens: u32,
+    /// Characters of a tool result kept in a trace line.
+    pub trace_result_chars: usize,
+    /// Bytes of a tool result handed to the model.
+    pub max_tool_result_bytes: usize,
+}
+
+/// What the indexer reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Files larger than this are skipped with a warning.
+    pub max_file_bytes: u64,
+    /// How many sections a search returns.
+    pub top_k: usize,
+}
+
+/// The names of the environment variables the harness reads, and the keys they set.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("WORKSPACE", "workspace"),
+    ("APPROVE", "approve"),
+    ("LLM_BASE_URL", "llm.base_url"),
+    ("LLM_MODEL", "llm.model"),
+    ("LLM_API_KEY", "llm.api_key"),
+    ("DOCS_AGENT_MAX_STEPS", "limits.max_steps"),
+    ("DOCS_AGENT_MAX_WALL_SECS", "limits.max_wall_secs"),
+];
+
+/// The config file name looked for in the current directory when none is named.
+pub const DEFAULT_FILE: &str = "docs-agent.toml";
+
+/// The sources of one load: what the command line and the environment said.
+#[derive(Debug, Default)]
+pub struct Sources {
+    /// `--config FILE`, or `DOCS_AGENT_CONFIG`.
+    pub file: Option<PathBuf>,
+    /// The process environment (or a test's map): only [`ENV_KEYS`] are read from it.
+    pub env: HashMap<String, String>,
+    /// Values given as flags, by key (`workspace`, `llm.model`...).
+    pub flags: Vec<(&'static str, String)>,
+}
+
+/// A configuration problem, written for the person who has to fix it.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Merges defaults, the file, the environment and the flags, in rising precedence.
+    pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+        let mut builder = defaults()?;
+        let named = sources
+            .file
+            .clone()
+            .or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
+        match named {
+            Some(path) => {
+                if !path.is_file() {
+                    return Err(ConfigError(format!(
+                        "config file {} does not exist; pass an existing file with --config or remove the option",
+                        path.display()
+                    )));
+                }
+                builder = builder.add_source(file_source(&path));
+            }
+            None if Path::new(DEFAULT_FILE).is_file() => {
+                builder = builder.add_source(file_source(Path::new(DEFAULT_FILE)));
+            }
+            None => {}
+        }
+        for (var, key) in ENV_KEYS {
+            if let Some(value) = sources.env.get(*var) {
+                builder = set(builder, key, value.clone())?;
+            }
+        }
+        for (key, value) in &sources.flags {
+            builder = set(builder, key, value.clone())?;
+        }
+        let merged = builder
+            .build()
+            .map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        let config: Config = merged
+            .try_deserialize()
+            .map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks values the types alone cannot.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("limits.max_steps", self.limits.max_steps as u64),
+            (
+                "limits.max_tool_calls_per_step",
+                self.limits.max_tool_calls_per_step as u64,
+            ),
+            ("limits.max_wall_secs", self.limits.max_wall_secs),
+            (
+                "limits.max_output_tokens",
+                self.limits.max_output_tokens as u64,
+            ),
+            ("llm.request_timeout_secs", self.llm.request_timeout_secs),
+            ("index.top_k", self.index.top_k as u64),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
+            }
+        }
+        if self.limits.max_tool_result_bytes < 256 {
+            return Err(ConfigError(format!(
+                "limits.max_tool_result_bytes must be at least 256, got {}",
+                self.limits.max_tool_result_bytes
+            )));
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(ConfigError(
+                "llm.model (LLM_MODEL) must not be empty".into(),
+            ));
+        }
+        let builtin = matches!(self.llm.model.as_str(), "scripted" | "extractive");
+        if !builtin
+            && !(self.llm.base_url.starts_with("http://")
+                || self.llm.base_url.starts_with("https://"))
+        {
+            return Err(ConfigError(format!(
+                "llm.base_url (LLM_BASE_URL) must start with http:// or https://, got `{}`",
+                self.llm.base_url
+            )));
+        }
+        Ok(())
+    }
+
+    /// True when writes are approved without asking.
+    pub fn approve_all(&self) -> bool {
+        self.approve == "yes"
+    }
+}
+
+type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
+    config::File::from(path)
+        .format(config::FileFormat::Toml)
+        .required(true)
+}
+
+fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
+    builder
+        .set_override(key, value)
+        .map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
+}
+
+fn defaults() -> Result<Builder, ConfigError> {
+    let workspace = if Path::new("./workspace").is_dir() {
+        "./workspace"
+    } else {
+        "/workspace"
+    };
+    let pairs: Vec<(&str, config::Value)> = vec![
+        ("workspace", workspace.into()),
+        ("approve", "".into()),
+        ("llm.base_url", "http://localhost:11434/v1".into()),
+        ("llm.model", "llama3.2:3b".into()),
+        ("llm.request_timeout_secs", 120_i64.into()),
+        ("llm.retries", 3_i64.into()),
+        ("llm.temperature", 0.0_f64.into()),
+        ("limits.max_steps", 8_i64.into()),
+        ("limits.max_tool_calls_per_step", 4_i64.into()),
+        ("limits.max_wall_secs", 300_i64.into()),
+        ("limits.max_output_tokens", 1024_i64.into()),
+        ("limits.trace_result_chars", 200_i64.into()),
+        ("limits.max_tool_result_bytes", 12_000_i64.into()),
+        ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
+        ("index.top_k", 5_i64.into()),
+        ("allowed_link_hosts", Vec::<String>::new().into()),
+    ];
+    let mut builder = config::Config::builder();
+    for (key, value) in pairs {
+        builder = builder
+            .set_default(key, value)
+            .map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
+    }
+    Ok(builder)
+}

@@ -1,0 +1,588 @@
+//! Splits one Markdown file into heading sections for the full-text index.
+//!
+//! The index answers "which part of which page" questions, so its unit is a
+//! section: a heading and the Markdown under it up to the next heading. This
+//! module owns that split and nothing else: it does no IO and knows nothing
+//! about SQLite. Each [`Chunk`] carries the heading path (for ranking and
+//! display), a GitHub-style anchor and 1-based line range (for citations) and
+//! the raw Markdown body (for the index and for quoting).
+//!
+//! Headings are found by pulldown-cmark, never by matching `#` at line
+//! starts, so a `# .env` line in a fenced or indented code block is not a
+//! heading, setext headings (`Title` over `===` or `---`) are, and YAML front
+//! matter is neither.
+//!
+//! Decisions worth knowing:
+//! - Every heading pulldown-cmark reports is a section boundary, including
+//!   headings inside block quotes and list items. Headings inside raw HTML
+//!   blocks are not reported, so they stay in the body.
+//! - Only a YAML block at the very top of the file (after an optional BOM) is
+//!   front matter. pulldown-cmark also reads `---` / text / `---` after a
+//!   blank line mid-file as a metadata block; such a block stays body text.
+//! - A chunk's line range covers the heading line(s) and the trimmed body, so
+//!   trailing blank lines before the next heading are not part of it. The
+//!   preamble chunk has no heading line: its range starts at its first
+//!   non-blank line.
+//! - Lines are counted by `\n`; a `\r\n` file numbers the same way, and the
+//!   body keeps its `\r` bytes as written.
+//! - The anchor "" belongs to the top of the file, so a heading whose slug is
+//!   empty (all punctuation) gets "-1", and anchors stay unique per file.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use pulldown_cmark::{Event, HeadingLevel, MetadataBlockKind, Options, Parser, Tag, TagEnd};
+
+/// One section of a Markdown file: a heading and the text under it up to the next heading (of any level).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Titles of the enclosing headings and this one, outermost first ("Refunds", "Window").
+    pub heading_path: Vec<String>,
+    /// GitHub-style slug of this heading, unique within the file ("window", "window-1" for the second one).
+    pub anchor: String,
+    /// 1-based first line of the section: the heading line (for the preamble, its first non-blank line).
+    pub start_line: usize,
+    /// 1-based last line (inclusive) of the section: the last non-blank line of its body.
+    pub end_line: usize,
+    /// The section's Markdown source after the heading line(s), trimmed; raw Markdown (HTML comments, code fences kept as written).
+    pub body: String,
+}
+
+impl Chunk {
+    /// The heading path joined for display: "Refunds > Window".
+    #[must_use]
+    pub fn heading_text(&self) -> String {
+        self.heading_path.join(" > ")
+    }
+}
+
+/// Splits `source` into chunks, one per heading, in file order.
+///
+/// Text before the first heading becomes a chunk titled by the front matter
+/// `title:` if there is one (invalid YAML is ignored), else `fallback_title`
+/// (the caller passes the file stem), with the anchor "" (the top of the
+/// file). Sections whose body is empty after trimming whitespace are skipped;
+/// front matter is never part of a body.
+#[must_use]
+pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
+    let bom = if source.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let outline = parse_outline(source, bom);
+    let lines = LineIndex::new(source);
+    let mut chunks = Vec::with_capacity(outline.headings.len() + 1);
+
+    let preamble_start = outline.front_matter.as_ref().map_or(bom, |fm| fm.range.end);
+    let preamble_end = outline
+        .headings
+        .first()
+        .map_or(source.len(), |h| lines.line_start_of(h.range.start));
+    let title = outline
+        .front_matter
+        .as_ref()
+        .and_then(|fm| front_matter_title(&fm.yaml))
+        .unwrap_or_else(|| fallback_title.to_string());
+    if let Some(body) = Body::find(source, preamble_start..preamble_end) {
+        chunks.push(body.into_chunk(&lines, None, vec![title], String::new()));
+    }
+
+    let mut slugs = Slugger::new();
+    let mut stack: Vec<(HeadingLevel, String)> = Vec::new();
+    for (i, heading) in outline.headings.iter().enumerate() {
+        let path = push_heading(&mut stack, heading);
+        let anchor = match &heading.id {
+            Some(id) => slugs.unique(id),
+            None => slugs.unique(&slugify(&heading.text)),
+        };
+        let next = outline.headings.get(i + 1);
+        let end = next.map_or(source.len(), |h| lines.line_start_of(h.range.start));
+        let start = lines
+            .next_line_start(heading.range.end.saturating_sub(1))
+            .min(end);
+        if let Some(body) = Body::find(source, start..end) {
+            let first = lines.line_of(heading.range.start);
+            chunks.push(body.into_chunk(&lines, Some(first), path, anchor));
+        }
+    }
+    chunks
+}
+
+/// GitHub's slug: lowercase; keep letters, digits (Unicode-aware), spaces, hyphens and underscores; drop other punctuation; spaces become hyphens. ("How to issue?" -> "how-to-issue", "Q&A — FAQ" -> "qa--faq")
+///
+/// Each whitespace character becomes one hyphen; runs are not collapsed,
+/// which is what GitHub does.
+#[must_use]
+pub fn slugify(heading: &str) -> String {
+    let mut slug = String::with_capacity(heading.len());
+    for c in heading.chars() {
+        if c.is_ascii() {
+            push_slug_char(&mut slug, c.to_ascii_lowercase());
+        } else {
+            c.to_lowercase().for_each(|l| push_slug_char(&mut slug, l));
+        }
+    }
+    slug
+}
+
+/// Appends lowercased `c` to `slug` the way GitHub does: whitespace as '-', punctuation dropped.
+fn push_slug_char(slug: &mut String, c: char) {
+    if c.is_whitespace() {
+        slug.push('-');
+    } else if c.is_alphanumeric() || c == '-' || c == '_' {
+        slug.push(c);
+    }
+}
+
+/// A heading as the parser reported it, before it becomes a chunk.
+struct RawHeading {
+    /// Its level, to place it in the heading path.
+    level: HeadingLevel,
+    /// Its plain inline text, whitespace collapsed.
+    text: String,
+    /// The `{#custom-id}` attribute, which wins over the slug.
+    id: Option<String>,
+    /// Byte range of the heading in the file, underline included for setext.
+    range: Range<usize>,
+}
+
+/// The YAML block at the top of the file.
+struct FrontMatter {
+    /// Byte range of the block, delimiters included.
+    range: Range<usize>,
+    /// The YAML between the delimiters.
+    yaml: String,
+}
+
+/// What one parse of the file yields: all this module needs from pulldown-cmark.
+struct Outline {
+    /// Front matter, if the file starts with one.
+    front_matter: Option<FrontMatter>,
+    /// Every heading, in file order.
+    headings: Vec<RawHeading>,
+}
+
+/// Parses `source` (skipping `bom` leading bytes) and keeps the front matter and headings.
+fn parse_outline(source: &str, bom: usize) -> Outline {
+    let options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+        | Options::ENABLE_TABLES
+        | Options::ENABLE_HEADING_ATTRIBUTES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH;
+    let text = &source[bom..];
+    let mut outline = Outline {
+        front_matter: None,
+        headings: Vec::new(),
+    };
+    let mut heading: Option<RawHeading> = None;
+    let mut yaml: Option<String> = None;
+    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
+        let range = range.start + bom..range.end + bom;
+        match event {
+            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle))
+                if range.start == bom =>
+            {
+                yaml = Some(String::new());
+            }
+            Event::End(TagEnd::MetadataBlock(_)) => {
+                if let Some(yaml) = yaml.take() {
+                    outline.front_matter = Some(FrontMatter { range, yaml });
+                }
+            }
+            Event::Start(Tag::Heading { level, id, .. }) => {
+                let id = id.map(|id| id.to_string());
+                heading = Some(RawHeading {
+                    level,
+                    text: String::new(),
+                    id,
+                    range,
+                });
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some(mut done) = heading.take() {
+                    done.text = collapse_whitespace(&done.text);
+                    outline.headings.push(done);
+                }
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.text.push_str(&t);
+                } else if let Some(y) = yaml.as_mut() {
+                    y.push_str(&t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(h) = heading.as_mut() {
+                    h.text.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+    outline
+}
+
+/// `text` trimmed, with each run of whitespace (a setext line break, say) as one space.
+fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The `title:` of the front matter, if the YAML parses and has a non-empty scalar title.
+fn front_matter_title(yaml: &str) -> Option<String> {
+    let value = yaml_serde::from_str::<yaml_serde::Value>(yaml).ok()?;
+    let title = match value.get("title")? {
+        yaml_serde::Value::String(s) => s.trim().to_string(),
+        yaml_serde::Value::Number(n) => n.to_string(),
+        yaml_serde::Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    (!title.is_empty()).then_some(title)
+}
+
+/// Puts `heading` on the stack of enclosing headings and returns the path down to it.
+fn push_heading(stack: &mut Vec<(HeadingLevel, String)>, heading: &RawHeading) -> Vec<String> {
+    while stack
+        .last()
+        .is_some_and(|(level, _)| *level >= heading.level)
+    {
+        stack.pop();
+    }
+    stack.push((heading.level, heading.text.clone()));
+    stack.iter().map(|(_, title)| title.clone()).collect()
+}
+
+/// A section's body: the trimmed text and where it sits in the file.
+struct Body<'a> {
+    /// The trimmed Markdown.
+    text: &'a str,
+    /// Byte offset of its first character in the file.
+    start: usize,
+}
+
+impl<'a> Body<'a> {
+    /// The trimmed text of `source[range]`, or `None` if that is only whitespace.
+    fn find(source: &'a str, range: Range<usize>) -> Option<Self> {
+        let raw = source.get(range.clone())?;
+        let text = raw.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let start = range.start + (raw.len() - raw.trim_start().len());
+        Some(Body { text, start })
+    }
+
+    /// Makes the chunk; `heading_line` is `None` for the preamble, which starts at its body.
+    fn into_chunk(
+        self,
+        lines: &LineIndex,
+        heading_line: Option<usize>,
+        path: Vec<String>,
+        anchor: String,
+    ) -> Chunk {
+        let end_line = lines.line_of(self.start + self.text.len() - 1);
+        Chunk {
+            heading_path: path,
+            anchor,
+            start_line: heading_line.unwrap_or_else(|| lines.line_of(self.start)),
+            end_line,
+            body: self.text.to_string(),
+        }
+    }
+}
+
+/// Byte offsets of line starts, built once per file so each lookup is a binary search.
+struct LineIndex {
+    /// Offset of the first byte of each line; `starts[0]` is 0.
+    starts: Vec<usize>,
+    /// Length of the file, the end of the last line.
+    len: usize,
+}
+
+impl LineIndex {
+    /// Indexes the lines of `source` (split on `\n`).
+    fn new(source: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(source.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex {
+            starts,
+            len: source.len(),
+        }
+    }
+
+    /// 1-based line holding byte `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
+    }
+
+    /// Offset of the start of the line holding byte `offset`.
+    fn line_start_of(&self, offset: usize) -> usize {
+        self.starts[self.line_of(offset).saturating_sub(1)]
+    }
+
+    /// Offset of the start of the line after the one holding `offset` (the file length on the last line).
+    fn next_line_start(&self, offset: usize) -> usize {
+        self.starts
+            .get(self.line_of(offset))
+            .copied()
+            .unwrap_or(self.len)
+    }
+}
+
+/// Hands out GitHub-style unique anchors: a repeat of "a" becomes "a-1", then "a-2".
+struct Slugger {
+    /// Anchors given so far, each with how many times its base has repeated.
+    seen: HashMap<String, usize>,
+}
+
+impl Slugger {
+    /// A slugger with "" already taken by the top of the file.
+    fn new() -> Self {
+        Slugger {
+            seen: HashMap::from([(String::new(), 0)]),
+        }
+    }
+
+    /// `base`, or `base-N` for the first N that is still free.
+    fn unique(&mut self, base: &str) -> String {
+        let mut result = base.to_string();
+        while self.seen.contains_key(&result) {
+            let count = self.seen.entry(base.to_string()).or_insert(0);
+            *count += 1;
+            result = format!("{base}-{count}");
+        }
+        self.seen.insert(result.clone(), 0);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Expected chunk: heading text, anchor, start line, end line, body.
+    type Want = (&'static str, &'static str, usize, usize, &'static str);
+
+    /// A named input and the chunks it must give, in order.
+    type Case = (&'static str, &'static str, &'static [Want]);
+
+    /// Chunks each source (fallback title "stem") and compares every chunk with the table.
+    fn check(cases: &[Case]) {
+        for &(name, source, want) in cases {
+            let got: Vec<_> = chunk_markdown(source, "stem")
+                .into_iter()
+                .map(|c| (c.heading_text(), c.anchor, c.start_line, c.end_line, c.body))
+                .collect();
+            let want: Vec<_> = want
+                .iter()
+                .map(|&(h, a, s, e, b)| (h.to_string(), a.to_string(), s, e, b.to_string()))
+                .collect();
+            assert_eq!(got, want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn headings_are_what_the_parser_sees() {
+        check(&[
+            (
+                "atx levels and path",
+                "# A\na\n## B\nb\n### C\nc\n## D\nd\n# E\ne\n",
+                &[
+                    ("A", "a", 1, 2, "a"),
+                    ("A > B", "b", 3, 4, "b"),
+                    ("A > B > C", "c", 5, 6, "c"),
+                    ("A > D", "d", 7, 8, "d"),
+                    ("E", "e", 9, 10, "e"),
+                ],
+            ),
+            (
+                "skipped level",
+                "# A\na\n### C\nc\n## B\nb\n",
+                &[
+                    ("A", "a", 1, 2, "a"),
+                    ("A > C", "c", 3, 4, "c"),
+                    ("A > B", "b", 5, 6, "b"),
+                ],
+            ),
+            (
+                "setext h1 and h2",
+                "Top\n===\nt\n\nSub\n---\ns\n",
+                &[("Top", "top", 1, 3, "t"), ("Top > Sub", "sub", 5, 7, "s")],
+            ),
+            (
+                "multi-line setext heading",
+                "Foo\nbar\n===\nx\n",
+                &[("Foo bar", "foo-bar", 1, 4, "x")],
+            ),
+            (
+                "hash in fences and indented code",
+                "# Real\n```sh\n# .env\n```\n~~~\n# tilde\n~~~\n\n    # indented\n",
+                &[(
+                    "Real",
+                    "real",
+                    1,
+                    9,
+                    "```sh\n# .env\n```\n~~~\n# tilde\n~~~\n\n    # indented",
+                )],
+            ),
+            (
+                "heading inside an html block is body",
+                "# A\n<div>\n# not a heading\n</div>\n",
+                &[("A", "a", 1, 4, "<div>\n# not a heading\n</div>")],
+            ),
+            (
+                "blockquote heading counts",
+                "# A\na\n> ## Q\n> q\n",
+                &[("A", "a", 1, 2, "a"), ("A > Q", "q", 3, 4, "> q")],
+            ),
+            (
+                "inline markup in heading",
+                "# Use `cargo` *now* [here](x.md) ![logo](l.png) ~~old~~\nx\n",
+                &[(
+                    "Use cargo now here logo old",
+                    "use-cargo-now-here-logo-old",
+                    1,
+                    2,
+                    "x",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn preamble_and_front_matter() {
+        check(&[
+            (
+                "front matter title, closing --- not setext",
+                "---\ntitle: Refund policy\ndescription: x\n---\n\nIntro.\n\n# Window\nw\n",
+                &[
+                    ("Refund policy", "", 6, 6, "Intro."),
+                    ("Window", "window", 8, 9, "w"),
+                ],
+            ),
+            (
+                "preamble uses fallback",
+                "Intro\n\n# H\nh\n",
+                &[("stem", "", 1, 1, "Intro"), ("H", "h", 3, 4, "h")],
+            ),
+            (
+                "invalid yaml ignored",
+                "---\ntitle: [x\n---\nIntro\n",
+                &[("stem", "", 4, 4, "Intro")],
+            ),
+            (
+                "bom before front matter",
+                "\u{feff}---\ntitle: T\n---\nx\n",
+                &[("T", "", 4, 4, "x")],
+            ),
+            (
+                "no headings",
+                "just text\n\nmore\n",
+                &[("stem", "", 1, 3, "just text\n\nmore")],
+            ),
+            ("only front matter", "---\ntitle: T\n---\n", &[]),
+        ]);
+    }
+
+    #[test]
+    fn anchors_are_github_slugs_unique_per_file() {
+        check(&[
+            (
+                "duplicate headings",
+                "# A\n1\n# A\n2\n# A\n3\n# A-1\n4\n",
+                &[
+                    ("A", "a", 1, 2, "1"),
+                    ("A", "a-1", 3, 4, "2"),
+                    ("A", "a-2", 5, 6, "3"),
+                    ("A-1", "a-1-1", 7, 8, "4"),
+                ],
+            ),
+            (
+                "custom id",
+                "# Title {#my-id}\nx\n",
+                &[("Title", "my-id", 1, 2, "x")],
+            ),
+            (
+                "unicode headings",
+                "# Café crème\nx\n# 日本語の見出し\ny\n",
+                &[
+                    ("Café crème", "café-crème", 1, 2, "x"),
+                    ("日本語の見出し", "日本語の見出し", 3, 4, "y"),
+                ],
+            ),
+            (
+                "all-punctuation heading does not take the top's anchor",
+                "pre\n# ???\nx\n",
+                &[("stem", "", 1, 1, "pre"), ("???", "-1", 2, 3, "x")],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn bodies_and_line_ranges() {
+        check(&[
+            (
+                "exact line ranges with blank lines",
+                "\n\nPre\n\n# A\n\nbody a\n\n\n## B\nline 1\n\nline 2\n\n",
+                &[
+                    ("stem", "", 3, 3, "Pre"),
+                    ("A", "a", 5, 7, "body a"),
+                    ("A > B", "b", 10, 13, "line 1\n\nline 2"),
+                ],
+            ),
+            (
+                "empty sections skipped, comment kept",
+                "# A\n\n   \n# B\n<!-- note -->\n# C\n",
+                &[("B", "b", 4, 5, "<!-- note -->")],
+            ),
+            (
+                "heading on last line",
+                "# A\na\n# Last",
+                &[("A", "a", 1, 2, "a")],
+            ),
+            (
+                "crlf",
+                "---\r\ntitle: T\r\n---\r\npre\r\n# A\r\na1\r\na2\r\n\r\n## B\r\nb\r\n",
+                &[
+                    ("T", "", 4, 4, "pre"),
+                    ("A", "a", 5, 7, "a1\r\na2"),
+                    ("A > B", "b", 9, 10, "b"),
+                ],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn slugs() {
+        let cases = [
+            ("How to issue?", "how-to-issue"),
+            ("Q&A — FAQ", "qa--faq"),
+            ("snake_case and-hyphen", "snake_case-and-hyphen"),
+            ("Élan 2024", "élan-2024"),
+            ("日本語", "日本語"),
+            ("", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(slugify(input), want, "slugify({input:?})");
+        }
+    }
+
+    #[test]
+    fn heading_text_joins_path() {
+        let chunk = Chunk {
+            heading_path: vec!["Refunds".into(), "Window".into()],
+            anchor: "window".into(),
+            start_line: 1,
+            end_line: 2,
+            body: "x".into(),
+        };
+        assert_eq!(chunk.heading_text(), "Refunds > Window");
+    }
+}

@@ -1,0 +1,95 @@
+//! Turns free text into an FTS5 query that cannot fail: every word becomes a quoted term, joined
+//! with OR, so quotes, `*`, `:`, `NEAR`, `AND`/`OR`, parentheses and huge questions are just words.
+
+/// At most this many distinct terms are searched (a 35 KB question becomes its first terms).
+pub const MAX_TERMS: usize = 32;
+/// Longer "words" are cut to this many characters.
+const MAX_TERM_CHARS: usize = 64;
+
+/// Words too common to help ranking; dropped unless the question has nothing else.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
+    "how", "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so",
+    "that", "the", "their", "there", "this", "to", "was", "we", "what", "when", "where", "which",
+    "who", "why", "will", "with", "you", "your",
+];
+
+/// The words of `text`, lower-cased, de-duplicated, in order, without stopwords when possible.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let word: String = word
+            .chars()
+            .take(MAX_TERM_CHARS)
+            .flat_map(char::to_lowercase)
+            .collect();
+        if !all.contains(&word) {
+            all.push(word);
+        }
+        if all.len() >= MAX_TERMS * 4 {
+            break;
+        }
+    }
+    let content: Vec<String> = all
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    let mut chosen = if content.is_empty() { all } else { content };
+    chosen.truncate(MAX_TERMS);
+    chosen
+}
+
+/// The FTS5 MATCH expression for `text`, or `None` when it has no words at all.
+pub fn to_fts_query(text: &str) -> Option<String> {
+    let terms = terms(text);
+    if terms.is_empty() {
+        return None;
+    }
+    // Terms hold only alphanumeric characters, so quoting them needs no escaping.
+    Some(
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_becomes_quoted_terms() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (
+                "how long is the refund window",
+                Some("\"long\" OR \"refund\" OR \"window\""),
+            ),
+            ("", None),
+            ("   ?!", None),
+            ("the is a", Some("\"the\" OR \"is\" OR \"a\"")),
+            (
+                "\"refund\" AND (window OR NEAR(x y)) col:val *",
+                Some(
+                    "\"refund\" OR \"window\" OR \"near\" OR \"x\" OR \"y\" OR \"col\" OR \"val\"",
+                ),
+            ),
+            ("Rückerstattung ÉTÉ", Some("\"rückerstattung\" OR \"été\"")),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(to_fts_query(input).as_deref(), *expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn huge_question_is_bounded() {
+        let question: String = (0..10_000).map(|i| format!("word{i} ")).collect();
+        assert!(question.len() > 35_000);
+        assert_eq!(terms(&question).len(), MAX_TERMS);
+    }
+}

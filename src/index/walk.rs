@@ -1,0 +1,124 @@
+//! Finds the Markdown files under `docs/` through its capability handle. Anything that is not a
+//! plain, small, UTF-8 Markdown file inside `docs/` is skipped with a warning: FIFOs are never
+//! opened for blocking reads, symlinks never lead out, and nothing crashes the walk.
+
+use cap_std::fs::Dir;
+
+use crate::workspace::{FileError, read_confined};
+
+/// Folders deeper than this are not entered (guards against pathological trees).
+const MAX_DEPTH: usize = 32;
+
+/// One readable document.
+pub struct DocFile {
+    /// Path relative to the workspace, e.g. `docs/admin/roles.md`.
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// What the walk found and what it skipped.
+#[derive(Default)]
+pub struct Walk {
+    /// Files to index, sorted by path.
+    pub files: Vec<DocFile>,
+    /// One line per skipped entry: the path and why.
+    pub warnings: Vec<String>,
+}
+
+/// Walks `docs` (whose workspace-relative name is `docs`).
+pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
+    let mut walk = Walk::default();
+    visit(docs, "docs", 0, max_file_bytes, &mut walk);
+    walk.files.sort_by(|a, b| a.path.cmp(&b.path));
+    walk
+}
+
+fn is_markdown(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".md") || lower.ends_with(".markdown")
+}
+
+fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Walk) {
+    let entries = match dir.entries() {
+        Ok(entries) => entries,
+        Err(e) => {
+            return walk
+                .warnings
+                .push(format!("{prefix}/: cannot list ({e}); skipped"));
+        }
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => names.push(entry),
+            Err(e) => walk
+                .warnings
+                .push(format!("{prefix}/: cannot read an entry ({e}); skipped")),
+        }
+    }
+    for entry in names {
+        let os_name = entry.file_name();
+        let Some(name) = os_name.to_str() else {
+            walk.warnings.push(format!(
+                "{prefix}/{}: name is not UTF-8; skipped",
+                os_name.to_string_lossy()
+            ));
+            continue;
+        };
+        let path = format!("{prefix}/{name}");
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) => {
+                walk.warnings
+                    .push(format!("{path}: cannot stat ({e}); skipped"));
+                continue;
+            }
+        };
+        if kind.is_dir() {
+            if depth >= MAX_DEPTH {
+                walk.warnings
+                    .push(format!("{path}: deeper than {MAX_DEPTH} folders; skipped"));
+            } else {
+                match dir.open_dir(name) {
+                    Ok(sub) => visit(&sub, &path, depth + 1, max_bytes, walk),
+                    Err(e) => walk
+                        .warnings
+                        .push(format!("{path}: cannot open folder ({e}); skipped")),
+                }
+            }
+            continue;
+        }
+        if !is_markdown(name) {
+            continue;
+        }
+        if kind.is_symlink() {
+            // Resolved inside `docs/` only: a link out of it fails here.
+            match dir.metadata(name) {
+                Ok(meta) if meta.is_file() => {}
+                Ok(_) => {
+                    walk.warnings.push(format!(
+                        "{path}: symlink to something that is not a file; skipped"
+                    ));
+                    continue;
+                }
+                Err(_) => {
+                    walk.warnings.push(format!(
+                        "{path}: symlink leads outside docs/ or nowhere; skipped"
+                    ));
+                    continue;
+                }
+            }
+        } else if !kind.is_file() {
+            walk.warnings.push(format!(
+                "{path}: not a regular file (FIFO, socket or device); skipped"
+            ));
+            continue;
+        }
+        match read_confined(dir, name, max_bytes) {
+            Ok(text) => walk.files.push(DocFile { path, text }),
+            Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
+            Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
+        }
+    }
+}

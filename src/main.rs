@@ -1,0 +1,164 @@
+//! The `docs-agent` binary: parses the command line, loads the configuration once, runs the
+//! subcommand, prints any error once and picks the exit code. All logic lives in the library.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use docs_agent::agent::{Harness, Stop};
+use docs_agent::approval::Approver;
+use docs_agent::cli::{Cli, Command, Exit};
+use docs_agent::config::{Config, ENV_KEYS, Sources};
+use docs_agent::guard::redact;
+use docs_agent::model::Model;
+use docs_agent::trace::Trace;
+use docs_agent::{check, guard};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err((code, message)) => {
+            eprintln!("docs-agent: {}", redact::redact(&message));
+            code
+        }
+    };
+    ExitCode::from(code as u8)
+}
+
+type Failure = (Exit, String);
+
+fn run(cli: Cli) -> Result<Exit, Failure> {
+    if let Some(Command::Redact) = cli.command {
+        return redact_stdin();
+    }
+    let config = load_config(&cli)?;
+    match cli.command {
+        Some(Command::Ask { question }) => ask(config, &question.join(" ")),
+        None if cli.question.is_empty() => Err((
+            Exit::Usage,
+            "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
+        )),
+        None => ask(config, &cli.question.join(" ")),
+        Some(Command::Search { query, limit }) => search(config, &query.join(" "), limit),
+        Some(Command::Check) => check(config),
+        Some(Command::Redact) => redact_stdin(),
+    }
+}
+
+fn load_config(cli: &Cli) -> Result<Config, Failure> {
+    let wanted =
+        |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
+    let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
+    let sources = Sources {
+        file: cli.global.config.clone(),
+        env,
+        flags: cli.global.overrides(),
+    };
+    Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+fn open(config: Config) -> Result<Harness, Failure> {
+    let harness = Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))?;
+    Ok(harness)
+}
+
+fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
+    for warning in &harness.index.warnings {
+        trace.event("warning", warning);
+    }
+}
+
+fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
+    if question.trim().is_empty() {
+        return Err((
+            Exit::Usage,
+            "the question is empty; ask something about the docs".into(),
+        ));
+    }
+    let approver = Approver::new(config.approve_all());
+    let harness = open(config)?;
+    let mut trace = Trace::new(
+        std::io::stderr().lock(),
+        harness.config.limits.trace_result_chars,
+    );
+    warn_skipped(&harness, &mut trace);
+    if !matches!(
+        harness.config.llm.model.as_str(),
+        "scripted" | "extractive" | "scripted-loop"
+    ) {
+        // Only the HTTP client needs TLS; a second install attempt is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let model = Model::from_config(&harness.config.llm, harness.config.limits.max_output_tokens)
+        .map_err(|e| (Exit::Failure, e))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            (
+                Exit::Failure,
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    let run = runtime
+        .block_on(harness.ask(&model, approver, question, &mut trace))
+        .map_err(|e| (Exit::Model, e.to_string()))?;
+    match run.stop {
+        Stop::Answered => {
+            println!("{}", run.answer);
+            Ok(Exit::Ok)
+        }
+        Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),
+    }
+}
+
+fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
+    let harness = open(config)?;
+    let mut trace = Trace::new(
+        std::io::stderr().lock(),
+        harness.config.limits.trace_result_chars,
+    );
+    warn_skipped(&harness, &mut trace);
+    let hits = harness
+        .index
+        .search(query, limit.max(1))
+        .map_err(|e| (Exit::Failure, e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    for hit in hits {
+        let heading = guard::fence::sanitize(&hit.heading);
+        let _ = writeln!(out, "{}  {}  {:.3}", hit.source(), heading, hit.score);
+    }
+    Ok(Exit::Ok)
+}
+
+fn check(config: Config) -> Result<Exit, Failure> {
+    let harness = open(config)?;
+    let report = check::check(&harness);
+    let mut out = std::io::stdout().lock();
+    for problem in &report.problems {
+        let _ = writeln!(out, "{problem}");
+    }
+    let _ = writeln!(out, "{}", report.summary);
+    Ok(if report.problems.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
+}
+
+fn redact_stdin() -> Result<Exit, Failure> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input).map_err(|e| {
+        (
+            Exit::Failure,
+            format!("cannot read stdin as UTF-8 text: {e}"),
+        )
+    })?;
+    std::io::stdout()
+        .write_all(redact::redact(&input).as_bytes())
+        .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,162 @@
+//! The models that can answer: an OpenAI-compatible server, or one of the built-in,
+//! deterministic ones. The model only *asks* for tools; the loop in `agent` decides.
+
+pub mod builtin;
+pub mod openai;
+pub mod textcall;
+
+use serde_json::Value;
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The id the reply to this call must carry.
+    pub id: String,
+    /// The tool's name, as the model wrote it (may be unknown).
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, possibly malformed.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The harness's rules, the project's instructions and the skills catalog.
+    System(String),
+    /// The person's question.
+    User(String),
+    /// A model reply: text, tool calls, or both.
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool { call_id: String, content: String },
+}
+
+/// What one model call returned.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    /// Text of the reply (the answer when there are no tool calls).
+    pub content: String,
+    /// Tools the model asked for.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used, when the server says.
+    pub usage: Option<Usage>,
+}
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Completion tokens.
+    pub completion: u64,
+}
+
+/// A tool as offered to the model: name, description and JSON schema of its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// The name the model calls.
+    pub name: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Why a model call failed, written for the person running docs-agent.
+#[derive(Debug)]
+pub enum ModelError {
+    /// Could not connect at all.
+    Unreachable { url: String, detail: String },
+    /// The server does not know the model.
+    UnknownModel { model: String, detail: String },
+    /// Any other HTTP error status, after retries.
+    Http {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    /// The server answered with something that is not a chat completion.
+    Malformed { url: String, detail: String },
+    /// No answer within the request timeout.
+    Timeout { url: String, secs: u64 },
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::Unreachable { url, detail } => write!(
+                f,
+                "cannot reach the model server at {url} ({detail}). Start Ollama with `ollama serve` \
+                 (or `docker compose up -d ollama`), set LLM_BASE_URL to your server, or use LLM_MODEL=extractive \
+                 for retrieval-only answers"
+            ),
+            ModelError::UnknownModel { model, detail } => write!(
+                f,
+                "the model server does not have the model `{model}` ({detail}). Run `ollama pull {model}` \
+                 or set LLM_MODEL to a model it has"
+            ),
+            ModelError::Http { url, status, body } => {
+                write!(
+                    f,
+                    "the model server at {url} answered HTTP {status}: {body}"
+                )
+            }
+            ModelError::Malformed { url, detail } => {
+                write!(
+                    f,
+                    "the model server at {url} sent a reply that is not a chat completion: {detail}"
+                )
+            }
+            ModelError::Timeout { url, secs } => write!(
+                f,
+                "the model server at {url} did not answer within {secs} s; raise llm.request_timeout_secs or use a smaller model"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// The closed set of models.
+pub enum Model {
+    /// Any OpenAI-compatible `/v1/chat/completions` server (Ollama, vLLM, llama.cpp...).
+    OpenAi(openai::Client),
+    /// A deterministic, in-process model: the compromised test model, retrieval-only, or a looping one.
+    Builtin(builtin::Builtin),
+}
+
+impl Model {
+    /// Picks the model for `name`: a built-in name, or an OpenAI-compatible client.
+    pub fn from_config(
+        llm: &crate::config::LlmConfig,
+        max_output_tokens: u32,
+    ) -> Result<Model, String> {
+        match builtin::Builtin::from_name(&llm.model) {
+            Some(b) => Ok(Model::Builtin(b)),
+            None => openai::Client::new(llm, max_output_tokens).map(Model::OpenAi),
+        }
+    }
+
+    /// Asks the model for its next reply to `messages`.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Reply, ModelError> {
+        match self {
+            Model::OpenAi(client) => client.complete(messages, tools).await,
+            Model::Builtin(b) => Ok(b.complete(messages)),
+        }
+    }
+
+    /// The model's name, for traces.
+    pub fn name(&self) -> String {
+        match self {
+            Model::OpenAi(client) => client.model().to_string(),
+            Model::Builtin(b) => b.name().to_string(),
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Client for OpenAI-compatible `/chat/completions` servers (Ollama, vLLM, llama.cpp, OpenAI):
+//! tool calling, per-request timeouts, retries with backoff on 429/5xx/connect errors, and errors
+//! that say what to do.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Message, ModelError, Reply, ToolCall, ToolSpec, Usage, textcall};
+use crate::config::LlmConfig;
+
+/// First retry delay; doubled each time.
+const BACKOFF_START: Duration = Duration::from_millis(200);
+/// Longest wait between retries, even when the server asks for more.
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// Characters of an error body kept in messages.
+const ERROR_BODY_CHARS: usize = 300;
+
+/// A configured client for one server and model.
+pub struct Client {
+    /// The HTTP client (rustls, timeouts set).
+    http: reqwest::Client,
+    /// `{base_url}/chat/completions`.
+    url: String,
+    /// Model name sent with each request.
+    model: String,
+    /// Bearer key, if any.
+    api_key: Option<String>,
+    /// Retries after the first attempt.
+    retries: u32,
+    /// `max_tokens` per call.
+    max_tokens: u32,
+    /// Sampling temperature.
+    temperature: f32,
+    /// Request timeout, for messages.
+    timeout_secs: u64,
+}
+
+impl Client {
+    /// Builds a client; fails only when the TLS stack cannot start.
+    pub fn new(llm: &LlmConfig, max_tokens: u32) -> Result<Client, String> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(llm.request_timeout_secs))
+            .connect_timeout(Duration::from_secs(llm.request_timeout_secs.min(10)))
+            .build()
+            .map_err(|e| format!("cannot start the HTTP client: {e}"))?;
+        Ok(Client {
+            http,
+            url: format!("{}/chat/completions", llm.base_url.trim_end_matches('/')),
+            model: llm.model.clone(),
+            api_key: llm.api_key.clone().filter(|k| !k.is_empty()),
+            retries: llm.retries,
+            max_tokens,
+            temperature: llm.temperature,
+            timeout_secs: llm.request_timeout_secs,
+        })
+    }
+
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// One chat completion, retried on 429, 5xx and connect errors.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Reply, ModelError> {
+        let body = self.request_body(messages, tools);
+        let mut delay = BACKOFF_START;
+        let mut attempt = 0;
+        loop {
+            match self.attempt(&body).await {
+                Ok(reply) => return Ok(self.accept_text_calls(reply, tools)),
+                Err(Attempt::Retry { error, after }) if attempt < self.retries => {
+                    attempt += 1;
+                    tracing::debug!(
+                        "model call failed ({error}); retry {attempt} of {}",
+                        self.retries
+                    );
+                    tokio::time::sleep(after.unwrap_or(delay).min(BACKOFF_MAX)).await;
+                    delay = (delay * 2).min(BACKOFF_MAX);
+                }
+                Err(Attempt::Retry { error, .. }) | Err(Attempt::Fatal(error)) => {
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+        json!({
+            "model": self.model,
+            "messages": messages.iter().map(to_wire).collect::<Vec<_>>(),
+            "tools": tools,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": false,
+        })
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<Reply, Attempt> {
+        let mut request = self.http.post(&self.url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        let status = response.status();
+        let after = retry_after(&response);
+        let text = response.text().await.map_err(|e| self.transport_error(e))?;
+        if status.is_success() {
+            return parse_reply(&text).map_err(|detail| {
+                Attempt::Fatal(ModelError::Malformed {
+                    url: self.url.clone(),
+                    detail,
+                })
+            });
+        }
+        let snippet = crate::guard::redact::redact_truncated(&text, ERROR_BODY_CHARS);
+        let lower = text.to_ascii_lowercase();
+        if status.as_u16() == 404
+            && lower.contains("model")
+            && (lower.contains("not found") || lower.contains("does not exist"))
+        {
+            return Err(Attempt::Fatal(ModelError::UnknownModel {
+                model: self.model.clone(),
+                detail: snippet,
+            }));
+        }
+        let error = ModelError::Http {
+            url: self.url.clone(),
+            status: status.as_u16(),
+            body: snippet,
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            Err(Attempt::Retry { error, after })
+        } else {
+            Err(Attempt::Fatal(error))
+        }
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> Attempt {
+        if e.is_timeout() {
+            Attempt::Fatal(ModelError::Timeout {
+                url: self.url.clone(),
+                secs: self.timeout_secs,
+            })
+        } else if e.is_connect() {
+            Attempt::Retry {
+                error: ModelError::Unreachable {
+                    url: self.url.clone(),
+                    detail: root_cause(&e),
+                },
+                after: None,
+            }
+        } else if e.is_decode() || e.is_body() {
+            Attempt::Fatal(ModelError::Malformed {
+                url: self.url.clone(),
+                detail: root_cause(&e),
+            })
+        } else {
+            Attempt::Retry {
+                error: ModelError::Unreachable {
+                    url: self.url.clone(),
+                    detail: root_cause(&e),
+                },
+                after: None,
+            }
+        }
+    }
+
+    /// A reply with no `tool_calls` whose text is a JSON tool call for a known tool becomes that call.
+    fn accept_text_calls(&self, mut reply: Reply, tools: &[ToolSpec]) -> Reply {
+        if reply.tool_calls.is_empty() {
+            let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+            if let Some(call) = textcall::parse(&reply.content, &names) {
+                reply.tool_calls.push(call);
+                reply.content.clear();
+            }
+        }
+        reply
+    }
+}
+
+/// The outcome of one failed attempt.
+enum Attempt {
+    /// Worth trying again (after the server's Retry-After, when given).
+    Retry {
+        error: ModelError,
+        after: Option<Duration>,
+    },
+    /// Not worth trying again.
+    Fatal(ModelError),
+}
+
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get("retry-after")?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// The wire form of one message.
+fn to_wire(message: &Message) -> Value {
+    match message {
+        Message::System(text) => json!({"role": "system", "content": text}),
+        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": content})
+        }
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => json!({
+            "role": "assistant",
+            "content": content,
+            "tool_calls": tool_calls.iter().map(|c| json!({
+                "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}
+            })).collect::<Vec<_>>(),
+        }),
+        Message::Tool { call_id, content } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+/// Reads the first choice of a chat completion.
+pub fn parse_reply(text: &str) -> Result<Reply, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON ({e})"))?;
+    let message = value
+        .pointer("/choices/0/message")
+        .ok_or_else(|| "no choices[0].message in the reply".to_string())?;
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for (i, call) in calls.iter().enumerate() {
+            let function = call
+                .get("function")
+                .ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
+            let name = function
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("tool_calls[{i}].function has no name"))?;
+            let arguments = match function.get("arguments") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => "{}".to_string(),
+                Some(v) => v.to_string(),
+            };
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("call_{i}"), str::to_string);
+            tool_calls.push(ToolCall {
+                id,
+                name: name.to_string(),
+                arguments,
+            });
+        }
+    }
+    let usage = value.get("usage").map(|u| Usage {
+        prompt: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        completion: u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    });
+    Ok(Reply {
+        content,
+        tool_calls,
+        usage,
+    })
+}

@@ -1,0 +1,369 @@
+//! The closed set of tools the model may ask for, their JSON schemas, and their execution. Every
+//! result handed back is redacted, and retrieved text is fenced as untrusted data. A bad call is
+//! an `ERROR: ...` text for the model, a refusal a `DENIED: ...` text: never a crash.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::approval::Approver;
+use crate::guard::fence::{self, Fenced};
+use crate::guard::redact;
+use crate::index::Index;
+use crate::model::ToolSpec;
+use crate::skills::Skills;
+use crate::workspace::policy::{self, Denied};
+use crate::workspace::{FileError, Workspace};
+
+/// Largest file `read_file` opens.
+const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest note `write_file` accepts.
+const MAX_WRITE_BYTES: usize = 64 * 1024;
+/// Lines `read_file` returns when the model gives no limit.
+const DEFAULT_READ_LINES: usize = 200;
+/// Longest argument text parsed at all.
+const MAX_ARGUMENT_BYTES: usize = 128 * 1024;
+
+/// The tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// Ranked sections of docs/ for a query.
+    SearchDocs,
+    /// Lines of a workspace file.
+    ReadFile,
+    /// A note under notes/, with approval.
+    WriteFile,
+    /// The body of a skill.
+    LoadSkill,
+}
+
+/// Every tool, in the order offered to the model.
+pub const ALL: [Tool; 4] = [
+    Tool::SearchDocs,
+    Tool::ReadFile,
+    Tool::WriteFile,
+    Tool::LoadSkill,
+];
+
+impl Tool {
+    /// The tool called `name`, if it exists.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::SearchDocs => "search_docs",
+            Tool::ReadFile => "read_file",
+            Tool::WriteFile => "write_file",
+            Tool::LoadSkill => "load_skill",
+        }
+    }
+
+    /// Name, description and argument schema, as offered to the model.
+    pub fn spec(self) -> ToolSpec {
+        let (description, parameters) = match self {
+            Tool::SearchDocs => (
+                "Search the product docs. Returns the best-matching sections, each fenced with its source path#anchor.",
+                json!({"type": "object", "properties": {"query": {"type": "string", "description": "words to search for"}}, "required": ["query"], "additionalProperties": false}),
+            ),
+            Tool::ReadFile => (
+                "Read a file of the workspace (docs/, notes/, skills/, AGENTS.md) by line range.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "workspace-relative path, e.g. docs/refunds.md"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "first line, 1-based (default 1)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "number of lines (default 200)"}
+                }, "required": ["path"], "additionalProperties": false}),
+            ),
+            Tool::WriteFile => (
+                "Write a note under notes/. A human must approve every write; the harness may deny it.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "path under notes/, e.g. notes/refund-summary.md"},
+                    "content": {"type": "string", "description": "the note's text"}
+                }, "required": ["path", "content"], "additionalProperties": false}),
+            ),
+            Tool::LoadSkill => (
+                "Load the full instructions of a skill from the catalog, by name.",
+                json!({"type": "object", "properties": {"skill": {"type": "string", "description": "the skill's name"}}, "required": ["skill"], "additionalProperties": false}),
+            ),
+        };
+        ToolSpec {
+            name: self.name(),
+            description,
+            parameters,
+        }
+    }
+}
+
+/// The specs of all tools.
+pub fn specs() -> Vec<ToolSpec> {
+    ALL.into_iter().map(Tool::spec).collect()
+}
+
+/// What the harness decided about one call, for the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run, and it worked.
+    Allowed,
+    /// Refused by policy or by the approver.
+    Denied,
+    /// Not run or failed: unknown tool, bad arguments, I/O error.
+    Error,
+}
+
+impl Decision {
+    /// The word in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Denied => "denied",
+            Decision::Error => "error",
+        }
+    }
+}
+
+/// The result of one call.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the model is shown (already redacted).
+    pub text: String,
+    /// What was decided.
+    pub decision: Decision,
+}
+
+impl Outcome {
+    fn allowed(text: String) -> Outcome {
+        Outcome {
+            text: redact::redact(&text).into_owned(),
+            decision: Decision::Allowed,
+        }
+    }
+    fn denied(reason: impl std::fmt::Display) -> Outcome {
+        Outcome {
+            text: redact::redact(&format!("DENIED: {reason}")).into_owned(),
+            decision: Decision::Denied,
+        }
+    }
+    fn error(message: impl std::fmt::Display) -> Outcome {
+        Outcome {
+            text: redact::redact(&format!("ERROR: {message}")).into_owned(),
+            decision: Decision::Error,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillArgs {
+    skill: String,
+}
+
+/// Everything a tool may touch, borrowed for one run.
+pub struct Toolbox<'a> {
+    /// The workspace's area handles.
+    pub workspace: &'a Workspace,
+    /// The docs index.
+    pub index: &'a Index,
+    /// The valid skills.
+    pub skills: &'a Skills,
+    /// Who decides writes.
+    pub approver: Approver,
+    /// Sections per search.
+    pub top_k: usize,
+    /// Bytes of a result handed to the model.
+    pub max_result_bytes: usize,
+}
+
+impl Toolbox<'_> {
+    /// Runs one call by name with its raw JSON arguments; never panics on model input.
+    pub fn run(&self, name: &str, arguments: &str) -> (Outcome, u128) {
+        let started = Instant::now();
+        let outcome = self.dispatch(name, arguments);
+        (outcome, started.elapsed().as_millis())
+    }
+
+    fn dispatch(&self, name: &str, arguments: &str) -> Outcome {
+        let Some(tool) = Tool::from_name(name) else {
+            let known: Vec<&str> = ALL.iter().map(|t| t.name()).collect();
+            return Outcome::error(format!(
+                "unknown tool `{}`; the tools are {}",
+                clip(name, 64),
+                known.join(", ")
+            ));
+        };
+        if arguments.len() > MAX_ARGUMENT_BYTES {
+            return Outcome::error(format!(
+                "arguments are {} bytes; the limit is {MAX_ARGUMENT_BYTES}",
+                arguments.len()
+            ));
+        }
+        let arguments = if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
+        match tool {
+            Tool::SearchDocs => {
+                parse(tool, arguments).map_or_else(|e| e, |a: SearchArgs| self.search(&a.query))
+            }
+            Tool::ReadFile => {
+                parse(tool, arguments).map_or_else(|e| e, |a: ReadArgs| self.read(&a))
+            }
+            Tool::WriteFile => {
+                parse(tool, arguments).map_or_else(|e| e, |a: WriteArgs| self.write(&a))
+            }
+            Tool::LoadSkill => {
+                parse(tool, arguments).map_or_else(|e| e, |a: SkillArgs| self.load_skill(&a.skill))
+            }
+        }
+    }
+
+    fn search(&self, query: &str) -> Outcome {
+        let hits = match self.index.search(query, self.top_k) {
+            Ok(hits) => hits,
+            Err(e) => return Outcome::error(e),
+        };
+        if hits.is_empty() {
+            return Outcome::allowed(
+                "No section of the docs matched. Try other words.".to_string(),
+            );
+        }
+        let budget = self.max_result_bytes / hits.len();
+        let mut text = format!("{} sections matched, best first:\n", hits.len());
+        for hit in &hits {
+            let body = format!("# {}\n{}", hit.heading, hit.excerpt);
+            let body =
+                redact::redact_truncated(&body, budget.saturating_sub(hit.source().len() + 40));
+            text.push_str(Fenced::new(&hit.source(), &body).as_str());
+            text.push('\n');
+        }
+        Outcome::allowed(text)
+    }
+
+    fn read(&self, args: &ReadArgs) -> Outcome {
+        let path = match policy::check_read(&args.path) {
+            Ok(path) => path,
+            Err(denied) => return Outcome::denied(denied),
+        };
+        let text = match self.workspace.read_text(&path, MAX_READ_BYTES) {
+            Ok(text) => text,
+            Err(e) => return file_error(e),
+        };
+        // Redact the whole file before slicing, so no slice can show part of a secret.
+        let text = redact::redact(&text);
+        let total = text.lines().count();
+        let first = args.offset.unwrap_or(1).max(1) as usize;
+        let limit = args.limit.unwrap_or(DEFAULT_READ_LINES as u64).max(1) as usize;
+        if first > total.max(1) {
+            return Outcome::error(format!(
+                "{path} has {total} lines; offset {first} is past the end"
+            ));
+        }
+        let slice: Vec<&str> = text.lines().skip(first - 1).take(limit).collect();
+        let last = first + slice.len().saturating_sub(1);
+        let header = format!("lines {first}-{last} of {total}\n");
+        let body = redact::redact_truncated(
+            &slice.join("\n"),
+            self.max_result_bytes.saturating_sub(header.len() + 80),
+        );
+        Outcome::allowed(Fenced::new(&path.display(), &format!("{header}{body}")).into_string())
+    }
+
+    fn write(&self, args: &WriteArgs) -> Outcome {
+        let path = match policy::check_write(&args.path) {
+            Ok(path) => path,
+            Err(denied) => return Outcome::denied(denied),
+        };
+        if args.content.len() > MAX_WRITE_BYTES {
+            return Outcome::error(format!(
+                "content is {} bytes; a note may hold at most {MAX_WRITE_BYTES}",
+                args.content.len()
+            ));
+        }
+        let content = redact::redact(&args.content);
+        let approved = match self.approver.decide(&path, &content) {
+            Ok(approved) => approved,
+            Err(denied) => return Outcome::denied(denied),
+        };
+        match self.workspace.write_note(&path, &content, approved) {
+            Ok(bytes) => Outcome::allowed(format!("OK: wrote {bytes} bytes to {path}")),
+            Err(e) => file_error(e),
+        }
+    }
+
+    fn load_skill(&self, name: &str) -> Outcome {
+        match self.skills.get(name) {
+            Some(skill) => {
+                let body = fence::neutralize_tags(&fence::sanitize(&skill.body)).into_owned();
+                Outcome::allowed(format!(
+                    "<skill name=\"{}\" location=\"{}\">\n{}\n</skill>",
+                    fence::escape_attr(&skill.name),
+                    fence::escape_attr(&skill.location),
+                    redact::redact_truncated(&body, self.max_result_bytes)
+                ))
+            }
+            None => {
+                let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
+                Outcome::error(format!(
+                    "no skill named `{}`; available: {}",
+                    clip(name, 64),
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+fn file_error(e: FileError) -> Outcome {
+    match e {
+        FileError::Denied(Denied(reason)) => Outcome::denied(reason),
+        FileError::Failed(message) => Outcome::error(message),
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(tool: Tool, arguments: &str) -> Result<T, Outcome> {
+    serde_json::from_str::<T>(arguments).map_err(|e| {
+        let hint = match serde_json::from_str::<Value>(arguments) {
+            Ok(_) => format!("{e}"),
+            Err(_) => format!("arguments are not valid JSON ({e})"),
+        };
+        Outcome::error(format!(
+            "bad arguments for {}: {hint}; expected {}",
+            tool.name(),
+            tool.spec().parameters["properties"]
+        ))
+    })
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let sane = fence::sanitize(text);
+    let cut = redact::floor_char_boundary(&sane, max);
+    if cut.len() < sane.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}

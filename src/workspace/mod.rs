@@ -1,0 +1,286 @@
+//! The workspace on disk: one capability handle per area (`docs/`, `skills/`, `notes/`, the root
+//! for `AGENTS.md`). A [`ModelPath`] is opened only through the handle of its area, so a symlink
+//! or `..` can never reach outside it, and there is no check-then-open race: cap-std resolves
+//! every component inside the handle.
+
+pub mod policy;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+
+use crate::approval::Approved;
+use crate::guard::redact;
+use policy::{Area, Denied, ModelPath};
+
+/// Open handles on the workspace's areas.
+pub struct Workspace {
+    /// Where the workspace is, for messages.
+    path: PathBuf,
+    /// The workspace root, used only for `AGENTS.md` and to find the areas.
+    root: Dir,
+    /// `docs/`, when present.
+    docs: Option<Dir>,
+    /// `skills/`, when present.
+    skills: Option<Dir>,
+    /// `notes/`, when present: writes are denied without it.
+    notes: Option<Dir>,
+}
+
+/// The workspace could not be opened at all.
+#[derive(Debug)]
+pub struct WorkspaceError(pub String);
+
+impl std::fmt::Display for WorkspaceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WorkspaceError {}
+
+/// Why a file could not be read or written: a policy denial or an ordinary failure.
+#[derive(Debug)]
+pub enum FileError {
+    /// The harness refused: shown to the model as `DENIED: ...`.
+    Denied(Denied),
+    /// Something failed: shown as `ERROR: ...`.
+    Failed(String),
+}
+
+impl From<Denied> for FileError {
+    fn from(d: Denied) -> Self {
+        FileError::Denied(d)
+    }
+}
+
+/// Flags that keep `open` from blocking on a FIFO or taking a terminal.
+const NONBLOCKING: i32 = libc_flags::O_NONBLOCK | libc_flags::O_NOCTTY;
+
+/// The two open(2) flags we need, without pulling in the libc crate (Linux values).
+mod libc_flags {
+    pub const O_NONBLOCK: i32 = 0o4000;
+    pub const O_NOCTTY: i32 = 0o400;
+}
+
+impl Workspace {
+    /// Opens the workspace at `path`; its areas are optional, the root is not.
+    pub fn open(path: &Path) -> Result<Workspace, WorkspaceError> {
+        let root = Dir::open_ambient_dir(path, ambient_authority()).map_err(|e| {
+            WorkspaceError(format!(
+                "cannot open workspace {}: {e}; pass --workspace DIR or set WORKSPACE to a folder with docs/",
+                path.display()
+            ))
+        })?;
+        let area = |name: &str| root.open_dir(name).ok();
+        Ok(Workspace {
+            path: path.to_path_buf(),
+            docs: area("docs"),
+            skills: area("skills"),
+            notes: area("notes"),
+            root,
+        })
+    }
+
+    /// Where the workspace is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root handle (for loaders that walk skills/ themselves).
+    pub fn root(&self) -> &Dir {
+        &self.root
+    }
+
+    /// The `docs/` handle, if the workspace has one.
+    pub fn docs(&self) -> Option<&Dir> {
+        self.docs.as_ref()
+    }
+
+    /// The `skills/` handle, if the workspace has one.
+    pub fn skills(&self) -> Option<&Dir> {
+        self.skills.as_ref()
+    }
+
+    /// True when `notes/` exists, so writes are possible.
+    pub fn has_notes(&self) -> bool {
+        self.notes.is_some()
+    }
+
+    /// Reads a UTF-8 text file of at most `max_bytes` bytes, confined to its area.
+    pub fn read_text(&self, path: &ModelPath, max_bytes: u64) -> Result<String, FileError> {
+        let (dir, inner) = match path.area() {
+            Area::AgentsMd => (Some(&self.root), "AGENTS.md".to_string()),
+            Area::Docs => (self.docs.as_ref(), path.inner()),
+            Area::Skills => (self.skills.as_ref(), path.inner()),
+            Area::Notes => (self.notes.as_ref(), path.inner()),
+        };
+        let dir = dir.ok_or_else(|| {
+            FileError::Failed(format!(
+                "{}/ does not exist in this workspace",
+                path.area().prefix()
+            ))
+        })?;
+        read_confined(dir, &inner, max_bytes).map_err(|e| match e {
+            FileError::Failed(m) => FileError::Failed(format!("{path}: {m}")),
+            FileError::Denied(Denied(m)) => FileError::Denied(Denied(format!("{path}: {m}"))),
+        })
+    }
+
+    /// Writes a note. Needs an [`Approved`] value; the path and content are redacted first.
+    /// The file is written to a temporary name and renamed, so a failure leaves no half note,
+    /// and the rename replaces a directory entry: it never writes through a link.
+    pub fn write_note(
+        &self,
+        path: &ModelPath,
+        content: &str,
+        _approved: Approved,
+    ) -> Result<usize, FileError> {
+        if path.area() != Area::Notes {
+            return Err(Denied(format!("{path} is not under notes/")).into());
+        }
+        let notes = self.notes.as_ref().ok_or_else(|| {
+            FileError::Failed(
+                "notes/ does not exist in this workspace; create it to allow notes".into(),
+            )
+        })?;
+        let inner = path.inner();
+        if redact::redact(&inner) != inner.as_str() {
+            return Err(
+                Denied("the path contains something that looks like a secret".into()).into(),
+            );
+        }
+        let content = redact::redact(content);
+        let (parent, name) = match inner.rsplit_once('/') {
+            Some((parent, name)) => (Some(parent), name),
+            None => (None, inner.as_str()),
+        };
+        let dir = match parent {
+            Some(parent) => open_note_folder(notes, parent)?,
+            None => notes
+                .try_clone()
+                .map_err(|e| FileError::Failed(e.to_string()))?,
+        };
+        refuse_links(&dir, name)?;
+        let temp = format!(".{name}.tmp-{}", std::process::id());
+        let mut options = OpenOptions::new();
+        options
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(NONBLOCKING);
+        options.follow(FollowSymlinks::No);
+        let mut file = dir
+            .open_with(&temp, &options)
+            .map_err(|e| confine_error(e, "cannot create the note"))?;
+        let written = file
+            .write_all(content.as_bytes())
+            .and_then(|()| file.sync_all())
+            .and_then(|()| dir.rename(&temp, &dir, name));
+        if let Err(e) = written {
+            let _ = dir.remove_file(&temp);
+            return Err(FileError::Failed(format!("cannot write {path}: {e}")));
+        }
+        Ok(content.len())
+    }
+}
+
+/// Opens (creating as needed) the folder `parent` inside notes/, one component at a time, refusing
+/// any component that is a symbolic link.
+fn open_note_folder(notes: &Dir, parent: &str) -> Result<Dir, FileError> {
+    let mut dir = notes
+        .try_clone()
+        .map_err(|e| FileError::Failed(e.to_string()))?;
+    for name in parent.split('/') {
+        match dir.symlink_metadata(name) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(Denied(format!(
+                    "notes/{parent}: `{name}` is a symbolic link; links in notes/ are not followed"
+                ))
+                .into());
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                dir.create_dir(name)
+                    .map_err(|e| confine_error(e, "cannot create the folder"))?;
+            }
+            Err(e) => return Err(confine_error(e, "cannot inspect the folder")),
+        }
+        dir = dir
+            .open_dir_nofollow(name)
+            .map_err(|e| confine_error(e, "cannot open the folder"))?;
+    }
+    Ok(dir)
+}
+
+/// Refuses to replace a symlink or a file with other hard links: either may lead elsewhere.
+fn refuse_links(dir: &Dir, name: &str) -> Result<(), FileError> {
+    match dir.symlink_metadata(name) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(Denied(format!(
+            "notes/{name} is a symbolic link; links in notes/ are not followed or replaced"
+        ))
+        .into()),
+        Ok(meta) if !meta.is_file() => {
+            Err(Denied(format!("notes/{name} is not a regular file")).into())
+        }
+        Ok(meta) if cap_std::fs::MetadataExt::nlink(&meta) > 1 => Err(Denied(format!(
+            "notes/{name} is hard-linked elsewhere; it may not be written"
+        ))
+        .into()),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(confine_error(e, "cannot inspect the note")),
+    }
+}
+
+/// Opens and reads a regular file inside `dir` without following links out of it or blocking.
+pub fn read_confined(dir: &Dir, inner: &str, max_bytes: u64) -> Result<String, FileError> {
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(NONBLOCKING);
+    let file = dir
+        .open_with(inner, &options)
+        .map_err(|e| confine_error(e, "cannot open"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| FileError::Failed(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(FileError::Failed("not a regular file".into()));
+    }
+    if meta.len() > max_bytes {
+        return Err(FileError::Failed(format!(
+            "{} bytes is over the {max_bytes}-byte limit",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileError::Failed(e.to_string()))?;
+    if bytes.contains(&0) {
+        return Err(FileError::Failed("binary file (contains NUL bytes)".into()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        FileError::Failed(format!(
+            "not UTF-8 text (invalid byte at {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Turns an OS error from a confined open into a denial (escape attempts) or a failure.
+fn confine_error(e: std::io::Error, what: &str) -> FileError {
+    let text = e.to_string();
+    if text.contains("outside of the filesystem") || e.raw_os_error() == Some(40) {
+        // cap-std: "a path led outside of the filesystem"; ELOOP (40): a symlink where none may be.
+        FileError::Denied(Denied(format!(
+            "{what}: the path leads outside its folder through a link"
+        )))
+    } else if e.kind() == std::io::ErrorKind::NotFound {
+        FileError::Failed(format!("{what}: no such file"))
+    } else {
+        FileError::Failed(format!("{what}: {text}"))
+    }
+}

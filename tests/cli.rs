@@ -1,0 +1,220 @@
+//! The command line surface: search, check, redact, configuration precedence and errors.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::{ONBOARDING_KEY, run, sample_workspace};
+
+#[test]
+fn search_prints_ranked_path_anchor_heading_score_lines() {
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[], &["search", "refund window"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let first = out.stdout.lines().next().expect("at least one hit");
+    let fields: Vec<&str> = first.split("  ").collect();
+    assert_eq!(fields[0], "docs/refunds.md#window", "line: {first}");
+    assert_eq!(fields[1], "Refunds > Window");
+    assert!(fields[2].parse::<f64>().expect("score is a number") > 0.0);
+}
+
+#[test]
+fn search_survives_fts_syntax_and_huge_queries() {
+    let ws = sample_workspace();
+    let huge = "refund \"window\" AND (x OR y) NEAR* col:val ".repeat(1_000);
+    assert!(huge.len() > 35_000);
+    for query in [
+        "\"unbalanced",
+        "a*",
+        "docs:refunds",
+        "NEAR(refund window)",
+        "AND OR NOT",
+        "(((",
+        ")",
+        "*",
+        "-",
+        &huge,
+    ] {
+        let out = run(ws.path(), &[], &["search", query]);
+        assert_eq!(out.code, 0, "query {:.40}: stderr {}", query, out.stderr);
+    }
+}
+
+#[test]
+fn check_passes_on_the_sample_workspace() {
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[], &["check"]);
+    assert_eq!(
+        out.code, 0,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stdout.contains("0 problems"), "stdout: {}", out.stdout);
+}
+
+#[test]
+fn check_reports_every_problem_with_file_and_line() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    std::fs::write(root.join("AGENTS.md"), "  \n").expect("write");
+    std::fs::create_dir_all(root.join("skills/Bad_Skill")).expect("mkdir");
+    std::fs::write(
+        root.join("skills/Bad_Skill/SKILL.md"),
+        "---\nname: Bad_Skill\ndescription: x\n---\nbody\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(root.join("skills/no-body")).expect("mkdir");
+    std::fs::write(root.join("docs/binary.md"), b"\0\x01\x02").expect("write");
+    std::fs::write(root.join("docs/latin1.md"), b"# Caf\xe9\n").expect("write");
+    let out = run(root, &[], &["check"]);
+    assert_eq!(out.code, 1, "stdout: {}", out.stdout);
+    for expected in [
+        "AGENTS.md:1: is empty",
+        "skills/Bad_Skill/SKILL.md:2: [name]",
+        "skills/no-body",
+        "docs/binary.md: binary",
+        "docs/latin1.md: not UTF-8",
+    ] {
+        assert!(
+            out.stdout.contains(expected),
+            "missing {expected:?} in:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn redact_filters_stdin() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docs-agent"))
+        .arg("redact")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let input = format!("key={ONBOARDING_KEY}\nid 550e8400-e29b-41d4-a716-446655440000 stays\n");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(!text.contains(ONBOARDING_KEY), "{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    assert!(
+        text.contains("550e8400-e29b-41d4-a716-446655440000 stays"),
+        "{text}"
+    );
+}
+
+#[test]
+fn config_precedence_is_flags_then_env_then_file() {
+    let ws = sample_workspace();
+    let file = ws.path().join("docs-agent.toml");
+    std::fs::write(&file, "[limits]\nmax_steps = 2\n").expect("write");
+    let loop_env = ("LLM_MODEL", "scripted-loop");
+    // File alone: 2 steps.
+    let out = run(ws.path(), &[loop_env], &["q"]);
+    assert_eq!(
+        (out.code, out.tool_lines().len()),
+        (4, 2),
+        "file: {}",
+        out.stderr
+    );
+    // Env over file: 3 steps.
+    let out = run(
+        ws.path(),
+        &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")],
+        &["q"],
+    );
+    assert_eq!(
+        (out.code, out.tool_lines().len()),
+        (4, 3),
+        "env: {}",
+        out.stderr
+    );
+    // Flag over env: 1 step.
+    let out = run(
+        ws.path(),
+        &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")],
+        &["--max-steps", "1", "q"],
+    );
+    assert_eq!(
+        (out.code, out.tool_lines().len()),
+        (4, 1),
+        "flag: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn config_errors_name_the_key_and_exit_2() {
+    let cases: &[(&str, &str)] = &[
+        ("[limits]\nmax_stepz = 2\n", "max_stepz"),
+        ("[limits]\nmax_steps = \"many\"\n", "max_steps"),
+        ("colour = \"blue\"\n", "colour"),
+        ("[limits]\nmax_steps = 0\n", "limits.max_steps"),
+        ("[llm\n", "docs-agent.toml"),
+    ];
+    for (toml, key) in cases {
+        let ws = sample_workspace();
+        std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write");
+        let out = run(ws.path(), &[("LLM_MODEL", "scripted")], &["q"]);
+        assert_eq!(out.code, 2, "config {toml:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(key),
+            "config {toml:?}: stderr should name {key}: {}",
+            out.stderr
+        );
+    }
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[("DOCS_AGENT_MAX_STEPS", "lots")], &["q"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("max_steps"), "{}", out.stderr);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let ws = sample_workspace();
+    for args in [
+        &[][..],
+        &["   "][..],
+        &["--no-such-flag", "q"][..],
+        &["search"][..],
+    ] {
+        let out = run(ws.path(), &[("LLM_MODEL", "scripted")], args);
+        assert_eq!(out.code, 2, "args {args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn missing_workspace_is_a_clear_failure() {
+    let ws = sample_workspace();
+    let out = run(
+        ws.path(),
+        &[("LLM_MODEL", "scripted")],
+        &["--workspace", "/no/such/place", "q"],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("/no/such/place"), "{}", out.stderr);
+}
+
+#[test]
+fn help_documents_exit_codes_and_environment() {
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[], &["--help"]);
+    assert_eq!(out.code, 0);
+    for needle in [
+        "Exit codes",
+        "LLM_BASE_URL",
+        "APPROVE",
+        "search",
+        "check",
+        "redact",
+    ] {
+        assert!(out.stdout.contains(needle), "--help lacks {needle}");
+    }
+}

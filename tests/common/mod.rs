@@ -1,0 +1,92 @@
+//! Shared test helpers: a private copy of the sample workspace and a way to run the real binary
+//! against it with a controlled environment.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The test key planted in the sample docs.
+pub const ONBOARDING_KEY: &str = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
+
+/// Copies `workspace/` into a fresh temporary folder.
+pub fn sample_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("create temp dir");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"),
+        dir.path(),
+    );
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read sample workspace") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// What one run of the binary produced.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The trace lines (stderr lines that are JSON objects with a `tool`).
+    pub fn tool_lines(&self) -> Vec<serde_json::Value> {
+        self.stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v.get("tool").is_some())
+            .collect()
+    }
+}
+
+/// Runs `docs-agent ARGS` with only the given environment (plus PATH), stdin closed.
+pub fn run(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("WORKSPACE", workspace)
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("run docs-agent");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Every file under `dir`, recursively, with its bytes.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(files_under(&path));
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}

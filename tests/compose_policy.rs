@@ -1,0 +1,601 @@
+//! Policy checks for the container files: compose.yaml and Dockerfile.
+//!
+//! These tests need no Docker engine: they read the files and assert the
+//! sandbox the agent is supposed to run in (read-only root, no capabilities,
+//! non-root user, resource limits, notes/ as the only writable mount, an
+//! internal-only network) and the shape of the image (multi-stage, empty
+//! runtime base, non-root USER, exec-form ENTRYPOINT, no `curl | sh`).
+
+use std::path::PathBuf;
+
+use yaml_serde::Value;
+
+// ---------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------
+
+fn repo_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn read(name: &str) -> String {
+    let path = repo_file(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn compose() -> Value {
+    yaml_serde::from_str(&read("compose.yaml")).expect("compose.yaml must be valid YAML")
+}
+
+// ---------------------------------------------------------------------------
+// Navigating a yaml_serde::Value
+// ---------------------------------------------------------------------------
+
+/// Follows a dotted path of mapping keys, e.g. `"services.agent.read_only"`.
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |v, key| v.get(key))
+}
+
+/// Like [`at`], but the key must exist.
+fn req<'a>(v: &'a Value, path: &str) -> &'a Value {
+    at(v, path).unwrap_or_else(|| panic!("compose.yaml: `{path}` is missing"))
+}
+
+/// The service named `name`.
+fn service<'a>(c: &'a Value, name: &str) -> &'a Value {
+    req(c, &format!("services.{name}"))
+}
+
+/// A scalar as text (`true`, `64`, `"256m"` all become strings).
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `true` (YAML bool) or `"true"` (string).
+fn is_true(v: Option<&Value>) -> bool {
+    v.and_then(text)
+        .is_some_and(|s| s.eq_ignore_ascii_case("true"))
+}
+
+/// A list of scalars; a single scalar counts as a one-element list; absent is empty.
+fn strings(v: Option<&Value>) -> Vec<String> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Sequence(items)) => items.iter().filter_map(text).collect(),
+        Some(other) => text(other).into_iter().collect(),
+    }
+}
+
+/// Names in the list form (`[a, b]`) or the mapping form (`{a: ..., b: ...}`),
+/// as used by `networks:` and `depends_on:`.
+fn names(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Mapping(m)) => m.keys().filter_map(text).collect(),
+        other => strings(other),
+    }
+}
+
+/// A non-empty list/mapping/scalar (for `ports:` and the like).
+fn is_non_empty(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Sequence(s)) => !s.is_empty(),
+        Some(Value::Mapping(m)) => !m.is_empty(),
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// Every service as `(name, definition)`.
+fn services(c: &Value) -> Vec<(String, &Value)> {
+    req(c, "services")
+        .as_mapping()
+        .expect("compose.yaml: `services` must be a mapping")
+        .iter()
+        .map(|(k, v)| (text(k).expect("service names are strings"), v))
+        .collect()
+}
+
+/// The first of several alternative keys that is set.
+fn first_set<'a>(svc: &'a Value, paths: &[&str]) -> Option<&'a Value> {
+    paths
+        .iter()
+        .filter_map(|p| at(svc, p))
+        .find(|v| !v.is_null())
+}
+
+// ---------------------------------------------------------------------------
+// Mounts (short `src:dst[:opts]` and long `{type, source, target, read_only}`)
+// ---------------------------------------------------------------------------
+
+#[derive(Debug)]
+struct Mount {
+    kind: String,
+    source: String,
+    target: String,
+    read_only: bool,
+}
+
+fn mounts(svc: &Value) -> Vec<Mount> {
+    let Some(Value::Sequence(items)) = at(svc, "volumes") else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::String(s) => {
+                let parts: Vec<&str> = s.split(':').collect();
+                let (source, target, opts) = match parts.as_slice() {
+                    [target] => ("", *target, ""),
+                    [source, target] => (*source, *target, ""),
+                    [source, target, opts, ..] => (*source, *target, *opts),
+                    [] => unreachable!("split yields at least one part"),
+                };
+                let kind = if source.starts_with('.') || source.starts_with('/') {
+                    "bind"
+                } else {
+                    "volume"
+                };
+                Mount {
+                    kind: kind.to_owned(),
+                    source: source.to_owned(),
+                    target: target.to_owned(),
+                    read_only: opts.split(',').any(|o| o == "ro"),
+                }
+            }
+            long => Mount {
+                kind: at(long, "type").and_then(text).unwrap_or_default(),
+                source: at(long, "source").and_then(text).unwrap_or_default(),
+                target: at(long, "target")
+                    .and_then(text)
+                    .unwrap_or_else(|| panic!("compose.yaml: volume without target: {long:?}")),
+                read_only: is_true(at(long, "read_only")),
+            },
+        })
+        .collect()
+}
+
+/// The uid part of `user:` (`"10001:10001"`, `"10001"` or `10001`).
+fn uid(svc: &Value) -> Option<String> {
+    let user = at(svc, "user").and_then(text)?;
+    Some(user.split(':').next().unwrap_or_default().trim().to_owned())
+}
+
+// ---------------------------------------------------------------------------
+// compose.yaml: the agent's sandbox
+// ---------------------------------------------------------------------------
+
+#[test]
+fn compose_uses_the_compose_specification() {
+    let c = compose();
+    assert!(
+        at(&c, "version").is_none(),
+        "compose.yaml: drop the obsolete top-level `version:` key"
+    );
+    assert!(
+        is_non_empty(at(&c, "services")),
+        "compose.yaml: no services defined"
+    );
+}
+
+#[test]
+fn agent_root_filesystem_is_read_only() {
+    let c = compose();
+    assert!(
+        is_true(at(service(&c, "agent"), "read_only")),
+        "agent: `read_only: true` is required"
+    );
+}
+
+#[test]
+fn agent_has_a_tmpfs_on_tmp() {
+    let c = compose();
+    let agent = service(&c, "agent");
+    let short = strings(at(agent, "tmpfs"))
+        .iter()
+        .any(|t| t.split(':').next() == Some("/tmp"));
+    let long = mounts(agent)
+        .iter()
+        .any(|m| m.kind == "tmpfs" && m.target == "/tmp");
+    assert!(
+        short || long,
+        "agent: /tmp must be a tmpfs (the root filesystem is read-only)"
+    );
+}
+
+#[test]
+fn agent_drops_all_capabilities() {
+    let c = compose();
+    let agent = service(&c, "agent");
+    let dropped = strings(at(agent, "cap_drop"));
+    assert!(
+        dropped.iter().any(|c| c.eq_ignore_ascii_case("ALL")),
+        "agent: `cap_drop: [ALL]` is required, got {dropped:?}"
+    );
+    let added = strings(at(agent, "cap_add"));
+    assert!(
+        added.is_empty(),
+        "agent: must not add capabilities back, got cap_add {added:?}"
+    );
+}
+
+#[test]
+fn agent_cannot_gain_privileges() {
+    let c = compose();
+    let opts = strings(at(service(&c, "agent"), "security_opt"));
+    let nnp = [
+        "no-new-privileges",
+        "no-new-privileges:true",
+        "no-new-privileges=true",
+    ];
+    assert!(
+        opts.iter().any(|o| nnp.contains(&o.as_str())),
+        "agent: `security_opt: [no-new-privileges:true]` is required, got {opts:?}"
+    );
+}
+
+#[test]
+fn agent_runs_as_uid_10001() {
+    let c = compose();
+    let agent_uid = uid(service(&c, "agent"));
+    assert_eq!(
+        agent_uid.as_deref(),
+        Some("10001"),
+        "agent: `user:` must be the non-root 10001 (got {agent_uid:?})"
+    );
+}
+
+#[test]
+fn agent_has_pids_and_memory_limits() {
+    let c = compose();
+    let agent = service(&c, "agent");
+    let pids = first_set(agent, &["pids_limit", "deploy.resources.limits.pids"]).and_then(text);
+    assert!(
+        pids.as_deref()
+            .and_then(|p| p.parse::<i64>().ok())
+            .is_some_and(|p| p > 0),
+        "agent: a positive `pids_limit` (or deploy.resources.limits.pids) is required, got {pids:?}"
+    );
+    let mem = first_set(agent, &["mem_limit", "deploy.resources.limits.memory"]).and_then(text);
+    assert!(
+        mem.as_deref()
+            .is_some_and(|m| !m.trim().is_empty() && m != "0"),
+        "agent: `mem_limit` (or deploy.resources.limits.memory) is required, got {mem:?}"
+    );
+}
+
+#[test]
+fn agent_workspace_is_read_only_and_notes_is_the_only_writable_mount() {
+    let c = compose();
+    let all = mounts(service(&c, "agent"));
+    let workspace = all
+        .iter()
+        .find(|m| m.target.trim_end_matches('/') == "/workspace");
+    assert!(
+        workspace.is_some_and(|m| m.read_only),
+        "agent: /workspace must be mounted read-only, mounts are {all:?}"
+    );
+    // the /tmp tmpfs (if given in long syntax) is scratch memory, not a mount of the host
+    let is_writable = |m: &&Mount| {
+        let tmp_tmpfs = m.kind == "tmpfs" && m.target == "/tmp";
+        !m.read_only && !tmp_tmpfs
+    };
+    let writable: Vec<&str> = all
+        .iter()
+        .filter(is_writable)
+        .map(|m| m.target.trim_end_matches('/'))
+        .collect();
+    assert_eq!(
+        writable,
+        ["/workspace/notes"],
+        "agent: /workspace/notes must be the one and only writable mount"
+    );
+    let notes = all.iter().find(is_writable);
+    assert!(
+        notes.is_some_and(
+            |m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")
+        ),
+        "agent: notes must be a bind of ./workspace/notes, got {notes:?}"
+    );
+    assert!(
+        at(service(&c, "agent"), "volumes_from").is_none(),
+        "agent: `volumes_from` would bring in other services' (writable) mounts"
+    );
+}
+
+#[test]
+fn agent_is_only_on_the_sealed_network() {
+    let c = compose();
+    let agent = service(&c, "agent");
+    assert_eq!(
+        names(at(agent, "networks")),
+        ["sealed"],
+        "agent: must join the internal `sealed` network and no other"
+    );
+    assert!(
+        at(agent, "network_mode").is_none(),
+        "agent: `network_mode` would bypass the sealed network"
+    );
+}
+
+#[test]
+fn sealed_network_is_internal() {
+    let c = compose();
+    assert!(
+        is_true(at(&c, "networks.sealed.internal")),
+        "networks.sealed: `internal: true` is required (no route out)"
+    );
+}
+
+#[test]
+fn ollama_bridges_sealed_and_egress() {
+    let c = compose();
+    let nets = names(at(service(&c, "ollama"), "networks"));
+    assert!(
+        nets.iter().any(|n| n == "sealed") && nets.iter().any(|n| n == "egress"),
+        "ollama: must be on both `sealed` and `egress`, got {nets:?}"
+    );
+    assert!(
+        at(&c, "networks").is_some_and(|n| n.get("egress").is_some()),
+        "compose.yaml: the `egress` network must be declared"
+    );
+    assert!(
+        !is_true(at(&c, "networks.egress.internal")),
+        "networks.egress: must not be internal (ollama downloads models through it)"
+    );
+}
+
+#[test]
+fn ollama_image_is_pinned() {
+    let c = compose();
+    let image = at(service(&c, "ollama"), "image")
+        .and_then(text)
+        .unwrap_or_default();
+    let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+    assert!(
+        image.contains('@') || (!tag.is_empty() && !tag.contains('/') && tag != "latest"),
+        "ollama: image must be pinned to a version tag or digest, got {image:?}"
+    );
+}
+
+#[test]
+fn a_one_shot_service_pulls_the_model_before_the_agent_starts() {
+    let c = compose();
+    let pull = services(&c).into_iter().find(|(_, svc)| {
+        let cmd = strings(at(svc, "command"));
+        let words: Vec<&str> = cmd.iter().flat_map(|s| s.split_whitespace()).collect();
+        words.first() == Some(&"pull") || words.windows(2).any(|w| w == ["ollama", "pull"])
+    });
+    let (name, svc) = pull.expect("compose.yaml: no service whose command runs `pull`");
+    let restart = at(svc, "restart")
+        .and_then(text)
+        .unwrap_or_else(|| "no".to_owned());
+    assert_eq!(
+        restart, "no",
+        "{name}: a one-shot pull must not be restarted"
+    );
+    let condition = at(service(&c, "agent"), "depends_on")
+        .and_then(|d| d.get(name.as_str()))
+        .and_then(|d| d.get("condition"))
+        .and_then(text);
+    assert_eq!(
+        condition.as_deref(),
+        Some("service_completed_successfully"),
+        "agent: must depend on `{name}` with condition service_completed_successfully"
+    );
+    let ollama = at(service(&c, "agent"), "depends_on.ollama.condition").and_then(text);
+    assert_eq!(
+        ollama.as_deref(),
+        Some("service_healthy"),
+        "agent: must depend on `ollama` with condition service_healthy"
+    );
+}
+
+#[test]
+fn no_service_is_privileged_or_shares_host_namespaces() {
+    let c = compose();
+    for (name, svc) in services(&c) {
+        assert!(
+            !is_true(at(svc, "privileged")),
+            "{name}: `privileged: true` is forbidden"
+        );
+        for key in ["network_mode", "pid", "ipc", "userns_mode", "uts"] {
+            let value = at(svc, key).and_then(text).unwrap_or_default();
+            assert_ne!(value, "host", "{name}: `{key}: host` is forbidden");
+        }
+    }
+}
+
+#[test]
+fn agent_publishes_no_ports() {
+    let c = compose();
+    let agent = service(&c, "agent");
+    assert!(
+        !is_non_empty(at(agent, "ports")),
+        "agent: must not publish ports"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Dockerfile
+// ---------------------------------------------------------------------------
+
+/// One Dockerfile instruction: keyword (upper case) and its arguments.
+#[derive(Debug)]
+struct Instruction {
+    keyword: String,
+    args: String,
+}
+
+/// Splits the Dockerfile into instructions: comment lines dropped (also inside
+/// a continued instruction, as Docker does), `\` continuations joined.
+fn dockerfile() -> Vec<Instruction> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in read("Dockerfile").lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('#') || (current.is_empty() && trimmed.is_empty()) {
+            continue;
+        }
+        match trimmed.strip_suffix('\\') {
+            Some(head) => {
+                current.push_str(head);
+                current.push(' ');
+            }
+            None => {
+                current.push_str(trimmed);
+                let (keyword, args) = current
+                    .trim()
+                    .split_once(char::is_whitespace)
+                    .unwrap_or((current.trim(), ""));
+                out.push(Instruction {
+                    keyword: keyword.to_ascii_uppercase(),
+                    args: args.trim().to_owned(),
+                });
+                current.clear();
+            }
+        }
+    }
+    out
+}
+
+/// The image named by a `FROM` (flags such as `--platform` and `AS name` skipped).
+fn from_image(args: &str) -> &str {
+    args.split_whitespace()
+        .find(|w| !w.starts_with("--"))
+        .unwrap_or_default()
+}
+
+/// The instructions of the last stage (from its `FROM` on).
+fn final_stage(all: &[Instruction]) -> &[Instruction] {
+    let last_from = all
+        .iter()
+        .rposition(|i| i.keyword == "FROM")
+        .expect("Dockerfile: no FROM");
+    &all[last_from..]
+}
+
+#[test]
+fn dockerfile_is_multi_stage() {
+    let all = dockerfile();
+    let froms = all.iter().filter(|i| i.keyword == "FROM").count();
+    assert!(
+        froms >= 2,
+        "Dockerfile: a builder and a runtime stage are required, found {froms} FROM"
+    );
+}
+
+#[test]
+fn dockerfile_runtime_is_scratch_or_distroless() {
+    let all = dockerfile();
+    let image = from_image(&final_stage(&all)[0].args);
+    assert!(
+        image == "scratch" || image.starts_with("gcr.io/distroless/"),
+        "Dockerfile: the runtime stage must be FROM scratch or distroless, got {image:?}"
+    );
+}
+
+#[test]
+fn dockerfile_base_images_are_pinned() {
+    let all = dockerfile();
+    let stages: Vec<String> = all
+        .iter()
+        .filter(|i| i.keyword == "FROM")
+        .filter_map(|i| {
+            let words: Vec<&str> = i.args.split_whitespace().collect();
+            words
+                .iter()
+                .position(|w| w.eq_ignore_ascii_case("as"))
+                .and_then(|p| words.get(p + 1))
+                .map(ToString::to_string)
+        })
+        .collect();
+    for image in all
+        .iter()
+        .filter(|i| i.keyword == "FROM")
+        .map(|i| from_image(&i.args))
+    {
+        if image == "scratch" || stages.iter().any(|s| s == image) {
+            continue;
+        }
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+        assert!(
+            image.contains('@') || (!tag.is_empty() && !tag.contains('/') && tag != "latest"),
+            "Dockerfile: base image {image:?} must be pinned by tag or digest"
+        );
+    }
+}
+
+#[test]
+fn dockerfile_runs_as_uid_10001() {
+    let all = dockerfile();
+    let user = final_stage(&all)
+        .iter()
+        .rev()
+        .find(|i| i.keyword == "USER")
+        .map(|i| i.args.clone());
+    let uid = user.as_deref().and_then(|u| u.split(':').next());
+    assert_eq!(
+        uid,
+        Some("10001"),
+        "Dockerfile: the runtime stage must end with `USER 10001` (got {user:?})"
+    );
+}
+
+#[test]
+fn dockerfile_entrypoint_is_exec_form() {
+    let all = dockerfile();
+    let entrypoint = final_stage(&all)
+        .iter()
+        .rev()
+        .find(|i| i.keyword == "ENTRYPOINT")
+        .expect("Dockerfile: the runtime stage needs an ENTRYPOINT");
+    // A JSON array is also a YAML flow sequence, so yaml_serde can check it.
+    let argv: Vec<String> = yaml_serde::from_str(&entrypoint.args).unwrap_or_else(|e| {
+        panic!(
+            "Dockerfile: ENTRYPOINT must be exec (JSON array) form, got {:?}: {e}",
+            entrypoint.args
+        )
+    });
+    assert!(
+        entrypoint.args.starts_with('[') && !argv.is_empty(),
+        "Dockerfile: ENTRYPOINT must be a non-empty JSON array"
+    );
+    assert_eq!(
+        argv[0], "/usr/local/bin/docs-agent",
+        "Dockerfile: ENTRYPOINT must run the docs-agent binary"
+    );
+}
+
+#[test]
+fn dockerfile_never_pipes_a_download_into_a_shell() {
+    let shells = ["sh", "bash", "zsh", "dash", "ash", "sudo"];
+    for instruction in dockerfile() {
+        let text = instruction.args.to_ascii_lowercase();
+        let segments: Vec<&str> = text
+            .split('|')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        for pair in segments.windows(2) {
+            let downloads = pair[0]
+                .split_whitespace()
+                .any(|w| w == "curl" || w == "wget");
+            let next = pair[1].split_whitespace().next().unwrap_or_default();
+            let into_shell = shells
+                .iter()
+                .any(|s| next == *s || next.ends_with(&format!("/{s}")));
+            assert!(
+                !(downloads && into_shell),
+                "Dockerfile: `{} {}` pipes a download into a shell",
+                instruction.keyword,
+                instruction.args
+            );
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! A fake OpenAI-compatible server on 127.0.0.1, started by the test itself: it serves canned
+//! replies in order and records every request body.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+
+/// One canned reply.
+#[derive(Clone)]
+pub struct Canned {
+    pub status: u16,
+    pub body: String,
+    pub delay: Duration,
+}
+
+impl Canned {
+    /// A 200 with a chat completion whose message is `message` (JSON).
+    pub fn message(message: serde_json::Value) -> Canned {
+        let body = serde_json::json!({
+            "id": "x", "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        });
+        Canned {
+            status: 200,
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A 200 whose message is plain text.
+    pub fn text(text: &str) -> Canned {
+        Canned::message(serde_json::json!({"role": "assistant", "content": text}))
+    }
+
+    /// A 200 whose message calls one tool.
+    pub fn tool(name: &str, arguments: serde_json::Value) -> Canned {
+        Canned::message(
+            serde_json::json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+            ]}),
+        )
+    }
+
+    /// Any status with a raw body.
+    pub fn raw(status: u16, body: &str) -> Canned {
+        Canned {
+            status,
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// The same reply after a delay (for timeouts).
+    pub fn after(mut self, delay: Duration) -> Canned {
+        self.delay = delay;
+        self
+    }
+}
+
+#[derive(Clone, Default)]
+struct Shared {
+    replies: Arc<Mutex<Vec<Canned>>>,
+    requests: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+/// A running fake server; it stops when dropped with the test process.
+pub struct FakeServer {
+    pub addr: SocketAddr,
+    shared: Shared,
+}
+
+impl FakeServer {
+    /// Starts serving `replies` in order (the last one repeats) on 127.0.0.1 with a free port.
+    pub fn start(replies: Vec<Canned>) -> FakeServer {
+        let shared = Shared {
+            replies: Arc::new(Mutex::new(replies)),
+            requests: Arc::default(),
+        };
+        let app = Router::new()
+            .route("/v1/chat/completions", post(reply))
+            .with_state(shared.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind loopback");
+                tx.send(listener.local_addr().expect("local addr"))
+                    .expect("send addr");
+                axum::serve(listener, app).await.expect("serve");
+            });
+        });
+        let addr = rx.recv().expect("server started");
+        FakeServer { addr, shared }
+    }
+
+    /// The base URL to give docs-agent.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every request body received so far.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        self.shared.requests.lock().expect("lock").clone()
+    }
+}
+
+async fn reply(State(shared): State<Shared>, body: String) -> Response {
+    let json = serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body));
+    shared.requests.lock().expect("lock").push(json);
+    let canned = {
+        let mut replies = shared.replies.lock().expect("lock");
+        if replies.len() > 1 {
+            replies.remove(0)
+        } else {
+            replies[0].clone()
+        }
+    };
+    if !canned.delay.is_zero() {
+        tokio::time::sleep(canned.delay).await;
+    }
+    let status = StatusCode::from_u16(canned.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [("content-type", "application/json")], canned.body).into_response()
+}
