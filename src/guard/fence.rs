@@ -68,7 +68,13 @@ fn is_invisible(c: char) -> bool {
         | '\u{2066}'..='\u{2069}'
         | '\u{200e}' | '\u{200f}' | '\u{061c}'
         | '\u{200b}'..='\u{200d}'
-        | '\u{2060}' | '\u{feff}')
+        | '\u{2060}' | '\u{feff}'
+        // Variation selectors (supplement), invisible operators, interlinear annotations,
+        // soft hyphen: each can hide or split text a reader would otherwise see.
+        | '\u{e0100}'..='\u{e01ef}'
+        | '\u{2061}'..='\u{2064}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{00ad}')
 }
 
 /// Skips what follows an ESC: a CSI sequence, an escape string, or a (possibly
