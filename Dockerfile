@@ -40,11 +40,13 @@ RUN set -eux; \
     rustup target add "$TARGET"; \
     mkdir -p src; \
     echo 'fn main() {}' > src/main.rs; \
+    touch src/lib.rs; \
     cargo build --release --locked --target "$TARGET"; \
-    # forget the dummy crate so the real sources are always rebuilt
+    # forget the dummy crate (lib and bin) so the real sources are always rebuilt
     rm -rf src \
         "target/$TARGET/release/.fingerprint/docs-agent-"* \
         "target/$TARGET/release/deps/docs_agent-"* \
+        "target/$TARGET/release/deps/libdocs_agent-"* \
         "target/$TARGET/release/docs-agent"*
 
 # ---- the crate itself -----------------------------------------------------------
@@ -111,7 +113,9 @@ LABEL org.opencontainers.image.title="docs-agent" \
 COPY --from=builder /rootfs/ /
 
 USER 10001:10001
-WORKDIR /workspace
+# Not /workspace: the binary reads ./docs-agent.toml from the working directory,
+# and the (mounted) docs must not be able to reconfigure the agent.
+WORKDIR /
 
 ENV WORKSPACE=/workspace \
     LLM_BASE_URL=http://ollama:11434/v1 \

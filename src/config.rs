@@ -182,10 +182,9 @@ impl Config {
             ));
         }
         let builtin = matches!(self.llm.model.as_str(), "scripted" | "extractive");
-        if !builtin
-            && !(self.llm.base_url.starts_with("http://")
-                || self.llm.base_url.starts_with("https://"))
-        {
+        let http =
+            self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://");
+        if !(builtin || http) {
             return Err(ConfigError(format!(
                 "llm.base_url (LLM_BASE_URL) must start with http:// or https://, got `{}`",
                 self.llm.base_url

@@ -480,3 +480,28 @@ fn odd_docs_are_skipped_with_warnings_not_crashes() {
     );
     assert!(h.index.stats.files >= 14);
 }
+
+#[test]
+fn long_sections_show_the_part_that_matched() {
+    let ws = sample_workspace();
+    let filler = "Ordinary paragraph about invoices and billing runs.\n".repeat(120);
+    let doc = format!(
+        "# Long\n\n## Everything\n{filler}\nThe zanzibar clause applies to yearly plans.\n{filler}"
+    );
+    assert!(doc.len() > 10_000);
+    std::fs::write(ws.path().join("docs/long.md"), doc).expect("write");
+    let h = harness(ws.path());
+    let hits = h.index.search("zanzibar clause", 3).expect("search");
+    assert_eq!(hits[0].source(), "docs/long.md#everything");
+    assert!(
+        hits[0].excerpt.contains("The zanzibar clause applies"),
+        "{}",
+        hits[0].excerpt
+    );
+    assert!(
+        hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8,
+        "{}",
+        hits[0].excerpt.len()
+    );
+    assert!(hits[0].excerpt.starts_with('…') && hits[0].excerpt.ends_with('…'));
+}

@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn scripted_follows_the_contract() {
         let user = Message::User("what is in the onboarding integrations".into());
-        let first = Builtin::Scripted.complete(&[user.clone()]);
+        let first = Builtin::Scripted.complete(std::slice::from_ref(&user));
         assert_eq!(first.tool_calls[0].name, "search_docs");
         assert!(
             first.tool_calls[0]

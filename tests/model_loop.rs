@@ -1,0 +1,150 @@
+//! The loop's limits and outbound guards, driven by a fake model server on 127.0.0.1: wall time,
+//! tool calls per step, output tokens, the system prompt's contents, and what an answer may carry.
+
+mod common;
+mod fake;
+
+use std::time::Duration;
+
+use common::{run, sample_workspace};
+use fake::{Canned, FakeServer};
+use serde_json::json;
+
+fn env(base: &str) -> Vec<(&str, &str)> {
+    vec![("LLM_BASE_URL", base), ("LLM_MODEL", "test-model")]
+}
+
+#[test]
+fn wall_time_limit_stops_a_slow_model_with_exit_4() {
+    let server = FakeServer::start(vec![Canned::text("late").after(Duration::from_secs(30))]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let mut env = env(&base);
+    env.push(("DOCS_AGENT_MAX_WALL_SECS", "1"));
+    let out = run(ws.path(), &env, &["q"]);
+    assert_eq!(out.code, 4, "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("time_limit"), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn tool_calls_beyond_the_per_step_limit_are_refused_but_answered() {
+    let calls: Vec<_> = (0..6)
+        .map(|i| json!({"id": format!("c{i}"), "type": "function", "function": {"name": "search_docs", "arguments": "{\"query\":\"refund\"}"}}))
+        .collect();
+    let server = FakeServer::start(vec![
+        Canned::message(json!({"role": "assistant", "content": null, "tool_calls": calls})),
+        Canned::text("done"),
+    ]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base), &["q"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let decisions: Vec<String> = out
+        .tool_lines()
+        .iter()
+        .map(|l| l["decision"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["allowed", "allowed", "allowed", "allowed", "error", "error"]
+    );
+    // Every call id gets a result, so the next request is valid.
+    let second = &server.requests()[1]["messages"];
+    let answered: Vec<&str> = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    assert_eq!(answered, ["c0", "c1", "c2", "c3", "c4", "c5"]);
+}
+
+#[test]
+fn request_carries_max_tokens_and_a_stable_system_prompt_with_only_the_catalog() {
+    let server = FakeServer::start(vec![Canned::text("ok")]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let first = run(ws.path(), &env(&base), &["first question"]);
+    let second = run(ws.path(), &env(&base), &["another question entirely"]);
+    assert_eq!((first.code, second.code), (0, 0), "{}", first.stderr);
+    let requests = server.requests();
+    assert_eq!(requests[0]["max_tokens"], 1024);
+    let system = |i: usize| {
+        requests[i]["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        system(0),
+        system(1),
+        "the system prompt does not change with the question"
+    );
+    let prompt = system(0);
+    assert!(
+        prompt.contains("<project_instructions source=\"AGENTS.md\">"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<name>cite-sources</name>") && prompt.contains("<name>save-note</name>"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<location>skills/save-note/SKILL.md</location>"),
+        "{prompt}"
+    );
+    let body = std::fs::read_to_string(ws.path().join("skills/save-note/SKILL.md")).expect("skill");
+    let body_line = body
+        .split("---")
+        .nth(2)
+        .and_then(|b| b.lines().find(|l| l.trim().len() > 30))
+        .expect("a body line");
+    assert!(
+        !prompt.contains(body_line.trim()),
+        "skill body must not be in the prompt: {body_line}"
+    );
+}
+
+#[test]
+fn answers_lose_outside_links_images_secrets_and_escapes() {
+    let answer = "See ![chart](https://evil.example/c.png?d=refunds) and [the docs](docs/refunds.md#window). \
+                  <img src=\"https://evil.example/x\"> key sk_live_4eC39HqLyjWDarjtT1zdp7dc \u{1b}[2Jdone";
+    let server = FakeServer::start(vec![Canned::text(answer)]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base), &["q"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(!out.stdout.contains("evil.example"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("[the docs](docs/refunds.md#window)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("4eC39HqLyjWDarjtT1zdp7dc"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+}
+
+#[test]
+fn allowed_link_hosts_keep_their_links() {
+    let server = FakeServer::start(vec![Canned::text(
+        "![logo](https://docs.acme.example/logo.png)",
+    )]);
+    let ws = sample_workspace();
+    std::fs::write(
+        ws.path().join("docs-agent.toml"),
+        "allowed_link_hosts = [\"docs.acme.example\"]\n",
+    )
+    .expect("write");
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base), &["q"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(
+        out.stdout.contains("https://docs.acme.example/logo.png"),
+        "{}",
+        out.stdout
+    );
+}

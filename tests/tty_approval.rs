@@ -1,0 +1,70 @@
+//! The approval prompt on a real terminal: `script` gives the binary a pseudo-terminal, so the
+//! approver asks `allow? [y/N]`, showing the exact path and the redacted content.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::{ONBOARDING_KEY, sample_workspace};
+
+/// Runs the scripted model on a pseudo-terminal and types `typed` at it.
+fn on_terminal(workspace: &std::path::Path, typed: &str) -> String {
+    let binary = env!("CARGO_BIN_EXE_docs-agent");
+    let command = format!("{binary} 'what is in the onboarding integrations'");
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LLM_MODEL", "scripted")
+        .env("WORKSPACE", workspace)
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run `script` (util-linux)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(typed.as_bytes())
+        .expect("type the answer");
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn yes_at_the_prompt_writes_the_redacted_note() {
+    let ws = sample_workspace();
+    let screen = on_terminal(ws.path(), "y\n");
+    assert!(screen.contains("allow? [y/N]"), "{screen}");
+    assert!(
+        screen.contains("notes/leak.txt"),
+        "prompt shows the path: {screen}"
+    );
+    assert!(
+        !screen.contains(ONBOARDING_KEY),
+        "prompt shows redacted content: {screen}"
+    );
+    let note =
+        std::fs::read_to_string(ws.path().join("notes/leak.txt")).expect("note written after yes");
+    assert!(
+        note.contains("[REDACTED]") && !note.contains(ONBOARDING_KEY),
+        "{note}"
+    );
+}
+
+#[test]
+fn anything_else_at_the_prompt_denies() {
+    for typed in ["n\n", "\n", "sure\n"] {
+        let ws = sample_workspace();
+        let screen = on_terminal(ws.path(), typed);
+        assert!(screen.contains("allow? [y/N]"), "{screen}");
+        assert!(screen.contains("declined"), "typed {typed:?}: {screen}");
+        assert!(
+            !ws.path().join("notes/leak.txt").exists(),
+            "typed {typed:?}"
+        );
+    }
+}
