@@ -3,7 +3,6 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::guard::redact;
 use crate::workspace::policy::{Denied, ModelPath};
 
 /// Proof that a human (or `APPROVE=yes`) allowed one write. Its field is private: only
@@ -58,11 +57,11 @@ pub fn ask(
     path: &ModelPath,
     content: &str,
 ) -> Result<Approved, Denied> {
-    let shown = redact::redact(content);
+    let shown = crate::guard::scrub(content);
     let prompt = format!(
         "\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y/N] ",
         shown.len(),
-        crate::guard::fence::sanitize(&shown)
+        shown
     );
     if out
         .write_all(prompt.as_bytes())

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err((code, message)) => {
-            eprintln!("docs-agent: {}", redact::redact(&message));
+            eprintln!("docs-agent: {}", guard::scrub(&message));
             code
         }
     };

@@ -2,7 +2,7 @@
 //! catalog. It is a stable prefix: nothing volatile (time, question, ids) goes in it, so servers
 //! can cache it.
 
-use crate::guard::{fence, redact};
+use crate::guard::fence;
 
 /// The harness's own rules. The code enforces the important ones; these only steer the model.
 const RULES: &str = "You are docs-agent, an assistant that answers questions about a product's documentation.
@@ -20,7 +20,7 @@ pub fn system_prompt(agents_md: Option<&str>, catalog: &str) -> String {
     if let Some(agents) = agents_md {
         let agents = fence::neutralize_tags(&fence::sanitize(agents)).into_owned();
         prompt.push_str("\n\n<project_instructions source=\"AGENTS.md\">\n");
-        prompt.push_str(redact::redact(&agents).trim());
+        prompt.push_str(crate::guard::scrub(&agents).trim());
         prompt.push_str("\n</project_instructions>");
     }
     if !catalog.is_empty() {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::approval::Approver;
 use crate::guard::fence::{self, Fenced};
-use crate::guard::redact;
+use crate::guard::{self, redact};
 use crate::index::Index;
 use crate::model::ToolSpec;
 use crate::skills::Skills;
@@ -136,19 +136,19 @@ pub struct Outcome {
 impl Outcome {
     fn allowed(text: String) -> Outcome {
         Outcome {
-            text: redact::redact(&text).into_owned(),
+            text: guard::scrub(&text).into_owned(),
             decision: Decision::Allowed,
         }
     }
     fn denied(reason: impl std::fmt::Display) -> Outcome {
         Outcome {
-            text: redact::redact(&format!("DENIED: {reason}")).into_owned(),
+            text: guard::scrub(&format!("DENIED: {reason}")).into_owned(),
             decision: Decision::Denied,
         }
     }
     fn error(message: impl std::fmt::Display) -> Outcome {
         Outcome {
-            text: redact::redact(&format!("ERROR: {message}")).into_owned(),
+            text: guard::scrub(&format!("ERROR: {message}")).into_owned(),
             decision: Decision::Error,
         }
     }
@@ -273,7 +273,7 @@ impl Toolbox<'_> {
             Err(e) => return file_error(e),
         };
         // Redact the whole file before slicing, so no slice can show part of a secret.
-        let text = redact::redact(&text);
+        let text = guard::scrub(&text);
         let total = text.lines().count();
         let first = args.offset.unwrap_or(1).max(1) as usize;
         let limit = args.limit.unwrap_or(DEFAULT_READ_LINES as u64).max(1) as usize;
@@ -303,7 +303,7 @@ impl Toolbox<'_> {
                 args.content.len()
             ));
         }
-        let content = redact::redact(&args.content);
+        let content = guard::scrub(&args.content);
         let approved = match self.approver.decide(&path, &content) {
             Ok(approved) => approved,
             Err(denied) => return Outcome::denied(denied),

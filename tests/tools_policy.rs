@@ -505,3 +505,32 @@ fn long_sections_show_the_part_that_matched() {
     );
     assert!(hits[0].excerpt.starts_with('…') && hits[0].excerpt.ends_with('…'));
 }
+
+#[test]
+fn a_secret_split_by_invisible_characters_is_still_redacted() {
+    let ws = sample_workspace();
+    let split = "sk_live_4eC39Hq\u{200B}LyjWDarjtT1zdp7dc";
+    std::fs::write(
+        ws.path().join("docs/split.md"),
+        format!("# Split\n\n## Zebra key\nThe zebra key is {split} here.\n"),
+    )
+    .expect("write");
+    let h = harness(ws.path());
+    let tb = toolbox(&h, Approver::Always);
+    for (tool, args) in [
+        ("search_docs", r#"{"query": "zebra key"}"#.to_string()),
+        ("read_file", read("docs/split.md")),
+        (
+            "write_file",
+            write("notes/split.md", &format!("copy: {split}")),
+        ),
+    ] {
+        let text = tb.run(tool, &args).0.text;
+        assert!(!text.contains("LyjWDarjtT1zdp7dc"), "{tool}: {text}");
+    }
+    let note = std::fs::read_to_string(ws.path().join("notes/split.md")).expect("note");
+    assert!(
+        !note.contains("LyjWDarjtT1zdp7dc") && note.contains("[REDACTED]"),
+        "{note}"
+    );
+}

@@ -5,9 +5,19 @@ pub mod fence;
 pub mod links;
 pub mod redact;
 
+/// Text as it may cross a boundary: invisible characters and escapes removed first, so a secret
+/// split by them is whole again, then redacted.
+pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+    match fence::sanitize(text) {
+        std::borrow::Cow::Borrowed(sane) => redact::redact(sane),
+        std::borrow::Cow::Owned(sane) => {
+            std::borrow::Cow::Owned(redact::redact(&sane).into_owned())
+        }
+    }
+}
+
 /// The answer as it may leave the process: sanitised, redacted, links to other hosts neutralised.
 pub fn outbound_answer(answer: &str, allowed_hosts: &[String]) -> String {
-    let sane = fence::sanitize(answer);
-    let redacted = redact::redact(&sane);
-    links::neutralize_links(&redacted, allowed_hosts).into_owned()
+    let scrubbed = scrub(answer);
+    links::neutralize_links(&scrubbed, allowed_hosts).into_owned()
 }

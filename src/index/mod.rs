@@ -9,7 +9,7 @@ pub mod walk;
 use cap_std::fs::Dir;
 use rusqlite::{Connection, params};
 
-use crate::guard::{fence, redact};
+use crate::guard::{self, redact};
 
 /// Weight of the heading column against the body in BM25.
 const HEADING_WEIGHT: f64 = 5.0;
@@ -223,8 +223,7 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
 
 /// Sanitised, then redacted: what the index stores.
 fn clean(text: &str) -> String {
-    let sane = fence::sanitize(text);
-    redact::redact(&sane).into_owned()
+    guard::scrub(text).into_owned()
 }
 
 /// The whole body when short; otherwise the window of `max` bytes with the most matched terms.

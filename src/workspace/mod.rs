@@ -13,7 +13,6 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
 use crate::approval::Approved;
-use crate::guard::redact;
 use policy::{Area, Denied, ModelPath};
 
 /// Open handles on the workspace's areas.
@@ -148,12 +147,12 @@ impl Workspace {
             )
         })?;
         let inner = path.inner();
-        if redact::redact(&inner) != inner.as_str() {
+        if crate::guard::scrub(&inner) != inner.as_str() {
             return Err(
                 Denied("the path contains something that looks like a secret".into()).into(),
             );
         }
-        let content = redact::redact(content);
+        let content = crate::guard::scrub(content);
         let (parent, name) = match inner.rsplit_once('/') {
             Some((parent, name)) => (Some(parent), name),
             None => (None, inner.as_str()),
