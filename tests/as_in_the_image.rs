@@ -1,0 +1,96 @@
+//! The binary run the way the container runs it: as uid 10001, from `/`, with a root-owned,
+//! read-only workspace whose only writable folder is `notes/`, and no HOME or config around.
+//! (No Docker engine runs here; `setpriv` drops to the image's user instead.)
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{ONBOARDING_KEY, sample_workspace};
+
+const UID: &str = "10001";
+
+fn lock_down(root: &Path) {
+    // The workspace is read-only for 10001 (root owns it); notes/ belongs to 10001.
+    for (path, _) in common::files_under(root) {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))
+            .expect("chmod file");
+    }
+    for dir in [
+        "",
+        "docs",
+        "docs/admin",
+        "skills",
+        "skills/cite-sources",
+        "skills/save-note",
+    ] {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o555))
+            .expect("chmod dir");
+    }
+    let status = Command::new("chown")
+        .args([
+            &format!("{UID}:{UID}"),
+            &root.join("notes").display().to_string(),
+        ])
+        .status()
+        .expect("chown");
+    assert!(status.success());
+}
+
+fn run_as_image(root: &Path, approve: &str) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid", UID, "--regid", UID, "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_docs-agent"))
+        .arg("what is in the onboarding integrations")
+        .env_clear()
+        .env("WORKSPACE", root)
+        .env("LLM_MODEL", "scripted")
+        .env("APPROVE", approve)
+        .current_dir("/")
+        .output()
+        .expect("run setpriv")
+}
+
+#[test]
+fn runs_as_uid_10001_on_a_read_only_workspace() {
+    // Dropping privileges needs root, which CI has; elsewhere this test cannot run.
+    if !Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+    {
+        eprintln!("not root: cannot drop to uid {UID}; this check runs in CI");
+        return;
+    }
+    let ws = sample_workspace();
+    let root = ws.path();
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
+    lock_down(root);
+
+    let denied = run_as_image(root, "");
+    assert_eq!(
+        denied.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    assert!(String::from_utf8_lossy(&denied.stdout).contains("docs/onboarding.md"));
+    assert!(!root.join("notes/leak.txt").exists());
+
+    let approved = run_as_image(root, "yes");
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let note =
+        std::fs::read_to_string(root.join("notes/leak.txt")).expect("uid 10001 can write notes/");
+    assert!(note.contains("[REDACTED]") && !note.contains(ONBOARDING_KEY));
+    for out in [&denied, &approved] {
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(ONBOARDING_KEY));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(ONBOARDING_KEY));
+    }
+}
