@@ -1,6 +1,8 @@
 //! `docs-agent check`: validates a workspace and reports every problem with its file (and line,
 //! where one is known), so a team can fix AGENTS.md, skills and docs before they ship.
 
+mod docs;
+
 use std::fmt;
 
 use crate::agent::Harness;
@@ -60,7 +62,10 @@ pub fn check(harness: &Harness) -> Report {
             problems.push(problem(
                 "AGENTS.md",
                 None,
-                format!("{m}; add the project's rules as AGENTS.md"),
+                format!(
+                    "{}; add the project's rules as AGENTS.md",
+                    m.strip_prefix("AGENTS.md: ").unwrap_or(&m)
+                ),
             ))
         }
         Err(d) => problems.push(problem("AGENTS.md", None, d.0)),
@@ -84,6 +89,10 @@ pub fn check(harness: &Harness) -> Report {
             .split_once(": ")
             .unwrap_or(("docs", warning.as_str()));
         problems.push(problem(file, None, message));
+    }
+    if let Some(dir) = workspace.docs() {
+        let walk = crate::index::walk::walk_docs(dir, harness.config.index.max_file_bytes);
+        problems.extend(docs::check_docs(&walk.files));
     }
     for file in &harness.index.stats.empty_files {
         problems.push(problem(
