@@ -34,8 +34,11 @@ ENV RUSTFLAGS="-C target-feature=+crt-static" \
 
 WORKDIR /src
 
-# ---- dependency layer: changes only when Cargo.toml / Cargo.lock change -------
+# ---- dependency layer: changes only when the manifest (or a bench) changes -----
+# Cargo refuses a manifest whose declared targets are missing, so every file that
+# Cargo.toml names must be here too: today that is the `index` bench.
 COPY Cargo.toml Cargo.lock ./
+COPY benches ./benches
 RUN set -eux; \
     rustup target add "$TARGET"; \
     mkdir -p src; \
@@ -67,11 +70,9 @@ RUN set -eux; \
     install -D -m 0555 "$BIN" /rootfs/usr/local/bin/docs-agent
 
 # ---- runtime filesystem ---------------------------------------------------------
-# `workspac[e]` is a wildcard on purpose: BuildKit treats a wildcard that matches
-# nothing as empty, so the image still builds (with an empty workspace) when the
-# sample workspace is absent. When present, its contents land in /rootfs/workspace.
+# The sample workspace, so the image answers without a mount.
 # .dockerignore keeps workspace/notes/* (runtime output) out of the context.
-COPY workspac[e] /rootfs/workspace/
+COPY workspace /rootfs/workspace/
 RUN set -eux; \
     # CA bundle for HTTPS model servers (rustls reads it; SSL_CERT_FILE points here)
     install -D -m 0444 /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt; \
@@ -85,9 +86,6 @@ RUN set -eux; \
     chmod 1777 /rootfs/tmp; \
     # workspace: readable, never writable, by the runtime user ...
     mkdir -p /rootfs/workspace/notes; \
-    if [ ! -e /rootfs/workspace/AGENTS.md ]; then \
-        echo "WARNING: no sample workspace in the build context; /workspace is empty" >&2; \
-    fi; \
     chown -R 0:0 /rootfs/workspace; \
     chmod -R u=rwX,go=rX /rootfs/workspace; \
     # ... except notes/, the one place the agent may write
