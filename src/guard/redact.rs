@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 
@@ -207,26 +207,30 @@ const RULES: &[Rule] = &[
 struct Compiled {
     /// All rule patterns, tested in one pass over the text.
     set: RegexSet,
-    /// One regex per rule, in the order of [`RULES`].
-    regexes: Vec<Regex>,
+    /// One regex per rule, in the order of [`RULES`], compiled the first time the set
+    /// reports that rule: clean text never pays for them.
+    regexes: Vec<OnceLock<Regex>>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(compile);
 
-/// Compiles [`RULES`]. The patterns are constants of this file (a unit test
+/// Compiles the set of [`RULES`]. The patterns are constants of this file (a unit test
 /// compiles them all), so a failure is a bug here, not bad input.
 fn compile() -> Compiled {
-    let regexes = RULES
-        .iter()
-        .map(|rule| {
-            Regex::new(rule.pattern).unwrap_or_else(|err| {
-                panic!("redaction rule {} does not compile: {err}", rule.name)
-            })
-        })
-        .collect();
     let set = RegexSet::new(RULES.iter().map(|rule| rule.pattern))
-        .expect("the redaction rules compile one by one, so their set must compile too");
-    Compiled { set, regexes }
+        .expect("the redaction rules are constants that a unit test compiles");
+    Compiled {
+        set,
+        regexes: RULES.iter().map(|_| OnceLock::new()).collect(),
+    }
+}
+
+/// The regex of `rule`, compiled on first use.
+fn rule_regex<'a>(slot: &'a OnceLock<Regex>, rule: &Rule) -> &'a Regex {
+    slot.get_or_init(|| {
+        Regex::new(rule.pattern)
+            .unwrap_or_else(|err| panic!("redaction rule {} does not compile: {err}", rule.name))
+    })
 }
 
 /// Returns `text` with every secret replaced by REDACTED (Cow::Borrowed when nothing matched).
@@ -261,8 +265,8 @@ fn secret_spans(text: &str) -> Vec<Range<usize>> {
     let compiled = &*COMPILED;
     let mut spans = Vec::new();
     for index in &compiled.set.matches(text) {
-        if let (Some(rule), Some(regex)) = (RULES.get(index), compiled.regexes.get(index)) {
-            rule_spans(rule, regex, text, &mut spans);
+        if let (Some(rule), Some(slot)) = (RULES.get(index), compiled.regexes.get(index)) {
+            rule_spans(rule, rule_regex(slot, rule), text, &mut spans);
         }
     }
     spans
@@ -706,7 +710,12 @@ mod tests {
             .position(|rule| rule.name == rule_name)
             .unwrap_or_else(|| panic!("no rule named {rule_name}"));
         let mut spans = Vec::new();
-        rule_spans(&RULES[index], &COMPILED.regexes[index], text, &mut spans);
+        rule_spans(
+            &RULES[index],
+            rule_regex(&COMPILED.regexes[index], &RULES[index]),
+            text,
+            &mut spans,
+        );
         !spans.is_empty()
     }
 
@@ -738,6 +747,9 @@ mod tests {
     fn every_rule_compiles_and_names_are_unique() {
         assert_eq!(COMPILED.regexes.len(), RULES.len());
         assert_eq!(COMPILED.set.len(), RULES.len());
+        for (slot, rule) in COMPILED.regexes.iter().zip(RULES) {
+            assert_eq!(rule_regex(slot, rule).as_str(), rule.pattern);
+        }
         let mut names: Vec<_> = RULES.iter().map(|rule| rule.name).collect();
         names.sort_unstable();
         names.dedup();

@@ -184,11 +184,19 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
     Ok(())
 }
 
-/// Chunks, sanitises and redacts every file, on all cores.
+/// Below this many bytes of docs, preparing rows on other threads costs more than it saves.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// Chunks, sanitises and redacts every file, on all cores when there is enough text.
+/// Rows come back in file order.
 fn prepare_rows(files: &[walk::DocFile]) -> Vec<Row> {
+    let total: usize = files.iter().map(|f| f.text.len()).sum();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
+    if total < PARALLEL_BYTES || threads == 1 {
+        return files.iter().flat_map(rows_of).collect();
+    }
     let per = files.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = files
@@ -197,7 +205,10 @@ fn prepare_rows(files: &[walk::DocFile]) -> Vec<Row> {
             .collect();
         workers
             .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     })
 }
