@@ -35,6 +35,13 @@ const CSI_8BIT: char = '\u{9b}';
 /// Note that U+200D (zero-width joiner) is removed too, so joined emoji such as 👨‍👩‍👧
 /// fall apart into their parts; they stay readable.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
+    // Fast path: printable ASCII, newlines and tabs need nothing (a byte test that vectorises).
+    if text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        return Cow::Borrowed(text);
+    }
     if !text.chars().any(is_removed) {
         return Cow::Borrowed(text);
     }

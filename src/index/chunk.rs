@@ -236,7 +236,20 @@ fn collapse_whitespace(text: &str) -> String {
 }
 
 /// The `title:` of the front matter, if the YAML parses and has a non-empty scalar title.
+/// A plain one-line title is read straight from its line (most front matter is only read for
+/// it, and a full YAML parse of every page costs a fifth of chunking); anything quoted,
+/// flowed or multi-line goes through the YAML parser.
 fn front_matter_title(yaml: &str) -> Option<String> {
+    let line = yaml.lines().find(|l| l.starts_with("title:"))?;
+    let plain = line["title:".len()..].trim();
+    let special = |c: char| "\"'[]{}|>&*!%@`#".contains(c);
+    if !plain.is_empty()
+        && !plain.starts_with(special)
+        && !plain.contains(": ")
+        && !plain.contains(" #")
+    {
+        return Some(plain.to_string());
+    }
     let value = yaml_serde::from_str::<yaml_serde::Value>(yaml).ok()?;
     let title = match value.get("title")? {
         yaml_serde::Value::String(s) => s.trim().to_string(),

@@ -11,6 +11,15 @@ use rusqlite::{Connection, params};
 
 use crate::guard::{self, redact};
 
+/// FTS5 settings for one bulk load: a large pending-terms buffer (so segments are flushed
+/// rarely), no automatic merging during the load, and large leaf pages. Measured in
+/// `benches/index.rs`: a fifth faster to build, same top results, slightly faster search.
+const BULK_LOAD_SETTINGS: &str = "
+    INSERT INTO sections(sections, rank) VALUES('hashsize', 33554432);
+    INSERT INTO sections(sections, rank) VALUES('automerge', 0);
+    INSERT INTO sections(sections, rank) VALUES('pgsz', 16000);";
+/// Files read ahead of the inserting thread.
+const PIPELINE_DEPTH: usize = 64;
 /// Weight of the heading column against the body in BM25.
 const HEADING_WEIGHT: f64 = 5.0;
 /// Longest excerpt a hit carries; longer sections show the part that matched.
@@ -108,41 +117,62 @@ impl Index {
         })
     }
 
-    /// Walks `docs`, chunks every Markdown file and indexes the sections.
+    /// Walks `docs`, chunks every Markdown file and indexes the sections. Reading and
+    /// chunking run on a second thread while this one inserts, so the two overlap.
     pub fn build(docs: &Dir, max_file_bytes: u64) -> Result<Index, IndexError> {
-        let walk = walk::walk_docs(docs, max_file_bytes);
-        let rows = prepare_rows(&walk.files);
         let mut index = Index::empty()?;
-        index.warnings = walk.warnings;
-        index.stats.files = walk.files.len();
-        index.stats.sections = rows.len();
-        index.stats.empty_files = walk
-            .files
-            .iter()
-            .filter(|f| {
-                rows.binary_search_by(|r| r.path.as_str().cmp(f.path.as_str()))
-                    .is_err()
-            })
-            .map(|f| f.path.clone())
-            .collect();
-        let tx = index.conn.transaction()?;
+        index.conn.execute_batch(BULK_LOAD_SETTINGS)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<Row>)>(PIPELINE_DEPTH);
+        let (warnings, inserted) = std::thread::scope(|scope| {
+            let producer = scope.spawn(move || {
+                walk::walk_docs_each(docs, max_file_bytes, &mut |file| {
+                    let rows = rows_of(&file);
+                    // A closed channel means the insert failed; its error is reported below.
+                    let _ = tx.send((file.path, rows));
+                })
+            });
+            let inserted = index.insert_all(rx);
+            let warnings = producer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (warnings, inserted)
+        });
+        index.stats = inserted?;
+        index.warnings = warnings;
+        Ok(index)
+    }
+
+    /// Inserts every file's rows as they arrive, in one transaction.
+    fn insert_all(
+        &mut self,
+        rx: std::sync::mpsc::Receiver<(String, Vec<Row>)>,
+    ) -> Result<Stats, IndexError> {
+        let mut stats = Stats::default();
+        let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare(
                 "INSERT INTO sections (heading, body, path, anchor, start_line, end_line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
-            for row in &rows {
-                insert.execute(params![
-                    row.heading,
-                    row.body,
-                    row.path,
-                    row.anchor,
-                    row.start as i64,
-                    row.end as i64
-                ])?;
+            for (path, rows) in rx {
+                stats.files += 1;
+                stats.sections += rows.len();
+                if rows.is_empty() {
+                    stats.empty_files.push(path);
+                }
+                for row in &rows {
+                    insert.execute(params![
+                        row.heading,
+                        row.body,
+                        row.path,
+                        row.anchor,
+                        row.start as i64,
+                        row.end as i64
+                    ])?;
+                }
             }
         }
         tx.commit()?;
-        Ok(index)
+        Ok(stats)
     }
 
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
@@ -184,35 +214,6 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
     Ok(())
 }
 
-/// Below this many bytes of docs, preparing rows on other threads costs more than it saves.
-const PARALLEL_BYTES: usize = 1 << 20;
-
-/// Chunks, sanitises and redacts every file, on all cores when there is enough text.
-/// Rows come back in file order.
-fn prepare_rows(files: &[walk::DocFile]) -> Vec<Row> {
-    let total: usize = files.iter().map(|f| f.text.len()).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if total < PARALLEL_BYTES || threads == 1 {
-        return files.iter().flat_map(rows_of).collect();
-    }
-    let per = files.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = files
-            .chunks(per)
-            .map(|part| scope.spawn(move || part.iter().flat_map(rows_of).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
-}
-
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let stem = file.path.rsplit('/').next().unwrap_or(&file.path);
     let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
@@ -237,6 +238,22 @@ fn clean(text: &str) -> String {
     guard::scrub(text).into_owned()
 }
 
+/// The first position whose `span` bytes hold the most positions (two pointers: linear, so a
+/// section with a hundred thousand matches costs no more than reading it).
+fn densest(positions: &[usize], span: usize) -> usize {
+    let (mut best, mut best_count, mut end) = (positions.first().copied().unwrap_or(0), 0, 0);
+    for (start, &p) in positions.iter().enumerate() {
+        end = end.max(start);
+        while end < positions.len() && positions[end] < p + span {
+            end += 1;
+        }
+        if end - start > best_count {
+            (best, best_count) = (p, end - start);
+        }
+    }
+    best
+}
+
 /// The whole body when short; otherwise the window of `max` bytes with the most matched terms.
 fn excerpt(body: &str, marked: &str, max: usize) -> String {
     if body.len() <= max {
@@ -254,19 +271,7 @@ fn excerpt(body: &str, marked: &str, max: usize) -> String {
         }
     }
     let window = max.saturating_sub(8);
-    let best = positions
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, p)| {
-            (
-                positions[*i..]
-                    .iter()
-                    .take_while(|q| **q < **p + window * 3 / 4)
-                    .count(),
-                std::cmp::Reverse(**p),
-            )
-        })
-        .map_or(0, |(_, p)| *p);
+    let best = densest(&positions, window * 3 / 4);
     let mut start = best.saturating_sub(window / 4);
     start = body[..start].rfind('\n').map_or(start, |n| n + 1);
     while !body.is_char_boundary(start) {
@@ -282,4 +287,28 @@ fn excerpt(body: &str, marked: &str, max: usize) -> String {
         out.push_str("\n…");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn densest_window_is_found_in_linear_time() {
+        assert_eq!(densest(&[], 10), 0);
+        assert_eq!(densest(&[5], 10), 5);
+        assert_eq!(densest(&[0, 100, 103, 106, 200], 10), 100);
+        assert_eq!(densest(&[0, 3, 100, 103], 10), 0, "ties go to the first");
+        let many: Vec<usize> = (0..200_000).map(|i| i * 2).collect();
+        assert_eq!(densest(&many, 1000), 0);
+    }
+
+    #[test]
+    fn excerpt_centres_on_the_matches() {
+        let body = format!("{}needle here{}", "a\n".repeat(3000), "b\n".repeat(3000));
+        let marked = body.replace("needle", "\u{E000}needle\u{E001}");
+        let got = excerpt(&body, &marked, 2000);
+        assert!(got.contains("needle here"), "{got}");
+        assert!(got.len() <= 2000 + 8);
+    }
 }

@@ -26,12 +26,41 @@ pub struct Walk {
     pub warnings: Vec<String>,
 }
 
-/// Walks `docs` (whose workspace-relative name is `docs`).
+/// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
 pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
-    let mut walk = Walk::default();
-    visit(docs, "docs", 0, max_file_bytes, &mut walk);
-    walk.files.sort_by(|a, b| a.path.cmp(&b.path));
-    walk
+    let mut files = Vec::new();
+    let warnings = walk_docs_each(docs, max_file_bytes, &mut |file| files.push(file));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Walk { files, warnings }
+}
+
+/// Walks `docs`, handing each readable file to `on_file` as soon as it is read (entries in
+/// name order, depth first), and returns the warnings.
+pub fn walk_docs_each(
+    docs: &Dir,
+    max_file_bytes: u64,
+    on_file: &mut dyn FnMut(DocFile),
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    visit(
+        docs,
+        "docs",
+        0,
+        max_file_bytes,
+        &mut Sink {
+            on_file,
+            warnings: &mut warnings,
+        },
+    );
+    warnings
+}
+
+/// Where the walk puts what it finds.
+struct Sink<'a> {
+    /// Receives each readable file.
+    on_file: &'a mut dyn FnMut(DocFile),
+    /// Collects one line per skipped entry.
+    warnings: &'a mut Vec<String>,
 }
 
 fn is_markdown(name: &str) -> bool {
@@ -39,7 +68,7 @@ fn is_markdown(name: &str) -> bool {
     lower.ends_with(".md") || lower.ends_with(".markdown")
 }
 
-fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Walk) {
+fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<'_>) {
     let entries = match dir.entries() {
         Ok(entries) => entries,
         Err(e) => {
@@ -57,6 +86,7 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Walk)
                 .push(format!("{prefix}/: cannot read an entry ({e}); skipped")),
         }
     }
+    names.sort_by_key(|entry| entry.file_name());
     for entry in names {
         let os_name = entry.file_name();
         let Some(name) = os_name.to_str() else {
@@ -116,7 +146,7 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Walk)
             continue;
         }
         match read_confined(dir, name, max_bytes) {
-            Ok(text) => walk.files.push(DocFile { path, text }),
+            Ok(text) => (walk.on_file)(DocFile { path, text }),
             Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
             Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
         }
