@@ -534,3 +534,19 @@ fn a_secret_split_by_invisible_characters_is_still_redacted() {
         "{note}"
     );
 }
+
+#[test]
+fn a_section_matching_a_term_half_a_million_times_is_searched_whole() {
+    // Regression: FTS5 highlight() is quadratic in the matches of one row, and a 4 MB
+    // section of one repeated word took minutes. Long sections are now cut into windows.
+    let ws = sample_workspace();
+    std::fs::write(
+        ws.path().join("docs/long.md"),
+        format!("# L\n\n{}\n", "x ".repeat(500_000)),
+    )
+    .expect("write");
+    let h = harness(ws.path());
+    let hits = h.index.search("x", 5).expect("search");
+    assert_eq!(hits.len(), 1, "one hit per section");
+    assert!(hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8);
+}

@@ -44,6 +44,8 @@ pub struct Chunk {
     pub start_line: usize,
     /// 1-based last line (inclusive) of the section: the last non-blank line of its body.
     pub end_line: usize,
+    /// 1-based line of the body's first character.
+    pub body_line: usize,
     /// The section's Markdown source after the heading line(s), trimmed; raw Markdown (HTML comments, code fences kept as written).
     pub body: String,
 }
@@ -306,6 +308,7 @@ impl<'a> Body<'a> {
             anchor,
             start_line: heading_line.unwrap_or_else(|| lines.line_of(self.start)),
             end_line,
+            body_line: lines.line_of(self.start),
             body: self.text.to_string(),
         }
     }
@@ -594,6 +597,7 @@ mod tests {
             anchor: "window".into(),
             start_line: 1,
             end_line: 2,
+            body_line: 2,
             body: "x".into(),
         };
         assert_eq!(chunk.heading_text(), "Refunds > Window");

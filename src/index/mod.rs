@@ -22,11 +22,11 @@ const BULK_LOAD_SETTINGS: &str = "
 const PIPELINE_DEPTH: usize = 64;
 /// Weight of the heading column against the body in BM25.
 const HEADING_WEIGHT: f64 = 5.0;
-/// Longest excerpt a hit carries; longer sections show the part that matched.
+/// Longest window of a section that is indexed and returned; a longer section is indexed as
+/// several windows, so a hit shows the part that matched.
 pub const EXCERPT_BYTES: usize = 2_000;
-/// Marks a matched term in highlighted text (private-use characters, stripped from docs).
-const MARK_OPEN: char = '\u{E000}';
-const MARK_CLOSE: char = '\u{E001}';
+/// Candidate rows fetched per wanted hit, since one section may have several windows.
+const CANDIDATES_PER_HIT: usize = 4;
 
 /// One ranked section.
 #[derive(Debug, Clone)]
@@ -103,6 +103,10 @@ struct Row {
     start: usize,
     end: usize,
     body: String,
+    /// The window does not start at the top of its section.
+    cut_before: bool,
+    /// The window does not reach the end of its section.
+    cut_after: bool,
 }
 
 impl Index {
@@ -151,7 +155,8 @@ impl Index {
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare(
-                "INSERT INTO sections (heading, body, path, anchor, start_line, end_line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO sections (heading, body, path, anchor, start_line, end_line, cut_before, cut_after) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             for (path, rows) in rx {
                 stats.files += 1;
@@ -166,7 +171,9 @@ impl Index {
                         row.path,
                         row.anchor,
                         row.start as i64,
-                        row.end as i64
+                        row.end as i64,
+                        row.cut_before,
+                        row.cut_after
                     ])?;
                 }
             }
@@ -176,29 +183,48 @@ impl Index {
     }
 
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
+    /// A long section is indexed as several windows; only its best window is returned.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
         let Some(fts) = query::to_fts_query(text) else {
             return Ok(Vec::new());
         };
         let mut stmt = self.conn.prepare_cached(
-            "SELECT path, anchor, heading, start_line, end_line, body, \
-                    highlight(sections, 1, char(57344), char(57345)), bm25(sections, ?3, 1.0) AS rank \
+            "SELECT path, anchor, heading, start_line, end_line, body, cut_before, cut_after, \
+                    bm25(sections, ?3, 1.0) AS rank \
              FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2",
         )?;
-        let hits = stmt
-            .query_map(params![fts, k as i64, HEADING_WEIGHT], |r| {
+        let mut hits: Vec<Hit> = Vec::with_capacity(k);
+        let rows = stmt.query_map(
+            params![fts, (k * CANDIDATES_PER_HIT) as i64, HEADING_WEIGHT],
+            |r| {
                 let body: String = r.get(5)?;
-                let marked: String = r.get(6)?;
+                let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
                 Ok(Hit {
                     path: r.get(0)?,
                     anchor: r.get(1)?,
                     heading: r.get(2)?,
                     lines: (r.get::<_, i64>(3)? as usize, r.get::<_, i64>(4)? as usize),
-                    excerpt: excerpt(&body, &marked, EXCERPT_BYTES),
-                    score: -r.get::<_, f64>(7)?,
+                    excerpt: format!(
+                        "{}{body}{}",
+                        if before { "…\n" } else { "" },
+                        if after { "\n…" } else { "" }
+                    ),
+                    score: -r.get::<_, f64>(8)?,
                 })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
+            },
+        )?;
+        for hit in rows {
+            let hit = hit?;
+            if !hits
+                .iter()
+                .any(|h| h.path == hit.path && h.anchor == hit.anchor)
+            {
+                hits.push(hit);
+            }
+            if hits.len() == k {
+                break;
+            }
+        }
         Ok(hits)
     }
 }
@@ -208,6 +234,7 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
         "CREATE VIRTUAL TABLE sections USING fts5(
              heading, body,
              path UNINDEXED, anchor UNINDEXED, start_line UNINDEXED, end_line UNINDEXED,
+             cut_before UNINDEXED, cut_after UNINDEXED,
              tokenize = 'porter unicode61 remove_diacritics 2'
          );",
     )?;
@@ -217,20 +244,58 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let stem = file.path.rsplit('/').next().unwrap_or(&file.path);
     let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-    chunk::chunk_markdown(&file.text, stem)
-        .into_iter()
-        .map(|c| {
-            let heading = clean(&c.heading_text());
-            Row {
+    let mut rows = Vec::new();
+    for c in chunk::chunk_markdown(&file.text, stem) {
+        let heading = clean(&c.heading_text());
+        // Redact the whole section before cutting it, so no window holds part of a secret.
+        let body = clean(&c.body);
+        let parts = windows(&body, EXCERPT_BYTES);
+        let last = parts.len().saturating_sub(1);
+        for (i, (offset, text)) in parts.into_iter().enumerate() {
+            let first_line = c.body_line + body[..offset].matches('\n').count();
+            rows.push(Row {
                 path: file.path.clone(),
-                anchor: c.anchor,
-                heading,
-                start: c.start_line,
-                end: c.end_line,
-                body: clean(&c.body),
-            }
-        })
-        .collect()
+                anchor: c.anchor.clone(),
+                heading: heading.clone(),
+                start: if i == 0 { c.start_line } else { first_line },
+                end: if i == last {
+                    c.end_line
+                } else {
+                    first_line + text.trim_end().matches('\n').count()
+                },
+                body: text.to_string(),
+                cut_before: i > 0,
+                cut_after: i < last,
+            });
+        }
+    }
+    rows
+}
+
+/// Cuts `body` into windows of at most `max` bytes, at line ends where it can, else at a space,
+/// else at a character boundary: `(byte offset, text)` each. A short body is one window.
+fn windows(body: &str, max: usize) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while body.len() - start > max {
+        let limit = redact::floor_char_boundary(&body[start..], max);
+        let cut = limit
+            .rfind('\n')
+            .filter(|&n| n > max / 2)
+            .or_else(|| limit.rfind(' ').filter(|&n| n > max / 2))
+            .map_or(limit.len(), |n| n + 1);
+        let cut = if cut == 0 {
+            limit
+                .len()
+                .max(body[start..].chars().next().map_or(1, char::len_utf8))
+        } else {
+            cut
+        };
+        out.push((start, body[start..start + cut].trim_end()));
+        start += cut;
+    }
+    out.push((start, &body[start..]));
+    out
 }
 
 /// Sanitised, then redacted: what the index stores.
@@ -238,77 +303,46 @@ fn clean(text: &str) -> String {
     guard::scrub(text).into_owned()
 }
 
-/// The first position whose `span` bytes hold the most positions (two pointers: linear, so a
-/// section with a hundred thousand matches costs no more than reading it).
-fn densest(positions: &[usize], span: usize) -> usize {
-    let (mut best, mut best_count, mut end) = (positions.first().copied().unwrap_or(0), 0, 0);
-    for (start, &p) in positions.iter().enumerate() {
-        end = end.max(start);
-        while end < positions.len() && positions[end] < p + span {
-            end += 1;
-        }
-        if end - start > best_count {
-            (best, best_count) = (p, end - start);
-        }
-    }
-    best
-}
-
-/// The whole body when short; otherwise the window of `max` bytes with the most matched terms.
-fn excerpt(body: &str, marked: &str, max: usize) -> String {
-    if body.len() <= max {
-        return body.to_string();
-    }
-    // Byte offsets of matches in the unmarked text.
-    let mut positions = Vec::new();
-    let mut removed = 0;
-    for (i, c) in marked.char_indices() {
-        if c == MARK_OPEN {
-            positions.push(i - removed);
-        }
-        if c == MARK_OPEN || c == MARK_CLOSE {
-            removed += c.len_utf8();
-        }
-    }
-    let window = max.saturating_sub(8);
-    let best = densest(&positions, window * 3 / 4);
-    let mut start = best.saturating_sub(window / 4);
-    start = body[..start].rfind('\n').map_or(start, |n| n + 1);
-    while !body.is_char_boundary(start) {
-        start -= 1;
-    }
-    let tail = redact::floor_char_boundary(&body[start..], window);
-    let mut out = String::with_capacity(window + 8);
-    if start > 0 {
-        out.push_str("…\n");
-    }
-    out.push_str(tail);
-    if start + tail.len() < body.len() {
-        out.push_str("\n…");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn densest_window_is_found_in_linear_time() {
-        assert_eq!(densest(&[], 10), 0);
-        assert_eq!(densest(&[5], 10), 5);
-        assert_eq!(densest(&[0, 100, 103, 106, 200], 10), 100);
-        assert_eq!(densest(&[0, 3, 100, 103], 10), 0, "ties go to the first");
-        let many: Vec<usize> = (0..200_000).map(|i| i * 2).collect();
-        assert_eq!(densest(&many, 1000), 0);
-    }
-
-    #[test]
-    fn excerpt_centres_on_the_matches() {
-        let body = format!("{}needle here{}", "a\n".repeat(3000), "b\n".repeat(3000));
-        let marked = body.replace("needle", "\u{E000}needle\u{E001}");
-        let got = excerpt(&body, &marked, 2000);
-        assert!(got.contains("needle here"), "{got}");
-        assert!(got.len() <= 2000 + 8);
+    fn long_bodies_are_cut_into_bounded_windows_that_cover_everything() {
+        let lines: String = (0..400)
+            .map(|i| format!("line {i} of the section\n"))
+            .collect();
+        let one_line = "word ".repeat(3_000);
+        let no_spaces = "é".repeat(5_000);
+        for body in [
+            lines.as_str(),
+            one_line.as_str(),
+            no_spaces.as_str(),
+            "short",
+            "",
+        ] {
+            let parts = windows(body, 2_000);
+            assert!(parts.iter().all(|(_, t)| t.len() <= 2_000), "bounded");
+            let mut covered = 0;
+            for (offset, text) in &parts {
+                assert!(*offset >= covered, "in order");
+                assert_eq!(&body[*offset..*offset + text.len()], *text);
+                covered = offset + text.len();
+            }
+            let joined: String = parts
+                .iter()
+                .map(|(_, t)| t.split_whitespace().collect::<String>())
+                .collect();
+            assert_eq!(
+                joined,
+                body.split_whitespace().collect::<String>(),
+                "nothing lost"
+            );
+        }
+        assert!(
+            windows(&lines, 2_000)
+                .iter()
+                .all(|(o, _)| *o == 0 || lines.as_bytes()[o - 1] == b'\n')
+        );
     }
 }
