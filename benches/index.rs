@@ -3,20 +3,15 @@
 //! in the same run. Speed is reported as numbers and ratios against that baseline, never
 //! asserted: the aims in `bench/README.md` are read off the table, not checked here.
 //!
-//! Flags after `--`: `--phases` adds a single-threaded breakdown of the build (walk, chunk,
-//! clean, insert) and timings of FTS5 insert variants, to see where the build time goes.
-//! Environment: `DOCS_AGENT_CORPORA` (default `/work/shared/corpora`), `BENCH_REPS` (5),
+//! Environment: `DOCS_AGENT_CORPORA` (default `../shared/corpora` beside the checkout), `BENCH_REPS` (5),
 //! `BENCH_SEARCHES` (2000). The corpora are read in place, never copied.
 
-use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
-use docs_agent::guard::{fence, redact};
-use docs_agent::index::{Index, chunk, walk};
-use rusqlite::{Connection, params};
+use docs_agent::index::Index;
 
 /// `index.max_file_bytes` as the default config sets it.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -38,8 +33,6 @@ struct Settings {
     reps: usize,
     /// Timed searches per corpus.
     searches: usize,
-    /// Also print the phase breakdown and insert variants.
-    phases: bool,
 }
 
 /// Everything measured on one corpus.
@@ -104,9 +97,6 @@ fn run() -> Result<()> {
     }
     print_build(&reports);
     print_search(&reports);
-    if settings.phases {
-        phases(&settings.corpora.join("business-central-docs"), &queries)?;
-    }
     Ok(())
 }
 
@@ -120,12 +110,11 @@ fn settings() -> Result<Settings> {
         }
     };
     let corpora = std::env::var_os("DOCS_AGENT_CORPORA")
-        .map_or_else(|| PathBuf::from("/work/shared/corpora"), PathBuf::from);
+        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")), PathBuf::from);
     Ok(Settings {
         corpora,
         reps: number("BENCH_REPS", 5)?.max(1),
         searches: number("BENCH_SEARCHES", 2000)?.max(1),
-        phases: std::env::args().any(|a| a == "--phases"),
     })
 }
 
@@ -302,401 +291,8 @@ fn print_search(reports: &[Report]) {
         }
     }
     println!(
-        "\ndocs-agent: Index::search (query building, MATCH + highlight + bm25, excerpt). python: the same SQL via sqlite3, fetchall."
+        "\ndocs-agent: Index::search (query building, MATCH + bm25, best window per section). python: MATCH + bm25 via sqlite3, fetchall."
     );
-}
-
-/// Single-threaded times of the build's public pieces, then FTS5 and search variants on the same rows.
-fn phases(docs: &Path, queries: &[&str]) -> Result<()> {
-    let dir = Dir::open_ambient_dir(docs, cap_std::ambient_authority())
-        .map_err(|e| format!("cannot open {} ({e})", docs.display()))?;
-    let mut rows = Vec::new();
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
-    for _ in 0..3 {
-        let start = Instant::now();
-        let walked = walk::walk_docs(&dir, MAX_FILE_BYTES);
-        times[0].push(ms(start.elapsed()));
-        let start = Instant::now();
-        let chunks: Vec<(&str, Vec<chunk::Chunk>)> = walked
-            .files
-            .iter()
-            .map(|f| {
-                (
-                    f.path.as_str(),
-                    chunk::chunk_markdown(&f.text, stem(&f.path)),
-                )
-            })
-            .collect();
-        times[1].push(ms(start.elapsed()));
-        let start = Instant::now();
-        rows = chunks
-            .into_iter()
-            .flat_map(|(path, cs)| cs.into_iter().map(move |c| row(path, c)))
-            .collect();
-        times[2].push(ms(start.elapsed()));
-    }
-    let bytes: usize = rows.iter().map(|r| r.body.len() + r.heading.len()).sum();
-    println!("\n## Build phases, single thread, business-central-docs (median of 3)\n");
-    println!("| phase | ms |\n|---|---:|");
-    println!("| walk_docs (list + read) | {:.1} |", median(&times[0]));
-    println!(
-        "| chunk_markdown (pulldown-cmark) | {:.1} |",
-        median(&times[1])
-    );
-    println!(
-        "| clean = fence::sanitize + redact::redact ({} rows, {:.1} MB) | {:.1} |",
-        rows.len(),
-        bytes as f64 / 1e6,
-        median(&times[2])
-    );
-    println!("| FTS5 insert | see `as built` below |");
-    insert_variants(&rows, queries)?;
-    query_variants(&rows, queries)?;
-    println!("\n## Pipelined build experiment (median of 3)\n");
-    println!("walk + chunk + clean on one thread, FTS5 insert on the other as rows arrive:\n");
-    println!("| insert settings | build ms |\n|---|---:|");
-    for v in [AS_BUILT, TUNED] {
-        println!("| {} | {:.1} |", v.label, pipelined(&dir, &v)?);
-    }
-    Ok(())
-}
-
-/// Index::build with chunking overlapped with the insert: one thread walks, chunks and cleans,
-/// the caller's thread inserts as rows arrive (what `src/index` could do on 2 cores). Median ms.
-fn pipelined(dir: &Dir, v: &Variant) -> Result<f64> {
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        let start = Instant::now();
-        let mut conn = create(v).map_err(|e| e.to_string())?;
-        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Row>>(256);
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                let walked = walk::walk_docs(dir, MAX_FILE_BYTES);
-                for f in &walked.files {
-                    let rows = chunk::chunk_markdown(&f.text, stem(&f.path))
-                        .into_iter()
-                        .map(|c| row(&f.path, c))
-                        .collect();
-                    if send.send(rows).is_err() {
-                        return;
-                    }
-                }
-            });
-            insert_rows(&mut conn, receive.iter().flatten())
-        })
-        .map_err(|e| e.to_string())?;
-        times.push(ms(start.elapsed()));
-    }
-    Ok(median(&times))
-}
-
-fn row(path: &str, c: chunk::Chunk) -> Row {
-    Row {
-        heading: clean(&c.heading_text()),
-        body: clean(&c.body),
-        path: path.to_string(),
-        anchor: c.anchor,
-        start: c.start_line as i64,
-        end: c.end_line as i64,
-    }
-}
-
-/// A section as `Index::build` inserts it (the bench's copy of the private `Row`).
-struct Row {
-    heading: String,
-    body: String,
-    path: String,
-    anchor: String,
-    start: i64,
-    end: i64,
-}
-
-/// `index::clean`, rebuilt from the public pieces.
-fn clean(text: &str) -> String {
-    redact::redact(&fence::sanitize(text)).into_owned()
-}
-
-fn stem(path: &str) -> &str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.rsplit_once('.').map_or(name, |(s, _)| s)
-}
-
-/// One way to set up the FTS5 table, for the insert experiments.
-struct Variant {
-    /// Row name in the table.
-    label: &'static str,
-    /// Run on the fresh connection before the table exists.
-    pragmas: &'static str,
-    /// Extra `CREATE VIRTUAL TABLE` options, each starting with ", ".
-    options: &'static str,
-    /// The `tokenize = '…'` value.
-    tokenizer: &'static str,
-    /// FTS5 config commands (`pgsz`, `automerge`, `hashsize`...) run before the inserts.
-    config: &'static [(&'static str, i64)],
-}
-
-const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
-const AS_BUILT: Variant = Variant {
-    label: "as built (src/index)",
-    pragmas: "",
-    options: "",
-    tokenizer: TOKENIZER,
-    config: &[],
-};
-const VARIANTS: &[Variant] = &[
-    AS_BUILT,
-    Variant {
-        label: "detail=column",
-        options: ", detail=column",
-        ..AS_BUILT
-    },
-    Variant {
-        label: "no porter (unicode61 only)",
-        tokenizer: "unicode61 remove_diacritics 2",
-        ..AS_BUILT
-    },
-    Variant {
-        label: "PRAGMA page_size=65536, cache_size=256 MB",
-        pragmas: "PRAGMA page_size = 65536; PRAGMA cache_size = -262144;",
-        ..AS_BUILT
-    },
-    Variant {
-        label: "automerge=0 (no merging while inserting)",
-        config: &[("automerge", 0)],
-        ..AS_BUILT
-    },
-    Variant {
-        label: "hashsize=64 MB",
-        config: &[("hashsize", 64 << 20)],
-        ..AS_BUILT
-    },
-    TUNED,
-];
-/// The insert settings that helped without changing results, together.
-const TUNED: Variant = Variant {
-    label: "hashsize=64 MB + automerge=0 + pgsz=16000",
-    config: &[("hashsize", 64 << 20), ("automerge", 0), ("pgsz", 16000)],
-    ..AS_BUILT
-};
-
-/// The SQL `Index::search` runs.
-const SEARCH_SQL: &str = "SELECT path, anchor, heading, start_line, end_line, body, \
-     highlight(sections, 1, char(57344), char(57345)), bm25(sections, ?3, 1.0) AS rank \
-     FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2";
-
-/// Times the FTS5 insert of the same rows per variant, and the search SQL on the result.
-fn insert_variants(rows: &[Row], queries: &[&str]) -> Result<()> {
-    println!(
-        "\n## FTS5 insert variants, same rows (one transaction, statement reused; median of 3)\n"
-    );
-    println!("Search: the SQL of Index::search without the excerpt, 5 passes of the queries.\n");
-    println!("| variant | insert ms | search p50 µs | p99 µs | top-5 same as as-built |");
-    println!("|---|---:|---:|---:|---:|");
-    let fts: Vec<String> = queries.iter().map(|q| fts_query(q, usize::MAX)).collect();
-    let mut reference = Vec::new();
-    for v in VARIANTS {
-        let mut times = Vec::new();
-        let mut conn = None;
-        for _ in 0..3 {
-            let (c, t) = insert(rows, v).map_err(|e| format!("{}: {e}", v.label))?;
-            times.push(t);
-            conn = Some(c);
-        }
-        let conn = conn.ok_or("no insert ran")?;
-        let (lat, tops) = time_sql(&conn, &fts, |c, q| top_k(c, SEARCH_SQL, q))
-            .map_err(|e| format!("{}: {e}", v.label))?;
-        if reference.is_empty() {
-            reference = tops.clone();
-        }
-        println!(
-            "| {} | {:.1} | {:.0} | {:.0} | {}/{} |",
-            v.label,
-            median(&times),
-            percentile(&lat, 50.0),
-            percentile(&lat, 99.0),
-            same(&tops, &reference),
-            queries.len()
-        );
-    }
-    Ok(())
-}
-
-/// Other ways to run the same search on the as-built table.
-fn query_variants(rows: &[Row], queries: &[&str]) -> Result<()> {
-    let (conn, _) = insert(rows, &AS_BUILT).map_err(|e| e.to_string())?;
-    conn.execute_batch("INSERT INTO sections(sections, rank) VALUES('rank', 'bm25(5.0, 1.0)');")
-        .map_err(|e| e.to_string())?;
-    const RANK_SQL: &str = "SELECT path, anchor, heading, start_line, end_line, body, \
-         highlight(sections, 1, char(57344), char(57345)), rank \
-         FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2";
-    const IDS_SQL: &str = "SELECT path, anchor FROM sections WHERE sections MATCH ?1 \
-         ORDER BY bm25(sections, ?3, 1.0) LIMIT ?2";
-    println!("\n## Search SQL variants on the as-built table (5 passes of the queries)\n");
-    println!("| variant | p50 µs | p99 µs | top-5 same as src SQL |\n|---|---:|---:|---:|");
-    let all: Vec<String> = queries.iter().map(|q| fts_query(q, usize::MAX)).collect();
-    let (_, reference) =
-        time_sql(&conn, &all, |c, q| top_k(c, SEARCH_SQL, q)).map_err(|e| e.to_string())?;
-    let cases: [(&str, usize, &str); 5] = [
-        (
-            "src SQL (bm25 alias; body + highlight for every match)",
-            usize::MAX,
-            SEARCH_SQL,
-        ),
-        (
-            "FTS5 rank column configured to bm25(5.0, 1.0)",
-            usize::MAX,
-            RANK_SQL,
-        ),
-        (
-            "path + anchor only (no body, no highlight)",
-            usize::MAX,
-            IDS_SQL,
-        ),
-        ("src SQL, at most 12 terms", 12, SEARCH_SQL),
-        ("src SQL, at most 6 terms", 6, SEARCH_SQL),
-    ];
-    for (label, max_terms, sql) in cases {
-        let fts: Vec<String> = queries.iter().map(|q| fts_query(q, max_terms)).collect();
-        let (lat, tops) =
-            time_sql(&conn, &fts, |c, q| top_k(c, sql, q)).map_err(|e| format!("{label}: {e}"))?;
-        println!(
-            "| {label} | {:.0} | {:.0} | {}/{} |",
-            percentile(&lat, 50.0),
-            percentile(&lat, 99.0),
-            same(&tops, &reference),
-            queries.len()
-        );
-    }
-    slowest(&conn, queries, &all).map_err(|e| e.to_string())
-}
-
-/// The slowest queries with how many sections they match: BM25 scores every match.
-fn slowest(conn: &Connection, queries: &[&str], fts: &[String]) -> rusqlite::Result<()> {
-    let mut rows = Vec::new();
-    for (q, f) in queries.iter().zip(fts) {
-        let (lat, _) = time_sql(conn, std::slice::from_ref(f), |c, q| {
-            top_k(c, SEARCH_SQL, q)
-        })?;
-        let matched: i64 = conn.query_row(
-            "SELECT count(*) FROM sections WHERE sections MATCH ?1",
-            params![f],
-            |r| r.get(0),
-        )?;
-        let terms = f.matches(" OR ").count() + 1;
-        rows.push((median(&lat), matched, terms, *q));
-    }
-    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-    println!("\n## Slowest queries (src SQL, median of 5)\n");
-    println!("| µs | sections matched | terms | query |\n|---:|---:|---:|---|");
-    for (us, matched, terms, q) in rows.iter().take(6) {
-        let q: String = q.chars().take(70).collect();
-        println!("| {us:.0} | {matched} | {terms} | {q} |");
-    }
-    Ok(())
-}
-
-/// docs-agent's FTS5 expression for `q`, keeping at most `max_terms` terms.
-fn fts_query(q: &str, max_terms: usize) -> String {
-    let terms = docs_agent::index::query::terms(q);
-    let quoted: Vec<String> = terms
-        .iter()
-        .take(max_terms)
-        .map(|t| format!("\"{t}\""))
-        .collect();
-    quoted.join(" OR ")
-}
-
-type Top = Vec<(String, String)>;
-
-/// Latencies (µs) of `run` over 5 passes of `fts` after one untimed pass, and the first pass's results.
-fn time_sql(
-    conn: &Connection,
-    fts: &[String],
-    run: impl Fn(&Connection, &str) -> rusqlite::Result<Top>,
-) -> rusqlite::Result<(Vec<f64>, Vec<Top>)> {
-    let tops = fts
-        .iter()
-        .map(|q| run(conn, q))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut lat = Vec::new();
-    for _ in 0..5 {
-        for q in fts {
-            let start = Instant::now();
-            std::hint::black_box(run(conn, q)?);
-            lat.push(start.elapsed().as_secs_f64() * 1e6);
-        }
-    }
-    Ok((lat, tops))
-}
-
-/// (path, anchor) of the top hits, reading every column the search reads.
-fn top_k(conn: &Connection, sql: &str, fts: &str) -> rusqlite::Result<Top> {
-    if fts.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut stmt = conn.prepare_cached(sql)?;
-    let has_weight = sql.contains("?3");
-    let full = stmt.column_count() > 2;
-    let map = |r: &rusqlite::Row<'_>| {
-        if full {
-            let body: String = r.get(5)?;
-            let marked: String = r.get(6)?;
-            std::hint::black_box((body, marked));
-        }
-        Ok((r.get(0)?, r.get(1)?))
-    };
-    if has_weight {
-        stmt.query_map(params![fts, TOP_K as i64, 5.0], map)?
-            .collect()
-    } else {
-        stmt.query_map(params![fts, TOP_K as i64], map)?.collect()
-    }
-}
-
-fn same(a: &[Top], b: &[Top]) -> usize {
-    a.iter().zip(b).filter(|(x, y)| x == y).count()
-}
-
-fn insert(rows: &[Row], v: &Variant) -> rusqlite::Result<(Connection, f64)> {
-    let start = Instant::now();
-    let mut conn = create(v)?;
-    insert_rows(&mut conn, rows.iter())?;
-    Ok((conn, ms(start.elapsed())))
-}
-
-/// A fresh in-memory database with the `sections` table set up as `v` says.
-fn create(v: &Variant) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_in_memory()?;
-    conn.execute_batch(v.pragmas)?;
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE sections USING fts5(heading, body, path UNINDEXED, anchor UNINDEXED, \
-         start_line UNINDEXED, end_line UNINDEXED, tokenize = '{}'{});",
-        v.tokenizer, v.options
-    ))?;
-    for (name, value) in v.config {
-        conn.execute(
-            "INSERT INTO sections(sections, rank) VALUES(?1, ?2)",
-            params![name, value],
-        )?;
-    }
-    Ok(conn)
-}
-
-fn insert_rows<R: Borrow<Row>>(
-    conn: &mut Connection,
-    rows: impl Iterator<Item = R>,
-) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut stmt = tx.prepare(
-            "INSERT INTO sections (heading, body, path, anchor, start_line, end_line) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for r in rows {
-            let r = r.borrow();
-            stmt.execute(params![r.heading, r.body, r.path, r.anchor, r.start, r.end])?;
-        }
-    }
-    tx.commit()
 }
 
 /// User+system CPU of this process (all threads, dead ones included), from /proc; 0 elsewhere.
