@@ -78,7 +78,7 @@ macro_rules! assignment_key {
 const RULES: &[Rule] = &[
     Rule {
         name: "aws-access-key-id",
-        pattern: r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16,}",
+        pattern: r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16,256}",
         check: Check::Always,
     },
     Rule {
@@ -88,37 +88,37 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "github-token",
-        pattern: r"gh[pousr]_[A-Za-z0-9]{36,}",
+        pattern: r"gh[pousr]_[A-Za-z0-9]{36,256}",
         check: Check::Always,
     },
     Rule {
         name: "github-fine-grained-pat",
-        pattern: r"github_pat_[A-Za-z0-9_]{22,}",
+        pattern: r"github_pat_[A-Za-z0-9_]{22,256}",
         check: Check::Always,
     },
     Rule {
         name: "gitlab-token",
-        pattern: r"gl(?:pat|dt|rt|ptt|soat|cbt|ffct|imt|oas)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
+        pattern: r"gl(?:pat|dt|rt|ptt|soat|cbt|ffct|imt|oas)-[A-Za-z0-9_-]{20,256}(?:\.[A-Za-z0-9_-]{1,256}){0,8}",
         check: Check::Always,
     },
     Rule {
         name: "stripe-secret-key",
-        pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,}",
+        pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,256}",
         check: Check::Random,
     },
     Rule {
         name: "stripe-webhook-secret",
-        pattern: r"whsec_[A-Za-z0-9+/=]{20,}",
+        pattern: r"whsec_[A-Za-z0-9+/=]{20,256}",
         check: Check::Always,
     },
     Rule {
         name: "slack-token",
-        pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}",
+        pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,256}",
         check: Check::Random,
     },
     Rule {
         name: "slack-webhook-url",
-        pattern: r"https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})",
+        pattern: r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/([A-Za-z0-9+/_\\-]{20,256})",
         check: Check::Always,
     },
     Rule {
@@ -128,32 +128,32 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "google-oauth-client-secret",
-        pattern: r"GOCSPX-[A-Za-z0-9_-]{20,}",
+        pattern: r"GOCSPX-[A-Za-z0-9_-]{20,256}",
         check: Check::Always,
     },
     Rule {
         name: "openai-scoped-key",
-        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
+        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,256}",
         check: Check::Random,
     },
     Rule {
         name: "openai-legacy-key",
-        pattern: r"sk-[A-Za-z0-9]{48,}",
+        pattern: r"sk-[A-Za-z0-9]{48,256}",
         check: Check::Random,
     },
     Rule {
         name: "openai-marked-key",
-        pattern: r"sk-[A-Za-z0-9_-]{4,}T3BlbkFJ[A-Za-z0-9_-]{4,}",
+        pattern: r"sk-[A-Za-z0-9_-]{4,256}T3BlbkFJ[A-Za-z0-9_-]{4,256}",
         check: Check::Always,
     },
     Rule {
         name: "anthropic-key",
-        pattern: r"sk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,}",
+        pattern: r"sk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,256}",
         check: Check::Always,
     },
     Rule {
         name: "polar-token",
-        pattern: r"polar_(?:oat|pat|at|rt|whs|cs|cst|mst)_[A-Za-z0-9]{16,}",
+        pattern: r"polar_(?:oat|pat|at|rt|whs|cs|cst|mst)_[A-Za-z0-9]{16,256}",
         check: Check::Random,
     },
     Rule {
@@ -165,40 +165,40 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "jwt",
-        pattern: r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+        pattern: r"eyJ[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{0,4096}",
         check: Check::Always,
     },
     Rule {
         name: "url-password",
-        pattern: r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\[\]]*:([^\s/?#@]+)@",
+        pattern: r"[A-Za-z][A-Za-z0-9+.-]{0,31}:\\?/\\?/[^\s:/?#@\[\]\\]{0,256}:([^\s/?#@\\]{1,256})@",
         check: Check::NotPlaceholder,
     },
     Rule {
         name: "authorization-header",
-        pattern: r#"(?i:authorization)["'`]?[ \t]*[:=][ \t]*["'`]?(?i:basic|token|bot|apikey)[ \t]+([A-Za-z0-9._~+/=-]{6,})"#,
+        pattern: r#"(?i:authorization)["'`]?[ \t]*[:=][ \t]*["'`]?(?i:basic|token|bot|apikey)[ \t]+([A-Za-z0-9._~+/=-]{6,256})"#,
         check: Check::TokenLike,
     },
     Rule {
         name: "bearer-token",
-        pattern: r"(?-u:\b)(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{6,}=*)",
+        pattern: r"(?-u:\b)(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{6,256}=*)",
         check: Check::TokenLike,
     },
     Rule {
         name: "basic-credentials",
-        pattern: r"(?-u:\b)(?i:basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
+        pattern: r"(?-u:\b)(?i:basic)[ \t]+([A-Za-z0-9+/]{8,256}={0,2})",
         check: Check::BasicCredentials,
     },
     Rule {
         name: "generic-assignment-quoted",
         pattern: concat!(
             assignment_key!(),
-            r#"(?:"([^"\s]{6,})"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#
+            r#"(?:"([^"\s]{6,256})"|'([^'\s]{6,256})'|`([^`\s]{6,256})`)"#
         ),
         check: Check::NotPlaceholder,
     },
     Rule {
         name: "generic-assignment-bare",
-        pattern: concat!(assignment_key!(), r#"([^\s"'`&]{6,})"#),
+        pattern: concat!(assignment_key!(), r#"([^\s"'`&]{6,256})"#),
         check: Check::BareAssignment,
     },
 ];
@@ -291,12 +291,30 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str, out: &mut Vec<Range<usize>
         let next_char = whole.start() + first_char.map_or(1, char::len_utf8);
         at = match accepted {
             Some(span) => {
+                let span = extend_capped(text, span);
                 out.push(span);
                 whole.end().max(next_char)
             }
             None => next_char,
         };
     }
+}
+
+/// Rule quantifiers stop at 256 characters so a failed candidate costs a bounded scan (an
+/// unbounded one made redaction quadratic on long lines). A secret that ran into the cap
+/// is redacted to the end of its run of token characters, so no tail of it stays visible.
+fn extend_capped(text: &str, span: Range<usize>) -> Range<usize> {
+    if span.len() < 250 {
+        return span;
+    }
+    let rest = text.as_bytes().get(span.end..).unwrap_or_default();
+    let more = rest
+        .iter()
+        .take_while(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'=' | b'.' | b'~')
+        })
+        .count();
+    span.start..span.end + more
 }
 
 impl Check {
@@ -978,6 +996,39 @@ mod tests {
             assert_eq!(redact(&once), once, "not idempotent on {text:?}");
             let max = (next() % (text.len() as u64 + 2)) as usize;
             check_cut(&text, max, &redact_truncated(&text, max));
+        }
+    }
+
+    #[test]
+    fn a_secret_longer_than_the_rule_cap_is_redacted_to_its_end() {
+        let long = format!("ghp_{}", "a1".repeat(400));
+        let out = redact(&format!("token {long} end")).into_owned();
+        assert_eq!(out, "token [REDACTED] end");
+        let value = "Zx9".repeat(200);
+        let out = redact(&format!("api_key={value}\n")).into_owned();
+        assert!(!out.contains("Zx9Zx9"), "{out}");
+    }
+
+    #[test]
+    fn json_escaped_urls_are_redacted() {
+        let text = r#"{"hook": "https:\/\/hooks.slack.com\/services\/T0ABCDEF1\/B0ABCDEF2\/q1W2e3R4t5Y6u7I8o9P0a1S2", "db": "postgres:\/\/admin:s3cr3tPa55@db.example"}"#;
+        let out = redact(text);
+        assert!(!out.contains("q1W2e3R4t5Y6u7I8o9P0a1S2"), "{out}");
+        assert!(!out.contains("s3cr3tPa55"), "{out}");
+    }
+
+    #[test]
+    fn candidates_that_fail_their_check_cost_a_bounded_scan() {
+        // Each of these made redaction quadratic before the quantifiers were capped
+        // (a 144 KB line took 40 s); now they finish in a linear pass.
+        for line in [
+            "token=...".repeat(16_000),
+            "xoxb-".repeat(30_000),
+            format!("{}://:<x@", "a".repeat(150_000)),
+            "sk-proj-".repeat(20_000),
+        ] {
+            let out = redact(&line);
+            assert!(out.len() <= line.len(), "redaction never grows clean text");
         }
     }
 }
