@@ -130,17 +130,22 @@ impl Harness {
                     steps: step,
                 });
             }
+            // Calls past the limit are not run; the first of them carries the refusal and the
+            // rest are dropped from the conversation, so a flood cannot grow it.
+            let allowed = limits.max_tool_calls_per_step as usize;
+            let dropped = reply.tool_calls.len().saturating_sub(allowed + 1);
+            let mut calls = reply.tool_calls;
+            calls.truncate(allowed + 1);
             messages.push(Message::Assistant {
-                content: reply.content.clone(),
-                tool_calls: reply.tool_calls.clone(),
+                content: reply.content,
+                tool_calls: calls.clone(),
             });
-            for (i, call) in reply.tool_calls.iter().enumerate() {
-                let (outcome, ms) = if i < limits.max_tool_calls_per_step as usize {
+            for (i, call) in calls.iter().enumerate() {
+                let (outcome, ms) = if i < allowed {
                     toolbox.run(&call.name, &call.arguments)
                 } else {
                     let text = format!(
-                        "ERROR: too many tool calls in one step (limit {}); this call was not run",
-                        limits.max_tool_calls_per_step
+                        "ERROR: too many tool calls in one step (limit {allowed}); this call and {dropped} more were not run"
                     );
                     (
                         tools::Outcome {

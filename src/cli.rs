@@ -37,13 +37,13 @@ Precedence: flags > environment > docs-agent.toml > defaults.";
 #[command(
     name = "docs-agent",
     version,
-    args_conflicts_with_subcommands = true,
     after_help = EXIT_CODES,
     long_about = "Answers questions about the Markdown docs in WORKSPACE/docs with an LLM served by \
                   Ollama or any OpenAI-compatible server. The model only asks for tools; the harness \
                   confines paths, fences retrieved text as untrusted, redacts secrets at every boundary \
                   and asks a human before any write under notes/.\n\n\
-                  `docs-agent \"question\"` is the same as `docs-agent ask \"question\"`."
+                  `docs-agent \"question\"` is the same as `docs-agent ask \"question\"`; use `ask` \
+                  when the question starts with a subcommand's name (search, check, redact)."
 )]
 pub struct Cli {
     /// Options shared by every subcommand.

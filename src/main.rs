@@ -128,8 +128,8 @@ fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
         .map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = std::io::stdout().lock();
     for hit in hits {
-        let heading = guard::fence::sanitize(&hit.heading);
-        let _ = writeln!(out, "{}  {}  {:.3}", hit.source(), heading, hit.score);
+        let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);
+        let _ = writeln!(out, "{}", guard::scrub(&line));
     }
     Ok(Exit::Ok)
 }
@@ -139,7 +139,7 @@ fn check(config: Config) -> Result<Exit, Failure> {
     let report = check::check(&harness);
     let mut out = std::io::stdout().lock();
     for problem in &report.problems {
-        let _ = writeln!(out, "{problem}");
+        let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));
     }
     let _ = writeln!(out, "{}", report.summary);
     Ok(if report.problems.is_empty() {

@@ -27,7 +27,7 @@ pub fn system_prompt(agents_md: Option<&str>, catalog: &str) -> String {
         prompt.push_str(
             "\n\nSkills: call load_skill with a skill's name to read its full instructions when a task matches its description.\n",
         );
-        prompt.push_str(catalog);
+        prompt.push_str(&crate::guard::scrub(catalog));
     }
     prompt
 }

@@ -210,7 +210,7 @@ impl Toolbox<'_> {
             let known: Vec<&str> = ALL.iter().map(|t| t.name()).collect();
             return Outcome::error(format!(
                 "unknown tool `{}`; the tools are {}",
-                clip(name, 64),
+                guard::clip(name, 64),
                 known.join(", ")
             ));
         };
@@ -329,7 +329,7 @@ impl Toolbox<'_> {
                 let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
                 Outcome::error(format!(
                     "no skill named `{}`; available: {}",
-                    clip(name, 64),
+                    guard::clip(name, 64),
                     names.join(", ")
                 ))
             }
@@ -356,14 +356,4 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: Tool, arguments: &str) -> Result<T,
             tool.spec().parameters["properties"]
         ))
     })
-}
-
-fn clip(text: &str, max: usize) -> String {
-    let sane = fence::sanitize(text);
-    let cut = redact::floor_char_boundary(&sane, max);
-    if cut.len() < sane.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
 }

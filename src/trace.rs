@@ -8,6 +8,10 @@ use serde_json::{Value, json};
 
 use crate::guard::{fence, redact};
 
+/// Bytes past the cut that are still cleaned, so a secret straddling the cut is seen whole.
+const PRE_CUT_MARGIN: usize = 16 * 1024;
+/// Arguments longer than this are not parsed for the trace, only cut.
+const MAX_PARSED_ARGS: usize = 64 * 1024;
 /// Characters of an argument string kept in a trace line.
 const ARG_CHARS: usize = 300;
 
@@ -63,12 +67,19 @@ impl<W: Write> Trace<W> {
 }
 
 /// Redacted, sanitised and cut.
+/// Huge input is first cut to a margin past `max`, so cleaning costs no more than the line
+/// can show; the margin is longer than the secrets the rules match whole, and the final cut
+/// happens after redaction.
 fn clean(text: &str, max: usize) -> String {
-    redact::redact_truncated(&fence::sanitize(text), max)
+    let head = redact::floor_char_boundary(text, max.saturating_add(PRE_CUT_MARGIN));
+    redact::redact_truncated(&fence::sanitize(head), max)
 }
 
 /// The arguments as JSON with every string value cleaned; the raw text, cleaned, when not JSON.
 fn clean_args(args: &str) -> Value {
+    if args.len() > MAX_PARSED_ARGS {
+        return Value::String(clean(args, ARG_CHARS));
+    }
     match serde_json::from_str::<Value>(args) {
         Ok(value) => map_strings(value),
         Err(_) => Value::String(clean(args, ARG_CHARS)),

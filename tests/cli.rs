@@ -218,3 +218,58 @@ fn help_documents_exit_codes_and_environment() {
         assert!(out.stdout.contains(needle), "--help lacks {needle}");
     }
 }
+
+#[test]
+fn search_and_check_output_is_scrubbed() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    let escape_name = "docs/a\u{1b}[2Jb.md";
+    std::fs::write(root.join(escape_name), "# Webhook escape\n\nwebhook text\n").expect("write");
+    std::fs::write(
+        root.join("docs/setup.md"),
+        "# Setup {#sk_live_4eC39HqLyjWDarjtT1zdp7dc}\n\nwebhook setup\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(root.join("skills/bad")).expect("mkdir");
+    std::fs::write(root.join("skills/bad/SKILL.md"), "---\nname: \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\u{1b}[31m\"\ndescription: d\n---\nb\n").expect("write");
+    for args in [&["search", "webhook"][..], &["check"][..]] {
+        let out = run(root, &[], args);
+        for bad in [
+            "\u{1b}",
+            "4eC39HqLyjWDarjtT1zdp7dc",
+            "abcdefghijklmnopqrstuvwxyz0123456789",
+        ] {
+            assert!(
+                !out.stdout.contains(bad),
+                "{args:?} prints {bad:?}: {:?}",
+                out.stdout
+            );
+            assert!(
+                !out.stderr.contains(bad),
+                "{args:?} prints {bad:?} on stderr: {:?}",
+                out.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn global_flags_may_come_before_the_subcommand() {
+    let ws = sample_workspace();
+    let out = run(
+        ws.path(),
+        &[],
+        &[
+            "--workspace",
+            ws.path().to_str().expect("utf-8"),
+            "search",
+            "refund window",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("docs/refunds.md#window"),
+        "{}",
+        out.stdout
+    );
+}

@@ -46,9 +46,17 @@ fn tool_calls_beyond_the_per_step_limit_are_refused_but_answered() {
         .collect();
     assert_eq!(
         decisions,
-        ["allowed", "allowed", "allowed", "allowed", "error", "error"]
+        ["allowed", "allowed", "allowed", "allowed", "error"]
     );
-    // Every call id gets a result, so the next request is valid.
+    let refusal = &out.tool_lines()[4]["result"];
+    assert!(
+        refusal
+            .as_str()
+            .unwrap_or("")
+            .contains("limit 4); this call and 1 more were not run"),
+        "{refusal}"
+    );
+    // Every call kept in the conversation gets a result, so the next request is valid.
     let second = &server.requests()[1]["messages"];
     let answered: Vec<&str> = second
         .as_array()
@@ -56,7 +64,18 @@ fn tool_calls_beyond_the_per_step_limit_are_refused_but_answered() {
         .iter()
         .filter_map(|m| m["tool_call_id"].as_str())
         .collect();
-    assert_eq!(answered, ["c0", "c1", "c2", "c3", "c4", "c5"]);
+    assert_eq!(answered, ["c0", "c1", "c2", "c3", "c4"]);
+    let kept = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find_map(|m| m["tool_calls"].as_array())
+        .expect("assistant calls");
+    assert_eq!(
+        kept.len(),
+        5,
+        "calls past the refusal are dropped from the conversation"
+    );
 }
 
 #[test]

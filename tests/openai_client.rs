@@ -166,3 +166,21 @@ fn tool_call_written_as_json_text_is_accepted_and_policed() {
     assert_eq!(lines[0]["decision"], "denied");
     assert!(!ws.path().join("../escape.txt").exists());
 }
+
+#[test]
+fn an_oversized_reply_is_refused_before_it_fills_memory() {
+    let huge = format!(
+        "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
+        "a".repeat(9 << 20)
+    );
+    let server = FakeServer::start(vec![Canned::raw(200, &huge)]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base, &[]), &["q"]);
+    assert_eq!(out.code, 3, "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("larger than 8 MiB"),
+        "stderr: {}",
+        out.stderr
+    );
+}

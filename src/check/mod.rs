@@ -77,6 +77,13 @@ pub fn check(harness: &Harness) -> Report {
             format!("[{}] {}", p.rule, p.message),
         ));
     }
+    for area in workspace.linked_areas() {
+        problems.push(problem(
+            area,
+            None,
+            "is a symbolic link; areas must be real folders, so it is not used",
+        ));
+    }
     if workspace.docs().is_none() {
         problems.push(problem(
             "docs",

@@ -81,7 +81,23 @@ fn is_invisible(c: char) -> bool {
         | '\u{e0100}'..='\u{e01ef}'
         | '\u{2061}'..='\u{2064}'
         | '\u{fff9}'..='\u{fffb}'
-        | '\u{00ad}')
+        | '\u{00ad}'
+        // The rest of Unicode's Default_Ignorable_Code_Point: renderers draw nothing for
+        // them, so `<\u{FE0F}/untrusted>` would display as a closing fence.
+        | '\u{034f}'
+        | '\u{115f}'..='\u{1160}'
+        | '\u{17b4}'..='\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
+        | '\u{2065}'
+        | '\u{206a}'..='\u{206f}'
+        | '\u{3164}'
+        | '\u{fe00}'..='\u{fe0f}'
+        | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fff8}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0080}'..='\u{e00ff}'
+        | '\u{e01f0}'..='\u{e0fff}')
 }
 
 /// Skips what follows an ESC: a CSI sequence, an escape string, or a (possibly

@@ -16,6 +16,18 @@ pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Scrubbed, then cut to at most `max` bytes on a character boundary, with `…` when cut:
+/// for quoting hostile input (a path, a tool name) in a message.
+pub fn clip(text: &str, max: usize) -> String {
+    let clean = scrub(text);
+    let cut = redact::floor_char_boundary(&clean, max);
+    if cut.len() < clean.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}
+
 /// The answer as it may leave the process: sanitised, redacted, links to other hosts neutralised.
 pub fn outbound_answer(answer: &str, allowed_hosts: &[String]) -> String {
     let scrubbed = scrub(answer);

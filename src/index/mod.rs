@@ -254,8 +254,8 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
         for (i, (offset, text)) in parts.into_iter().enumerate() {
             let first_line = c.body_line + body[..offset].matches('\n').count();
             rows.push(Row {
-                path: file.path.clone(),
-                anchor: c.anchor.clone(),
+                path: clean(&file.path),
+                anchor: clean(&c.anchor),
                 heading: heading.clone(),
                 start: if i == 0 { c.start_line } else { first_line },
                 end: if i == last {

@@ -13,6 +13,8 @@ use crate::config::LlmConfig;
 const BACKOFF_START: Duration = Duration::from_millis(200);
 /// Longest wait between retries, even when the server asks for more.
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// Largest reply body read from the server.
+const MAX_BODY_BYTES: usize = 8 << 20;
 /// Characters of an error body kept in messages.
 const ERROR_BODY_CHARS: usize = 300;
 
@@ -112,7 +114,7 @@ impl Client {
         let response = request.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status();
         let after = retry_after(&response);
-        let text = response.text().await.map_err(|e| self.transport_error(e))?;
+        let text = self.read_body(response).await?;
         if status.is_success() {
             return parse_reply(&text).map_err(|detail| {
                 Attempt::Fatal(ModelError::Malformed {
@@ -142,6 +144,39 @@ impl Client {
         } else {
             Err(Attempt::Fatal(error))
         }
+    }
+
+    /// The body as text, refusing one larger than [`MAX_BODY_BYTES`] before it fills memory.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<String, Attempt> {
+        let too_large = || {
+            Attempt::Fatal(ModelError::Malformed {
+                url: self.url.clone(),
+                detail: format!("the reply is larger than {} MiB", MAX_BODY_BYTES >> 20),
+            })
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport_error(e))?
+        {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        String::from_utf8(body).map_err(|_| {
+            Attempt::Fatal(ModelError::Malformed {
+                url: self.url.clone(),
+                detail: "the reply is not UTF-8".into(),
+            })
+        })
     }
 
     fn transport_error(&self, e: reqwest::Error) -> Attempt {

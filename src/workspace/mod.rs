@@ -74,7 +74,9 @@ impl Workspace {
                 path.display()
             ))
         })?;
-        let area = |name: &str| root.open_dir(name).ok();
+        // An area that is a symbolic link is not opened: `notes -> .` would make the whole
+        // workspace writable, `docs -> ..` readable. `check` reports it.
+        let area = |name: &str| root.open_dir_nofollow(name).ok();
         Ok(Workspace {
             path: path.to_path_buf(),
             docs: area("docs"),
@@ -102,6 +104,18 @@ impl Workspace {
     /// The `skills/` handle, if the workspace has one.
     pub fn skills(&self) -> Option<&Dir> {
         self.skills.as_ref()
+    }
+
+    /// The areas (`docs`, `skills`, `notes`) that are symbolic links, and so not opened.
+    pub fn linked_areas(&self) -> Vec<&'static str> {
+        ["docs", "skills", "notes"]
+            .into_iter()
+            .filter(|name| {
+                self.root
+                    .symlink_metadata(name)
+                    .is_ok_and(|m| m.file_type().is_symlink())
+            })
+            .collect()
     }
 
     /// True when `notes/` exists, so writes are possible.
@@ -163,7 +177,14 @@ impl Workspace {
                 .try_clone()
                 .map_err(|e| FileError::Failed(e.to_string()))?,
         };
-        refuse_links(&dir, name)?;
+        refuse_links(&dir, name).map_err(|e| match e {
+            FileError::Denied(Denied(m)) => FileError::Denied(Denied(m.replacen(
+                &format!("notes/{name}"),
+                &path.display(),
+                1,
+            ))),
+            other => other,
+        })?;
         let temp = format!(".{name}.tmp-{}", std::process::id());
         let mut options = OpenOptions::new();
         options

@@ -103,14 +103,14 @@ pub fn check_read(raw: &str) -> Result<ModelPath, Denied> {
         _ => {
             return deny(format!(
                 "`{}` is outside the readable areas (docs/, notes/, skills/, AGENTS.md)",
-                clip(raw)
+                crate::guard::clip(raw, 120)
             ));
         }
     };
     if area != Area::AgentsMd && rest.is_empty() {
         return deny(format!(
             "`{}` is a folder; name a file inside it",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     Ok(ModelPath {
@@ -127,13 +127,13 @@ pub fn check_write(raw: &str) -> Result<ModelPath, Denied> {
         Some("docs") | Some("skills") | Some("AGENTS.md") => {
             return deny(format!(
                 "`{}` is read-only: writes are allowed only under notes/",
-                clip(raw)
+                crate::guard::clip(raw, 120)
             ));
         }
         _ => {
             return deny(format!(
                 "`{}` is outside notes/: writes are allowed only under notes/",
-                clip(raw)
+                crate::guard::clip(raw, 120)
             ));
         }
     }
@@ -153,7 +153,7 @@ pub fn check_write(raw: &str) -> Result<ModelPath, Denied> {
         {
             return deny(format!(
                 "`{}`: character {:?} is not allowed in a note name (use letters, digits, `.`, `_`, `-`)",
-                clip(raw),
+                crate::guard::clip(raw, 120),
                 bad
             ));
         }
@@ -181,13 +181,13 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
     if raw.contains('\\') {
         return deny(format!(
             "`{}` contains a backslash; use `/` between names",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     if has_percent_escape(raw) {
         return deny(format!(
             "`{}` contains percent-encoding; name the file literally",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     if let Some(c) = raw.chars().find(|c| c.is_control()) {
@@ -196,19 +196,19 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
     if let Some(c) = raw.chars().find(|c| LOOKALIKES.contains(c)) {
         return deny(format!(
             "`{}` contains {c:?}, which looks like a slash or dot",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     if raw.starts_with('/') {
         return deny(format!(
             "`{}` is absolute; use a path relative to the workspace",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     if raw.starts_with('~') {
         return deny(format!(
             "`{}` points into a home folder; use a path relative to the workspace",
-            clip(raw)
+            crate::guard::clip(raw, 120)
         ));
     }
     let mut parts = Vec::new();
@@ -218,7 +218,7 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
             ".." => {
                 return deny(format!(
                     "`{}` contains `..`; paths may not leave their folder",
-                    clip(raw)
+                    crate::guard::clip(raw, 120)
                 ));
             }
             _ if name.len() > MAX_NAME_BYTES => {
@@ -230,7 +230,7 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
             _ if name.contains(':') && parts.is_empty() => {
                 return deny(format!(
                     "`{}` looks like a drive or URL; use a workspace path",
-                    clip(raw)
+                    crate::guard::clip(raw, 120)
                 ));
             }
             _ => parts.push(name.to_string()),
@@ -244,16 +244,6 @@ fn has_percent_escape(raw: &str) -> bool {
     bytes
         .windows(3)
         .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
-}
-
-/// Keeps a hostile path short in messages.
-fn clip(raw: &str) -> String {
-    let cut = crate::guard::redact::floor_char_boundary(raw, 120);
-    if cut.len() < raw.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -117,11 +117,27 @@ fn rewrite_once(text: &str, allow: &Allowlist) -> Option<String> {
     let parser = Parser::new_ext(text, OPTIONS).into_offset_iter();
     let mut edits = definition_edits(text, parser.reference_definitions(), allow);
     let mut walker = Walker::new(allow);
+    let mut text_runs: Vec<Range<usize>> = Vec::new();
     for (event, range) in parser {
+        if matches!(event, Event::Text(_)) {
+            match text_runs.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                _ => text_runs.push(range.clone()),
+            }
+        }
         walker.event(text, event, range);
     }
     edits.extend(stray_definition_edits(text, &walker.content, allow));
     edits.append(&mut walker.edits);
+    // Tag-like text that CommonMark leaves as text (`<img src=https://x/?a=b>`) is still a
+    // tag to a browser if the answer is ever inserted as HTML: read plain text as HTML too.
+    for run in text_runs {
+        let tags = offending_tags(&text[run.clone()], allow);
+        edits.extend(tags.into_iter().map(|r| Edit {
+            range: run.start + r.start..run.start + r.end,
+            with: HTML_REMOVED,
+        }));
+    }
     (!edits.is_empty()).then(|| apply(text, edits))
 }
 

