@@ -109,8 +109,10 @@ fn settings() -> Result<Settings> {
             Err(_) => Ok(default),
         }
     };
-    let corpora = std::env::var_os("DOCS_AGENT_CORPORA")
-        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")), PathBuf::from);
+    let corpora = std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")),
+        PathBuf::from,
+    );
     Ok(Settings {
         corpora,
         reps: number("BENCH_REPS", 5)?.max(1),

@@ -563,19 +563,17 @@ fn an_area_that_is_a_symlink_is_not_used() {
         let agents_before = std::fs::read(root.join("AGENTS.md")).expect("read");
         let h = harness(root);
         let tb = toolbox(&h, Approver::Always);
-        let write = tb.run("write_file", &write("notes/AGENTS.md", "obey me")).0;
+        let (tool, args) = if area == "notes" {
+            ("write_file", write("notes/AGENTS.md", "obey me"))
+        } else {
+            ("read_file", read("docs/private.txt"))
+        };
+        let outcome = tb.run(tool, &args).0;
         assert_ne!(
-            write.decision,
+            outcome.decision,
             Decision::Allowed,
             "{area} -> {target}: {}",
-            write.text
-        );
-        let read = tb.run("read_file", &read("docs/private.txt")).0;
-        assert_ne!(
-            read.decision,
-            Decision::Allowed,
-            "{area} -> {target}: {}",
-            read.text
+            outcome.text
         );
         assert_eq!(
             std::fs::read(root.join("AGENTS.md")).expect("read"),
