@@ -78,7 +78,7 @@ macro_rules! assignment_key {
 const RULES: &[Rule] = &[
     Rule {
         name: "aws-access-key-id",
-        pattern: r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16,256}",
+        pattern: r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16,}",
         check: Check::Always,
     },
     Rule {
@@ -88,37 +88,37 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "github-token",
-        pattern: r"gh[pousr]_[A-Za-z0-9]{36,256}",
+        pattern: r"gh[pousr]_[A-Za-z0-9]{36,}",
         check: Check::Always,
     },
     Rule {
         name: "github-fine-grained-pat",
-        pattern: r"github_pat_[A-Za-z0-9_]{22,256}",
+        pattern: r"github_pat_[A-Za-z0-9_]{22,}",
         check: Check::Always,
     },
     Rule {
         name: "gitlab-token",
-        pattern: r"gl(?:pat|dt|rt|ptt|soat|cbt|ffct|imt|oas)-[A-Za-z0-9_-]{20,256}(?:\.[A-Za-z0-9_-]{1,256}){0,8}",
+        pattern: r"gl(?:pat|dt|rt|ptt|soat|cbt|ffct|imt|oas)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]{1,}){0,8}",
         check: Check::Always,
     },
     Rule {
         name: "stripe-secret-key",
-        pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,256}",
+        pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,}",
         check: Check::Random,
     },
     Rule {
         name: "stripe-webhook-secret",
-        pattern: r"whsec_[A-Za-z0-9+/=]{20,256}",
+        pattern: r"whsec_[A-Za-z0-9+/=]{20,}",
         check: Check::Always,
     },
     Rule {
         name: "slack-token",
-        pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,256}",
+        pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}",
         check: Check::Random,
     },
     Rule {
         name: "slack-webhook-url",
-        pattern: r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/([A-Za-z0-9+/_\\-]{20,256})",
+        pattern: r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/([A-Za-z0-9+/_\\-]{20,})",
         check: Check::Always,
     },
     Rule {
@@ -128,32 +128,32 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "google-oauth-client-secret",
-        pattern: r"GOCSPX-[A-Za-z0-9_-]{20,256}",
+        pattern: r"GOCSPX-[A-Za-z0-9_-]{20,}",
         check: Check::Always,
     },
     Rule {
         name: "openai-scoped-key",
-        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,256}",
+        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
         check: Check::Random,
     },
     Rule {
         name: "openai-legacy-key",
-        pattern: r"sk-[A-Za-z0-9]{48,256}",
+        pattern: r"sk-[A-Za-z0-9]{48,}",
         check: Check::Random,
     },
     Rule {
         name: "openai-marked-key",
-        pattern: r"sk-[A-Za-z0-9_-]{4,256}T3BlbkFJ[A-Za-z0-9_-]{4,256}",
+        pattern: r"sk-[A-Za-z0-9_-]{4,}T3BlbkFJ[A-Za-z0-9_-]{4,}",
         check: Check::Always,
     },
     Rule {
         name: "anthropic-key",
-        pattern: r"sk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,256}",
+        pattern: r"sk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,}",
         check: Check::Always,
     },
     Rule {
         name: "polar-token",
-        pattern: r"polar_(?:oat|pat|at|rt|whs|cs|cst|mst)_[A-Za-z0-9]{16,256}",
+        pattern: r"polar_(?:oat|pat|at|rt|whs|cs|cst|mst)_[A-Za-z0-9]{16,}",
         check: Check::Random,
     },
     Rule {
@@ -165,40 +165,40 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "jwt",
-        pattern: r"eyJ[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{0,4096}",
+        pattern: r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{0,}",
         check: Check::Always,
     },
     Rule {
         name: "url-password",
-        pattern: r"[A-Za-z][A-Za-z0-9+.-]{0,31}:\\?/\\?/[^\s:/?#@\[\]\\]{0,256}:([^\s/?#@\\]{1,256})@",
+        pattern: r"[A-Za-z][A-Za-z0-9+.-]{0,}:\\?/\\?/[^\s:/?#@\[\]\\]{0,}:([^\s/?#@\\]{1,})@",
         check: Check::NotPlaceholder,
     },
     Rule {
         name: "authorization-header",
-        pattern: r#"(?i:authorization)["'`]?[ \t]*[:=][ \t]*["'`]?(?i:basic|token|bot|apikey)[ \t]+([A-Za-z0-9._~+/=-]{6,256})"#,
+        pattern: r#"(?i:authorization)["'`]?[ \t]*[:=][ \t]*["'`]?(?i:basic|token|bot|apikey)[ \t]+([A-Za-z0-9._~+/=-]{6,})"#,
         check: Check::TokenLike,
     },
     Rule {
         name: "bearer-token",
-        pattern: r"(?-u:\b)(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{6,256}=*)",
+        pattern: r"(?-u:\b)(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{6,}=*)",
         check: Check::TokenLike,
     },
     Rule {
         name: "basic-credentials",
-        pattern: r"(?-u:\b)(?i:basic)[ \t]+([A-Za-z0-9+/]{8,256}={0,2})",
+        pattern: r"(?-u:\b)(?i:basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
         check: Check::BasicCredentials,
     },
     Rule {
         name: "generic-assignment-quoted",
         pattern: concat!(
             assignment_key!(),
-            r#"(?:"([^"\s]{6,256})"|'([^'\s]{6,256})'|`([^`\s]{6,256})`)"#
+            r#"(?:"([^"\s]{6,})"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#
         ),
         check: Check::NotPlaceholder,
     },
     Rule {
         name: "generic-assignment-bare",
-        pattern: concat!(assignment_key!(), r#"([^\s"'`&]{6,256})"#),
+        pattern: concat!(assignment_key!(), r#"([^\s"'`&]{6,})"#),
         check: Check::BareAssignment,
     },
 ];
@@ -225,10 +225,26 @@ fn compile() -> Compiled {
     }
 }
 
+/// Longest run a rule's own regex takes for an open-ended repetition (`{6,}` becomes
+/// `{6,256}`). The set keeps the open form: it only answers "is there a match", and bounded
+/// repetitions would make its automaton large and slow. The rule's regex runs again after a
+/// candidate fails its check, so an open repetition there made redaction quadratic on long
+/// lines; bounded, each retry costs at most this much, and [`extend_capped`] redacts a secret
+/// that ran into the bound to its end.
+const RULE_RUN_CAP: &str = "256";
+
+/// `pattern` with every open-ended counted repetition bounded by [`RULE_RUN_CAP`].
+fn bounded(pattern: &str) -> String {
+    static OPEN: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\{(\d+),\}").expect("constant regex OPEN"));
+    OPEN.replace_all(pattern, format!("{{${{1}},{RULE_RUN_CAP}}}").as_str())
+        .into_owned()
+}
+
 /// The regex of `rule`, compiled on first use.
 fn rule_regex<'a>(slot: &'a OnceLock<Regex>, rule: &Rule) -> &'a Regex {
     slot.get_or_init(|| {
-        Regex::new(rule.pattern)
+        Regex::new(&bounded(rule.pattern))
             .unwrap_or_else(|err| panic!("redaction rule {} does not compile: {err}", rule.name))
     })
 }
@@ -300,9 +316,8 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str, out: &mut Vec<Range<usize>
     }
 }
 
-/// Rule quantifiers stop at 256 characters so a failed candidate costs a bounded scan (an
-/// unbounded one made redaction quadratic on long lines). A secret that ran into the cap
-/// is redacted to the end of its run of token characters, so no tail of it stays visible.
+/// A secret that ran into [`RULE_RUN_CAP`] is redacted to the end of its run of token
+/// characters, so no tail of it stays visible.
 fn extend_capped(text: &str, span: Range<usize>) -> Range<usize> {
     if span.len() < 250 {
         return span;
@@ -766,7 +781,7 @@ mod tests {
         assert_eq!(COMPILED.regexes.len(), RULES.len());
         assert_eq!(COMPILED.set.len(), RULES.len());
         for (slot, rule) in COMPILED.regexes.iter().zip(RULES) {
-            assert_eq!(rule_regex(slot, rule).as_str(), rule.pattern);
+            assert_eq!(rule_regex(slot, rule).as_str(), bounded(rule.pattern));
         }
         let mut names: Vec<_> = RULES.iter().map(|rule| rule.name).collect();
         names.sort_unstable();

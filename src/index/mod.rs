@@ -3,6 +3,7 @@
 //! when indexed, so nothing downstream can see a secret from the docs.
 
 pub mod chunk;
+mod prune;
 pub mod query;
 pub mod walk;
 
@@ -185,7 +186,8 @@ impl Index {
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
     /// A long section is indexed as several windows; only its best window is returned.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
-        let Some(fts) = query::to_fts_query(text) else {
+        let terms = prune::selective(&self.conn, query::terms(text), self.stats.sections)?;
+        let Some(fts) = query::expression(&terms) else {
             return Ok(Vec::new());
         };
         let mut stmt = self.conn.prepare_cached(
@@ -238,6 +240,7 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
              tokenize = 'porter unicode61 remove_diacritics 2'
          );",
     )?;
+    conn.execute_batch(prune::SCHEMA)?;
     Ok(())
 }
 

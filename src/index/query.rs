@@ -45,7 +45,11 @@ pub fn terms(text: &str) -> Vec<String> {
 
 /// The FTS5 MATCH expression for `text`, or `None` when it has no words at all.
 pub fn to_fts_query(text: &str) -> Option<String> {
-    let terms = terms(text);
+    expression(&terms(text))
+}
+
+/// The FTS5 MATCH expression for terms made by [`terms`]: each quoted, joined with OR.
+pub fn expression(terms: &[String]) -> Option<String> {
     if terms.is_empty() {
         return None;
     }

@@ -1,0 +1,151 @@
+//! Keeps the terms of a long question that can change the ranking. BM25 must score every row a
+//! term matches, so a term found in most sections ("the" of this corpus: "set", "business")
+//! costs time and gives almost no weight; a term found nowhere costs nothing and gives none.
+//! Terms are looked up by their stem, which FTS5 itself computes: the words go through a
+//! scratch FTS5 table with the same tokenizer, read back through `fts5vocab`.
+
+use rusqlite::{Connection, params};
+
+use super::IndexError;
+
+/// Questions with at most this many terms are searched as they are.
+const SMALL_QUESTION: usize = 4;
+/// At most this many terms are searched, the rarest first.
+pub const MAX_SEARCH_TERMS: usize = 8;
+
+/// The schema this module needs beside `sections`.
+pub const SCHEMA: &str = "
+    CREATE VIRTUAL TABLE sections_vocab USING fts5vocab(sections, 'row');
+    CREATE VIRTUAL TABLE qterms USING fts5(word, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE qterms_vocab USING fts5vocab(qterms, 'instance');";
+
+/// The terms worth searching, in the order given: terms found nowhere are dropped, terms in
+/// more than half of the `rows` are dropped when any rarer term remains (else the rarest few
+/// stay), and at most [`MAX_SEARCH_TERMS`] of the rarest are kept.
+pub fn selective(
+    conn: &Connection,
+    terms: Vec<String>,
+    rows: usize,
+) -> Result<Vec<String>, IndexError> {
+    if terms.len() <= SMALL_QUESTION {
+        return Ok(terms);
+    }
+    let frequencies = frequencies(conn, &terms)?;
+    let mut ranked: Vec<(usize, usize)> = frequencies
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, df)| *df > 0)
+        .collect();
+    ranked.sort_by_key(|(i, df)| (*df, *i));
+    let rare = ranked.iter().filter(|(_, df)| *df * 2 <= rows).count();
+    let wanted = if rare > 0 { rare } else { SMALL_QUESTION };
+    ranked.truncate(wanted.min(MAX_SEARCH_TERMS));
+    let mut keep: Vec<usize> = ranked.into_iter().map(|(i, _)| i).collect();
+    keep.sort_unstable();
+    Ok(keep
+        .into_iter()
+        .filter_map(|i| terms.get(i).cloned())
+        .collect())
+}
+
+/// How many rows of `sections` hold each term (by its stem).
+fn frequencies(conn: &Connection, terms: &[String]) -> Result<Vec<usize>, IndexError> {
+    conn.execute("DELETE FROM qterms", [])?;
+    {
+        let mut insert = conn.prepare_cached("INSERT INTO qterms(rowid, word) VALUES (?1, ?2)")?;
+        for (i, term) in terms.iter().enumerate() {
+            insert.execute(params![i as i64, term])?;
+        }
+    }
+    let mut stems = vec![String::new(); terms.len()];
+    {
+        let mut read = conn.prepare_cached("SELECT doc, term FROM qterms_vocab")?;
+        let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (i, stem) = row?;
+            if let Some(slot) = stems.get_mut(i as usize) {
+                *slot = stem;
+            }
+        }
+    }
+    let mut df = conn.prepare_cached("SELECT doc FROM sections_vocab WHERE term = ?1")?;
+    stems
+        .iter()
+        .map(|stem| {
+            let count: Option<i64> = df.query_row([stem], |r| r.get(0)).ok();
+            Ok(count.unwrap_or(0).max(0) as usize)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_with(rows: &[&str]) -> Connection {
+        let conn = Connection::open_in_memory().expect("memory db");
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE sections USING fts5(heading, body, tokenize = 'porter unicode61 remove_diacritics 2');",
+        )
+        .expect("schema");
+        conn.execute_batch(SCHEMA).expect("prune schema");
+        for body in rows {
+            conn.execute(
+                "INSERT INTO sections(heading, body) VALUES ('h', ?1)",
+                [body],
+            )
+            .expect("insert");
+        }
+        conn
+    }
+
+    fn words(list: &str) -> Vec<String> {
+        list.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn common_and_absent_terms_are_dropped_from_long_questions() {
+        let rows = [
+            "posting invoices",
+            "posting groups",
+            "posting vat",
+            "posting setup",
+            "rare zebra",
+        ];
+        let conn = index_with(&rows);
+        let cases: &[(&str, &str)] = &[
+            // Short questions are searched as they are.
+            ("posting zebra", "posting zebra"),
+            // "posting" (stem "post") is in 4 of 5 rows; "nothing" matches none.
+            ("posting invoice zebra group nothing", "invoice zebra group"),
+            // When every term is common, the rarest few stay.
+            ("posting posted posts poster", "posting posted posts poster"),
+        ];
+        for (question, expected) in cases {
+            let got = selective(&conn, words(question), rows.len()).expect("selective");
+            assert_eq!(got.join(" "), *expected, "question {question:?}");
+        }
+    }
+
+    #[test]
+    fn at_most_the_rarest_terms_are_kept() {
+        let rows: Vec<String> = (0..20)
+            .map(|i| {
+                format!(
+                    "w{i} {}",
+                    (0..i)
+                        .map(|j| format!("w{j}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let conn = index_with(&refs);
+        let question: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+        let got = selective(&conn, question, rows.len()).expect("selective");
+        // w19 is in 1 row, w18 in 2, ...: the eight rarest are w12..w19.
+        assert_eq!(got, (12..20).map(|i| format!("w{i}")).collect::<Vec<_>>());
+    }
+}
