@@ -247,24 +247,29 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let stem = file.path.rsplit('/').next().unwrap_or(&file.path);
     let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    let path = clean(&file.path);
     let mut rows = Vec::new();
     for c in chunk::chunk_markdown(&file.text, stem) {
         let heading = clean(&c.heading_text());
         // Redact the whole section before cutting it, so no window holds part of a secret.
         let body = clean(&c.body);
+        let anchor = clean(&c.anchor);
         let parts = windows(&body, EXCERPT_BYTES);
         let last = parts.len().saturating_sub(1);
+        // Lines before each window, counted once over the body rather than from its start.
+        let (mut counted_to, mut line) = (0, c.body_line);
         for (i, (offset, text)) in parts.into_iter().enumerate() {
-            let first_line = c.body_line + body[..offset].matches('\n').count();
+            line += body[counted_to..offset].matches('\n').count();
+            counted_to = offset;
             rows.push(Row {
-                path: clean(&file.path),
-                anchor: clean(&c.anchor),
+                path: path.clone(),
+                anchor: anchor.clone(),
                 heading: heading.clone(),
-                start: if i == 0 { c.start_line } else { first_line },
+                start: if i == 0 { c.start_line } else { line },
                 end: if i == last {
                     c.end_line
                 } else {
-                    first_line + text.trim_end().matches('\n').count()
+                    line + text.trim_end().matches('\n').count()
                 },
                 body: text.to_string(),
                 cut_before: i > 0,
