@@ -19,7 +19,9 @@ const BULK_LOAD_SETTINGS: &str = "
     INSERT INTO sections(sections, rank) VALUES('hashsize', 33554432);
     INSERT INTO sections(sections, rank) VALUES('automerge', 0);
     INSERT INTO sections(sections, rank) VALUES('pgsz', 16000);";
-/// Files read ahead of the inserting thread.
+/// Below this many bytes of docs the build runs on one thread.
+const PARALLEL_BYTES: u64 = 1 << 20;
+/// Files chunked ahead of the inserting thread.
 const PIPELINE_DEPTH: usize = 64;
 /// Weight of the heading column against the body in BM25.
 const HEADING_WEIGHT: f64 = 5.0;
@@ -127,12 +129,20 @@ impl Index {
     pub fn build(docs: &Dir, max_file_bytes: u64) -> Result<Index, IndexError> {
         let mut index = Index::empty()?;
         index.conn.execute_batch(BULK_LOAD_SETTINGS)?;
+        if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
+            // Small docs: a second thread (and its allocator arena) costs more than it saves.
+            let walk = walk::walk_docs(docs, max_file_bytes);
+            index.stats =
+                index.insert_all(walk.files.iter().map(|f| (f.path.clone(), rows_of(f))))?;
+            index.warnings = walk.warnings;
+            return Ok(index);
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<Row>)>(PIPELINE_DEPTH);
         let (warnings, inserted) = std::thread::scope(|scope| {
             let producer = scope.spawn(move || {
                 walk::walk_docs_each(docs, max_file_bytes, &mut |file| {
                     let rows = rows_of(&file);
-                    // A closed channel means the insert failed; its error is reported below.
+                    // A closed channel means the insert failed; its error is returned below.
                     let _ = tx.send((file.path, rows));
                 })
             });
@@ -150,7 +160,7 @@ impl Index {
     /// Inserts every file's rows as they arrive, in one transaction.
     fn insert_all(
         &mut self,
-        rx: std::sync::mpsc::Receiver<(String, Vec<Row>)>,
+        rx: impl IntoIterator<Item = (String, Vec<Row>)>,
     ) -> Result<Stats, IndexError> {
         let mut stats = Stats::default();
         let tx = self.conn.transaction()?;

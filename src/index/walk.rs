@@ -2,6 +2,7 @@
 //! plain, small, UTF-8 Markdown file inside `docs/` is skipped with a warning: FIFOs are never
 //! opened for blocking reads, symlinks never lead out, and nothing crashes the walk.
 
+use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
 use crate::workspace::{FileError, read_confined};
@@ -61,6 +62,32 @@ struct Sink<'a> {
     on_file: &'a mut dyn FnMut(DocFile),
     /// Collects one line per skipped entry.
     warnings: &'a mut Vec<String>,
+}
+
+/// Roughly how many bytes of Markdown `docs` holds, from metadata alone (no file is opened,
+/// no link followed), stopping once `enough` is reached: to choose how to build, not to index.
+pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
+    let Ok(entries) = dir.entries() else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        if total >= enough {
+            break;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let name = entry.file_name();
+        if kind.is_dir() && depth < MAX_DEPTH {
+            if let Ok(sub) = dir.open_dir_nofollow(&name) {
+                total += approximate_bytes(&sub, depth + 1, enough - total);
+            }
+        } else if kind.is_file() && name.to_str().is_some_and(is_markdown) {
+            total += entry.metadata().map_or(0, |m| m.len());
+        }
+    }
+    total
 }
 
 fn is_markdown(name: &str) -> bool {
