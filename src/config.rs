@@ -96,17 +96,10 @@ pub struct Sources {
     pub flags: Vec<(&'static str, String)>,
 }
 
-/// A configuration problem, written for the person who has to fix it.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+crate::message_error!(
+    /// A configuration problem, written for the person who has to fix it.
+    ConfigError
+);
 
 impl Config {
     /// Merges defaults, the file, the environment and the flags, in rising precedence.

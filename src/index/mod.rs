@@ -80,17 +80,10 @@ pub struct Index {
     pub stats: Stats,
 }
 
-/// The index could not be built or queried.
-#[derive(Debug)]
-pub struct IndexError(pub String);
-
-impl std::fmt::Display for IndexError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for IndexError {}
+crate::message_error!(
+    /// The index could not be built or queried.
+    IndexError
+);
 
 impl From<rusqlite::Error> for IndexError {
     fn from(e: rusqlite::Error) -> Self {

@@ -29,17 +29,10 @@ pub struct Workspace {
     notes: Option<Dir>,
 }
 
-/// The workspace could not be opened at all.
-#[derive(Debug)]
-pub struct WorkspaceError(pub String);
-
-impl std::fmt::Display for WorkspaceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for WorkspaceError {}
+crate::message_error!(
+    /// The workspace could not be opened at all.
+    WorkspaceError
+);
 
 /// Why a file could not be read or written: a policy denial or an ordinary failure.
 #[derive(Debug)]
