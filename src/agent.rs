@@ -110,6 +110,8 @@ impl Harness {
             max_result_bytes: limits.max_tool_result_bytes,
         };
         let specs = tools::specs();
+        // Files whose text a tool showed the model in this run: what the answer may cite.
+        let mut retrieved = std::collections::BTreeSet::new();
         let mut messages = vec![
             Message::System(self.system_prompt.clone()),
             Message::User(question.to_string()),
@@ -122,8 +124,11 @@ impl Harness {
                     Err(_) => return Ok(self.stopped(Stop::TimeLimit, step - 1, trace)),
                 };
             if reply.tool_calls.is_empty() {
-                let answer =
-                    guard::outbound_answer(&reply.content, &self.config.allowed_link_hosts);
+                let answer = guard::outbound_answer(
+                    &reply.content,
+                    &self.config.allowed_link_hosts,
+                    &retrieved,
+                );
                 return Ok(Run {
                     answer,
                     stop: Stop::Answered,
@@ -155,6 +160,9 @@ impl Harness {
                         0,
                     )
                 };
+                if outcome.decision == tools::Decision::Allowed {
+                    retrieved.extend(guard::citations::sources_in(&outcome.text));
+                }
                 trace.tool(
                     step,
                     &call.name,

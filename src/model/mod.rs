@@ -1,6 +1,7 @@
 //! The models that can answer: an OpenAI-compatible server, or one of the built-in,
 //! deterministic ones. The model only *asks* for tools; the loop in `agent` decides.
 
+pub mod adversary;
 pub mod builtin;
 pub mod openai;
 pub mod textcall;
