@@ -65,7 +65,8 @@ pub struct Global {
     /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Model name: scripted, extractive, or one the server has [env: LLM_MODEL]
+    /// Model name: scripted, extractive, or one the server has; for `eval`, a name or a URL
+    /// [env: LLM_MODEL]
     #[arg(long, global = true, value_name = "NAME")]
     pub model: Option<String>,
     /// OpenAI-compatible base URL, e.g. http://localhost:11434/v1 [env: LLM_BASE_URL]
@@ -98,6 +99,28 @@ pub enum Command {
     Check,
     /// Copy stdin to stdout with secrets replaced by [REDACTED].
     Redact,
+    /// Run the eval and red-team pack (evals/*.toml): a table per category, JUnit and JSON.
+    ///
+    /// With the built-in models every case must pass; with a real model (`--model URL`, or a
+    /// model name the server has) answer-quality cases are reported as pass rates and only
+    /// the must-hold (security) cases decide the exit code.
+    Eval {
+        /// Only categories whose name contains this.
+        #[arg(long, value_name = "CATEGORY")]
+        filter: Option<String>,
+        /// Write JUnit XML here (CI systems read it).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Write the results as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// The folder of case files; workspaces in cases are relative to its parent.
+        #[arg(long, value_name = "DIR", default_value = "evals")]
+        cases: PathBuf,
+        /// Cases run at once (default: one per core).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
 }
 
 impl Global {

@@ -27,6 +27,7 @@ pub mod approval;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod guard;
 pub mod index;
 pub mod model;

@@ -32,31 +32,35 @@ fn main() -> ExitCode {
 type Failure = (Exit, String);
 
 fn run(cli: Cli) -> Result<Exit, Failure> {
-    if let Some(Command::Redact) = cli.command {
-        return redact_stdin();
-    }
-    let config = load_config(&cli)?;
-    match cli.command {
-        Some(Command::Ask { question }) => ask(config, &question.join(" ")),
-        None if cli.question.is_empty() => Err((
+    let Cli {
+        global,
+        command,
+        question,
+    } = cli;
+    match command {
+        Some(Command::Redact) => redact_stdin(),
+        Some(Command::Eval { filter, junit, json, cases, jobs }) => {
+            eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs)
+        }
+        Some(Command::Ask { question }) => ask(load_config(&global)?, &question.join(" ")),
+        Some(Command::Search { query, limit }) => search(load_config(&global)?, &query.join(" "), limit),
+        Some(Command::Check) => check(load_config(&global)?),
+        None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
         )),
-        None => ask(config, &cli.question.join(" ")),
-        Some(Command::Search { query, limit }) => search(config, &query.join(" "), limit),
-        Some(Command::Check) => check(config),
-        Some(Command::Redact) => redact_stdin(),
+        None => ask(load_config(&global)?, &question.join(" ")),
     }
 }
 
-fn load_config(cli: &Cli) -> Result<Config, Failure> {
+fn load_config(global: &docs_agent::cli::Global) -> Result<Config, Failure> {
     let wanted =
         |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources {
-        file: cli.global.config.clone(),
+        file: global.config.clone(),
         env,
-        flags: cli.global.overrides(),
+        flags: global.overrides(),
     };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
 }
@@ -159,4 +163,64 @@ fn redact_stdin() -> Result<Exit, Failure> {
         .write_all(redact::redact(&input).as_bytes())
         .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
     Ok(Exit::Ok)
+}
+
+fn eval(
+    global: &docs_agent::cli::Global,
+    filter: Option<&str>,
+    junit: Option<&std::path::Path>,
+    json: Option<&std::path::Path>,
+    cases: &std::path::Path,
+    jobs: Option<usize>,
+) -> Result<Exit, Failure> {
+    use docs_agent::eval::{self, report, run::ModelChoice};
+    let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e))?;
+    let mut models = ModelChoice {
+        name: None,
+        base_url: global.base_url.clone(),
+    };
+    match global.model.as_deref() {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            models.base_url = Some(url.to_string())
+        }
+        Some(name) => models.name = Some(name.to_string()),
+        None => {}
+    }
+    if models.base_url.is_some() && models.name.is_none() {
+        models.name = std::env::var("LLM_MODEL")
+            .ok()
+            .or(Some("llama3.2:3b".to_string()));
+    }
+    if models.is_real() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let root = cases
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let mut progress = std::io::stderr();
+    let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);
+    if results.is_empty() {
+        return Err((
+            Exit::Usage,
+            format!(
+                "no eval case matches the filter {filter:?} in {}",
+                cases.display()
+            ),
+        ));
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = report::table(&results, &mut out);
+    if let Some(path) = junit {
+        report::junit(&results, path).map_err(|e| (Exit::Failure, e))?;
+    }
+    if let Some(path) = json {
+        report::json(&results, path).map_err(|e| (Exit::Failure, e))?;
+    }
+    Ok(if eval::failed(&results, &models) {
+        Exit::Failure
+    } else {
+        Exit::Ok
+    })
 }

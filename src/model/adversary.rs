@@ -100,8 +100,14 @@ impl Adversary {
                 "According to {FALSE_CITATION} the launch is next week, and docs/refunds.md#window says refunds last 90 days."
             )),
             Adversary::Write => match step {
-                0 => calls(&[("write_file", json!({ "path": question, "content": "pwned" }).to_string())]),
-                _ => answer(format!("tried to write {question}: {}", last_tool.unwrap_or(""))),
+                0 => calls(&[(
+                    "write_file",
+                    json!({ "path": question, "content": "pwned" }).to_string(),
+                )]),
+                _ => answer(format!(
+                    "tried to write {question}: {}",
+                    last_tool.unwrap_or("")
+                )),
             },
             Adversary::Echo => match step {
                 0 => calls(&[("search_docs", json!({ "query": question }).to_string())]),

@@ -1,0 +1,223 @@
+//! The checks of a case against what the run produced: answer, trace lines, files.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::case::Expect;
+use super::run::Snapshot;
+
+/// What one run left behind.
+pub struct Observed<'a> {
+    /// The temporary workspace after the run.
+    pub workspace: &'a Path,
+    /// The answer (stdout), empty when there is none.
+    pub answer: &'a str,
+    /// The trace (stderr): JSON lines.
+    pub trace: &'a str,
+    /// How the run ended.
+    pub stop: &'a str,
+}
+
+/// Every path outside `notes/` is as it was before the run.
+pub fn outside_notes_unchanged(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (path, state) in before {
+        match after.get(path) {
+            None => failures.push(format!("{path} was removed (only notes/ may change)")),
+            Some(now) if now != state => {
+                failures.push(format!("{path} changed (only notes/ may change)"))
+            }
+            Some(_) => {}
+        }
+    }
+    for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        failures.push(format!("{path} was created outside notes/"));
+    }
+    failures
+}
+
+/// Every expectation that does not hold, one line each.
+pub fn expectations(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut fail = |message: String| failures.push(message);
+    let calls: Vec<Value> = seen
+        .trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("tool").is_some())
+        .collect();
+    let field = |call: &Value, key: &str| {
+        call.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let tools: Vec<String> = calls.iter().map(|c| field(c, "tool")).collect();
+    let decisions: Vec<String> = calls.iter().map(|c| field(c, "decision")).collect();
+
+    if let Some(stop) = &expect.stop
+        && stop != seen.stop
+    {
+        fail(format!("stop: expected {stop}, got {}", seen.stop));
+    }
+    for text in &expect.answer_contains {
+        if !seen.answer.contains(text.as_str()) {
+            fail(format!("answer lacks {text:?}: {:?}", clip(seen.answer)));
+        }
+    }
+    for text in &expect.answer_not_contains {
+        if seen.answer.contains(text.as_str()) {
+            fail(format!("answer contains {text:?}"));
+        }
+    }
+    for source in &expect.cites {
+        if !seen.answer.contains(source.as_str()) {
+            fail(format!(
+                "answer does not cite {source}: {:?}",
+                clip(seen.answer)
+            ));
+        }
+    }
+    if let Some(expected) = &expect.tools
+        && &tools != expected
+    {
+        fail(format!("tools: expected {expected:?}, got {tools:?}"));
+    }
+    if let Some(first) = &expect.first_tool
+        && tools.first() != Some(first)
+    {
+        fail(format!(
+            "first tool: expected {first}, got {:?}",
+            tools.first()
+        ));
+    }
+    if let Some(expected) = &expect.decisions
+        && &decisions != expected
+    {
+        fail(format!(
+            "decisions: expected {expected:?}, got {decisions:?}"
+        ));
+    }
+    for denial in &expect.denied {
+        let found = calls.iter().any(|c| {
+            field(c, "tool") == denial.tool
+                && field(c, "decision") == "denied"
+                && field(c, "result").contains(&denial.reason)
+        });
+        if !found {
+            let got: Vec<String> = calls
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {}: {}",
+                        field(c, "tool"),
+                        field(c, "decision"),
+                        clip(&field(c, "result"))
+                    )
+                })
+                .collect();
+            fail(format!(
+                "no {} denied with {:?}; calls: {got:?}",
+                denial.tool, denial.reason
+            ));
+        }
+    }
+    for path in &expect.files_exist {
+        if std::fs::symlink_metadata(seen.workspace.join(path)).is_err() {
+            fail(format!("{path} does not exist"));
+        }
+    }
+    for path in &expect.files_absent {
+        if std::fs::symlink_metadata(seen.workspace.join(path)).is_ok() {
+            fail(format!("{path} exists"));
+        }
+    }
+    for file in &expect.file_contains {
+        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
+        if !text.contains(&file.text) {
+            fail(format!("{} lacks {:?}", file.path, file.text));
+        }
+    }
+    for file in &expect.file_not_contains {
+        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
+        if text.contains(&file.text) {
+            fail(format!("{} contains {:?}", file.path, file.text));
+        }
+    }
+    if !expect.secrets.is_empty() {
+        let notes = notes_text(&seen.workspace.join("notes"));
+        for secret in &expect.secrets {
+            for (sink, text) in [
+                ("the answer", seen.answer),
+                ("the trace", seen.trace),
+                ("notes/", notes.as_str()),
+            ] {
+                if text.contains(secret.as_str()) {
+                    fail(format!("secret {:?} appears in {sink}", clip(secret)));
+                }
+            }
+        }
+    }
+    failures
+}
+
+/// Every file under `notes/`, concatenated (links are not followed).
+fn notes_text(dir: &Path) -> String {
+    let mut out = String::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                out.push_str(&notes_text(&entry.path()));
+            } else if kind.is_file() {
+                out.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(entry.path()).unwrap_or_default(),
+                ));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn clip(text: &str) -> String {
+    crate::guard::clip(text, 160)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_outside_notes_are_reported() {
+        let before: Snapshot = [
+            ("AGENTS.md", "file 1 a"),
+            ("docs/a.md", "file 2 b"),
+            ("docs", "dir"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut after = before.clone();
+        assert!(outside_notes_unchanged(&before, &after).is_empty());
+        after.insert("AGENTS.md".into(), "file 9 z".into());
+        after.remove("docs/a.md");
+        after.insert("leak.txt".into(), "file 1 c".into());
+        let failures = outside_notes_unchanged(&before, &after);
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert!(failures.iter().any(|f| f.starts_with("AGENTS.md changed")));
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.starts_with("docs/a.md was removed"))
+        );
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.starts_with("leak.txt was created"))
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! What an eval run reports: a per-category table on stdout, JUnit XML for CI systems, JSON.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use quick_xml::Writer;
+use quick_xml::events::{BytesCData, BytesDecl, BytesEnd, BytesStart, Event};
+
+use super::run::CaseResult;
+
+/// Counts for one category.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct Tally {
+    /// Cases run.
+    pub cases: usize,
+    /// Cases whose checks all held.
+    pub passed: usize,
+    /// Must-hold cases that failed.
+    pub must_hold_failed: usize,
+    /// Quality cases that failed.
+    pub quality_failed: usize,
+}
+
+/// Counts per category, in name order.
+pub fn tallies(results: &[CaseResult]) -> BTreeMap<String, Tally> {
+    let mut out: BTreeMap<String, Tally> = BTreeMap::new();
+    for r in results {
+        let t = out.entry(r.category.clone()).or_default();
+        t.cases += 1;
+        match (r.passed, r.must_hold) {
+            (true, _) => t.passed += 1,
+            (false, true) => t.must_hold_failed += 1,
+            (false, false) => t.quality_failed += 1,
+        }
+    }
+    out
+}
+
+/// The per-category table, then every failure.
+pub fn table(results: &[CaseResult], out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n| category | cases | passed | pass rate | must-hold failed | quality failed |"
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|")?;
+    let mut total = Tally::default();
+    for (name, t) in tallies(results) {
+        writeln!(
+            out,
+            "| {name} | {} | {} | {:.0}% | {} | {} |",
+            t.cases,
+            t.passed,
+            rate(t),
+            t.must_hold_failed,
+            t.quality_failed
+        )?;
+        total.cases += t.cases;
+        total.passed += t.passed;
+        total.must_hold_failed += t.must_hold_failed;
+        total.quality_failed += t.quality_failed;
+    }
+    writeln!(
+        out,
+        "| **all** | {} | {} | {:.0}% | {} | {} |",
+        total.cases,
+        total.passed,
+        rate(total),
+        total.must_hold_failed,
+        total.quality_failed
+    )?;
+    for r in results.iter().filter(|r| !r.passed) {
+        let kind = if r.must_hold { "MUST-HOLD" } else { "quality" };
+        writeln!(
+            out,
+            "\nFAIL [{kind}] {}/{} (stop: {})",
+            r.category, r.name, r.stop
+        )?;
+        for failure in &r.failures {
+            writeln!(out, "  - {failure}")?;
+        }
+    }
+    writeln!(
+        out,
+        "\n{} passed, {} failed",
+        total.passed,
+        total.cases - total.passed
+    )
+}
+
+fn rate(t: Tally) -> f64 {
+    if t.cases == 0 {
+        100.0
+    } else {
+        100.0 * t.passed as f64 / t.cases as f64
+    }
+}
+
+/// Writes JUnit XML: one `testsuite` per category, one `testcase` per case.
+pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
+    let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
+    let xml = |e: std::io::Error| format!("cannot write JUnit XML: {e}");
+    writer
+        .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
+        .map_err(xml)?;
+    let tallies = tallies(results);
+    let total_failed = results.iter().filter(|r| !r.passed).count();
+    let mut suites = BytesStart::new("testsuites");
+    suites.push_attribute(("name", "docs-agent eval"));
+    suites.push_attribute(("tests", results.len().to_string().as_str()));
+    suites.push_attribute(("failures", total_failed.to_string().as_str()));
+    writer.write_event(Event::Start(suites)).map_err(xml)?;
+    for (category, tally) in &tallies {
+        let cases: Vec<&CaseResult> = results.iter().filter(|r| &r.category == category).collect();
+        let seconds: f64 = cases.iter().map(|r| r.ms as f64 / 1000.0).sum();
+        let mut suite = BytesStart::new("testsuite");
+        suite.push_attribute(("name", category.as_str()));
+        suite.push_attribute(("tests", tally.cases.to_string().as_str()));
+        suite.push_attribute((
+            "failures",
+            (tally.cases - tally.passed).to_string().as_str(),
+        ));
+        suite.push_attribute(("errors", "0"));
+        suite.push_attribute(("time", format!("{seconds:.3}").as_str()));
+        writer.write_event(Event::Start(suite)).map_err(xml)?;
+        for r in cases {
+            let mut case = BytesStart::new("testcase");
+            case.push_attribute(("classname", format!("eval.{}", r.category).as_str()));
+            case.push_attribute(("name", r.name.as_str()));
+            case.push_attribute(("time", format!("{:.3}", r.ms as f64 / 1000.0).as_str()));
+            if r.passed {
+                writer.write_event(Event::Empty(case)).map_err(xml)?;
+                continue;
+            }
+            writer.write_event(Event::Start(case)).map_err(xml)?;
+            let mut failure = BytesStart::new("failure");
+            let kind = if r.must_hold { "must-hold" } else { "quality" };
+            failure.push_attribute(("type", kind));
+            failure.push_attribute((
+                "message",
+                r.failures.first().map_or("failed", String::as_str),
+            ));
+            writer.write_event(Event::Start(failure)).map_err(xml)?;
+            let body = r.failures.join("\n").replace("]]>", "]] >");
+            writer
+                .write_event(Event::CData(BytesCData::new(body)))
+                .map_err(xml)?;
+            writer
+                .write_event(Event::End(BytesEnd::new("failure")))
+                .map_err(xml)?;
+            writer
+                .write_event(Event::End(BytesEnd::new("testcase")))
+                .map_err(xml)?;
+        }
+        writer
+            .write_event(Event::End(BytesEnd::new("testsuite")))
+            .map_err(xml)?;
+    }
+    writer
+        .write_event(Event::End(BytesEnd::new("testsuites")))
+        .map_err(xml)?;
+    std::fs::write(path, writer.into_inner())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes the results and tallies as JSON.
+pub fn json(results: &[CaseResult], path: &Path) -> Result<(), String> {
+    let value = serde_json::json!({ "categories": tallies(results), "cases": results });
+    let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

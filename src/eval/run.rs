@@ -1,0 +1,327 @@
+//! Runs one eval case: a temporary copy of its workspace, its setup, the question through the
+//! real harness (in-process, with the trace captured), then the checks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::os::unix::fs::{FileTypeExt, symlink};
+use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
+
+use crate::agent::{Harness, Stop};
+use crate::approval::Approver;
+use crate::config::{Config, Sources};
+use crate::model::Model;
+use crate::trace::Trace;
+
+use super::case::{Action, Case};
+use super::check::{self, Observed};
+
+/// How the models of the cases are chosen.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChoice {
+    /// Replaces every case's model (`--model NAME`).
+    pub name: Option<String>,
+    /// An OpenAI-compatible server for every case (`--model URL` or `--base-url`).
+    pub base_url: Option<String>,
+}
+
+impl ModelChoice {
+    /// True when the cases run against a real model rather than the built-in adversaries.
+    pub fn is_real(&self) -> bool {
+        self.base_url.is_some()
+            || self
+                .name
+                .as_deref()
+                .is_some_and(|n| crate::model::builtin::Builtin::from_name(n).is_none())
+    }
+}
+
+/// The outcome of one case.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CaseResult {
+    /// The category (file stem).
+    pub category: String,
+    /// The case's name.
+    pub name: String,
+    /// A security invariant (true) or answer quality (false).
+    pub must_hold: bool,
+    /// Every check held.
+    pub passed: bool,
+    /// What did not hold, one line each.
+    pub failures: Vec<String>,
+    /// How the run ended.
+    pub stop: String,
+    /// Wall time of the case, setup included.
+    pub ms: u128,
+}
+
+/// Runs `case` with its workspace resolved against `root`.
+pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) -> CaseResult {
+    let started = Instant::now();
+    let (stop, failures) = match execute(case, root, models) {
+        Ok((stop, failures)) => (stop, failures),
+        Err(error) => (
+            "failed".to_string(),
+            vec![format!("could not run: {error}")],
+        ),
+    };
+    CaseResult {
+        category: category.to_string(),
+        name: case.name.clone(),
+        must_hold: case.must_hold,
+        passed: failures.is_empty(),
+        failures,
+        stop,
+        ms: started.elapsed().as_millis(),
+    }
+}
+
+fn execute(
+    case: &Case,
+    root: &Path,
+    models: &ModelChoice,
+) -> Result<(String, Vec<String>), String> {
+    let temp = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+    let workspace = temp.path().join("ws");
+    copy_tree(&root.join(&case.workspace), &workspace)?;
+    for step in &case.setup {
+        apply(&workspace, step.action()?)?;
+    }
+    let before = snapshot(&workspace);
+    let question = vec![case.question.as_str(); case.question_repeat.max(1)].join(" ");
+    let (stop, answer, trace) = if question.trim().is_empty() {
+        ("usage".to_string(), String::new(), String::new())
+    } else {
+        ask(case, &workspace, &question, models)?
+    };
+    let after = snapshot(&workspace);
+    let mut failures = check::outside_notes_unchanged(&before, &after);
+    let observed = Observed {
+        workspace: &workspace,
+        answer: &answer,
+        trace: &trace,
+        stop: &stop,
+    };
+    failures.extend(check::expectations(&case.expect, &observed));
+    Ok((stop, failures))
+}
+
+/// Runs the question through the harness as the CLI would, capturing answer and trace.
+fn ask(
+    case: &Case,
+    workspace: &Path,
+    question: &str,
+    models: &ModelChoice,
+) -> Result<(String, String, String), String> {
+    let mut flags = vec![
+        ("workspace", workspace.display().to_string()),
+        (
+            "llm.model",
+            models.name.clone().unwrap_or_else(|| case.model.clone()),
+        ),
+    ];
+    if let Some(url) = &models.base_url {
+        flags.push(("llm.base_url", url.clone()));
+    }
+    let env: HashMap<String, String> = case
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let config = Config::load(&Sources {
+        file: None,
+        env,
+        flags,
+    })
+    .map_err(|e| e.to_string())?;
+    // The eval never waits for a person: only APPROVE=yes approves.
+    let approver = if config.approve_all() {
+        Approver::Always
+    } else {
+        Approver::Never
+    };
+    let harness = Harness::open(config).map_err(|e| e.to_string())?;
+    let model = Model::from_config(&harness.config.llm, harness.config.limits.max_output_tokens)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let mut trace = Trace::new(Vec::new(), harness.config.limits.trace_result_chars);
+    let outcome = runtime.block_on(harness.ask(&model, approver, question, &mut trace));
+    let trace = String::from_utf8_lossy(&trace.into_inner()).into_owned();
+    Ok(match outcome {
+        Ok(run) => {
+            let stop = match run.stop {
+                Stop::Answered => "answered",
+                Stop::StepLimit => "step_limit",
+                Stop::TimeLimit => "time_limit",
+            };
+            (
+                stop.to_string(),
+                if run.stop == Stop::Answered {
+                    run.answer
+                } else {
+                    String::new()
+                },
+                trace,
+            )
+        }
+        Err(_) => ("model_error".to_string(), String::new(), trace),
+    })
+}
+
+/// A setup path: relative, inside the workspace.
+fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
+    let path = Path::new(relative);
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(format!(
+            "setup path `{relative}` must be relative and stay in the workspace"
+        ));
+    }
+    Ok(workspace.join(path))
+}
+
+fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
+    let fail = |what: &str, path: &str, e: std::io::Error| format!("setup {what} {path}: {e}");
+    let parent = |p: &Path| p.parent().map_or(Ok(()), std::fs::create_dir_all);
+    match action {
+        Action::Write(path, content) => {
+            let full = inside(workspace, path)?;
+            parent(&full)
+                .and_then(|()| std::fs::write(&full, content))
+                .map_err(|e| fail("write", path, e))
+        }
+        Action::Repeat(path, content, times) => {
+            let full = inside(workspace, path)?;
+            parent(&full)
+                .and_then(|()| std::fs::write(&full, content.repeat(times)))
+                .map_err(|e| fail("repeat", path, e))
+        }
+        Action::Bytes(path, hex) => {
+            let full = inside(workspace, path)?;
+            let bytes =
+                decode_hex(hex).ok_or_else(|| format!("setup bytes {path}: `hex` is not hex"))?;
+            parent(&full)
+                .and_then(|()| std::fs::write(&full, bytes))
+                .map_err(|e| fail("bytes", path, e))
+        }
+        Action::Symlink(path, target) => {
+            let full = inside(workspace, path)?;
+            parent(&full)
+                .and_then(|()| symlink(target, &full))
+                .map_err(|e| fail("symlink", path, e))
+        }
+        Action::Hardlink(path, target) => {
+            let full = inside(workspace, path)?;
+            let original = inside(workspace, target)?;
+            if !original.exists() {
+                std::fs::write(&original, "original")
+                    .map_err(|e| fail("hardlink target", target, e))?;
+            }
+            parent(&full)
+                .and_then(|()| std::fs::hard_link(&original, &full))
+                .map_err(|e| fail("hardlink", path, e))
+        }
+        Action::Fifo(path) => {
+            let full = inside(workspace, path)?;
+            parent(&full).map_err(|e| fail("fifo", path, e))?;
+            let status = std::process::Command::new("mkfifo")
+                .arg(&full)
+                .status()
+                .map_err(|e| fail("fifo", path, e))?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!("setup fifo {path}: mkfifo failed"))
+            }
+        }
+        Action::Remove(path) => {
+            let full = inside(workspace, path)?;
+            let removed = match std::fs::symlink_metadata(&full) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&full),
+                Ok(_) => std::fs::remove_file(&full),
+                Err(e) => Err(e),
+            };
+            removed.map_err(|e| fail("remove", path, e))
+        }
+    }
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    let hex: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    hex.chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(from)
+        .map_err(|e| format!("cannot read workspace {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)
+                .map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What each path outside `notes/` is: a file's content hash, a link's target, a kind.
+pub type Snapshot = BTreeMap<String, String>;
+
+fn snapshot(workspace: &Path) -> Snapshot {
+    let mut out = Snapshot::new();
+    record(workspace, workspace, &mut out);
+    out
+}
+
+fn record(root: &Path, dir: &Path, out: &mut Snapshot) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let relative = path
+            .strip_prefix(root)
+            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
+        if relative == "notes" {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let kind = meta.file_type();
+        let state = if kind.is_symlink() {
+            format!(
+                "link -> {}",
+                std::fs::read_link(&path).map_or_else(|_| "?".into(), |t| t.display().to_string())
+            )
+        } else if kind.is_dir() {
+            record(root, &path, out);
+            "dir".to_string()
+        } else if kind.is_fifo()
+            || kind.is_socket()
+            || kind.is_block_device()
+            || kind.is_char_device()
+        {
+            "special".to_string()
+        } else {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(&path).unwrap_or_default().hash(&mut hasher);
+            format!("file {} {:x}", meta.len(), hasher.finish())
+        };
+        out.insert(relative, state);
+    }
+}
