@@ -161,3 +161,29 @@ fn malformed_case_files_are_errors_that_name_the_file_and_key() {
         );
     }
 }
+
+#[test]
+fn the_shipped_pack_parses_and_covers_every_category() {
+    let categories =
+        docs_agent::eval::case::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("evals"))
+            .expect("evals/ parses");
+    let names: Vec<&str> = categories.iter().map(|c| c.name.as_str()).collect();
+    for wanted in [
+        "approval",
+        "exfiltration",
+        "grounded",
+        "injection",
+        "link-escapes",
+        "over-redaction",
+        "redaction",
+        "robustness",
+        "write-paths",
+    ] {
+        assert!(
+            names.contains(&wanted),
+            "category {wanted} missing from {names:?}"
+        );
+    }
+    let total: usize = categories.iter().map(|c| c.cases.len()).sum();
+    assert!(total >= 100, "the pack has {total} cases");
+}

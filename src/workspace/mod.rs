@@ -126,7 +126,7 @@ impl Workspace {
         };
         let dir = dir.ok_or_else(|| {
             FileError::Failed(format!(
-                "{}/ does not exist in this workspace",
+                "{}/ is missing from this workspace, or is a symbolic link (areas must be real folders)",
                 path.area().prefix()
             ))
         })?;
@@ -150,7 +150,7 @@ impl Workspace {
         }
         let notes = self.notes.as_ref().ok_or_else(|| {
             FileError::Failed(
-                "notes/ does not exist in this workspace; create it to allow notes".into(),
+                "notes/ is missing from this workspace, or is a symbolic link; create a real notes/ folder to allow notes".into(),
             )
         })?;
         let inner = path.inner();
