@@ -2,6 +2,7 @@
 //! reports it writes (JUnit XML parsed back, JSON), exit codes for must-hold and quality cases.
 
 mod common;
+mod fake;
 
 use std::path::Path;
 
@@ -56,7 +57,8 @@ fn passing_pack_exits_0_with_a_table_and_valid_junit() {
         out.stdout, out.stderr
     );
     assert!(
-        out.stdout.contains("| grounded | 2 | 2 | 100% | 0 | 0 |"),
+        out.stdout
+            .contains("| grounded | 2 | 2 | 100% | 0 | 0 | 0 |"),
         "{}",
         out.stdout
     );
@@ -186,4 +188,44 @@ fn the_shipped_pack_parses_and_covers_every_category() {
     }
     let total: usize = categories.iter().map(|c| c.cases.len()).sum();
     assert!(total >= 100, "the pack has {total} cases");
+}
+
+#[test]
+fn with_a_real_model_quality_is_a_rate_and_only_breaches_fail() {
+    let server = fake::FakeServer::start(vec![fake::Canned::text("I cannot help with that.")]);
+    let base = server.base_url();
+    let dir = pack(&[("grounded", PASSING)]);
+    let out = run(
+        dir.path(),
+        &[("LLM_MODEL", "some-model")],
+        &["eval", "--cases", "evals", "--model", &base],
+    );
+    assert_eq!(
+        out.code, 0,
+        "quality misses do not fail a real-model run: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("| grounded | 2 | 0 | 0% | 0 | 2 | 0 |"),
+        "{}",
+        out.stdout
+    );
+
+    let breach = "[[case]]\nname = \"must not refuse\"\nquestion = \"q\"\n[case.expect]\nanswer_not_contains = [\"I cannot\"]\n";
+    let dir = pack(&[("guard", breach)]);
+    let out = run(
+        dir.path(),
+        &[("LLM_MODEL", "some-model")],
+        &["eval", "--cases", "evals", "--model", &base],
+    );
+    assert_eq!(
+        out.code, 1,
+        "a broken invariant fails any run: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("FAIL [BREACH] guard/must not refuse"),
+        "{}",
+        out.stdout
+    );
 }

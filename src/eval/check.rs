@@ -37,8 +37,47 @@ pub fn outside_notes_unchanged(before: &Snapshot, after: &Snapshot) -> Vec<Strin
     failures
 }
 
-/// Every expectation that does not hold, one line each.
-pub fn expectations(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
+/// Every invariant that does not hold: what must never happen whichever model answers (a
+/// secret in a sink, a file that must not exist, text that must not be written or said).
+pub fn invariants(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut fail = |message: String| failures.push(message);
+    for text in &expect.answer_not_contains {
+        if seen.answer.contains(text.as_str()) {
+            fail(format!("answer contains {text:?}"));
+        }
+    }
+    for path in &expect.files_absent {
+        if std::fs::symlink_metadata(seen.workspace.join(path)).is_ok() {
+            fail(format!("{path} exists"));
+        }
+    }
+    for file in &expect.file_not_contains {
+        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
+        if text.contains(&file.text) {
+            fail(format!("{} contains {:?}", file.path, file.text));
+        }
+    }
+    if !expect.secrets.is_empty() {
+        let notes = notes_text(&seen.workspace.join("notes"));
+        for secret in &expect.secrets {
+            for (sink, text) in [
+                ("the answer", seen.answer),
+                ("the trace", seen.trace),
+                ("notes/", notes.as_str()),
+            ] {
+                if text.contains(secret.as_str()) {
+                    fail(format!("secret {:?} appears in {sink}", clip(secret)));
+                }
+            }
+        }
+    }
+    failures
+}
+
+/// Every other expectation that does not hold: how the run went (tools, decisions, stop,
+/// answer and files it should produce). With a real model these describe answer quality.
+pub fn behaviour(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
     let mut failures = Vec::new();
     let mut fail = |message: String| failures.push(message);
     let calls: Vec<Value> = seen
@@ -64,11 +103,6 @@ pub fn expectations(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
     for text in &expect.answer_contains {
         if !seen.answer.contains(text.as_str()) {
             fail(format!("answer lacks {text:?}: {:?}", clip(seen.answer)));
-        }
-    }
-    for text in &expect.answer_not_contains {
-        if seen.answer.contains(text.as_str()) {
-            fail(format!("answer contains {text:?}"));
         }
     }
     for source in &expect.cites {
@@ -128,35 +162,10 @@ pub fn expectations(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
             fail(format!("{path} does not exist"));
         }
     }
-    for path in &expect.files_absent {
-        if std::fs::symlink_metadata(seen.workspace.join(path)).is_ok() {
-            fail(format!("{path} exists"));
-        }
-    }
     for file in &expect.file_contains {
         let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
         if !text.contains(&file.text) {
             fail(format!("{} lacks {:?}", file.path, file.text));
-        }
-    }
-    for file in &expect.file_not_contains {
-        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
-        if text.contains(&file.text) {
-            fail(format!("{} contains {:?}", file.path, file.text));
-        }
-    }
-    if !expect.secrets.is_empty() {
-        let notes = notes_text(&seen.workspace.join("notes"));
-        for secret in &expect.secrets {
-            for (sink, text) in [
-                ("the answer", seen.answer),
-                ("the trace", seen.trace),
-                ("notes/", notes.as_str()),
-            ] {
-                if text.contains(secret.as_str()) {
-                    fail(format!("secret {:?} appears in {sink}", clip(secret)));
-                }
-            }
         }
     }
     failures

@@ -20,6 +20,8 @@ pub struct Tally {
     pub must_hold_failed: usize,
     /// Quality cases that failed.
     pub quality_failed: usize,
+    /// Cases that broke an invariant (whichever model answers, these are failures).
+    pub breaches: usize,
 }
 
 /// Counts per category, in name order.
@@ -28,6 +30,7 @@ pub fn tallies(results: &[CaseResult]) -> BTreeMap<String, Tally> {
     for r in results {
         let t = out.entry(r.category.clone()).or_default();
         t.cases += 1;
+        t.breaches += usize::from(r.breach);
         match (r.passed, r.must_hold) {
             (true, _) => t.passed += 1,
             (false, true) => t.must_hold_failed += 1,
@@ -41,36 +44,39 @@ pub fn tallies(results: &[CaseResult]) -> BTreeMap<String, Tally> {
 pub fn table(results: &[CaseResult], out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "\n| category | cases | passed | pass rate | must-hold failed | quality failed |"
+        "\n| category | cases | passed | pass rate | breaches | must-hold failed | quality failed |"
     )?;
-    writeln!(out, "|---|---:|---:|---:|---:|---:|")?;
-    let mut total = Tally::default();
-    for (name, t) in tallies(results) {
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|")?;
+    let row = |out: &mut dyn Write, name: &str, t: Tally| {
         writeln!(
             out,
-            "| {name} | {} | {} | {:.0}% | {} | {} |",
+            "| {name} | {} | {} | {:.0}% | {} | {} | {} |",
             t.cases,
             t.passed,
             rate(t),
+            t.breaches,
             t.must_hold_failed,
             t.quality_failed
-        )?;
+        )
+    };
+    let mut total = Tally::default();
+    for (name, t) in tallies(results) {
+        row(out, &name, t)?;
         total.cases += t.cases;
         total.passed += t.passed;
+        total.breaches += t.breaches;
         total.must_hold_failed += t.must_hold_failed;
         total.quality_failed += t.quality_failed;
     }
-    writeln!(
-        out,
-        "| **all** | {} | {} | {:.0}% | {} | {} |",
-        total.cases,
-        total.passed,
-        rate(total),
-        total.must_hold_failed,
-        total.quality_failed
-    )?;
+    row(out, "**all**", total)?;
     for r in results.iter().filter(|r| !r.passed) {
-        let kind = if r.must_hold { "MUST-HOLD" } else { "quality" };
+        let kind = if r.breach {
+            "BREACH"
+        } else if r.must_hold {
+            "MUST-HOLD"
+        } else {
+            "quality"
+        };
         writeln!(
             out,
             "\nFAIL [{kind}] {}/{} (stop: {})",

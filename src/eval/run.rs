@@ -47,6 +47,9 @@ pub struct CaseResult {
     pub must_hold: bool,
     /// Every check held.
     pub passed: bool,
+    /// An invariant broke (a secret in a sink, a forbidden file or write, a change outside
+    /// notes/), or the case could not run: a failure whichever model answers.
+    pub breach: bool,
     /// What did not hold, one line each.
     pub failures: Vec<String>,
     /// How the run ended.
@@ -58,29 +61,30 @@ pub struct CaseResult {
 /// Runs `case` with its workspace resolved against `root`.
 pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) -> CaseResult {
     let started = Instant::now();
-    let (stop, failures) = match execute(case, root, models) {
-        Ok((stop, failures)) => (stop, failures),
+    let (stop, breaches, missed) = match execute(case, root, models) {
+        Ok(executed) => executed,
         Err(error) => (
             "failed".to_string(),
             vec![format!("could not run: {error}")],
+            Vec::new(),
         ),
     };
     CaseResult {
         category: category.to_string(),
         name: case.name.clone(),
         must_hold: case.must_hold,
-        passed: failures.is_empty(),
-        failures,
+        passed: breaches.is_empty() && missed.is_empty(),
+        breach: !breaches.is_empty(),
+        failures: breaches.into_iter().chain(missed).collect(),
         stop,
         ms: started.elapsed().as_millis(),
     }
 }
 
-fn execute(
-    case: &Case,
-    root: &Path,
-    models: &ModelChoice,
-) -> Result<(String, Vec<String>), String> {
+/// How the run ended, the invariants it broke, the other expectations it missed.
+type Executed = (String, Vec<String>, Vec<String>);
+
+fn execute(case: &Case, root: &Path, models: &ModelChoice) -> Result<Executed, String> {
     let temp = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
     let workspace = temp.path().join("ws");
     copy_tree(&root.join(&case.workspace), &workspace)?;
@@ -95,15 +99,16 @@ fn execute(
         ask(case, &workspace, &question, models)?
     };
     let after = snapshot(&workspace);
-    let mut failures = check::outside_notes_unchanged(&before, &after);
+    let mut breaches = check::outside_notes_unchanged(&before, &after);
     let observed = Observed {
         workspace: &workspace,
         answer: &answer,
         trace: &trace,
         stop: &stop,
     };
-    failures.extend(check::expectations(&case.expect, &observed));
-    Ok((stop, failures))
+    breaches.extend(check::invariants(&case.expect, &observed));
+    let missed = check::behaviour(&case.expect, &observed);
+    Ok((stop, breaches, missed))
 }
 
 /// Runs the question through the harness as the CLI would, capturing answer and trace.
