@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{Message, Reply, ToolCall};
+use super::{Message, Reply};
 
 /// The closed set of adversaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,26 +118,9 @@ impl Adversary {
 }
 
 fn calls(list: &[(&str, String)]) -> Reply {
-    let tool_calls = list
-        .iter()
-        .enumerate()
-        .map(|(i, (name, arguments))| ToolCall {
-            id: format!("adv_{i}"),
-            name: name.to_string(),
-            arguments: arguments.clone(),
-        })
-        .collect();
-    Reply {
-        content: String::new(),
-        tool_calls,
-        usage: None,
-    }
+    Reply::calls("adv", list)
 }
 
 fn answer(text: String) -> Reply {
-    Reply {
-        content: text,
-        tool_calls: Vec::new(),
-        usage: None,
-    }
+    Reply::text(text)
 }

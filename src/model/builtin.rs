@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use super::{Message, Reply, ToolCall};
+use super::{Message, Reply};
 
 /// The instruction the compromised model obeys (regex from the contract).
 static WRITE_ORDER: LazyLock<Regex> =
@@ -101,23 +101,11 @@ impl Builtin {
 }
 
 fn call(step: usize, name: &str, arguments: String) -> Reply {
-    Reply {
-        content: String::new(),
-        tool_calls: vec![ToolCall {
-            id: format!("call_{step}"),
-            name: name.to_string(),
-            arguments,
-        }],
-        usage: None,
-    }
+    Reply::calls(&format!("call_{step}"), &[(name, arguments)])
 }
 
 fn answer(text: String) -> Reply {
-    Reply {
-        content: text,
-        tool_calls: Vec::new(),
-        usage: None,
-    }
+    Reply::text(text)
 }
 
 /// `From the docs:\n` + the first 400 characters from the first `<untrusted` result.

@@ -46,6 +46,35 @@ pub struct Reply {
     pub usage: Option<Usage>,
 }
 
+impl Reply {
+    /// A final answer, with no tool call.
+    pub fn text(content: String) -> Reply {
+        Reply {
+            content,
+            tool_calls: Vec::new(),
+            usage: None,
+        }
+    }
+
+    /// Tool calls only, with ids `{prefix}_{n}`.
+    pub fn calls(prefix: &str, calls: &[(&str, String)]) -> Reply {
+        let tool_calls = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| ToolCall {
+                id: format!("{prefix}_{i}"),
+                name: name.to_string(),
+                arguments: arguments.clone(),
+            })
+            .collect();
+        Reply {
+            content: String::new(),
+            tool_calls,
+            usage: None,
+        }
+    }
+}
+
 /// Token counts reported by the server.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
