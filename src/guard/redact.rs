@@ -197,6 +197,16 @@ const RULES: &[Rule] = &[
         check: Check::NotPlaceholder,
     },
     Rule {
+        // The value on the next, indented line: a YAML block scalar (`password: |`) or a
+        // pretty-printed JSON value. A nested key (`password:\n  policy: strict`) is no value.
+        name: "generic-assignment-next-line",
+        pattern: concat!(
+            assignment_key!(),
+            r#"(?:[|>][-+]?)?[ \t]*\r?\n[ \t]+(?:"([^"\s]{6,})"|'([^'\s]{6,})'|([^\s"'`&:#]{6,})(?:[ \t]*(?:\r?\n|\z)))"#
+        ),
+        check: Check::BareAssignment,
+    },
+    Rule {
         name: "generic-assignment-bare",
         pattern: concat!(assignment_key!(), r#"([^\s"'`&]{6,})"#),
         check: Check::BareAssignment,
@@ -705,6 +715,8 @@ mod tests {
         tp("generic-assignment-bare", "client_secret: 8Q~abc.DEF_ghi-JKL", "8Q~abc.DEF_ghi-JKL", Some("client_secret: [REDACTED]")),
         tp("generic-assignment-bare", "  x-api-key: 0123456789abcdef,", "0123456789abcdef", Some("  x-api-key: [REDACTED],")),
         tp("generic-assignment-bare", "pwd=correcthorsebattery\nnext", "correcthorsebattery", Some("pwd=[REDACTED]\nnext")),
+        tp("generic-assignment-next-line", "password: |\n  S3cr3tPa55word\nnext: 1", "S3cr3tPa55word", Some("password: |\n  [REDACTED]\nnext: 1")),
+        tp("generic-assignment-next-line", "{\"password\":\n    \"S3cr3tPa55\"}", "S3cr3tPa55", Some("{\"password\":\n    \"[REDACTED]\"}")),
         tp("generic-assignment-bare", "https://app.example.com/cb?access_token=abc123def456&state=xyz",
             "abc123def456", Some("https://app.example.com/cb?access_token=[REDACTED]&state=xyz")),
         tp("generic-assignment-bare", "PRIVATE_KEY := k3y-m4t3r14l", "k3y-m4t3r14l", Some("PRIVATE_KEY := [REDACTED]")),
@@ -712,6 +724,8 @@ mod tests {
 
     /// Ordinary text that must come back untouched, and borrowed.
     const NEGATIVES: &[&str] = &[
+        "password:\n  policy: strict\n  rotation: 90d",
+        "password:\n\n## Next heading",
         // Found by the eval pack (over-redaction), each once redacted:
         "Reset your password: https://acme.example/account/reset",
         "Password: case-sensitive",
