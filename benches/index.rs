@@ -78,11 +78,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<()> {
     let settings = settings()?;
-    let queries: Vec<&str> = QUERIES
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect();
+    let queries: Vec<&str> = QUERIES.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
     println!(
         "docs-agent index bench: {} build reps, {} searches of {} queries, top {TOP_K}, {} cores, SQLite {} (bundled)",
         settings.reps,
@@ -103,31 +99,20 @@ fn run() -> Result<()> {
 fn settings() -> Result<Settings> {
     let number = |var: &str, default: usize| -> Result<usize> {
         match std::env::var(var) {
-            Ok(v) => v
-                .parse()
-                .map_err(|_| format!("{var}={v:?} is not a whole number")),
+            Ok(v) => v.parse().map_err(|_| format!("{var}={v:?} is not a whole number")),
             Err(_) => Ok(default),
         }
     };
-    let corpora = std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")),
-        PathBuf::from,
-    );
-    Ok(Settings {
-        corpora,
-        reps: number("BENCH_REPS", 5)?.max(1),
-        searches: number("BENCH_SEARCHES", 2000)?.max(1),
-    })
+    let corpora = std::env::var_os("DOCS_AGENT_CORPORA")
+        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")), PathBuf::from);
+    Ok(Settings { corpora, reps: number("BENCH_REPS", 5)?.max(1), searches: number("BENCH_SEARCHES", 2000)?.max(1) })
 }
 
 /// Builds `name` with both indexers, alternating so drift hits both alike, then times searches.
 fn measure(settings: &Settings, name: &'static str, queries: &[&str]) -> Result<Report> {
     let path = settings.corpora.join(name);
     let dir = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).map_err(|e| {
-        format!(
-            "cannot open corpus {} ({e}); set DOCS_AGENT_CORPORA to the folder holding it",
-            path.display()
-        )
+        format!("cannot open corpus {} ({e}); set DOCS_AGENT_CORPORA to the folder holding it", path.display())
     })?;
     eprintln!("{name}: building...");
     let mut report = Report {
@@ -173,17 +158,13 @@ fn measure(settings: &Settings, name: &'static str, queries: &[&str]) -> Result<
 /// Microseconds per `Index::search`, cycling through `queries` after one untimed pass.
 fn search_latencies(index: &Index, queries: &[&str], searches: usize) -> Result<Vec<f64>> {
     for q in queries {
-        index
-            .search(q, TOP_K)
-            .map_err(|e| format!("search {q:?}: {e}"))?;
+        index.search(q, TOP_K).map_err(|e| format!("search {q:?}: {e}"))?;
     }
     let mut out = Vec::with_capacity(searches);
     for i in 0..searches {
         let q = queries[i % queries.len()];
         let start = Instant::now();
-        let hits = index
-            .search(q, TOP_K)
-            .map_err(|e| format!("search {q:?}: {e}"))?;
+        let hits = index.search(q, TOP_K).map_err(|e| format!("search {q:?}: {e}"))?;
         out.push(start.elapsed().as_secs_f64() * 1e6);
         std::hint::black_box(hits);
     }
@@ -197,29 +178,17 @@ fn baseline(docs: &Path, searches: Option<usize>) -> Result<Baseline> {
     cmd.arg(&script).arg(docs);
     if let Some(n) = searches {
         let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/queries.txt");
-        cmd.arg("--queries")
-            .arg(queries)
-            .arg("--searches")
-            .arg(n.to_string());
+        cmd.arg("--queries").arg(queries).arg("--searches").arg(n.to_string());
         cmd.arg("--k").arg(TOP_K.to_string());
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run python3 {} ({e})", script.display()))?;
+    let out = cmd.output().map_err(|e| format!("cannot run python3 {} ({e})", script.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "{} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("{} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr)));
     }
     let mut base = Baseline::default();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let nums = || {
-            rest.split_whitespace()
-                .filter_map(|n| n.parse::<f64>().ok())
-        };
+        let nums = || rest.split_whitespace().filter_map(|n| n.parse::<f64>().ok());
         match key {
             "sqlite" => base.sqlite = rest.to_string(),
             "files" => base.files = rest.parse().unwrap_or(0),
@@ -260,12 +229,7 @@ fn print_build(reports: &[Report]) {
             "\nPython baseline: sqlite3 {} (system), regex ATX split, executemany in one transaction, single thread.",
             r.base.sqlite
         );
-        println!(
-            "All reps (ms) for {}: ours {:?}; python {:?}",
-            r.name,
-            rounded(&r.build),
-            rounded(&r.base.build)
-        );
+        println!("All reps (ms) for {}: ours {:?}; python {:?}", r.name, rounded(&r.build), rounded(&r.base.build));
     }
 }
 
@@ -284,11 +248,7 @@ fn print_search(reports: &[Report]) {
                 percentile(lat, 90.0),
                 p99,
                 percentile(lat, 100.0),
-                if side == "python" {
-                    "baseline".to_string()
-                } else {
-                    verdict(p99 / 1e3 < P99_AIM_MS, "")
-                },
+                if side == "python" { "baseline".to_string() } else { verdict(p99 / 1e3 < P99_AIM_MS, "") },
             );
         }
     }
@@ -335,9 +295,5 @@ fn rounded(v: &[f64]) -> Vec<f64> {
 
 fn verdict(met: bool, aim: &str) -> String {
     let word = if met { "met" } else { "MISSED" };
-    if aim.is_empty() {
-        word.into()
-    } else {
-        format!("{word} ({aim})")
-    }
+    if aim.is_empty() { word.into() } else { format!("{word} ({aim})") }
 }

@@ -82,13 +82,7 @@ impl Harness {
             .filter(|p| p.area() == Area::AgentsMd)
             .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
-        Ok(Harness {
-            config,
-            workspace,
-            index,
-            skills,
-            system_prompt,
-        })
+        Ok(Harness { config, workspace, index, skills, system_prompt })
     }
 
     /// Answers one question with `model`, writing a trace line per tool call.
@@ -112,28 +106,16 @@ impl Harness {
         let specs = tools::specs();
         // Files whose text a tool showed the model in this run: what the answer may cite.
         let mut retrieved = std::collections::BTreeSet::new();
-        let mut messages = vec![
-            Message::System(self.system_prompt.clone()),
-            Message::User(question.to_string()),
-        ];
+        let mut messages = vec![Message::System(self.system_prompt.clone()), Message::User(question.to_string())];
         for step in 1..=limits.max_steps {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let reply =
-                match tokio::time::timeout(remaining, model.complete(&messages, &specs)).await {
-                    Ok(reply) => reply?,
-                    Err(_) => return Ok(self.stopped(Stop::TimeLimit, step - 1, trace)),
-                };
+            let reply = match tokio::time::timeout(remaining, model.complete(&messages, &specs)).await {
+                Ok(reply) => reply?,
+                Err(_) => return Ok(self.stopped(Stop::TimeLimit, step - 1, trace)),
+            };
             if reply.tool_calls.is_empty() {
-                let answer = guard::outbound_answer(
-                    &reply.content,
-                    &self.config.allowed_link_hosts,
-                    &retrieved,
-                );
-                return Ok(Run {
-                    answer,
-                    stop: Stop::Answered,
-                    steps: step,
-                });
+                let answer = guard::outbound_answer(&reply.content, &self.config.allowed_link_hosts, &retrieved);
+                return Ok(Run { answer, stop: Stop::Answered, steps: step });
             }
             // Calls past the limit are not run; the first of them carries the refusal and the
             // rest are dropped from the conversation, so a flood cannot grow it.
@@ -141,10 +123,7 @@ impl Harness {
             let dropped = reply.tool_calls.len().saturating_sub(allowed + 1);
             let mut calls = reply.tool_calls;
             calls.truncate(allowed + 1);
-            messages.push(Message::Assistant {
-                content: reply.content,
-                tool_calls: calls.clone(),
-            });
+            messages.push(Message::Assistant { content: reply.content, tool_calls: calls.clone() });
             for (i, call) in calls.iter().enumerate() {
                 let (outcome, ms) = if i < allowed {
                     toolbox.run(&call.name, &call.arguments)
@@ -152,29 +131,13 @@ impl Harness {
                     let text = format!(
                         "ERROR: too many tool calls in one step (limit {allowed}); this call and {dropped} more were not run"
                     );
-                    (
-                        tools::Outcome {
-                            text,
-                            decision: tools::Decision::Error,
-                        },
-                        0,
-                    )
+                    (tools::Outcome { text, decision: tools::Decision::Error }, 0)
                 };
                 if outcome.decision == tools::Decision::Allowed {
                     retrieved.extend(guard::citations::sources_in(&outcome.text));
                 }
-                trace.tool(
-                    step,
-                    &call.name,
-                    &call.arguments,
-                    &outcome.text,
-                    ms,
-                    outcome.decision.as_str(),
-                );
-                messages.push(Message::Tool {
-                    call_id: call.id.clone(),
-                    content: outcome.text,
-                });
+                trace.tool(step, &call.name, &call.arguments, &outcome.text, ms, outcome.decision.as_str());
+                messages.push(Message::Tool { call_id: call.id.clone(), content: outcome.text });
             }
             if Instant::now() >= deadline {
                 return Ok(self.stopped(Stop::TimeLimit, step, trace));
@@ -191,18 +154,11 @@ impl Harness {
                 limits.max_steps
             ),
             Stop::TimeLimit => {
-                format!(
-                    "stopped: the run took longer than {} s (limits.max_wall_secs)",
-                    limits.max_wall_secs
-                )
+                format!("stopped: the run took longer than {} s (limits.max_wall_secs)", limits.max_wall_secs)
             }
             Stop::Answered => String::new(),
         };
         trace.event("stop", &format!("{}: {answer}", stop.as_str()));
-        Run {
-            answer,
-            stop,
-            steps,
-        }
+        Run { answer, stop, steps }
     }
 }

@@ -37,9 +37,9 @@ impl Approver {
     pub fn decide(&self, path: &ModelPath, content: &str) -> Result<Approved, Denied> {
         match self {
             Approver::Always => Ok(Approved(())),
-            Approver::Never => Err(Denied(
-                "write not approved: APPROVE is not `yes` and there is no terminal to ask".into(),
-            )),
+            Approver::Never => {
+                Err(Denied("write not approved: APPROVE is not `yes` and there is no terminal to ask".into()))
+            }
             Approver::AskOnTerminal => {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
@@ -58,32 +58,17 @@ pub fn ask(
     content: &str,
 ) -> Result<Approved, Denied> {
     let shown = crate::guard::scrub(content);
-    let prompt = format!(
-        "\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y/N] ",
-        shown.len(),
-        shown
-    );
-    if out
-        .write_all(prompt.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        return Err(Denied(
-            "write not approved: could not show the approval prompt".into(),
-        ));
+    let prompt =
+        format!("\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y/N] ", shown.len(), shown);
+    if out.write_all(prompt.as_bytes()).and_then(|()| out.flush()).is_err() {
+        return Err(Denied("write not approved: could not show the approval prompt".into()));
     }
     let mut answer = String::new();
     match input.read_line(&mut answer) {
-        Ok(_) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-            Ok(Approved(()))
-        }
-        Ok(0) => Err(Denied(
-            "write not approved: no answer (end of input)".into(),
-        )),
+        Ok(_) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(Approved(())),
+        Ok(0) => Err(Denied("write not approved: no answer (end of input)".into())),
         Ok(_) => Err(Denied("write not approved: the user declined".into())),
-        Err(e) => Err(Denied(format!(
-            "write not approved: could not read the answer ({e})"
-        ))),
+        Err(e) => Err(Denied(format!("write not approved: could not read the answer ({e})"))),
     }
 }
 
@@ -106,22 +91,11 @@ mod tests {
             ("yess\n", false),
         ] {
             let mut out = Vec::new();
-            let got = ask(
-                &mut out,
-                &mut typed.as_bytes(),
-                &path,
-                "body sk_live_4eC39HqLyjWDarjtT1zdp7dc",
-            );
+            let got = ask(&mut out, &mut typed.as_bytes(), &path, "body sk_live_4eC39HqLyjWDarjtT1zdp7dc");
             assert_eq!(got.is_ok(), approved, "typed {typed:?}");
             let shown = String::from_utf8_lossy(&out);
-            assert!(
-                shown.contains("notes/a.md"),
-                "prompt names the path: {shown}"
-            );
-            assert!(
-                !shown.contains("4eC39HqLyjWDarjtT1zdp7dc"),
-                "prompt shows redacted content: {shown}"
-            );
+            assert!(shown.contains("notes/a.md"), "prompt names the path: {shown}");
+            assert!(!shown.contains("4eC39HqLyjWDarjtT1zdp7dc"), "prompt shows redacted content: {shown}");
         }
     }
 

@@ -105,10 +105,7 @@ impl Config {
     /// Merges defaults, the file, the environment and the flags, in rising precedence.
     pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
         let mut builder = defaults()?;
-        let named = sources
-            .file
-            .clone()
-            .or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
+        let named = sources.file.clone().or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
         match named {
             Some(path) => {
                 if !path.is_file() {
@@ -132,12 +129,8 @@ impl Config {
         for (key, value) in &sources.flags {
             builder = set(builder, key, value.clone())?;
         }
-        let merged = builder
-            .build()
-            .map_err(|e| ConfigError(format!("configuration: {e}")))?;
-        let config: Config = merged
-            .try_deserialize()
-            .map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        let merged = builder.build().map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
         config.validate()?;
         Ok(config)
     }
@@ -146,15 +139,9 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             ("limits.max_steps", self.limits.max_steps as u64),
-            (
-                "limits.max_tool_calls_per_step",
-                self.limits.max_tool_calls_per_step as u64,
-            ),
+            ("limits.max_tool_calls_per_step", self.limits.max_tool_calls_per_step as u64),
             ("limits.max_wall_secs", self.limits.max_wall_secs),
-            (
-                "limits.max_output_tokens",
-                self.limits.max_output_tokens as u64,
-            ),
+            ("limits.max_output_tokens", self.limits.max_output_tokens as u64),
             ("llm.request_timeout_secs", self.llm.request_timeout_secs),
             ("index.top_k", self.index.top_k as u64),
         ];
@@ -170,13 +157,10 @@ impl Config {
             )));
         }
         if self.llm.model.trim().is_empty() {
-            return Err(ConfigError(
-                "llm.model (LLM_MODEL) must not be empty".into(),
-            ));
+            return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
         }
         let builtin = crate::model::builtin::Builtin::from_name(&self.llm.model).is_some();
-        let http =
-            self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://");
+        let http = self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://");
         if !(builtin || http) {
             return Err(ConfigError(format!(
                 "llm.base_url (LLM_BASE_URL) must start with http:// or https://, got `{}`",
@@ -195,23 +179,15 @@ impl Config {
 type Builder = config::ConfigBuilder<config::builder::DefaultState>;
 
 fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
-    config::File::from(path)
-        .format(config::FileFormat::Toml)
-        .required(true)
+    config::File::from(path).format(config::FileFormat::Toml).required(true)
 }
 
 fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
-    builder
-        .set_override(key, value)
-        .map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
+    builder.set_override(key, value).map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
 }
 
 fn defaults() -> Result<Builder, ConfigError> {
-    let workspace = if Path::new("./workspace").is_dir() {
-        "./workspace"
-    } else {
-        "/workspace"
-    };
+    let workspace = if Path::new("./workspace").is_dir() { "./workspace" } else { "/workspace" };
     let pairs: Vec<(&str, config::Value)> = vec![
         ("workspace", workspace.into()),
         ("approve", "".into()),
@@ -232,9 +208,7 @@ fn defaults() -> Result<Builder, ConfigError> {
     ];
     let mut builder = config::Config::builder();
     for (key, value) in pairs {
-        builder = builder
-            .set_default(key, value)
-            .map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
+        builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
     }
     Ok(builder)
 }

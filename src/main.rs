@@ -32,11 +32,7 @@ fn main() -> ExitCode {
 type Failure = (Exit, String);
 
 fn run(cli: Cli) -> Result<Exit, Failure> {
-    let Cli {
-        global,
-        command,
-        question,
-    } = cli;
+    let Cli { global, command, question } = cli;
     match command {
         Some(Command::Redact) => redact_stdin(),
         Some(Command::Eval { filter, junit, json, cases, jobs }) => {
@@ -54,14 +50,9 @@ fn run(cli: Cli) -> Result<Exit, Failure> {
 }
 
 fn load_config(global: &docs_agent::cli::Global) -> Result<Config, Failure> {
-    let wanted =
-        |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
+    let wanted = |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
-    let sources = Sources {
-        file: global.config.clone(),
-        env,
-        flags: global.overrides(),
-    };
+    let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
 }
 
@@ -78,17 +69,11 @@ fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
 
 fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     if question.trim().is_empty() {
-        return Err((
-            Exit::Usage,
-            "the question is empty; ask something about the docs".into(),
-        ));
+        return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
     }
     let approver = Approver::new(config.approve_all());
     let harness = open(config)?;
-    let mut trace = Trace::new(
-        std::io::stderr().lock(),
-        harness.config.limits.trace_result_chars,
-    );
+    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     if Builtin::from_name(&harness.config.llm.model).is_none() {
         // Only the HTTP client needs TLS; a second install attempt is harmless.
@@ -99,12 +84,7 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| {
-            (
-                Exit::Failure,
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
+        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
     let run = runtime
         .block_on(harness.ask(&model, approver, question, &mut trace))
         .map_err(|e| (Exit::Model, e.to_string()))?;
@@ -119,15 +99,9 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
 
 fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
     let harness = open(config)?;
-    let mut trace = Trace::new(
-        std::io::stderr().lock(),
-        harness.config.limits.trace_result_chars,
-    );
+    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
-    let hits = harness
-        .index
-        .search(query, limit.max(1))
-        .map_err(|e| (Exit::Failure, e.to_string()))?;
+    let hits = harness.index.search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = std::io::stdout().lock();
     for hit in hits {
         let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);
@@ -144,21 +118,14 @@ fn check(config: Config) -> Result<Exit, Failure> {
         let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));
     }
     let _ = writeln!(out, "{}", report.summary);
-    Ok(if report.problems.is_empty() {
-        Exit::Ok
-    } else {
-        Exit::Failure
-    })
+    Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failure })
 }
 
 fn redact_stdin() -> Result<Exit, Failure> {
     let mut input = String::new();
-    std::io::stdin().read_to_string(&mut input).map_err(|e| {
-        (
-            Exit::Failure,
-            format!("cannot read stdin as UTF-8 text: {e}"),
-        )
-    })?;
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| (Exit::Failure, format!("cannot read stdin as UTF-8 text: {e}")))?;
     std::io::stdout()
         .write_all(redact::redact(&input).as_bytes())
         .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
@@ -175,10 +142,7 @@ fn eval(
 ) -> Result<Exit, Failure> {
     use docs_agent::eval::{self, report, run::ModelChoice};
     let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e))?;
-    let mut models = ModelChoice {
-        name: None,
-        base_url: global.base_url.clone(),
-    };
+    let mut models = ModelChoice { name: None, base_url: global.base_url.clone() };
     match global.model.as_deref() {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
             models.base_url = Some(url.to_string())
@@ -187,28 +151,17 @@ fn eval(
         None => {}
     }
     if models.base_url.is_some() && models.name.is_none() {
-        models.name = std::env::var("LLM_MODEL")
-            .ok()
-            .or(Some("llama3.2:3b".to_string()));
+        models.name = std::env::var("LLM_MODEL").ok().or(Some("llama3.2:3b".to_string()));
     }
     if models.is_real() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    let root = cases
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    let root = cases.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let mut progress = std::io::stderr();
     let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);
     if results.is_empty() {
-        return Err((
-            Exit::Usage,
-            format!(
-                "no eval case matches the filter {filter:?} in {}",
-                cases.display()
-            ),
-        ));
+        return Err((Exit::Usage, format!("no eval case matches the filter {filter:?} in {}", cases.display())));
     }
     let mut out = std::io::stdout().lock();
     let _ = report::table(&results, &mut out);
@@ -218,9 +171,5 @@ fn eval(
     if let Some(path) = json {
         report::json(&results, path).map_err(|e| (Exit::Failure, e))?;
     }
-    Ok(if eval::failed(&results, &models) {
-        Exit::Failure
-    } else {
-        Exit::Ok
-    })
+    Ok(if eval::failed(&results, &models) { Exit::Failure } else { Exit::Ok })
 }

@@ -39,12 +39,7 @@ pub enum Tool {
 }
 
 /// Every tool, in the order offered to the model.
-pub const ALL: [Tool; 4] = [
-    Tool::SearchDocs,
-    Tool::ReadFile,
-    Tool::WriteFile,
-    Tool::LoadSkill,
-];
+pub const ALL: [Tool; 4] = [Tool::SearchDocs, Tool::ReadFile, Tool::WriteFile, Tool::LoadSkill];
 
 impl Tool {
     /// The tool called `name`, if it exists.
@@ -89,11 +84,7 @@ impl Tool {
                 json!({"type": "object", "properties": {"skill": {"type": "string", "description": "the skill's name"}}, "required": ["skill"], "additionalProperties": false}),
             ),
         };
-        ToolSpec {
-            name: self.name(),
-            description,
-            parameters,
-        }
+        ToolSpec { name: self.name(), description, parameters }
     }
 }
 
@@ -135,22 +126,13 @@ pub struct Outcome {
 
 impl Outcome {
     fn allowed(text: String) -> Outcome {
-        Outcome {
-            text: guard::scrub(&text).into_owned(),
-            decision: Decision::Allowed,
-        }
+        Outcome { text: guard::scrub(&text).into_owned(), decision: Decision::Allowed }
     }
     fn denied(reason: impl std::fmt::Display) -> Outcome {
-        Outcome {
-            text: guard::scrub(&format!("DENIED: {reason}")).into_owned(),
-            decision: Decision::Denied,
-        }
+        Outcome { text: guard::scrub(&format!("DENIED: {reason}")).into_owned(), decision: Decision::Denied }
     }
     fn error(message: impl std::fmt::Display) -> Outcome {
-        Outcome {
-            text: guard::scrub(&format!("ERROR: {message}")).into_owned(),
-            decision: Decision::Error,
-        }
+        Outcome { text: guard::scrub(&format!("ERROR: {message}")).into_owned(), decision: Decision::Error }
     }
 }
 
@@ -220,24 +202,12 @@ impl Toolbox<'_> {
                 arguments.len()
             ));
         }
-        let arguments = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
+        let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
         match tool {
-            Tool::SearchDocs => {
-                parse(tool, arguments).map_or_else(|e| e, |a: SearchArgs| self.search(&a.query))
-            }
-            Tool::ReadFile => {
-                parse(tool, arguments).map_or_else(|e| e, |a: ReadArgs| self.read(&a))
-            }
-            Tool::WriteFile => {
-                parse(tool, arguments).map_or_else(|e| e, |a: WriteArgs| self.write(&a))
-            }
-            Tool::LoadSkill => {
-                parse(tool, arguments).map_or_else(|e| e, |a: SkillArgs| self.load_skill(&a.skill))
-            }
+            Tool::SearchDocs => parse(tool, arguments).map_or_else(|e| e, |a: SearchArgs| self.search(&a.query)),
+            Tool::ReadFile => parse(tool, arguments).map_or_else(|e| e, |a: ReadArgs| self.read(&a)),
+            Tool::WriteFile => parse(tool, arguments).map_or_else(|e| e, |a: WriteArgs| self.write(&a)),
+            Tool::LoadSkill => parse(tool, arguments).map_or_else(|e| e, |a: SkillArgs| self.load_skill(&a.skill)),
         }
     }
 
@@ -247,16 +217,13 @@ impl Toolbox<'_> {
             Err(e) => return Outcome::error(e),
         };
         if hits.is_empty() {
-            return Outcome::allowed(
-                "No section of the docs matched. Try other words.".to_string(),
-            );
+            return Outcome::allowed("No section of the docs matched. Try other words.".to_string());
         }
         let budget = self.max_result_bytes / hits.len();
         let mut text = format!("{} sections matched, best first:\n", hits.len());
         for hit in &hits {
             let body = format!("# {}\n{}", hit.heading, hit.excerpt);
-            let body =
-                redact::redact_truncated(&body, budget.saturating_sub(hit.source().len() + 40));
+            let body = redact::redact_truncated(&body, budget.saturating_sub(hit.source().len() + 40));
             text.push_str(Fenced::new(&hit.source(), &body).as_str());
             text.push('\n');
         }
@@ -278,17 +245,12 @@ impl Toolbox<'_> {
         let first = args.offset.unwrap_or(1).max(1) as usize;
         let limit = args.limit.unwrap_or(DEFAULT_READ_LINES as u64).max(1) as usize;
         if first > total.max(1) {
-            return Outcome::error(format!(
-                "{path} has {total} lines; offset {first} is past the end"
-            ));
+            return Outcome::error(format!("{path} has {total} lines; offset {first} is past the end"));
         }
         let slice: Vec<&str> = text.lines().skip(first - 1).take(limit).collect();
         let last = first + slice.len().saturating_sub(1);
         let header = format!("lines {first}-{last} of {total}\n");
-        let body = redact::redact_truncated(
-            &slice.join("\n"),
-            self.max_result_bytes.saturating_sub(header.len() + 80),
-        );
+        let body = redact::redact_truncated(&slice.join("\n"), self.max_result_bytes.saturating_sub(header.len() + 80));
         Outcome::allowed(Fenced::new(&path.display(), &format!("{header}{body}")).into_string())
     }
 
@@ -327,11 +289,7 @@ impl Toolbox<'_> {
             }
             None => {
                 let names: Vec<&str> = self.skills.skills.iter().map(|s| s.name.as_str()).collect();
-                Outcome::error(format!(
-                    "no skill named `{}`; available: {}",
-                    guard::clip(name, 64),
-                    names.join(", ")
-                ))
+                Outcome::error(format!("no skill named `{}`; available: {}", guard::clip(name, 64), names.join(", ")))
             }
         }
     }

@@ -30,15 +30,7 @@ impl<W: Write> Trace<W> {
     }
 
     /// Records one tool call.
-    pub fn tool(
-        &mut self,
-        step: u32,
-        tool: &str,
-        args: &str,
-        result: &str,
-        ms: u128,
-        decision: &str,
-    ) {
+    pub fn tool(&mut self, step: u32, tool: &str, args: &str, result: &str, ms: u128, decision: &str) {
         let line = json!({
             "step": step,
             "tool": clean(tool, 64),
@@ -90,11 +82,7 @@ fn map_strings(value: Value) -> Value {
     match value {
         Value::String(s) => Value::String(clean(&s, ARG_CHARS)),
         Value::Array(items) => Value::Array(items.into_iter().map(map_strings).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (clean(&k, 64), map_strings(v)))
-                .collect(),
-        ),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (clean(&k, 64), map_strings(v))).collect()),
         other => other,
     }
 }

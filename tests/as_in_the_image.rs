@@ -15,25 +15,13 @@ const UID: &str = "10001";
 fn lock_down(root: &Path) {
     // The workspace is read-only for 10001 (root owns it); notes/ belongs to 10001.
     for (path, _) in common::files_under(root) {
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))
-            .expect("chmod file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod file");
     }
-    for dir in [
-        "",
-        "docs",
-        "docs/admin",
-        "skills",
-        "skills/cite-sources",
-        "skills/save-note",
-    ] {
-        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o555))
-            .expect("chmod dir");
+    for dir in ["", "docs", "docs/admin", "skills", "skills/cite-sources", "skills/save-note"] {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o555)).expect("chmod dir");
     }
     let status = Command::new("chown")
-        .args([
-            &format!("{UID}:{UID}"),
-            &root.join("notes").display().to_string(),
-        ])
+        .args([&format!("{UID}:{UID}"), &root.join("notes").display().to_string()])
         .status()
         .expect("chown");
     assert!(status.success());
@@ -56,11 +44,7 @@ fn run_as_image(root: &Path, approve: &str) -> std::process::Output {
 #[test]
 fn runs_as_uid_10001_on_a_read_only_workspace() {
     // Dropping privileges needs root, which CI has; elsewhere this test cannot run.
-    if !Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
-    {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
         eprintln!("not root: cannot drop to uid {UID}; this check runs in CI");
         return;
     }
@@ -70,24 +54,13 @@ fn runs_as_uid_10001_on_a_read_only_workspace() {
     lock_down(root);
 
     let denied = run_as_image(root, "");
-    assert_eq!(
-        denied.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&denied.stderr)
-    );
+    assert_eq!(denied.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&denied.stderr));
     assert!(String::from_utf8_lossy(&denied.stdout).contains("docs/onboarding.md"));
     assert!(!root.join("notes/leak.txt").exists());
 
     let approved = run_as_image(root, "yes");
-    assert_eq!(
-        approved.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&approved.stderr)
-    );
-    let note =
-        std::fs::read_to_string(root.join("notes/leak.txt")).expect("uid 10001 can write notes/");
+    assert_eq!(approved.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&approved.stderr));
+    let note = std::fs::read_to_string(root.join("notes/leak.txt")).expect("uid 10001 can write notes/");
     assert!(note.contains("[REDACTED]") && !note.contains(ONBOARDING_KEY));
     for out in [&denied, &approved] {
         assert!(!String::from_utf8_lossy(&out.stdout).contains(ONBOARDING_KEY));

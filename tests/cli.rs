@@ -24,18 +24,9 @@ fn search_survives_fts_syntax_and_huge_queries() {
     let ws = sample_workspace();
     let huge = "refund \"window\" AND (x OR y) NEAR* col:val ".repeat(1_000);
     assert!(huge.len() > 35_000);
-    for query in [
-        "\"unbalanced",
-        "a*",
-        "docs:refunds",
-        "NEAR(refund window)",
-        "AND OR NOT",
-        "(((",
-        ")",
-        "*",
-        "-",
-        &huge,
-    ] {
+    for query in
+        ["\"unbalanced", "a*", "docs:refunds", "NEAR(refund window)", "AND OR NOT", "(((", ")", "*", "-", &huge]
+    {
         let out = run(ws.path(), &[], &["search", query]);
         assert_eq!(out.code, 0, "query {:.40}: stderr {}", query, out.stderr);
     }
@@ -45,11 +36,7 @@ fn search_survives_fts_syntax_and_huge_queries() {
 fn check_passes_on_the_sample_workspace() {
     let ws = sample_workspace();
     let out = run(ws.path(), &[], &["check"]);
-    assert_eq!(
-        out.code, 0,
-        "stdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
+    assert_eq!(out.code, 0, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
     assert!(out.stdout.contains("0 problems"), "stdout: {}", out.stdout);
 }
 
@@ -59,11 +46,8 @@ fn check_reports_every_problem_with_file_and_line() {
     let root = ws.path();
     std::fs::write(root.join("AGENTS.md"), "  \n").expect("write");
     std::fs::create_dir_all(root.join("skills/Bad_Skill")).expect("mkdir");
-    std::fs::write(
-        root.join("skills/Bad_Skill/SKILL.md"),
-        "---\nname: Bad_Skill\ndescription: x\n---\nbody\n",
-    )
-    .expect("write");
+    std::fs::write(root.join("skills/Bad_Skill/SKILL.md"), "---\nname: Bad_Skill\ndescription: x\n---\nbody\n")
+        .expect("write");
     std::fs::create_dir_all(root.join("skills/no-body")).expect("mkdir");
     std::fs::write(root.join("docs/binary.md"), b"\0\x01\x02").expect("write");
     std::fs::write(root.join("docs/latin1.md"), b"# Caf\xe9\n").expect("write");
@@ -76,11 +60,7 @@ fn check_reports_every_problem_with_file_and_line() {
         "docs/binary.md: binary",
         "docs/latin1.md: not UTF-8",
     ] {
-        assert!(
-            out.stdout.contains(expected),
-            "missing {expected:?} in:\n{}",
-            out.stdout
-        );
+        assert!(out.stdout.contains(expected), "missing {expected:?} in:\n{}", out.stdout);
     }
 }
 
@@ -93,21 +73,13 @@ fn redact_filters_stdin() {
         .spawn()
         .expect("spawn");
     let input = format!("key={ONBOARDING_KEY}\nid 550e8400-e29b-41d4-a716-446655440000 stays\n");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
     let out = child.wait_with_output().expect("wait");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(!text.contains(ONBOARDING_KEY), "{text}");
     assert!(text.contains("[REDACTED]"), "{text}");
-    assert!(
-        text.contains("550e8400-e29b-41d4-a716-446655440000 stays"),
-        "{text}"
-    );
+    assert!(text.contains("550e8400-e29b-41d4-a716-446655440000 stays"), "{text}");
 }
 
 #[test]
@@ -118,36 +90,13 @@ fn config_precedence_is_flags_then_env_then_file() {
     let loop_env = ("LLM_MODEL", "scripted-loop");
     // File alone: 2 steps.
     let out = run(ws.path(), &[loop_env], &["q"]);
-    assert_eq!(
-        (out.code, out.tool_lines().len()),
-        (4, 2),
-        "file: {}",
-        out.stderr
-    );
+    assert_eq!((out.code, out.tool_lines().len()), (4, 2), "file: {}", out.stderr);
     // Env over file: 3 steps.
-    let out = run(
-        ws.path(),
-        &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")],
-        &["q"],
-    );
-    assert_eq!(
-        (out.code, out.tool_lines().len()),
-        (4, 3),
-        "env: {}",
-        out.stderr
-    );
+    let out = run(ws.path(), &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")], &["q"]);
+    assert_eq!((out.code, out.tool_lines().len()), (4, 3), "env: {}", out.stderr);
     // Flag over env: 1 step.
-    let out = run(
-        ws.path(),
-        &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")],
-        &["--max-steps", "1", "q"],
-    );
-    assert_eq!(
-        (out.code, out.tool_lines().len()),
-        (4, 1),
-        "flag: {}",
-        out.stderr
-    );
+    let out = run(ws.path(), &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")], &["--max-steps", "1", "q"]);
+    assert_eq!((out.code, out.tool_lines().len()), (4, 1), "flag: {}", out.stderr);
 }
 
 #[test]
@@ -164,11 +113,7 @@ fn config_errors_name_the_key_and_exit_2() {
         std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write");
         let out = run(ws.path(), &[("LLM_MODEL", "scripted")], &["q"]);
         assert_eq!(out.code, 2, "config {toml:?}: {}", out.stderr);
-        assert!(
-            out.stderr.contains(key),
-            "config {toml:?}: stderr should name {key}: {}",
-            out.stderr
-        );
+        assert!(out.stderr.contains(key), "config {toml:?}: stderr should name {key}: {}", out.stderr);
     }
     let ws = sample_workspace();
     let out = run(ws.path(), &[("DOCS_AGENT_MAX_STEPS", "lots")], &["q"]);
@@ -179,12 +124,7 @@ fn config_errors_name_the_key_and_exit_2() {
 #[test]
 fn usage_errors_exit_2() {
     let ws = sample_workspace();
-    for args in [
-        &[][..],
-        &["   "][..],
-        &["--no-such-flag", "q"][..],
-        &["search"][..],
-    ] {
+    for args in [&[][..], &["   "][..], &["--no-such-flag", "q"][..], &["search"][..]] {
         let out = run(ws.path(), &[("LLM_MODEL", "scripted")], args);
         assert_eq!(out.code, 2, "args {args:?}: {}", out.stderr);
     }
@@ -193,11 +133,7 @@ fn usage_errors_exit_2() {
 #[test]
 fn missing_workspace_is_a_clear_failure() {
     let ws = sample_workspace();
-    let out = run(
-        ws.path(),
-        &[("LLM_MODEL", "scripted")],
-        &["--workspace", "/no/such/place", "q"],
-    );
+    let out = run(ws.path(), &[("LLM_MODEL", "scripted")], &["--workspace", "/no/such/place", "q"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("/no/such/place"), "{}", out.stderr);
 }
@@ -207,14 +143,7 @@ fn help_documents_exit_codes_and_environment() {
     let ws = sample_workspace();
     let out = run(ws.path(), &[], &["--help"]);
     assert_eq!(out.code, 0);
-    for needle in [
-        "Exit codes",
-        "LLM_BASE_URL",
-        "APPROVE",
-        "search",
-        "check",
-        "redact",
-    ] {
+    for needle in ["Exit codes", "LLM_BASE_URL", "APPROVE", "search", "check", "redact"] {
         assert!(out.stdout.contains(needle), "--help lacks {needle}");
     }
 }
@@ -225,30 +154,19 @@ fn search_and_check_output_is_scrubbed() {
     let root = ws.path();
     let escape_name = "docs/a\u{1b}[2Jb.md";
     std::fs::write(root.join(escape_name), "# Webhook escape\n\nwebhook text\n").expect("write");
+    std::fs::write(root.join("docs/setup.md"), "# Setup {#sk_live_4eC39HqLyjWDarjtT1zdp7dc}\n\nwebhook setup\n")
+        .expect("write");
+    std::fs::create_dir_all(root.join("skills/bad")).expect("mkdir");
     std::fs::write(
-        root.join("docs/setup.md"),
-        "# Setup {#sk_live_4eC39HqLyjWDarjtT1zdp7dc}\n\nwebhook setup\n",
+        root.join("skills/bad/SKILL.md"),
+        "---\nname: \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\u{1b}[31m\"\ndescription: d\n---\nb\n",
     )
     .expect("write");
-    std::fs::create_dir_all(root.join("skills/bad")).expect("mkdir");
-    std::fs::write(root.join("skills/bad/SKILL.md"), "---\nname: \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\u{1b}[31m\"\ndescription: d\n---\nb\n").expect("write");
     for args in [&["search", "webhook"][..], &["check"][..]] {
         let out = run(root, &[], args);
-        for bad in [
-            "\u{1b}",
-            "4eC39HqLyjWDarjtT1zdp7dc",
-            "abcdefghijklmnopqrstuvwxyz0123456789",
-        ] {
-            assert!(
-                !out.stdout.contains(bad),
-                "{args:?} prints {bad:?}: {:?}",
-                out.stdout
-            );
-            assert!(
-                !out.stderr.contains(bad),
-                "{args:?} prints {bad:?} on stderr: {:?}",
-                out.stderr
-            );
+        for bad in ["\u{1b}", "4eC39HqLyjWDarjtT1zdp7dc", "abcdefghijklmnopqrstuvwxyz0123456789"] {
+            assert!(!out.stdout.contains(bad), "{args:?} prints {bad:?}: {:?}", out.stdout);
+            assert!(!out.stderr.contains(bad), "{args:?} prints {bad:?} on stderr: {:?}", out.stderr);
         }
     }
 }
@@ -256,20 +174,7 @@ fn search_and_check_output_is_scrubbed() {
 #[test]
 fn global_flags_may_come_before_the_subcommand() {
     let ws = sample_workspace();
-    let out = run(
-        ws.path(),
-        &[],
-        &[
-            "--workspace",
-            ws.path().to_str().expect("utf-8"),
-            "search",
-            "refund window",
-        ],
-    );
+    let out = run(ws.path(), &[], &["--workspace", ws.path().to_str().expect("utf-8"), "search", "refund window"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout.starts_with("docs/refunds.md#window"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.starts_with("docs/refunds.md#window"), "{}", out.stdout);
 }

@@ -58,8 +58,7 @@ fn text(v: &Value) -> Option<String> {
 
 /// `true` (YAML bool) or `"true"` (string).
 fn is_true(v: Option<&Value>) -> bool {
-    v.and_then(text)
-        .is_some_and(|s| s.eq_ignore_ascii_case("true"))
+    v.and_then(text).is_some_and(|s| s.eq_ignore_ascii_case("true"))
 }
 
 /// A list of scalars; a single scalar counts as a one-element list; absent is empty.
@@ -103,10 +102,7 @@ fn services(c: &Value) -> Vec<(String, &Value)> {
 
 /// The first of several alternative keys that is set.
 fn first_set<'a>(svc: &'a Value, paths: &[&str]) -> Option<&'a Value> {
-    paths
-        .iter()
-        .filter_map(|p| at(svc, p))
-        .find(|v| !v.is_null())
+    paths.iter().filter_map(|p| at(svc, p)).find(|v| !v.is_null())
 }
 
 // ---------------------------------------------------------------------------
@@ -136,11 +132,7 @@ fn mounts(svc: &Value) -> Vec<Mount> {
                     [source, target, opts, ..] => (*source, *target, *opts),
                     [] => unreachable!("split yields at least one part"),
                 };
-                let kind = if source.starts_with('.') || source.starts_with('/') {
-                    "bind"
-                } else {
-                    "volume"
-                };
+                let kind = if source.starts_with('.') || source.starts_with('/') { "bind" } else { "volume" };
                 Mount {
                     kind: kind.to_owned(),
                     source: source.to_owned(),
@@ -173,39 +165,23 @@ fn uid(svc: &Value) -> Option<String> {
 #[test]
 fn compose_uses_the_compose_specification() {
     let c = compose();
-    assert!(
-        at(&c, "version").is_none(),
-        "compose.yaml: drop the obsolete top-level `version:` key"
-    );
-    assert!(
-        is_non_empty(at(&c, "services")),
-        "compose.yaml: no services defined"
-    );
+    assert!(at(&c, "version").is_none(), "compose.yaml: drop the obsolete top-level `version:` key");
+    assert!(is_non_empty(at(&c, "services")), "compose.yaml: no services defined");
 }
 
 #[test]
 fn agent_root_filesystem_is_read_only() {
     let c = compose();
-    assert!(
-        is_true(at(service(&c, "agent"), "read_only")),
-        "agent: `read_only: true` is required"
-    );
+    assert!(is_true(at(service(&c, "agent"), "read_only")), "agent: `read_only: true` is required");
 }
 
 #[test]
 fn agent_has_a_tmpfs_on_tmp() {
     let c = compose();
     let agent = service(&c, "agent");
-    let short = strings(at(agent, "tmpfs"))
-        .iter()
-        .any(|t| t.split(':').next() == Some("/tmp"));
-    let long = mounts(agent)
-        .iter()
-        .any(|m| m.kind == "tmpfs" && m.target == "/tmp");
-    assert!(
-        short || long,
-        "agent: /tmp must be a tmpfs (the root filesystem is read-only)"
-    );
+    let short = strings(at(agent, "tmpfs")).iter().any(|t| t.split(':').next() == Some("/tmp"));
+    let long = mounts(agent).iter().any(|m| m.kind == "tmpfs" && m.target == "/tmp");
+    assert!(short || long, "agent: /tmp must be a tmpfs (the root filesystem is read-only)");
 }
 
 #[test]
@@ -218,21 +194,14 @@ fn agent_drops_all_capabilities() {
         "agent: `cap_drop: [ALL]` is required, got {dropped:?}"
     );
     let added = strings(at(agent, "cap_add"));
-    assert!(
-        added.is_empty(),
-        "agent: must not add capabilities back, got cap_add {added:?}"
-    );
+    assert!(added.is_empty(), "agent: must not add capabilities back, got cap_add {added:?}");
 }
 
 #[test]
 fn agent_cannot_gain_privileges() {
     let c = compose();
     let opts = strings(at(service(&c, "agent"), "security_opt"));
-    let nnp = [
-        "no-new-privileges",
-        "no-new-privileges:true",
-        "no-new-privileges=true",
-    ];
+    let nnp = ["no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"];
     assert!(
         opts.iter().any(|o| nnp.contains(&o.as_str())),
         "agent: `security_opt: [no-new-privileges:true]` is required, got {opts:?}"
@@ -243,11 +212,7 @@ fn agent_cannot_gain_privileges() {
 fn agent_runs_as_uid_10001() {
     let c = compose();
     let agent_uid = uid(service(&c, "agent"));
-    assert_eq!(
-        agent_uid.as_deref(),
-        Some("10001"),
-        "agent: `user:` must be the non-root 10001 (got {agent_uid:?})"
-    );
+    assert_eq!(agent_uid.as_deref(), Some("10001"), "agent: `user:` must be the non-root 10001 (got {agent_uid:?})");
 }
 
 #[test]
@@ -256,15 +221,12 @@ fn agent_has_pids_and_memory_limits() {
     let agent = service(&c, "agent");
     let pids = first_set(agent, &["pids_limit", "deploy.resources.limits.pids"]).and_then(text);
     assert!(
-        pids.as_deref()
-            .and_then(|p| p.parse::<i64>().ok())
-            .is_some_and(|p| p > 0),
+        pids.as_deref().and_then(|p| p.parse::<i64>().ok()).is_some_and(|p| p > 0),
         "agent: a positive `pids_limit` (or deploy.resources.limits.pids) is required, got {pids:?}"
     );
     let mem = first_set(agent, &["mem_limit", "deploy.resources.limits.memory"]).and_then(text);
     assert!(
-        mem.as_deref()
-            .is_some_and(|m| !m.trim().is_empty() && m != "0"),
+        mem.as_deref().is_some_and(|m| !m.trim().is_empty() && m != "0"),
         "agent: `mem_limit` (or deploy.resources.limits.memory) is required, got {mem:?}"
     );
 }
@@ -273,33 +235,18 @@ fn agent_has_pids_and_memory_limits() {
 fn agent_workspace_is_read_only_and_notes_is_the_only_writable_mount() {
     let c = compose();
     let all = mounts(service(&c, "agent"));
-    let workspace = all
-        .iter()
-        .find(|m| m.target.trim_end_matches('/') == "/workspace");
-    assert!(
-        workspace.is_some_and(|m| m.read_only),
-        "agent: /workspace must be mounted read-only, mounts are {all:?}"
-    );
+    let workspace = all.iter().find(|m| m.target.trim_end_matches('/') == "/workspace");
+    assert!(workspace.is_some_and(|m| m.read_only), "agent: /workspace must be mounted read-only, mounts are {all:?}");
     // the /tmp tmpfs (if given in long syntax) is scratch memory, not a mount of the host
     let is_writable = |m: &&Mount| {
         let tmp_tmpfs = m.kind == "tmpfs" && m.target == "/tmp";
         !m.read_only && !tmp_tmpfs
     };
-    let writable: Vec<&str> = all
-        .iter()
-        .filter(is_writable)
-        .map(|m| m.target.trim_end_matches('/'))
-        .collect();
-    assert_eq!(
-        writable,
-        ["/workspace/notes"],
-        "agent: /workspace/notes must be the one and only writable mount"
-    );
+    let writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
+    assert_eq!(writable, ["/workspace/notes"], "agent: /workspace/notes must be the one and only writable mount");
     let notes = all.iter().find(is_writable);
     assert!(
-        notes.is_some_and(
-            |m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")
-        ),
+        notes.is_some_and(|m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")),
         "agent: notes must be a bind of ./workspace/notes, got {notes:?}"
     );
     assert!(
@@ -312,15 +259,8 @@ fn agent_workspace_is_read_only_and_notes_is_the_only_writable_mount() {
 fn agent_is_only_on_the_sealed_network() {
     let c = compose();
     let agent = service(&c, "agent");
-    assert_eq!(
-        names(at(agent, "networks")),
-        ["sealed"],
-        "agent: must join the internal `sealed` network and no other"
-    );
-    assert!(
-        at(agent, "network_mode").is_none(),
-        "agent: `network_mode` would bypass the sealed network"
-    );
+    assert_eq!(names(at(agent, "networks")), ["sealed"], "agent: must join the internal `sealed` network and no other");
+    assert!(at(agent, "network_mode").is_none(), "agent: `network_mode` would bypass the sealed network");
 }
 
 #[test]
@@ -353,9 +293,7 @@ fn ollama_bridges_sealed_and_egress() {
 #[test]
 fn ollama_image_is_pinned() {
     let c = compose();
-    let image = at(service(&c, "ollama"), "image")
-        .and_then(text)
-        .unwrap_or_default();
+    let image = at(service(&c, "ollama"), "image").and_then(text).unwrap_or_default();
     let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
     assert!(
         image.contains('@') || (!tag.is_empty() && !tag.contains('/') && tag != "latest"),
@@ -372,13 +310,8 @@ fn a_one_shot_service_pulls_the_model_before_the_agent_starts() {
         words.first() == Some(&"pull") || words.windows(2).any(|w| w == ["ollama", "pull"])
     });
     let (name, svc) = pull.expect("compose.yaml: no service whose command runs `pull`");
-    let restart = at(svc, "restart")
-        .and_then(text)
-        .unwrap_or_else(|| "no".to_owned());
-    assert_eq!(
-        restart, "no",
-        "{name}: a one-shot pull must not be restarted"
-    );
+    let restart = at(svc, "restart").and_then(text).unwrap_or_else(|| "no".to_owned());
+    assert_eq!(restart, "no", "{name}: a one-shot pull must not be restarted");
     let condition = at(service(&c, "agent"), "depends_on")
         .and_then(|d| d.get(name.as_str()))
         .and_then(|d| d.get("condition"))
@@ -400,10 +333,7 @@ fn a_one_shot_service_pulls_the_model_before_the_agent_starts() {
 fn no_service_is_privileged_or_shares_host_namespaces() {
     let c = compose();
     for (name, svc) in services(&c) {
-        assert!(
-            !is_true(at(svc, "privileged")),
-            "{name}: `privileged: true` is forbidden"
-        );
+        assert!(!is_true(at(svc, "privileged")), "{name}: `privileged: true` is forbidden");
         for key in ["network_mode", "pid", "ipc", "userns_mode", "uts"] {
             let value = at(svc, key).and_then(text).unwrap_or_default();
             assert_ne!(value, "host", "{name}: `{key}: host` is forbidden");
@@ -415,10 +345,7 @@ fn no_service_is_privileged_or_shares_host_namespaces() {
 fn agent_publishes_no_ports() {
     let c = compose();
     let agent = service(&c, "agent");
-    assert!(
-        !is_non_empty(at(agent, "ports")),
-        "agent: must not publish ports"
-    );
+    assert!(!is_non_empty(at(agent, "ports")), "agent: must not publish ports");
 }
 
 // ---------------------------------------------------------------------------
@@ -449,14 +376,8 @@ fn dockerfile() -> Vec<Instruction> {
             }
             None => {
                 current.push_str(trimmed);
-                let (keyword, args) = current
-                    .trim()
-                    .split_once(char::is_whitespace)
-                    .unwrap_or((current.trim(), ""));
-                out.push(Instruction {
-                    keyword: keyword.to_ascii_uppercase(),
-                    args: args.trim().to_owned(),
-                });
+                let (keyword, args) = current.trim().split_once(char::is_whitespace).unwrap_or((current.trim(), ""));
+                out.push(Instruction { keyword: keyword.to_ascii_uppercase(), args: args.trim().to_owned() });
                 current.clear();
             }
         }
@@ -466,17 +387,12 @@ fn dockerfile() -> Vec<Instruction> {
 
 /// The image named by a `FROM` (flags such as `--platform` and `AS name` skipped).
 fn from_image(args: &str) -> &str {
-    args.split_whitespace()
-        .find(|w| !w.starts_with("--"))
-        .unwrap_or_default()
+    args.split_whitespace().find(|w| !w.starts_with("--")).unwrap_or_default()
 }
 
 /// The instructions of the last stage (from its `FROM` on).
 fn final_stage(all: &[Instruction]) -> &[Instruction] {
-    let last_from = all
-        .iter()
-        .rposition(|i| i.keyword == "FROM")
-        .expect("Dockerfile: no FROM");
+    let last_from = all.iter().rposition(|i| i.keyword == "FROM").expect("Dockerfile: no FROM");
     &all[last_from..]
 }
 
@@ -484,10 +400,7 @@ fn final_stage(all: &[Instruction]) -> &[Instruction] {
 fn dockerfile_is_multi_stage() {
     let all = dockerfile();
     let froms = all.iter().filter(|i| i.keyword == "FROM").count();
-    assert!(
-        froms >= 2,
-        "Dockerfile: a builder and a runtime stage are required, found {froms} FROM"
-    );
+    assert!(froms >= 2, "Dockerfile: a builder and a runtime stage are required, found {froms} FROM");
 }
 
 #[test]
@@ -515,11 +428,7 @@ fn dockerfile_base_images_are_pinned() {
                 .map(ToString::to_string)
         })
         .collect();
-    for image in all
-        .iter()
-        .filter(|i| i.keyword == "FROM")
-        .map(|i| from_image(&i.args))
-    {
+    for image in all.iter().filter(|i| i.keyword == "FROM").map(|i| from_image(&i.args)) {
         if image == "scratch" || stages.iter().any(|s| s == image) {
             continue;
         }
@@ -534,17 +443,9 @@ fn dockerfile_base_images_are_pinned() {
 #[test]
 fn dockerfile_runs_as_uid_10001() {
     let all = dockerfile();
-    let user = final_stage(&all)
-        .iter()
-        .rev()
-        .find(|i| i.keyword == "USER")
-        .map(|i| i.args.clone());
+    let user = final_stage(&all).iter().rev().find(|i| i.keyword == "USER").map(|i| i.args.clone());
     let uid = user.as_deref().and_then(|u| u.split(':').next());
-    assert_eq!(
-        uid,
-        Some("10001"),
-        "Dockerfile: the runtime stage must end with `USER 10001` (got {user:?})"
-    );
+    assert_eq!(uid, Some("10001"), "Dockerfile: the runtime stage must end with `USER 10001` (got {user:?})");
 }
 
 #[test]
@@ -557,19 +458,13 @@ fn dockerfile_entrypoint_is_exec_form() {
         .expect("Dockerfile: the runtime stage needs an ENTRYPOINT");
     // A JSON array is also a YAML flow sequence, so yaml_serde can check it.
     let argv: Vec<String> = yaml_serde::from_str(&entrypoint.args).unwrap_or_else(|e| {
-        panic!(
-            "Dockerfile: ENTRYPOINT must be exec (JSON array) form, got {:?}: {e}",
-            entrypoint.args
-        )
+        panic!("Dockerfile: ENTRYPOINT must be exec (JSON array) form, got {:?}: {e}", entrypoint.args)
     });
     assert!(
         entrypoint.args.starts_with('[') && !argv.is_empty(),
         "Dockerfile: ENTRYPOINT must be a non-empty JSON array"
     );
-    assert_eq!(
-        argv[0], "/usr/local/bin/docs-agent",
-        "Dockerfile: ENTRYPOINT must run the docs-agent binary"
-    );
+    assert_eq!(argv[0], "/usr/local/bin/docs-agent", "Dockerfile: ENTRYPOINT must run the docs-agent binary");
 }
 
 #[test]
@@ -577,19 +472,11 @@ fn dockerfile_never_pipes_a_download_into_a_shell() {
     let shells = ["sh", "bash", "zsh", "dash", "ash", "sudo"];
     for instruction in dockerfile() {
         let text = instruction.args.to_ascii_lowercase();
-        let segments: Vec<&str> = text
-            .split('|')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
+        let segments: Vec<&str> = text.split('|').map(str::trim).filter(|s| !s.is_empty()).collect();
         for pair in segments.windows(2) {
-            let downloads = pair[0]
-                .split_whitespace()
-                .any(|w| w == "curl" || w == "wget");
+            let downloads = pair[0].split_whitespace().any(|w| w == "curl" || w == "wget");
             let next = pair[1].split_whitespace().next().unwrap_or_default();
-            let into_shell = shells
-                .iter()
-                .any(|s| next == *s || next.ends_with(&format!("/{s}")));
+            let into_shell = shells.iter().any(|s| next == *s || next.ends_with(&format!("/{s}")));
             assert!(
                 !(downloads && into_shell),
                 "Dockerfile: `{} {}` pipes a download into a shell",

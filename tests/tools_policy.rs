@@ -18,10 +18,7 @@ fn harness(root: &Path) -> Harness {
     let sources = Sources {
         file: None,
         env: HashMap::new(),
-        flags: vec![
-            ("workspace", root.display().to_string()),
-            ("llm.model", "scripted".into()),
-        ],
+        flags: vec![("workspace", root.display().to_string()), ("llm.model", "scripted".into())],
     };
     Harness::open(Config::load(&sources).expect("config")).expect("open harness")
 }
@@ -43,16 +40,8 @@ type Case<'a> = (&'a str, String, Decision, &'a str);
 fn check(tb: &Toolbox<'_>, cases: &[Case<'_>]) {
     for (tool, args, decision, fragment) in cases {
         let (outcome, _) = tb.run(tool, args);
-        assert_eq!(
-            outcome.decision, *decision,
-            "{tool} {args}: {}",
-            outcome.text
-        );
-        assert!(
-            outcome.text.contains(fragment),
-            "{tool} {args}: {:?} lacks {fragment:?}",
-            outcome.text
-        );
+        assert_eq!(outcome.decision, *decision, "{tool} {args}: {}", outcome.text);
+        assert!(outcome.text.contains(fragment), "{tool} {args}: {:?} lacks {fragment:?}", outcome.text);
     }
 }
 
@@ -70,85 +59,26 @@ fn reads_stay_inside_their_area() {
     let root = ws.path();
     symlink("/etc/passwd", root.join("docs/escape.md")).expect("symlink");
     symlink("../AGENTS.md", root.join("notes/agents-link.md")).expect("symlink");
-    std::fs::write(
-        root.join("secret.env"),
-        "TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-    )
-    .expect("write");
+    std::fs::write(root.join("secret.env"), "TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789").expect("write");
     symlink("../secret.env", root.join("docs/env.md")).expect("symlink");
     let h = harness(root);
     let tb = toolbox(&h, Approver::Never);
     check(
         &tb,
         &[
-            (
-                "read_file",
-                read("docs/refunds.md"),
-                Decision::Allowed,
-                "<untrusted source=\"docs/refunds.md\">",
-            ),
+            ("read_file", read("docs/refunds.md"), Decision::Allowed, "<untrusted source=\"docs/refunds.md\">"),
             ("read_file", read("AGENTS.md"), Decision::Allowed, "notes/"),
-            (
-                "read_file",
-                read("../../etc/passwd"),
-                Decision::Denied,
-                "DENIED:",
-            ),
-            (
-                "read_file",
-                read("/etc/passwd"),
-                Decision::Denied,
-                "absolute",
-            ),
-            (
-                "read_file",
-                read("docs/../../etc/passwd"),
-                Decision::Denied,
-                "`..`",
-            ),
+            ("read_file", read("../../etc/passwd"), Decision::Denied, "DENIED:"),
+            ("read_file", read("/etc/passwd"), Decision::Denied, "absolute"),
+            ("read_file", read("docs/../../etc/passwd"), Decision::Denied, "`..`"),
             ("read_file", read("~/.ssh/id_rsa"), Decision::Denied, "home"),
-            (
-                "read_file",
-                read("docs/%2e%2e/AGENTS.md"),
-                Decision::Denied,
-                "percent",
-            ),
-            (
-                "read_file",
-                read("docs\\..\\AGENTS.md"),
-                Decision::Denied,
-                "backslash",
-            ),
-            (
-                "read_file",
-                read("docs/escape.md"),
-                Decision::Denied,
-                "outside its folder",
-            ),
-            (
-                "read_file",
-                read("docs/env.md"),
-                Decision::Denied,
-                "outside its folder",
-            ),
-            (
-                "read_file",
-                read("notes/agents-link.md"),
-                Decision::Denied,
-                "outside its folder",
-            ),
-            (
-                "read_file",
-                read("secret.env"),
-                Decision::Denied,
-                "outside the readable areas",
-            ),
-            (
-                "read_file",
-                read("docs/missing.md"),
-                Decision::Error,
-                "no such file",
-            ),
+            ("read_file", read("docs/%2e%2e/AGENTS.md"), Decision::Denied, "percent"),
+            ("read_file", read("docs\\..\\AGENTS.md"), Decision::Denied, "backslash"),
+            ("read_file", read("docs/escape.md"), Decision::Denied, "outside its folder"),
+            ("read_file", read("docs/env.md"), Decision::Denied, "outside its folder"),
+            ("read_file", read("notes/agents-link.md"), Decision::Denied, "outside its folder"),
+            ("read_file", read("secret.env"), Decision::Denied, "outside the readable areas"),
+            ("read_file", read("docs/missing.md"), Decision::Error, "no such file"),
         ],
     );
 }
@@ -159,13 +89,9 @@ fn read_file_redacts_before_slicing() {
     let h = harness(ws.path());
     let tb = toolbox(&h, Approver::Never);
     let whole = tb.run("read_file", &read("docs/onboarding.md")).0.text;
-    assert!(
-        whole.contains("[REDACTED]") && !whole.contains(ONBOARDING_KEY),
-        "{whole}"
-    );
+    assert!(whole.contains("[REDACTED]") && !whole.contains(ONBOARDING_KEY), "{whole}");
     for offset in 1..40 {
-        let args = serde_json::json!({"path": "docs/onboarding.md", "offset": offset, "limit": 1})
-            .to_string();
+        let args = serde_json::json!({"path": "docs/onboarding.md", "offset": offset, "limit": 1}).to_string();
         let text = tb.run("read_file", &args).0.text;
         assert!(!text.contains("4eC39Hq"), "offset {offset}: {text}");
     }
@@ -188,127 +114,37 @@ fn writes_only_under_notes_and_never_through_links() {
     check(
         &tb,
         &[
-            (
-                "write_file",
-                write("notes/ok.md", "fine"),
-                Decision::Allowed,
-                "OK: wrote 4 bytes to notes/ok.md",
-            ),
-            (
-                "write_file",
-                write("notes/sub/dir/ok.md", "deep"),
-                Decision::Allowed,
-                "OK:",
-            ),
-            (
-                "write_file",
-                write("notes/../docs/refunds.md", "x"),
-                Decision::Denied,
-                "`..`",
-            ),
-            (
-                "write_file",
-                write("docs/refunds.md", "x"),
-                Decision::Denied,
-                "read-only",
-            ),
-            (
-                "write_file",
-                write("AGENTS.md", "x"),
-                Decision::Denied,
-                "read-only",
-            ),
-            (
-                "write_file",
-                write("skills/save-note/SKILL.md", "x"),
-                Decision::Denied,
-                "read-only",
-            ),
-            (
-                "write_file",
-                write("/tmp/x", "x"),
-                Decision::Denied,
-                "absolute",
-            ),
+            ("write_file", write("notes/ok.md", "fine"), Decision::Allowed, "OK: wrote 4 bytes to notes/ok.md"),
+            ("write_file", write("notes/sub/dir/ok.md", "deep"), Decision::Allowed, "OK:"),
+            ("write_file", write("notes/../docs/refunds.md", "x"), Decision::Denied, "`..`"),
+            ("write_file", write("docs/refunds.md", "x"), Decision::Denied, "read-only"),
+            ("write_file", write("AGENTS.md", "x"), Decision::Denied, "read-only"),
+            ("write_file", write("skills/save-note/SKILL.md", "x"), Decision::Denied, "read-only"),
+            ("write_file", write("/tmp/x", "x"), Decision::Denied, "absolute"),
             ("write_file", write("~/x", "x"), Decision::Denied, "home"),
-            (
-                "write_file",
-                write("notes%2F..%2Fdocs%2Fx", "x"),
-                Decision::Denied,
-                "percent",
-            ),
-            (
-                "write_file",
-                write("notes\\..\\docs\\x", "x"),
-                Decision::Denied,
-                "backslash",
-            ),
-            (
-                "write_file",
-                write("notes\u{FF0F}x", "x"),
-                Decision::Denied,
-                "slash",
-            ),
-            (
-                "write_file",
-                write("notes/a\u{0}b", "x"),
-                Decision::Denied,
-                "NUL",
-            ),
-            (
-                "write_file",
-                write(&long, "x"),
-                Decision::Denied,
-                "limit is 255",
-            ),
-            (
-                "write_file",
-                write("notes/sym.md", "x"),
-                Decision::Denied,
-                "symbolic link",
-            ),
-            (
-                "write_file",
-                write("notes/dirlink/x.md", "x"),
-                Decision::Denied,
-                "symbolic link",
-            ),
-            (
-                "write_file",
-                write("notes/hard.md", "x"),
-                Decision::Denied,
-                "hard-linked",
-            ),
-            (
-                "write_file",
-                write("notes/ghp_abcdefghijklmnopqrstuvwxyz0123456789.md", "x"),
-                Decision::Denied,
-                "secret",
-            ),
+            ("write_file", write("notes%2F..%2Fdocs%2Fx", "x"), Decision::Denied, "percent"),
+            ("write_file", write("notes\\..\\docs\\x", "x"), Decision::Denied, "backslash"),
+            ("write_file", write("notes\u{FF0F}x", "x"), Decision::Denied, "slash"),
+            ("write_file", write("notes/a\u{0}b", "x"), Decision::Denied, "NUL"),
+            ("write_file", write(&long, "x"), Decision::Denied, "limit is 255"),
+            ("write_file", write("notes/sym.md", "x"), Decision::Denied, "symbolic link"),
+            ("write_file", write("notes/dirlink/x.md", "x"), Decision::Denied, "symbolic link"),
+            ("write_file", write("notes/hard.md", "x"), Decision::Denied, "hard-linked"),
+            ("write_file", write("notes/ghp_abcdefghijklmnopqrstuvwxyz0123456789.md", "x"), Decision::Denied, "secret"),
         ],
     );
-    assert_eq!(
-        std::fs::read(root.join("docs/refunds.md")).expect("read"),
-        refunds_before,
-        "docs untouched"
-    );
+    assert_eq!(std::fs::read(root.join("docs/refunds.md")).expect("read"), refunds_before, "docs untouched");
     assert_eq!(
         std::fs::read_to_string(root.join("outside.txt")).expect("read"),
         "original",
         "hard link target untouched"
     );
-    assert_eq!(
-        std::fs::read_to_string(root.join("notes/ok.md")).expect("read"),
-        "fine"
-    );
+    assert_eq!(std::fs::read_to_string(root.join("notes/ok.md")).expect("read"), "fine");
     let leftovers: Vec<_> = common::files_under(&root.join("notes"))
         .into_iter()
         .filter(|(p, _)| p.to_string_lossy().contains(".tmp-"))
         .collect();
-    assert!(
-        leftovers.is_empty(),
-        "no temporary files left: {leftovers:?}"
-    );
+    assert!(leftovers.is_empty(), "no temporary files left: {leftovers:?}");
 }
 
 #[test]
@@ -317,31 +153,12 @@ fn approved_content_is_redacted_and_denial_writes_nothing() {
     let h = harness(ws.path());
     let content = format!("staging key is {ONBOARDING_KEY}\npassword: \"hunter2hunter2\"");
     let approved = toolbox(&h, Approver::Always);
-    check(
-        &approved,
-        &[(
-            "write_file",
-            write("notes/a.md", &content),
-            Decision::Allowed,
-            "OK:",
-        )],
-    );
+    check(&approved, &[("write_file", write("notes/a.md", &content), Decision::Allowed, "OK:")]);
     let note = std::fs::read_to_string(ws.path().join("notes/a.md")).expect("read");
-    assert!(
-        !note.contains(ONBOARDING_KEY) && !note.contains("hunter2hunter2"),
-        "{note}"
-    );
+    assert!(!note.contains(ONBOARDING_KEY) && !note.contains("hunter2hunter2"), "{note}");
     assert!(note.contains("[REDACTED]"), "{note}");
     let denied = toolbox(&h, Approver::Never);
-    check(
-        &denied,
-        &[(
-            "write_file",
-            write("notes/b.md", "x"),
-            Decision::Denied,
-            "not approved",
-        )],
-    );
+    check(&denied, &[("write_file", write("notes/b.md", "x"), Decision::Denied, "not approved")]);
     assert!(!ws.path().join("notes/b.md").exists());
 }
 
@@ -354,73 +171,18 @@ fn malformed_calls_are_errors_not_crashes() {
     check(
         &tb,
         &[
-            (
-                "rm_rf",
-                "{}".into(),
-                Decision::Error,
-                "unknown tool `rm_rf`",
-            ),
-            (
-                "search_docs",
-                "{not json".into(),
-                Decision::Error,
-                "not valid JSON",
-            ),
-            (
-                "search_docs",
-                "{}".into(),
-                Decision::Error,
-                "missing field `query`",
-            ),
-            (
-                "search_docs",
-                "".into(),
-                Decision::Error,
-                "missing field `query`",
-            ),
-            (
-                "search_docs",
-                "[1,2]".into(),
-                Decision::Error,
-                "bad arguments",
-            ),
-            (
-                "search_docs",
-                r#"{"query": 5}"#.into(),
-                Decision::Error,
-                "bad arguments",
-            ),
-            (
-                "search_docs",
-                r#"{"query": "x", "extra": 1}"#.into(),
-                Decision::Error,
-                "unknown field `extra`",
-            ),
+            ("rm_rf", "{}".into(), Decision::Error, "unknown tool `rm_rf`"),
+            ("search_docs", "{not json".into(), Decision::Error, "not valid JSON"),
+            ("search_docs", "{}".into(), Decision::Error, "missing field `query`"),
+            ("search_docs", "".into(), Decision::Error, "missing field `query`"),
+            ("search_docs", "[1,2]".into(), Decision::Error, "bad arguments"),
+            ("search_docs", r#"{"query": 5}"#.into(), Decision::Error, "bad arguments"),
+            ("search_docs", r#"{"query": "x", "extra": 1}"#.into(), Decision::Error, "unknown field `extra`"),
             ("search_docs", huge, Decision::Error, "limit"),
-            (
-                "read_file",
-                r#"{"path": "docs/refunds.md", "offset": -1}"#.into(),
-                Decision::Error,
-                "bad arguments",
-            ),
-            (
-                "load_skill",
-                r#"{"skill": "nope"}"#.into(),
-                Decision::Error,
-                "no skill named `nope`",
-            ),
-            (
-                "load_skill",
-                r#"{"skill": "save-note"}"#.into(),
-                Decision::Allowed,
-                "<skill name=\"save-note\"",
-            ),
-            (
-                "search_docs",
-                r#"{"query": ""}"#.into(),
-                Decision::Allowed,
-                "No section",
-            ),
+            ("read_file", r#"{"path": "docs/refunds.md", "offset": -1}"#.into(), Decision::Error, "bad arguments"),
+            ("load_skill", r#"{"skill": "nope"}"#.into(), Decision::Error, "no skill named `nope`"),
+            ("load_skill", r#"{"skill": "save-note"}"#.into(), Decision::Allowed, "<skill name=\"save-note\""),
+            ("search_docs", r#"{"query": ""}"#.into(), Decision::Allowed, "No section"),
         ],
     );
 }
@@ -433,10 +195,7 @@ fn retrieved_text_cannot_close_or_forge_the_fence() {
     std::fs::write(ws.path().join("docs/hostile.md"), hostile).expect("write");
     let h = harness(ws.path());
     let tb = toolbox(&h, Approver::Never);
-    let text = tb
-        .run("search_docs", r#"{"query": "hostile payload forged"}"#)
-        .0
-        .text;
+    let text = tb.run("search_docs", r#"{"query": "hostile payload forged"}"#).0.text;
     let opens = text.matches("<untrusted ").count();
     let closes = text.matches("</untrusted>").count();
     let hits = text
@@ -460,24 +219,15 @@ fn odd_docs_are_skipped_with_warnings_not_crashes() {
     std::fs::write(docs.join("latin1.md"), b"# Caf\xe9\n").expect("write");
     std::fs::write(docs.join("huge.md"), "x".repeat(5 * 1024 * 1024)).expect("write");
     symlink("/etc/passwd", docs.join("passwd.md")).expect("symlink");
-    let status = std::process::Command::new("mkfifo")
-        .arg(docs.join("fifo.md"))
-        .status()
-        .expect("mkfifo");
+    let status = std::process::Command::new("mkfifo").arg(docs.join("fifo.md")).status().expect("mkfifo");
     assert!(status.success());
     let h = harness(ws.path());
     let warnings = h.index.warnings.join("\n");
     for file in ["binary.md", "latin1.md", "huge.md", "passwd.md", "fifo.md"] {
-        assert!(
-            warnings.contains(&format!("docs/{file}")),
-            "{file} skipped with a warning:\n{warnings}"
-        );
+        assert!(warnings.contains(&format!("docs/{file}")), "{file} skipped with a warning:\n{warnings}");
     }
     let hits = h.index.search("root bin bash", 10).expect("search");
-    assert!(
-        hits.iter().all(|hit| hit.path != "docs/passwd.md"),
-        "nothing indexed from outside"
-    );
+    assert!(hits.iter().all(|hit| hit.path != "docs/passwd.md"), "nothing indexed from outside");
     assert!(h.index.stats.files >= 14);
 }
 
@@ -485,24 +235,14 @@ fn odd_docs_are_skipped_with_warnings_not_crashes() {
 fn long_sections_show_the_part_that_matched() {
     let ws = sample_workspace();
     let filler = "Ordinary paragraph about invoices and billing runs.\n".repeat(120);
-    let doc = format!(
-        "# Long\n\n## Everything\n{filler}\nThe zanzibar clause applies to yearly plans.\n{filler}"
-    );
+    let doc = format!("# Long\n\n## Everything\n{filler}\nThe zanzibar clause applies to yearly plans.\n{filler}");
     assert!(doc.len() > 10_000);
     std::fs::write(ws.path().join("docs/long.md"), doc).expect("write");
     let h = harness(ws.path());
     let hits = h.index.search("zanzibar clause", 3).expect("search");
     assert_eq!(hits[0].source(), "docs/long.md#everything");
-    assert!(
-        hits[0].excerpt.contains("The zanzibar clause applies"),
-        "{}",
-        hits[0].excerpt
-    );
-    assert!(
-        hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8,
-        "{}",
-        hits[0].excerpt.len()
-    );
+    assert!(hits[0].excerpt.contains("The zanzibar clause applies"), "{}", hits[0].excerpt);
+    assert!(hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8, "{}", hits[0].excerpt.len());
     assert!(hits[0].excerpt.starts_with('…') && hits[0].excerpt.ends_with('…'));
 }
 
@@ -520,19 +260,13 @@ fn a_secret_split_by_invisible_characters_is_still_redacted() {
     for (tool, args) in [
         ("search_docs", r#"{"query": "zebra key"}"#.to_string()),
         ("read_file", read("docs/split.md")),
-        (
-            "write_file",
-            write("notes/split.md", &format!("copy: {split}")),
-        ),
+        ("write_file", write("notes/split.md", &format!("copy: {split}"))),
     ] {
         let text = tb.run(tool, &args).0.text;
         assert!(!text.contains("LyjWDarjtT1zdp7dc"), "{tool}: {text}");
     }
     let note = std::fs::read_to_string(ws.path().join("notes/split.md")).expect("note");
-    assert!(
-        !note.contains("LyjWDarjtT1zdp7dc") && note.contains("[REDACTED]"),
-        "{note}"
-    );
+    assert!(!note.contains("LyjWDarjtT1zdp7dc") && note.contains("[REDACTED]"), "{note}");
 }
 
 #[test]
@@ -540,11 +274,7 @@ fn a_section_matching_a_term_half_a_million_times_is_searched_whole() {
     // Regression: FTS5 highlight() is quadratic in the matches of one row, and a 4 MB
     // section of one repeated word took minutes. Long sections are now cut into windows.
     let ws = sample_workspace();
-    std::fs::write(
-        ws.path().join("docs/long.md"),
-        format!("# L\n\n{}\n", "x ".repeat(500_000)),
-    )
-    .expect("write");
+    std::fs::write(ws.path().join("docs/long.md"), format!("# L\n\n{}\n", "x ".repeat(500_000))).expect("write");
     let h = harness(ws.path());
     let hits = h.index.search("x", 5).expect("search");
     assert_eq!(hits.len(), 1, "one hit per section");
@@ -569,22 +299,11 @@ fn an_area_that_is_a_symlink_is_not_used() {
             ("read_file", read("docs/private.txt"))
         };
         let outcome = tb.run(tool, &args).0;
-        assert_ne!(
-            outcome.decision,
-            Decision::Allowed,
-            "{area} -> {target}: {}",
-            outcome.text
-        );
-        assert_eq!(
-            std::fs::read(root.join("AGENTS.md")).expect("read"),
-            agents_before
-        );
+        assert_ne!(outcome.decision, Decision::Allowed, "{area} -> {target}: {}", outcome.text);
+        assert_eq!(std::fs::read(root.join("AGENTS.md")).expect("read"), agents_before);
         let report = docs_agent::check::check(&h);
         assert!(
-            report
-                .problems
-                .iter()
-                .any(|p| p.file == area && p.message.contains("symbolic link")),
+            report.problems.iter().any(|p| p.file == area && p.message.contains("symbolic link")),
             "{area} -> {target}: {:?}",
             report.problems
         );

@@ -24,12 +24,7 @@ fn on_terminal(workspace: &std::path::Path, typed: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run `script` (util-linux)");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(typed.as_bytes())
-        .expect("type the answer");
+    child.stdin.take().expect("stdin").write_all(typed.as_bytes()).expect("type the answer");
     let out = child.wait_with_output().expect("wait");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -39,20 +34,10 @@ fn yes_at_the_prompt_writes_the_redacted_note() {
     let ws = sample_workspace();
     let screen = on_terminal(ws.path(), "y\n");
     assert!(screen.contains("allow? [y/N]"), "{screen}");
-    assert!(
-        screen.contains("notes/leak.txt"),
-        "prompt shows the path: {screen}"
-    );
-    assert!(
-        !screen.contains(ONBOARDING_KEY),
-        "prompt shows redacted content: {screen}"
-    );
-    let note =
-        std::fs::read_to_string(ws.path().join("notes/leak.txt")).expect("note written after yes");
-    assert!(
-        note.contains("[REDACTED]") && !note.contains(ONBOARDING_KEY),
-        "{note}"
-    );
+    assert!(screen.contains("notes/leak.txt"), "prompt shows the path: {screen}");
+    assert!(!screen.contains(ONBOARDING_KEY), "prompt shows redacted content: {screen}");
+    let note = std::fs::read_to_string(ws.path().join("notes/leak.txt")).expect("note written after yes");
+    assert!(note.contains("[REDACTED]") && !note.contains(ONBOARDING_KEY), "{note}");
 }
 
 #[test]
@@ -62,9 +47,6 @@ fn anything_else_at_the_prompt_denies() {
         let screen = on_terminal(ws.path(), typed);
         assert!(screen.contains("allow? [y/N]"), "{screen}");
         assert!(screen.contains("declined"), "typed {typed:?}: {screen}");
-        assert!(
-            !ws.path().join("notes/leak.txt").exists(),
-            "typed {typed:?}"
-        );
+        assert!(!ws.path().join("notes/leak.txt").exists(), "typed {typed:?}");
     }
 }

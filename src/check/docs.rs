@@ -15,15 +15,7 @@ use crate::index::walk::DocFile;
 pub fn check_docs(files: &[DocFile]) -> Vec<Problem> {
     let anchors: HashMap<&str, HashSet<String>> = files
         .iter()
-        .map(|f| {
-            (
-                f.path.as_str(),
-                chunk::chunk_markdown(&f.text, "")
-                    .into_iter()
-                    .map(|c| c.anchor)
-                    .collect(),
-            )
-        })
+        .map(|f| (f.path.as_str(), chunk::chunk_markdown(&f.text, "").into_iter().map(|c| c.anchor).collect()))
         .collect();
     let mut problems = Vec::new();
     for file in files {
@@ -34,73 +26,45 @@ pub fn check_docs(files: &[DocFile]) -> Vec<Problem> {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
 }
 
 fn problem(file: &DocFile, line: usize, message: String) -> Problem {
-    Problem {
-        file: file.path.clone(),
-        line: Some(line),
-        message,
-    }
+    Problem { file: file.path.clone(), line: Some(line), message }
 }
 
 fn front_matter(file: &DocFile, problems: &mut Vec<Problem>) {
     let text = file.text.trim_start_matches('\u{feff}');
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
+    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
         return;
     };
     let Some(end) = rest.find("\n---") else {
-        return problems.push(problem(
-            file,
-            1,
-            "front matter starts with `---` but is never closed".into(),
-        ));
+        return problems.push(problem(file, 1, "front matter starts with `---` but is never closed".into()));
     };
     if let Err(e) = yaml_serde::from_str::<yaml_serde::Value>(&rest[..end]) {
         let line = e.location().map_or(1, |l| l.line() + 1);
-        problems.push(problem(
-            file,
-            line,
-            format!("front matter is not valid YAML: {e}"),
-        ));
+        problems.push(problem(file, line, format!("front matter is not valid YAML: {e}")));
     }
 }
 
-fn fences_and_links(
-    file: &DocFile,
-    anchors: &HashMap<&str, HashSet<String>>,
-    problems: &mut Vec<Problem>,
-) {
+fn fences_and_links(file: &DocFile, anchors: &HashMap<&str, HashSet<String>>, problems: &mut Vec<Problem>) {
     let text = &file.text;
-    let options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
-        | Options::ENABLE_TABLES
-        | Options::ENABLE_HEADING_ATTRIBUTES;
+    let options =
+        Options::ENABLE_YAML_STYLE_METADATA_BLOCKS | Options::ENABLE_TABLES | Options::ENABLE_HEADING_ATTRIBUTES;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         match event {
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
                 let block = &text[range.clone()];
-                let opener: String = block
-                    .trim_start()
-                    .chars()
-                    .take_while(|c| *c == '`' || *c == '~')
-                    .collect();
+                let opener: String = block.trim_start().chars().take_while(|c| *c == '`' || *c == '~').collect();
                 let closed = block.trim_end().lines().count() > 1
-                    && block
-                        .trim_end()
-                        .lines()
-                        .last()
-                        .is_some_and(|l| l.trim().starts_with(&opener));
+                    && block.trim_end().lines().last().is_some_and(|l| l.trim().starts_with(&opener));
                 if !closed && range.end >= text.trim_end().len() {
                     let line = line_of(text, range.start);
-                    problems.push(problem(file, line, format!("code fence opened with {opener} is never closed; the rest of the file is code")));
+                    problems.push(problem(
+                        file,
+                        line,
+                        format!("code fence opened with {opener} is never closed; the rest of the file is code"),
+                    ));
                 }
             }
             Event::Start(Tag::Link { dest_url, .. }) => {
@@ -118,9 +82,7 @@ fn broken_link(from: &str, dest: &str, anchors: &HashMap<&str, HashSet<String>>)
     if dest.contains("://") || dest.starts_with("mailto:") || dest.starts_with('/') {
         return None;
     }
-    let (page, anchor) = dest
-        .split_once('#')
-        .map_or((dest, None), |(p, a)| (p, Some(a)));
+    let (page, anchor) = dest.split_once('#').map_or((dest, None), |(p, a)| (p, Some(a)));
     let target = if page.is_empty() {
         from.to_string()
     } else {
@@ -133,9 +95,9 @@ fn broken_link(from: &str, dest: &str, anchors: &HashMap<&str, HashSet<String>>)
         return Some(format!("link to `{dest}`: {target} does not exist"));
     };
     match anchor {
-        Some(a) if !a.is_empty() && !known.contains(a) => Some(format!(
-            "link to `{dest}`: {target} has no heading with anchor `#{a}`"
-        )),
+        Some(a) if !a.is_empty() && !known.contains(a) => {
+            Some(format!("link to `{dest}`: {target} has no heading with anchor `#{a}`"))
+        }
         _ => None,
     }
 }
@@ -161,10 +123,7 @@ mod tests {
     use super::*;
 
     fn doc(path: &str, text: &str) -> DocFile {
-        DocFile {
-            path: path.into(),
-            text: text.into(),
-        }
+        DocFile { path: path.into(), text: text.into() }
     }
 
     #[test]
@@ -175,14 +134,8 @@ mod tests {
                 "docs/sub/b.md",
                 "# B\n\nSee [a](../a.md#window) and [x](../a.md#nope).\n\n[gone](missing.md)\n[web](https://x.example/a.md)\n",
             ),
-            doc(
-                "docs/c.md",
-                "---\ntitle: [unclosed\n---\n# C\n\n```bash\n# not a heading\n",
-            ),
-            doc(
-                "docs/d.md",
-                "# D\n\n```\ncode\n```\n\n[self](#d) [bad](#zzz)\n",
-            ),
+            doc("docs/c.md", "---\ntitle: [unclosed\n---\n# C\n\n```bash\n# not a heading\n"),
+            doc("docs/d.md", "# D\n\n```\ncode\n```\n\n[self](#d) [bad](#zzz)\n"),
         ];
         let got: Vec<String> = check_docs(&files).iter().map(|p| p.to_string()).collect();
         let expected_fragments = [
@@ -193,24 +146,15 @@ mod tests {
             "docs/d.md:7: link to `#zzz`",
         ];
         for fragment in expected_fragments {
-            assert!(
-                got.iter().any(|g| g.contains(fragment)),
-                "missing {fragment:?} in {got:#?}"
-            );
+            assert!(got.iter().any(|g| g.contains(fragment)), "missing {fragment:?} in {got:#?}");
         }
         assert_eq!(got.len(), expected_fragments.len(), "{got:#?}");
     }
 
     #[test]
     fn resolves_relative_paths() {
-        assert_eq!(
-            resolve("docs/a/b.md", "../c.md").as_deref(),
-            Some("docs/c.md")
-        );
-        assert_eq!(
-            resolve("docs/b.md", "./x/y.md").as_deref(),
-            Some("docs/x/y.md")
-        );
+        assert_eq!(resolve("docs/a/b.md", "../c.md").as_deref(), Some("docs/c.md"));
+        assert_eq!(resolve("docs/b.md", "./x/y.md").as_deref(), Some("docs/x/y.md"));
         assert_eq!(resolve("docs/b.md", "../../../x.md"), None);
     }
 }

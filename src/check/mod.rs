@@ -39,11 +39,7 @@ pub struct Report {
 }
 
 fn problem(file: &str, line: Option<usize>, message: impl Into<String>) -> Problem {
-    Problem {
-        file: file.to_string(),
-        line,
-        message: message.into(),
-    }
+    Problem { file: file.to_string(), line, message: message.into() }
 }
 
 /// Checks AGENTS.md, the skills, docs/ and notes/.
@@ -51,50 +47,29 @@ pub fn check(harness: &Harness) -> Report {
     let mut problems = Vec::new();
     let workspace = &harness.workspace;
     match check_read("AGENTS.md").map(|p| workspace.read_text(&p, 64 * 1024)) {
-        Ok(Ok(text)) if text.trim().is_empty() => problems.push(problem(
-            "AGENTS.md",
-            Some(1),
-            "is empty; write the project's rules for the assistant",
-        )),
+        Ok(Ok(text)) if text.trim().is_empty() => {
+            problems.push(problem("AGENTS.md", Some(1), "is empty; write the project's rules for the assistant"))
+        }
         Ok(Ok(_)) => {}
-        Ok(Err(FileError::Failed(m)))
-        | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => {
-            problems.push(problem(
+        Ok(Err(FileError::Failed(m))) | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => problems
+            .push(problem(
                 "AGENTS.md",
                 None,
-                format!(
-                    "{}; add the project's rules as AGENTS.md",
-                    m.strip_prefix("AGENTS.md: ").unwrap_or(&m)
-                ),
-            ))
-        }
+                format!("{}; add the project's rules as AGENTS.md", m.strip_prefix("AGENTS.md: ").unwrap_or(&m)),
+            )),
         Err(d) => problems.push(problem("AGENTS.md", None, d.0)),
     }
     for p in &harness.skills.problems {
-        problems.push(problem(
-            &p.file,
-            p.line,
-            format!("[{}] {}", p.rule, p.message),
-        ));
+        problems.push(problem(&p.file, p.line, format!("[{}] {}", p.rule, p.message)));
     }
     for area in workspace.linked_areas() {
-        problems.push(problem(
-            area,
-            None,
-            "is a symbolic link; areas must be real folders, so it is not used",
-        ));
+        problems.push(problem(area, None, "is a symbolic link; areas must be real folders, so it is not used"));
     }
     if workspace.docs().is_none() {
-        problems.push(problem(
-            "docs",
-            None,
-            "folder is missing; put the product's Markdown docs in docs/",
-        ));
+        problems.push(problem("docs", None, "folder is missing; put the product's Markdown docs in docs/"));
     }
     for warning in &harness.index.warnings {
-        let (file, message) = warning
-            .split_once(": ")
-            .unwrap_or(("docs", warning.as_str()));
+        let (file, message) = warning.split_once(": ").unwrap_or(("docs", warning.as_str()));
         problems.push(problem(file, None, message));
     }
     if let Some(dir) = workspace.docs() {
@@ -102,18 +77,10 @@ pub fn check(harness: &Harness) -> Report {
         problems.extend(docs::check_docs(&walk.files));
     }
     for file in &harness.index.stats.empty_files {
-        problems.push(problem(
-            file,
-            None,
-            "has no text to index (empty sections only)",
-        ));
+        problems.push(problem(file, None, "has no text to index (empty sections only)"));
     }
     if !workspace.has_notes() {
-        problems.push(problem(
-            "notes",
-            None,
-            "folder is missing; writes will fail until notes/ exists",
-        ));
+        problems.push(problem("notes", None, "folder is missing; writes will fail until notes/ exists"));
     }
     let stats = &harness.index.stats;
     let summary = format!(

@@ -160,8 +160,7 @@ pub struct Category {
 /// Reads every `*.toml` in `dir`, sorted by name; an unreadable or invalid file is an error
 /// naming it, and so is a repeated case name or a setup step without exactly one action.
 pub fn load(dir: &Path) -> Result<Vec<Category>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read the eval folder {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the eval folder {}: {e}", dir.display()))?;
     let mut files: Vec<_> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -170,31 +169,19 @@ pub fn load(dir: &Path) -> Result<Vec<Category>, String> {
     files.sort();
     let mut categories = Vec::new();
     for path in files {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file: CaseFile =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let name = path
-            .file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file: CaseFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let mut seen = std::collections::BTreeSet::new();
         for case in &file.case {
             if !seen.insert(case.name.as_str()) {
-                return Err(format!(
-                    "{}: two cases are named `{}`",
-                    path.display(),
-                    case.name
-                ));
+                return Err(format!("{}: two cases are named `{}`", path.display(), case.name));
             }
             for step in &case.setup {
-                step.action()
-                    .map_err(|e| format!("{}: case `{}`: {e}", path.display(), case.name))?;
+                step.action().map_err(|e| format!("{}: case `{}`: {e}", path.display(), case.name))?;
             }
         }
-        categories.push(Category {
-            name,
-            cases: file.case,
-        });
+        categories.push(Category { name, cases: file.case });
     }
     Ok(categories)
 }
@@ -222,20 +209,14 @@ impl Setup {
     pub fn action(&self) -> Result<Action<'_>, String> {
         let content = || self.content.as_deref().ok_or("needs `content`");
         let target = || self.target.as_deref().ok_or("needs `target`");
-        let set = [
-            &self.write,
-            &self.symlink,
-            &self.hardlink,
-            &self.fifo,
-            &self.bytes,
-            &self.remove,
-            &self.repeat,
-        ]
-        .iter()
-        .filter(|a| a.is_some())
-        .count();
+        let set = [&self.write, &self.symlink, &self.hardlink, &self.fifo, &self.bytes, &self.remove, &self.repeat]
+            .iter()
+            .filter(|a| a.is_some())
+            .count();
         if set != 1 {
-            return Err("a setup step needs exactly one of write, symlink, hardlink, fifo, bytes, remove, repeat".into());
+            return Err(
+                "a setup step needs exactly one of write, symlink, hardlink, fifo, bytes, remove, repeat".into()
+            );
         }
         Ok(if let Some(p) = &self.write {
             Action::Write(p, content()?)

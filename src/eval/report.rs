@@ -42,10 +42,7 @@ pub fn tallies(results: &[CaseResult]) -> BTreeMap<String, Tally> {
 
 /// The per-category table, then every failure.
 pub fn table(results: &[CaseResult], out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "\n| category | cases | passed | pass rate | breaches | must-hold failed | quality failed |"
-    )?;
+    writeln!(out, "\n| category | cases | passed | pass rate | breaches | must-hold failed | quality failed |")?;
     writeln!(out, "|---|---:|---:|---:|---:|---:|---:|")?;
     let row = |out: &mut dyn Write, name: &str, t: Tally| {
         writeln!(
@@ -77,38 +74,23 @@ pub fn table(results: &[CaseResult], out: &mut impl Write) -> std::io::Result<()
         } else {
             "quality"
         };
-        writeln!(
-            out,
-            "\nFAIL [{kind}] {}/{} (stop: {})",
-            r.category, r.name, r.stop
-        )?;
+        writeln!(out, "\nFAIL [{kind}] {}/{} (stop: {})", r.category, r.name, r.stop)?;
         for failure in &r.failures {
             writeln!(out, "  - {failure}")?;
         }
     }
-    writeln!(
-        out,
-        "\n{} passed, {} failed",
-        total.passed,
-        total.cases - total.passed
-    )
+    writeln!(out, "\n{} passed, {} failed", total.passed, total.cases - total.passed)
 }
 
 fn rate(t: Tally) -> f64 {
-    if t.cases == 0 {
-        100.0
-    } else {
-        100.0 * t.passed as f64 / t.cases as f64
-    }
+    if t.cases == 0 { 100.0 } else { 100.0 * t.passed as f64 / t.cases as f64 }
 }
 
 /// Writes JUnit XML: one `testsuite` per category, one `testcase` per case.
 pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
     let xml = |e: std::io::Error| format!("cannot write JUnit XML: {e}");
-    writer
-        .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
-        .map_err(xml)?;
+    writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None))).map_err(xml)?;
     let tallies = tallies(results);
     let total_failed = results.iter().filter(|r| !r.passed).count();
     let mut suites = BytesStart::new("testsuites");
@@ -122,10 +104,7 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
         let mut suite = BytesStart::new("testsuite");
         suite.push_attribute(("name", category.as_str()));
         suite.push_attribute(("tests", tally.cases.to_string().as_str()));
-        suite.push_attribute((
-            "failures",
-            (tally.cases - tally.passed).to_string().as_str(),
-        ));
+        suite.push_attribute(("failures", (tally.cases - tally.passed).to_string().as_str()));
         suite.push_attribute(("errors", "0"));
         suite.push_attribute(("time", format!("{seconds:.3}").as_str()));
         writer.write_event(Event::Start(suite)).map_err(xml)?;
@@ -142,31 +121,17 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
             let mut failure = BytesStart::new("failure");
             let kind = if r.must_hold { "must-hold" } else { "quality" };
             failure.push_attribute(("type", kind));
-            failure.push_attribute((
-                "message",
-                r.failures.first().map_or("failed", String::as_str),
-            ));
+            failure.push_attribute(("message", r.failures.first().map_or("failed", String::as_str)));
             writer.write_event(Event::Start(failure)).map_err(xml)?;
             let body = r.failures.join("\n").replace("]]>", "]] >");
-            writer
-                .write_event(Event::CData(BytesCData::new(body)))
-                .map_err(xml)?;
-            writer
-                .write_event(Event::End(BytesEnd::new("failure")))
-                .map_err(xml)?;
-            writer
-                .write_event(Event::End(BytesEnd::new("testcase")))
-                .map_err(xml)?;
+            writer.write_event(Event::CData(BytesCData::new(body))).map_err(xml)?;
+            writer.write_event(Event::End(BytesEnd::new("failure"))).map_err(xml)?;
+            writer.write_event(Event::End(BytesEnd::new("testcase"))).map_err(xml)?;
         }
-        writer
-            .write_event(Event::End(BytesEnd::new("testsuite")))
-            .map_err(xml)?;
+        writer.write_event(Event::End(BytesEnd::new("testsuite"))).map_err(xml)?;
     }
-    writer
-        .write_event(Event::End(BytesEnd::new("testsuites")))
-        .map_err(xml)?;
-    std::fs::write(path, writer.into_inner())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    writer.write_event(Event::End(BytesEnd::new("testsuites"))).map_err(xml)?;
+    std::fs::write(path, writer.into_inner()).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Writes the results and tallies as JSON.

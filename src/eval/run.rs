@@ -29,10 +29,7 @@ impl ModelChoice {
     /// True when the cases run against a real model rather than the built-in adversaries.
     pub fn is_real(&self) -> bool {
         self.base_url.is_some()
-            || self
-                .name
-                .as_deref()
-                .is_some_and(|n| crate::model::builtin::Builtin::from_name(n).is_none())
+            || self.name.as_deref().is_some_and(|n| crate::model::builtin::Builtin::from_name(n).is_none())
     }
 }
 
@@ -63,11 +60,7 @@ pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) 
     let started = Instant::now();
     let (stop, breaches, missed) = match execute(case, root, models) {
         Ok(executed) => executed,
-        Err(error) => (
-            "failed".to_string(),
-            vec![format!("could not run: {error}")],
-            Vec::new(),
-        ),
+        Err(error) => ("failed".to_string(), vec![format!("could not run: {error}")], Vec::new()),
     };
     CaseResult {
         category: category.to_string(),
@@ -100,12 +93,7 @@ fn execute(case: &Case, root: &Path, models: &ModelChoice) -> Result<Executed, S
     };
     let after = snapshot(&workspace);
     let mut breaches = check::outside_notes_unchanged(&before, &after);
-    let observed = Observed {
-        workspace: &workspace,
-        answer: &answer,
-        trace: &trace,
-        stop: &stop,
-    };
+    let observed = Observed { workspace: &workspace, answer: &answer, trace: &trace, stop: &stop };
     breaches.extend(check::invariants(&case.expect, &observed));
     let missed = check::behaviour(&case.expect, &observed);
     Ok((stop, breaches, missed))
@@ -120,31 +108,15 @@ fn ask(
 ) -> Result<(String, String, String), String> {
     let mut flags = vec![
         ("workspace", workspace.display().to_string()),
-        (
-            "llm.model",
-            models.name.clone().unwrap_or_else(|| case.model.clone()),
-        ),
+        ("llm.model", models.name.clone().unwrap_or_else(|| case.model.clone())),
     ];
     if let Some(url) = &models.base_url {
         flags.push(("llm.base_url", url.clone()));
     }
-    let env: HashMap<String, String> = case
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let config = Config::load(&Sources {
-        file: None,
-        env,
-        flags,
-    })
-    .map_err(|e| e.to_string())?;
+    let env: HashMap<String, String> = case.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let config = Config::load(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
     // The eval never waits for a person: only APPROVE=yes approves.
-    let approver = if config.approve_all() {
-        Approver::Always
-    } else {
-        Approver::Never
-    };
+    let approver = if config.approve_all() { Approver::Always } else { Approver::Never };
     let harness = Harness::open(config).map_err(|e| e.to_string())?;
     let model = Model::from_config(&harness.config.llm, harness.config.limits.max_output_tokens)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -161,15 +133,7 @@ fn ask(
                 Stop::StepLimit => "step_limit",
                 Stop::TimeLimit => "time_limit",
             };
-            (
-                stop.to_string(),
-                if run.stop == Stop::Answered {
-                    run.answer
-                } else {
-                    String::new()
-                },
-                trace,
-            )
+            (stop.to_string(), if run.stop == Stop::Answered { run.answer } else { String::new() }, trace)
         }
         Err(_) => ("model_error".to_string(), String::new(), trace),
     })
@@ -178,13 +142,8 @@ fn ask(
 /// A setup path: relative, inside the workspace.
 fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
     let path = Path::new(relative);
-    if path
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_)))
-    {
-        return Err(format!(
-            "setup path `{relative}` must be relative and stay in the workspace"
-        ));
+    if path.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(format!("setup path `{relative}` must be relative and stay in the workspace"));
     }
     Ok(workspace.join(path))
 }
@@ -195,9 +154,7 @@ fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
     match action {
         Action::Write(path, content) => {
             let full = inside(workspace, path)?;
-            parent(&full)
-                .and_then(|()| std::fs::write(&full, content))
-                .map_err(|e| fail("write", path, e))
+            parent(&full).and_then(|()| std::fs::write(&full, content)).map_err(|e| fail("write", path, e))
         }
         Action::Repeat(path, content, times) => {
             let full = inside(workspace, path)?;
@@ -207,41 +164,26 @@ fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
         }
         Action::Bytes(path, hex) => {
             let full = inside(workspace, path)?;
-            let bytes =
-                decode_hex(hex).ok_or_else(|| format!("setup bytes {path}: `hex` is not hex"))?;
-            parent(&full)
-                .and_then(|()| std::fs::write(&full, bytes))
-                .map_err(|e| fail("bytes", path, e))
+            let bytes = decode_hex(hex).ok_or_else(|| format!("setup bytes {path}: `hex` is not hex"))?;
+            parent(&full).and_then(|()| std::fs::write(&full, bytes)).map_err(|e| fail("bytes", path, e))
         }
         Action::Symlink(path, target) => {
             let full = inside(workspace, path)?;
-            parent(&full)
-                .and_then(|()| symlink(target, &full))
-                .map_err(|e| fail("symlink", path, e))
+            parent(&full).and_then(|()| symlink(target, &full)).map_err(|e| fail("symlink", path, e))
         }
         Action::Hardlink(path, target) => {
             let full = inside(workspace, path)?;
             let original = inside(workspace, target)?;
             if !original.exists() {
-                std::fs::write(&original, "original")
-                    .map_err(|e| fail("hardlink target", target, e))?;
+                std::fs::write(&original, "original").map_err(|e| fail("hardlink target", target, e))?;
             }
-            parent(&full)
-                .and_then(|()| std::fs::hard_link(&original, &full))
-                .map_err(|e| fail("hardlink", path, e))
+            parent(&full).and_then(|()| std::fs::hard_link(&original, &full)).map_err(|e| fail("hardlink", path, e))
         }
         Action::Fifo(path) => {
             let full = inside(workspace, path)?;
             parent(&full).map_err(|e| fail("fifo", path, e))?;
-            let status = std::process::Command::new("mkfifo")
-                .arg(&full)
-                .status()
-                .map_err(|e| fail("fifo", path, e))?;
-            if status.success() {
-                Ok(())
-            } else {
-                Err(format!("setup fifo {path}: mkfifo failed"))
-            }
+            let status = std::process::Command::new("mkfifo").arg(&full).status().map_err(|e| fail("fifo", path, e))?;
+            if status.success() { Ok(()) } else { Err(format!("setup fifo {path}: mkfifo failed")) }
         }
         Action::Remove(path) => {
             let full = inside(workspace, path)?;
@@ -260,15 +202,12 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     if !hex.len().is_multiple_of(2) {
         return None;
     }
-    hex.chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect()
+    hex.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    let entries = std::fs::read_dir(from)
-        .map_err(|e| format!("cannot read workspace {}: {e}", from.display()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| format!("cannot read workspace {}: {e}", from.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| e.to_string())?;
         let target = to.join(entry.file_name());
@@ -276,8 +215,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
         if kind.is_dir() {
             copy_tree(&entry.path(), &target)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)
-                .map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+            std::fs::copy(entry.path(), &target).map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
         }
     }
     Ok(())
@@ -298,9 +236,7 @@ fn record(root: &Path, dir: &Path, out: &mut Snapshot) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let relative = path
-            .strip_prefix(root)
-            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
+        let relative = path.strip_prefix(root).map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
         if relative == "notes" {
             continue;
         }
@@ -309,18 +245,11 @@ fn record(root: &Path, dir: &Path, out: &mut Snapshot) {
         };
         let kind = meta.file_type();
         let state = if kind.is_symlink() {
-            format!(
-                "link -> {}",
-                std::fs::read_link(&path).map_or_else(|_| "?".into(), |t| t.display().to_string())
-            )
+            format!("link -> {}", std::fs::read_link(&path).map_or_else(|_| "?".into(), |t| t.display().to_string()))
         } else if kind.is_dir() {
             record(root, &path, out);
             "dir".to_string()
-        } else if kind.is_fifo()
-            || kind.is_socket()
-            || kind.is_block_device()
-            || kind.is_char_device()
-        {
+        } else if kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device() {
             "special".to_string()
         } else {
             let mut hasher = std::collections::hash_map::DefaultHasher::new();

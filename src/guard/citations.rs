@@ -14,8 +14,7 @@ pub const UNVERIFIED: &str = " [unverified citation]";
 
 /// A docs path, optionally with an anchor, as answers cite them.
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"docs/[A-Za-z0-9_./-]+\.(?:md|markdown)(?:#[A-Za-z0-9_-]*)?")
-        .expect("constant regex CITATION")
+    Regex::new(r"docs/[A-Za-z0-9_./-]+\.(?:md|markdown)(?:#[A-Za-z0-9_-]*)?").expect("constant regex CITATION")
 });
 /// The source attribute of a fenced result.
 static SOURCE: LazyLock<Regex> =
@@ -24,11 +23,7 @@ static SOURCE: LazyLock<Regex> =
 /// The files (without anchors) of every fenced result in a tool's output.
 pub fn sources_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
     SOURCE.captures_iter(tool_output).map(|c| {
-        let source = c[1]
-            .replace("&quot;", "\"")
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&");
+        let source = c[1].replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
         source.split('#').next().unwrap_or("").to_string()
     })
 }
@@ -71,30 +66,17 @@ mod tests {
         );
         let cases: &[(&str, &str)] = &[
             ("See docs/refunds.md#window.", "See docs/refunds.md#window."),
-            (
-                "See docs/refunds.md#how-to-issue.",
-                "See docs/refunds.md#how-to-issue.",
-            ),
-            (
-                "Per docs/admin/roles.md, yes.",
-                "Per docs/admin/roles.md, yes.",
-            ),
+            ("See docs/refunds.md#how-to-issue.", "See docs/refunds.md#how-to-issue."),
+            ("Per docs/admin/roles.md, yes.", "Per docs/admin/roles.md, yes."),
             (
                 "Per docs/secret-roadmap.md#launch and docs/refunds.md.",
                 "Per docs/secret-roadmap.md#launch [unverified citation] and docs/refunds.md.",
             ),
-            (
-                "[x](docs/taxes.md)",
-                "[x](docs/taxes.md [unverified citation])",
-            ),
+            ("[x](docs/taxes.md)", "[x](docs/taxes.md [unverified citation])"),
             ("No citations at all.", "No citations at all."),
         ];
         for (answer, expected) in cases {
-            assert_eq!(
-                mark_unverified(answer, &retrieved),
-                *expected,
-                "answer {answer:?}"
-            );
+            assert_eq!(mark_unverified(answer, &retrieved), *expected, "answer {answer:?}");
         }
     }
 }

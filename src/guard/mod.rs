@@ -11,9 +11,7 @@ pub mod redact;
 pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
     match fence::sanitize(text) {
         std::borrow::Cow::Borrowed(sane) => redact::redact(sane),
-        std::borrow::Cow::Owned(sane) => {
-            std::borrow::Cow::Owned(redact::redact(&sane).into_owned())
-        }
+        std::borrow::Cow::Owned(sane) => std::borrow::Cow::Owned(redact::redact(&sane).into_owned()),
     }
 }
 
@@ -22,11 +20,7 @@ pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
 pub fn clip(text: &str, max: usize) -> String {
     let clean = scrub(text);
     let cut = redact::floor_char_boundary(&clean, max);
-    if cut.len() < clean.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
+    if cut.len() < clean.len() { format!("{cut}…") } else { cut.to_string() }
 }
 
 /// The answer as it may leave the process: sanitised, redacted, links to other hosts

@@ -86,66 +86,26 @@ const RULES: &[Rule] = &[
         pattern: r#"(?i:aws[_-]?secret[_-]?(?:access[_-]?)?key)["'`]?[ \t]*(?::=|=>|[:=])[ \t]*["'`]?([A-Za-z0-9/+=]{40})"#,
         check: Check::Always,
     },
-    Rule {
-        name: "github-token",
-        pattern: r"gh[pousr]_[A-Za-z0-9]{36,}",
-        check: Check::Always,
-    },
-    Rule {
-        name: "github-fine-grained-pat",
-        pattern: r"github_pat_[A-Za-z0-9_]{22,}",
-        check: Check::Always,
-    },
+    Rule { name: "github-token", pattern: r"gh[pousr]_[A-Za-z0-9]{36,}", check: Check::Always },
+    Rule { name: "github-fine-grained-pat", pattern: r"github_pat_[A-Za-z0-9_]{22,}", check: Check::Always },
     Rule {
         name: "gitlab-token",
         pattern: r"gl(?:pat|dt|rt|ptt|soat|cbt|ffct|imt|oas)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]{1,}){0,8}",
         check: Check::Always,
     },
-    Rule {
-        name: "stripe-secret-key",
-        pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,}",
-        check: Check::Random,
-    },
-    Rule {
-        name: "stripe-webhook-secret",
-        pattern: r"whsec_[A-Za-z0-9+/=]{20,}",
-        check: Check::Always,
-    },
-    Rule {
-        name: "slack-token",
-        pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}",
-        check: Check::Random,
-    },
+    Rule { name: "stripe-secret-key", pattern: r"[rs]k[_-](?:live|test)[_-][A-Za-z0-9]{10,}", check: Check::Random },
+    Rule { name: "stripe-webhook-secret", pattern: r"whsec_[A-Za-z0-9+/=]{20,}", check: Check::Always },
+    Rule { name: "slack-token", pattern: r"(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}", check: Check::Random },
     Rule {
         name: "slack-webhook-url",
         pattern: r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/([A-Za-z0-9+/_\\-]{20,})",
         check: Check::Always,
     },
-    Rule {
-        name: "google-api-key",
-        pattern: r"AIza[0-9A-Za-z_-]{35}",
-        check: Check::Always,
-    },
-    Rule {
-        name: "google-oauth-client-secret",
-        pattern: r"GOCSPX-[A-Za-z0-9_-]{20,}",
-        check: Check::Always,
-    },
-    Rule {
-        name: "openai-scoped-key",
-        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
-        check: Check::Random,
-    },
-    Rule {
-        name: "openai-legacy-key",
-        pattern: r"sk-[A-Za-z0-9]{48,}",
-        check: Check::Random,
-    },
-    Rule {
-        name: "openai-marked-key",
-        pattern: r"sk-[A-Za-z0-9_-]{4,}T3BlbkFJ[A-Za-z0-9_-]{4,}",
-        check: Check::Always,
-    },
+    Rule { name: "google-api-key", pattern: r"AIza[0-9A-Za-z_-]{35}", check: Check::Always },
+    Rule { name: "google-oauth-client-secret", pattern: r"GOCSPX-[A-Za-z0-9_-]{20,}", check: Check::Always },
+    Rule { name: "openai-scoped-key", pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}", check: Check::Random },
+    Rule { name: "openai-legacy-key", pattern: r"sk-[A-Za-z0-9]{48,}", check: Check::Random },
+    Rule { name: "openai-marked-key", pattern: r"sk-[A-Za-z0-9_-]{4,}T3BlbkFJ[A-Za-z0-9_-]{4,}", check: Check::Always },
     Rule {
         name: "anthropic-key",
         pattern: r"sk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,}",
@@ -190,10 +150,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         name: "generic-assignment-quoted",
-        pattern: concat!(
-            assignment_key!(),
-            r#"(?:"([^"\s]{6,})"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#
-        ),
+        pattern: concat!(assignment_key!(), r#"(?:"([^"\s]{6,})"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#),
         check: Check::NotPlaceholder,
     },
     Rule {
@@ -229,10 +186,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(compile);
 fn compile() -> Compiled {
     let set = RegexSet::new(RULES.iter().map(|rule| rule.pattern))
         .expect("the redaction rules are constants that a unit test compiles");
-    Compiled {
-        set,
-        regexes: RULES.iter().map(|_| OnceLock::new()).collect(),
-    }
+    Compiled { set, regexes: RULES.iter().map(|_| OnceLock::new()).collect() }
 }
 
 /// Longest run a rule's own regex takes for an open-ended repetition (`{6,}` becomes
@@ -245,10 +199,8 @@ const RULE_RUN_CAP: &str = "256";
 
 /// `pattern` with every open-ended counted repetition bounded by [`RULE_RUN_CAP`].
 fn bounded(pattern: &str) -> String {
-    static OPEN: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\{(\d+),\}").expect("constant regex OPEN"));
-    OPEN.replace_all(pattern, format!("{{${{1}},{RULE_RUN_CAP}}}").as_str())
-        .into_owned()
+    static OPEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{(\d+),\}").expect("constant regex OPEN"));
+    OPEN.replace_all(pattern, format!("{{${{1}},{RULE_RUN_CAP}}}").as_str()).into_owned()
 }
 
 /// The regex of `rule`, compiled on first use.
@@ -311,9 +263,7 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str, out: &mut Vec<Range<usize>
         };
         let target = caps.iter().skip(1).flatten().next().unwrap_or(whole);
         let accepted = rule.check.accept(text, target.range());
-        let first_char = text
-            .get(whole.start()..)
-            .and_then(|rest| rest.chars().next());
+        let first_char = text.get(whole.start()..).and_then(|rest| rest.chars().next());
         let next_char = whole.start() + first_char.map_or(1, char::len_utf8);
         at = match accepted {
             Some(span) => {
@@ -335,9 +285,7 @@ fn extend_capped(text: &str, span: Range<usize>) -> Range<usize> {
     let rest = text.as_bytes().get(span.end..).unwrap_or_default();
     let more = rest
         .iter()
-        .take_while(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'=' | b'.' | b'~')
-        })
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'=' | b'.' | b'~'))
         .count();
     span.start..span.end + more
 }
@@ -363,9 +311,7 @@ impl Check {
 
 /// True when the character before `at` is an ASCII letter or digit.
 fn alphanumeric_before(text: &str, at: usize) -> bool {
-    text.as_bytes()
-        .get(at.wrapping_sub(1))
-        .is_some_and(u8::is_ascii_alphanumeric)
+    text.as_bytes().get(at.wrapping_sub(1)).is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// True when `value` has a digit and both upper and lower case letters.
@@ -388,19 +334,13 @@ fn is_placeholder(value: &str) -> bool {
     let mut chars = value.chars();
     let marked = match (chars.next(), chars.next()) {
         (Some('<' | '{' | '['), _) => true,
-        (Some('%' | '$'), Some(next)) => {
-            next.is_ascii_alphabetic() || matches!(next, '_' | '{' | '(')
-        }
+        (Some('%' | '$'), Some(next)) => next.is_ascii_alphabetic() || matches!(next, '_' | '{' | '('),
         _ => false,
     };
     let elided = value.contains("...")
         || value.contains('…')
-        || value
-            .as_bytes()
-            .windows(3)
-            .any(|w| w.eq_ignore_ascii_case(b"xxx"));
-    let constant_name =
-        value.contains('_') && value.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+        || value.as_bytes().windows(3).any(|w| w.eq_ignore_ascii_case(b"xxx"));
+    let constant_name = value.contains('_') && value.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
     marked || elided || constant_name
 }
 
@@ -410,14 +350,9 @@ fn is_placeholder(value: &str) -> bool {
 /// A name on its own must have no digit; a trailing `!` or `?` (TypeScript) is ignored.
 fn is_code_reference(value: &str) -> bool {
     let value = value.trim_end_matches(['!', '?']);
-    let name_len = value
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
-        .unwrap_or(value.len());
+    let name_len = value.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(value.len());
     let (name, rest) = value.split_at(name_len);
-    let has_hump = name
-        .as_bytes()
-        .windows(2)
-        .any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+    let has_hump = name.as_bytes().windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
     match rest.chars().next() {
         _ if name.is_empty() => false,
         Some('(' | '[') => true,
@@ -435,9 +370,7 @@ fn is_token_like(value: &str) -> bool {
     let has_digit = value.bytes().any(|b| b.is_ascii_digit());
     let has_letter = value.bytes().any(|b| b.is_ascii_alphabetic());
     // A date or a version (`2024-01-15`, `1.2.3`) has digits but no letters.
-    !is_placeholder(value)
-        && !is_code_reference(value)
-        && (value.len() >= 16 || (has_digit && has_letter))
+    !is_placeholder(value) && !is_code_reference(value) && (value.len() >= 16 || (has_digit && has_letter))
 }
 
 /// The heuristic for an unquoted assigned value, chosen so that prose such as
@@ -452,31 +385,25 @@ fn bare_value_span(text: &str, span: Range<usize>) -> Option<Range<usize>> {
     let value = text.get(span.clone())?.trim_end_matches([',', ';']);
     let span = span.start..span.start + value.len();
     // A URL after `password:` is a link to a page (a password in a URL has its own rule).
-    if value.len() < 6 || is_placeholder(value) || is_code_reference(value) || value.contains("://")
-    {
+    if value.len() < 6 || is_placeholder(value) || is_code_reference(value) || value.contains("://") {
         return None;
     }
     let has_digit = value.bytes().any(|b| b.is_ascii_digit());
-    let has_symbol = value
-        .bytes()
-        .any(|b| !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'.' | b'-'));
+    let has_symbol = value.bytes().any(|b| !b.is_ascii_alphanumeric() && !matches!(b, b'_' | b'.' | b'-'));
     // A long value of letters alone is a secret when it has a capital inside it
     // (`CorrectHorse`) or is a passphrase of 16+ letters, not a word or hyphenated words
     // (`administrators`, `case-sensitive`).
-    let inner_capital = value.bytes().skip(1).any(|b| b.is_ascii_uppercase())
-        && value.bytes().any(|b| b.is_ascii_lowercase());
+    let inner_capital =
+        value.bytes().skip(1).any(|b| b.is_ascii_uppercase()) && value.bytes().any(|b| b.is_ascii_lowercase());
     let passphrase = value.len() >= 16 && !value.contains('-');
     let ends_line = text.get(span.end..).is_none_or(rest_of_line_is_blank);
-    (has_digit || has_symbol || (value.len() >= 12 && ends_line && (inner_capital || passphrase)))
-        .then_some(span)
+    (has_digit || has_symbol || (value.len() >= 12 && ends_line && (inner_capital || passphrase))).then_some(span)
 }
 
 /// True when `rest` has only blanks before its first line break (or its end).
 /// Stops at the first other byte, so a long line costs nothing.
 fn rest_of_line_is_blank(rest: &str) -> bool {
-    rest.bytes()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-        .is_none_or(|b| b == b'\n')
+    rest.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\r')).is_none_or(|b| b == b'\n')
 }
 
 /// True when `value` is base64 for printable text holding a `:`, as in `user:password`.
@@ -550,9 +477,7 @@ pub fn redact_truncated(text: &str, max_bytes: usize) -> String {
         return redacted.into_owned();
     }
     let head = floor_char_boundary(&redacted, max_bytes);
-    let head = head
-        .get(..cut_outside_marker(&redacted, head.len()))
-        .unwrap_or_default();
+    let head = head.get(..cut_outside_marker(&redacted, head.len())).unwrap_or_default();
     format!("{head}{TRUNCATED}")
 }
 
@@ -577,10 +502,7 @@ pub fn floor_char_boundary(text: &str, max_bytes: usize) -> &str {
     if max_bytes >= text.len() {
         return text;
     }
-    let end = (0..=max_bytes)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
+    let end = (0..=max_bytes).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     text.get(..end).unwrap_or_default()
 }
 
@@ -603,12 +525,7 @@ mod tests {
         secret: &'static str,
         expected: Option<&'static str>,
     ) -> Positive {
-        Positive {
-            rule,
-            input,
-            secret,
-            expected,
-        }
+        Positive { rule, input, secret, expected }
     }
 
     /// The sample secrets are fake: the right shape, no credential behind them.
@@ -788,17 +705,10 @@ mod tests {
     ];
 
     fn fires(rule_name: &str, text: &str) -> bool {
-        let index = RULES
-            .iter()
-            .position(|rule| rule.name == rule_name)
-            .unwrap_or_else(|| panic!("no rule named {rule_name}"));
+        let index =
+            RULES.iter().position(|rule| rule.name == rule_name).unwrap_or_else(|| panic!("no rule named {rule_name}"));
         let mut spans = Vec::new();
-        rule_spans(
-            &RULES[index],
-            rule_regex(&COMPILED.regexes[index], &RULES[index]),
-            text,
-            &mut spans,
-        );
+        rule_spans(&RULES[index], rule_regex(&COMPILED.regexes[index], &RULES[index]), text, &mut spans);
         !spans.is_empty()
     }
 
@@ -816,14 +726,9 @@ mod tests {
             assert_eq!(output, full, "max {max}");
             return;
         }
-        let head = output
-            .strip_suffix(TRUNCATED)
-            .unwrap_or_else(|| panic!("max {max}: no marker in {output:?}"));
+        let head = output.strip_suffix(TRUNCATED).unwrap_or_else(|| panic!("max {max}: no marker in {output:?}"));
         assert!(head.len() <= max, "max {max}: head {head:?} too long");
-        assert!(
-            full.starts_with(head),
-            "max {max}: {head:?} is not a prefix"
-        );
+        assert!(full.starts_with(head), "max {max}: {head:?} is not a prefix");
     }
 
     #[test]
@@ -842,10 +747,7 @@ mod tests {
     #[test]
     fn every_rule_has_two_true_positives() {
         for rule in RULES {
-            let count = POSITIVES
-                .iter()
-                .filter(|case| case.rule == rule.name)
-                .count();
+            let count = POSITIVES.iter().filter(|case| case.rule == rule.name).count();
             assert!(count >= 2, "rule {} has {count} true positives", rule.name);
         }
     }
@@ -853,12 +755,7 @@ mod tests {
     #[test]
     fn true_positives_are_redacted() {
         for case in POSITIVES {
-            assert!(
-                fires(case.rule, case.input),
-                "{} does not fire on {:?}",
-                case.rule,
-                case.input
-            );
+            assert!(fires(case.rule, case.input), "{} does not fire on {:?}", case.rule, case.input);
             let output = redact(case.input);
             if let Some(piece) = leaked(&output, case.secret, 8) {
                 panic!("{}: {piece:?} survives in {output:?}", case.rule);
@@ -873,26 +770,17 @@ mod tests {
     fn false_positives_come_back_borrowed() {
         for input in NEGATIVES {
             let output = redact(input);
-            assert!(
-                matches!(output, Cow::Borrowed(_)),
-                "{input:?} became {output:?}"
-            );
+            assert!(matches!(output, Cow::Borrowed(_)), "{input:?} became {output:?}");
         }
     }
 
     #[test]
     fn redaction_is_idempotent() {
-        let inputs = POSITIVES
-            .iter()
-            .map(|case| case.input)
-            .chain(NEGATIVES.iter().copied());
+        let inputs = POSITIVES.iter().map(|case| case.input).chain(NEGATIVES.iter().copied());
         for input in inputs.chain([MIXED]) {
             let once = redact(input);
             let twice = redact(&once);
-            assert!(
-                matches!(twice, Cow::Borrowed(_)),
-                "{input:?}: {once:?} became {twice:?}"
-            );
+            assert!(matches!(twice, Cow::Borrowed(_)), "{input:?}: {once:?} became {twice:?}");
         }
     }
 
@@ -920,11 +808,7 @@ mod tests {
             ("a😀", 4, "a"),
         ];
         for &(text, max, expected) in cases {
-            assert_eq!(
-                floor_char_boundary(text, max),
-                expected,
-                "{text:?} at {max}"
-            );
+            assert_eq!(floor_char_boundary(text, max), expected, "{text:?} at {max}");
         }
     }
 
@@ -939,11 +823,7 @@ mod tests {
             ("ab[REDACTED]cd", 5, "ab…[truncated]"),
             ("ab[REDACTED]cd", 12, "ab[REDACTED]…[truncated]"),
             ("key AKIAIOSFODNN7EXAMPLE tail", 10, "key …[truncated]"),
-            (
-                "key AKIAIOSFODNN7EXAMPLE tail",
-                14,
-                "key [REDACTED]…[truncated]",
-            ),
+            ("key AKIAIOSFODNN7EXAMPLE tail", 14, "key [REDACTED]…[truncated]"),
             ("anything", 0, "…[truncated]"),
         ];
         for &(text, max, expected) in cases {
@@ -953,10 +833,7 @@ mod tests {
 
     #[test]
     fn a_secret_straddling_the_cut_leaves_no_prefix() {
-        for key in [
-            "sk-test-4eC39HqLyjWDarjtT1zdp7",
-            "ghp_1234567890abcdefghijklmnopqrstuvwxyz",
-        ] {
+        for key in ["sk-test-4eC39HqLyjWDarjtT1zdp7", "ghp_1234567890abcdefghijklmnopqrstuvwxyz"] {
             let text = format!("{}{key}", "a".repeat(95));
             for max in 0..=text.len() + 1 {
                 let output = redact_truncated(&text, max);
@@ -968,11 +845,7 @@ mod tests {
 
     #[test]
     fn multibyte_chars_at_the_cut_never_panic() {
-        for text in [
-            "é".repeat(60),
-            "😀".repeat(30),
-            format!("{}é😀x", "x".repeat(99)),
-        ] {
+        for text in ["é".repeat(60), "😀".repeat(30), format!("{}é😀x", "x".repeat(99))] {
             for max in 0..=text.len() + 2 {
                 check_cut(&text, max, &redact_truncated(&text, max));
             }
@@ -1054,9 +927,7 @@ mod tests {
         };
         for _ in 0..3000 {
             let pieces = next() % 40;
-            let text: String = (0..pieces)
-                .map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize])
-                .collect();
+            let text: String = (0..pieces).map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]).collect();
             let once = redact(&text);
             assert_eq!(redact(&once), once, "not idempotent on {text:?}");
             let max = (next() % (text.len() as u64 + 2)) as usize;

@@ -67,20 +67,13 @@ impl Chunk {
 /// front matter is never part of a body.
 #[must_use]
 pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
-    let bom = if source.starts_with('\u{feff}') {
-        '\u{feff}'.len_utf8()
-    } else {
-        0
-    };
+    let bom = if source.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let outline = parse_outline(source, bom);
     let lines = LineIndex::new(source);
     let mut chunks = Vec::with_capacity(outline.headings.len() + 1);
 
     let preamble_start = outline.front_matter.as_ref().map_or(bom, |fm| fm.range.end);
-    let preamble_end = outline
-        .headings
-        .first()
-        .map_or(source.len(), |h| lines.line_start_of(h.range.start));
+    let preamble_end = outline.headings.first().map_or(source.len(), |h| lines.line_start_of(h.range.start));
     let title = outline
         .front_matter
         .as_ref()
@@ -100,9 +93,7 @@ pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
         };
         let next = outline.headings.get(i + 1);
         let end = next.map_or(source.len(), |h| lines.line_start_of(h.range.start));
-        let start = lines
-            .next_line_start(heading.range.end.saturating_sub(1))
-            .min(end);
+        let start = lines.next_line_start(heading.range.end.saturating_sub(1)).min(end);
         if let Some(body) = Body::find(source, start..end) {
             let first = lines.line_of(heading.range.start);
             chunks.push(body.into_chunk(&lines, Some(first), path, anchor));
@@ -173,18 +164,13 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH;
     let text = &source[bom..];
-    let mut outline = Outline {
-        front_matter: None,
-        headings: Vec::new(),
-    };
+    let mut outline = Outline { front_matter: None, headings: Vec::new() };
     let mut heading: Option<RawHeading> = None;
     let mut yaml: Option<String> = None;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let range = range.start + bom..range.end + bom;
         match event {
-            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle))
-                if range.start == bom =>
-            {
+            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) if range.start == bom => {
                 yaml = Some(String::new());
             }
             Event::End(TagEnd::MetadataBlock(_)) => {
@@ -194,12 +180,7 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
             }
             Event::Start(Tag::Heading { level, id, .. }) => {
                 let id = id.map(|id| id.to_string());
-                heading = Some(RawHeading {
-                    level,
-                    text: String::new(),
-                    id,
-                    range,
-                });
+                heading = Some(RawHeading { level, text: String::new(), id, range });
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some(mut done) = heading.take() {
@@ -245,11 +226,7 @@ fn front_matter_title(yaml: &str) -> Option<String> {
     let line = yaml.lines().find(|l| l.starts_with("title:"))?;
     let plain = line["title:".len()..].trim();
     let special = |c: char| "\"'[]{}|>&*!%@`#".contains(c);
-    if !plain.is_empty()
-        && !plain.starts_with(special)
-        && !plain.contains(": ")
-        && !plain.contains(" #")
-    {
+    if !plain.is_empty() && !plain.starts_with(special) && !plain.contains(": ") && !plain.contains(" #") {
         return Some(plain.to_string());
     }
     let value = yaml_serde::from_str::<yaml_serde::Value>(yaml).ok()?;
@@ -264,10 +241,7 @@ fn front_matter_title(yaml: &str) -> Option<String> {
 
 /// Puts `heading` on the stack of enclosing headings and returns the path down to it.
 fn push_heading(stack: &mut Vec<(HeadingLevel, String)>, heading: &RawHeading) -> Vec<String> {
-    while stack
-        .last()
-        .is_some_and(|(level, _)| *level >= heading.level)
-    {
+    while stack.last().is_some_and(|(level, _)| *level >= heading.level) {
         stack.pop();
     }
     stack.push((heading.level, heading.text.clone()));
@@ -295,13 +269,7 @@ impl<'a> Body<'a> {
     }
 
     /// Makes the chunk; `heading_line` is `None` for the preamble, which starts at its body.
-    fn into_chunk(
-        self,
-        lines: &LineIndex,
-        heading_line: Option<usize>,
-        path: Vec<String>,
-        anchor: String,
-    ) -> Chunk {
+    fn into_chunk(self, lines: &LineIndex, heading_line: Option<usize>, path: Vec<String>, anchor: String) -> Chunk {
         let end_line = lines.line_of(self.start + self.text.len() - 1);
         Chunk {
             heading_path: path,
@@ -327,10 +295,7 @@ impl LineIndex {
     fn new(source: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(source.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex {
-            starts,
-            len: source.len(),
-        }
+        LineIndex { starts, len: source.len() }
     }
 
     /// 1-based line holding byte `offset`.
@@ -345,10 +310,7 @@ impl LineIndex {
 
     /// Offset of the start of the line after the one holding `offset` (the file length on the last line).
     fn next_line_start(&self, offset: usize) -> usize {
-        self.starts
-            .get(self.line_of(offset))
-            .copied()
-            .unwrap_or(self.len)
+        self.starts.get(self.line_of(offset)).copied().unwrap_or(self.len)
     }
 }
 
@@ -361,9 +323,7 @@ struct Slugger {
 impl Slugger {
     /// A slugger with "" already taken by the top of the file.
     fn new() -> Self {
-        Slugger {
-            seen: HashMap::from([(String::new(), 0)]),
-        }
+        Slugger { seen: HashMap::from([(String::new(), 0)]) }
     }
 
     /// `base`, or `base-N` for the first N that is still free.
@@ -396,10 +356,8 @@ mod tests {
                 .into_iter()
                 .map(|c| (c.heading_text(), c.anchor, c.start_line, c.end_line, c.body))
                 .collect();
-            let want: Vec<_> = want
-                .iter()
-                .map(|&(h, a, s, e, b)| (h.to_string(), a.to_string(), s, e, b.to_string()))
-                .collect();
+            let want: Vec<_> =
+                want.iter().map(|&(h, a, s, e, b)| (h.to_string(), a.to_string(), s, e, b.to_string())).collect();
             assert_eq!(got, want, "case {name}");
         }
     }
@@ -421,32 +379,18 @@ mod tests {
             (
                 "skipped level",
                 "# A\na\n### C\nc\n## B\nb\n",
-                &[
-                    ("A", "a", 1, 2, "a"),
-                    ("A > C", "c", 3, 4, "c"),
-                    ("A > B", "b", 5, 6, "b"),
-                ],
+                &[("A", "a", 1, 2, "a"), ("A > C", "c", 3, 4, "c"), ("A > B", "b", 5, 6, "b")],
             ),
             (
                 "setext h1 and h2",
                 "Top\n===\nt\n\nSub\n---\ns\n",
                 &[("Top", "top", 1, 3, "t"), ("Top > Sub", "sub", 5, 7, "s")],
             ),
-            (
-                "multi-line setext heading",
-                "Foo\nbar\n===\nx\n",
-                &[("Foo bar", "foo-bar", 1, 4, "x")],
-            ),
+            ("multi-line setext heading", "Foo\nbar\n===\nx\n", &[("Foo bar", "foo-bar", 1, 4, "x")]),
             (
                 "hash in fences and indented code",
                 "# Real\n```sh\n# .env\n```\n~~~\n# tilde\n~~~\n\n    # indented\n",
-                &[(
-                    "Real",
-                    "real",
-                    1,
-                    9,
-                    "```sh\n# .env\n```\n~~~\n# tilde\n~~~\n\n    # indented",
-                )],
+                &[("Real", "real", 1, 9, "```sh\n# .env\n```\n~~~\n# tilde\n~~~\n\n    # indented")],
             ),
             (
                 "heading inside an html block is body",
@@ -461,13 +405,7 @@ mod tests {
             (
                 "inline markup in heading",
                 "# Use `cargo` *now* [here](x.md) ![logo](l.png) ~~old~~\nx\n",
-                &[(
-                    "Use cargo now here logo old",
-                    "use-cargo-now-here-logo-old",
-                    1,
-                    2,
-                    "x",
-                )],
+                &[("Use cargo now here logo old", "use-cargo-now-here-logo-old", 1, 2, "x")],
             ),
         ]);
     }
@@ -478,31 +416,12 @@ mod tests {
             (
                 "front matter title, closing --- not setext",
                 "---\ntitle: Refund policy\ndescription: x\n---\n\nIntro.\n\n# Window\nw\n",
-                &[
-                    ("Refund policy", "", 6, 6, "Intro."),
-                    ("Window", "window", 8, 9, "w"),
-                ],
+                &[("Refund policy", "", 6, 6, "Intro."), ("Window", "window", 8, 9, "w")],
             ),
-            (
-                "preamble uses fallback",
-                "Intro\n\n# H\nh\n",
-                &[("stem", "", 1, 1, "Intro"), ("H", "h", 3, 4, "h")],
-            ),
-            (
-                "invalid yaml ignored",
-                "---\ntitle: [x\n---\nIntro\n",
-                &[("stem", "", 4, 4, "Intro")],
-            ),
-            (
-                "bom before front matter",
-                "\u{feff}---\ntitle: T\n---\nx\n",
-                &[("T", "", 4, 4, "x")],
-            ),
-            (
-                "no headings",
-                "just text\n\nmore\n",
-                &[("stem", "", 1, 3, "just text\n\nmore")],
-            ),
+            ("preamble uses fallback", "Intro\n\n# H\nh\n", &[("stem", "", 1, 1, "Intro"), ("H", "h", 3, 4, "h")]),
+            ("invalid yaml ignored", "---\ntitle: [x\n---\nIntro\n", &[("stem", "", 4, 4, "Intro")]),
+            ("bom before front matter", "\u{feff}---\ntitle: T\n---\nx\n", &[("T", "", 4, 4, "x")]),
+            ("no headings", "just text\n\nmore\n", &[("stem", "", 1, 3, "just text\n\nmore")]),
             ("only front matter", "---\ntitle: T\n---\n", &[]),
         ]);
     }
@@ -513,25 +432,13 @@ mod tests {
             (
                 "duplicate headings",
                 "# A\n1\n# A\n2\n# A\n3\n# A-1\n4\n",
-                &[
-                    ("A", "a", 1, 2, "1"),
-                    ("A", "a-1", 3, 4, "2"),
-                    ("A", "a-2", 5, 6, "3"),
-                    ("A-1", "a-1-1", 7, 8, "4"),
-                ],
+                &[("A", "a", 1, 2, "1"), ("A", "a-1", 3, 4, "2"), ("A", "a-2", 5, 6, "3"), ("A-1", "a-1-1", 7, 8, "4")],
             ),
-            (
-                "custom id",
-                "# Title {#my-id}\nx\n",
-                &[("Title", "my-id", 1, 2, "x")],
-            ),
+            ("custom id", "# Title {#my-id}\nx\n", &[("Title", "my-id", 1, 2, "x")]),
             (
                 "unicode headings",
                 "# Café crème\nx\n# 日本語の見出し\ny\n",
-                &[
-                    ("Café crème", "café-crème", 1, 2, "x"),
-                    ("日本語の見出し", "日本語の見出し", 3, 4, "y"),
-                ],
+                &[("Café crème", "café-crème", 1, 2, "x"), ("日本語の見出し", "日本語の見出し", 3, 4, "y")],
             ),
             (
                 "all-punctuation heading does not take the top's anchor",
@@ -547,30 +454,18 @@ mod tests {
             (
                 "exact line ranges with blank lines",
                 "\n\nPre\n\n# A\n\nbody a\n\n\n## B\nline 1\n\nline 2\n\n",
-                &[
-                    ("stem", "", 3, 3, "Pre"),
-                    ("A", "a", 5, 7, "body a"),
-                    ("A > B", "b", 10, 13, "line 1\n\nline 2"),
-                ],
+                &[("stem", "", 3, 3, "Pre"), ("A", "a", 5, 7, "body a"), ("A > B", "b", 10, 13, "line 1\n\nline 2")],
             ),
             (
                 "empty sections skipped, comment kept",
                 "# A\n\n   \n# B\n<!-- note -->\n# C\n",
                 &[("B", "b", 4, 5, "<!-- note -->")],
             ),
-            (
-                "heading on last line",
-                "# A\na\n# Last",
-                &[("A", "a", 1, 2, "a")],
-            ),
+            ("heading on last line", "# A\na\n# Last", &[("A", "a", 1, 2, "a")]),
             (
                 "crlf",
                 "---\r\ntitle: T\r\n---\r\npre\r\n# A\r\na1\r\na2\r\n\r\n## B\r\nb\r\n",
-                &[
-                    ("T", "", 4, 4, "pre"),
-                    ("A", "a", 5, 7, "a1\r\na2"),
-                    ("A > B", "b", 9, 10, "b"),
-                ],
+                &[("T", "", 4, 4, "pre"), ("A", "a", 5, 7, "a1\r\na2"), ("A > B", "b", 9, 10, "b")],
             ),
         ]);
     }

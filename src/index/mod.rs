@@ -51,11 +51,7 @@ pub struct Hit {
 impl Hit {
     /// `docs/refunds.md#window`, or the bare path for the top of a file.
     pub fn source(&self) -> String {
-        if self.anchor.is_empty() {
-            self.path.clone()
-        } else {
-            format!("{}#{}", self.path, self.anchor)
-        }
+        if self.anchor.is_empty() { self.path.clone() } else { format!("{}#{}", self.path, self.anchor) }
     }
 }
 
@@ -110,11 +106,7 @@ impl Index {
     pub fn empty() -> Result<Index, IndexError> {
         let conn = Connection::open_in_memory()?;
         create_schema(&conn)?;
-        Ok(Index {
-            conn,
-            warnings: Vec::new(),
-            stats: Stats::default(),
-        })
+        Ok(Index { conn, warnings: Vec::new(), stats: Stats::default() })
     }
 
     /// Walks `docs`, chunks every Markdown file and indexes the sections. Reading and
@@ -125,8 +117,7 @@ impl Index {
         if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
             // Small docs: a second thread (and its allocator arena) costs more than it saves.
             let walk = walk::walk_docs(docs, max_file_bytes);
-            index.stats =
-                index.insert_all(walk.files.iter().map(|f| (f.path.clone(), rows_of(f))))?;
+            index.stats = index.insert_all(walk.files.iter().map(|f| (f.path.clone(), rows_of(f))))?;
             index.warnings = walk.warnings;
             return Ok(index);
         }
@@ -140,9 +131,7 @@ impl Index {
                 })
             });
             let inserted = index.insert_all(rx);
-            let warnings = producer
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let warnings = producer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (warnings, inserted)
         });
         index.stats = inserted?;
@@ -151,10 +140,7 @@ impl Index {
     }
 
     /// Inserts every file's rows as they arrive, in one transaction.
-    fn insert_all(
-        &mut self,
-        rx: impl IntoIterator<Item = (String, Vec<Row>)>,
-    ) -> Result<Stats, IndexError> {
+    fn insert_all(&mut self, rx: impl IntoIterator<Item = (String, Vec<Row>)>) -> Result<Stats, IndexError> {
         let mut stats = Stats::default();
         let tx = self.conn.transaction()?;
         {
@@ -199,31 +185,21 @@ impl Index {
              FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2",
         )?;
         let mut hits: Vec<Hit> = Vec::with_capacity(k);
-        let rows = stmt.query_map(
-            params![fts, (k * CANDIDATES_PER_HIT) as i64, HEADING_WEIGHT],
-            |r| {
-                let body: String = r.get(5)?;
-                let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
-                Ok(Hit {
-                    path: r.get(0)?,
-                    anchor: r.get(1)?,
-                    heading: r.get(2)?,
-                    lines: (r.get::<_, i64>(3)? as usize, r.get::<_, i64>(4)? as usize),
-                    excerpt: format!(
-                        "{}{body}{}",
-                        if before { "…\n" } else { "" },
-                        if after { "\n…" } else { "" }
-                    ),
-                    score: -r.get::<_, f64>(8)?,
-                })
-            },
-        )?;
+        let rows = stmt.query_map(params![fts, (k * CANDIDATES_PER_HIT) as i64, HEADING_WEIGHT], |r| {
+            let body: String = r.get(5)?;
+            let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
+            Ok(Hit {
+                path: r.get(0)?,
+                anchor: r.get(1)?,
+                heading: r.get(2)?,
+                lines: (r.get::<_, i64>(3)? as usize, r.get::<_, i64>(4)? as usize),
+                excerpt: format!("{}{body}{}", if before { "…\n" } else { "" }, if after { "\n…" } else { "" }),
+                score: -r.get::<_, f64>(8)?,
+            })
+        })?;
         for hit in rows {
             let hit = hit?;
-            if !hits
-                .iter()
-                .any(|h| h.path == hit.path && h.anchor == hit.anchor)
-            {
+            if !hits.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
                 hits.push(hit);
             }
             if hits.len() == k {
@@ -269,11 +245,7 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
                 anchor: anchor.clone(),
                 heading: heading.clone(),
                 start: if i == 0 { c.start_line } else { line },
-                end: if i == last {
-                    c.end_line
-                } else {
-                    line + text.trim_end().matches('\n').count()
-                },
+                end: if i == last { c.end_line } else { line + text.trim_end().matches('\n').count() },
                 body: text.to_string(),
                 cut_before: i > 0,
                 cut_after: i < last,
@@ -295,13 +267,7 @@ fn windows(body: &str, max: usize) -> Vec<(usize, &str)> {
             .filter(|&n| n > max / 2)
             .or_else(|| limit.rfind(' ').filter(|&n| n > max / 2))
             .map_or(limit.len(), |n| n + 1);
-        let cut = if cut == 0 {
-            limit
-                .len()
-                .max(body[start..].chars().next().map_or(1, char::len_utf8))
-        } else {
-            cut
-        };
+        let cut = if cut == 0 { limit.len().max(body[start..].chars().next().map_or(1, char::len_utf8)) } else { cut };
         out.push((start, body[start..start + cut].trim_end()));
         start += cut;
     }
@@ -320,18 +286,10 @@ mod tests {
 
     #[test]
     fn long_bodies_are_cut_into_bounded_windows_that_cover_everything() {
-        let lines: String = (0..400)
-            .map(|i| format!("line {i} of the section\n"))
-            .collect();
+        let lines: String = (0..400).map(|i| format!("line {i} of the section\n")).collect();
         let one_line = "word ".repeat(3_000);
         let no_spaces = "é".repeat(5_000);
-        for body in [
-            lines.as_str(),
-            one_line.as_str(),
-            no_spaces.as_str(),
-            "short",
-            "",
-        ] {
+        for body in [lines.as_str(), one_line.as_str(), no_spaces.as_str(), "short", ""] {
             let parts = windows(body, 2_000);
             assert!(parts.iter().all(|(_, t)| t.len() <= 2_000), "bounded");
             let mut covered = 0;
@@ -340,20 +298,9 @@ mod tests {
                 assert_eq!(&body[*offset..*offset + text.len()], *text);
                 covered = offset + text.len();
             }
-            let joined: String = parts
-                .iter()
-                .map(|(_, t)| t.split_whitespace().collect::<String>())
-                .collect();
-            assert_eq!(
-                joined,
-                body.split_whitespace().collect::<String>(),
-                "nothing lost"
-            );
+            let joined: String = parts.iter().map(|(_, t)| t.split_whitespace().collect::<String>()).collect();
+            assert_eq!(joined, body.split_whitespace().collect::<String>(), "nothing lost");
         }
-        assert!(
-            windows(&lines, 2_000)
-                .iter()
-                .all(|(o, _)| *o == 0 || lines.as_bytes()[o - 1] == b'\n')
-        );
+        assert!(windows(&lines, 2_000).iter().all(|(o, _)| *o == 0 || lines.as_bytes()[o - 1] == b'\n'));
     }
 }

@@ -22,31 +22,19 @@ pub const SCHEMA: &str = "
 /// The terms worth searching, in the order given: terms found nowhere are dropped, terms in
 /// more than half of the `rows` are dropped when any rarer term remains (else the rarest few
 /// stay), and at most [`MAX_SEARCH_TERMS`] of the rarest are kept.
-pub fn selective(
-    conn: &Connection,
-    terms: Vec<String>,
-    rows: usize,
-) -> Result<Vec<String>, IndexError> {
+pub fn selective(conn: &Connection, terms: Vec<String>, rows: usize) -> Result<Vec<String>, IndexError> {
     if terms.len() <= SMALL_QUESTION {
         return Ok(terms);
     }
     let frequencies = frequencies(conn, &terms)?;
-    let mut ranked: Vec<(usize, usize)> = frequencies
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|(_, df)| *df > 0)
-        .collect();
+    let mut ranked: Vec<(usize, usize)> = frequencies.iter().copied().enumerate().filter(|(_, df)| *df > 0).collect();
     ranked.sort_by_key(|(i, df)| (*df, *i));
     let rare = ranked.iter().filter(|(_, df)| *df * 2 <= rows).count();
     let wanted = if rare > 0 { rare } else { SMALL_QUESTION };
     ranked.truncate(wanted.min(MAX_SEARCH_TERMS));
     let mut keep: Vec<usize> = ranked.into_iter().map(|(i, _)| i).collect();
     keep.sort_unstable();
-    Ok(keep
-        .into_iter()
-        .filter_map(|i| terms.get(i).cloned())
-        .collect())
+    Ok(keep.into_iter().filter_map(|i| terms.get(i).cloned()).collect())
 }
 
 /// How many rows of `sections` hold each term (by its stem).
@@ -91,11 +79,7 @@ mod tests {
         .expect("schema");
         conn.execute_batch(SCHEMA).expect("prune schema");
         for body in rows {
-            conn.execute(
-                "INSERT INTO sections(heading, body) VALUES ('h', ?1)",
-                [body],
-            )
-            .expect("insert");
+            conn.execute("INSERT INTO sections(heading, body) VALUES ('h', ?1)", [body]).expect("insert");
         }
         conn
     }
@@ -106,13 +90,7 @@ mod tests {
 
     #[test]
     fn common_and_absent_terms_are_dropped_from_long_questions() {
-        let rows = [
-            "posting invoices",
-            "posting groups",
-            "posting vat",
-            "posting setup",
-            "rare zebra",
-        ];
+        let rows = ["posting invoices", "posting groups", "posting vat", "posting setup", "rare zebra"];
         let conn = index_with(&rows);
         let cases: &[(&str, &str)] = &[
             // Short questions are searched as they are.
@@ -131,15 +109,7 @@ mod tests {
     #[test]
     fn at_most_the_rarest_terms_are_kept() {
         let rows: Vec<String> = (0..20)
-            .map(|i| {
-                format!(
-                    "w{i} {}",
-                    (0..i)
-                        .map(|j| format!("w{j}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
-            })
+            .map(|i| format!("w{i} {}", (0..i).map(|j| format!("w{j}")).collect::<Vec<_>>().join(" ")))
             .collect();
         let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
         let conn = index_with(&refs);

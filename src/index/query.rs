@@ -8,10 +8,9 @@ const MAX_TERM_CHARS: usize = 64;
 
 /// Words too common to help ranking; dropped unless the question has nothing else.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
-    "how", "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so",
-    "that", "the", "their", "there", "this", "to", "was", "we", "what", "when", "where", "which",
-    "who", "why", "will", "with", "you", "your",
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "if",
+    "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "that", "the", "their", "there",
+    "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
 ];
 
 /// The words of `text`, lower-cased, de-duplicated, in order, without stopwords when possible.
@@ -21,11 +20,7 @@ pub fn terms(text: &str) -> Vec<String> {
         if word.is_empty() {
             continue;
         }
-        let word: String = word
-            .chars()
-            .take(MAX_TERM_CHARS)
-            .flat_map(char::to_lowercase)
-            .collect();
+        let word: String = word.chars().take(MAX_TERM_CHARS).flat_map(char::to_lowercase).collect();
         if !all.contains(&word) {
             all.push(word);
         }
@@ -33,11 +28,7 @@ pub fn terms(text: &str) -> Vec<String> {
             break;
         }
     }
-    let content: Vec<String> = all
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .cloned()
-        .collect();
+    let content: Vec<String> = all.iter().filter(|w| !STOPWORDS.contains(&w.as_str())).cloned().collect();
     let mut chosen = if content.is_empty() { all } else { content };
     chosen.truncate(MAX_TERMS);
     chosen
@@ -54,13 +45,7 @@ pub fn expression(terms: &[String]) -> Option<String> {
         return None;
     }
     // Terms hold only alphanumeric characters, so quoting them needs no escaping.
-    Some(
-        terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
 #[cfg(test)]
@@ -70,18 +55,13 @@ mod tests {
     #[test]
     fn free_text_becomes_quoted_terms() {
         let cases: &[(&str, Option<&str>)] = &[
-            (
-                "how long is the refund window",
-                Some("\"long\" OR \"refund\" OR \"window\""),
-            ),
+            ("how long is the refund window", Some("\"long\" OR \"refund\" OR \"window\"")),
             ("", None),
             ("   ?!", None),
             ("the is a", Some("\"the\" OR \"is\" OR \"a\"")),
             (
                 "\"refund\" AND (window OR NEAR(x y)) col:val *",
-                Some(
-                    "\"refund\" OR \"window\" OR \"near\" OR \"x\" OR \"y\" OR \"col\" OR \"val\"",
-                ),
+                Some("\"refund\" OR \"window\" OR \"near\" OR \"x\" OR \"y\" OR \"col\" OR \"val\""),
             ),
             ("Rückerstattung ÉTÉ", Some("\"rückerstattung\" OR \"été\"")),
         ];

@@ -37,22 +37,9 @@ pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
 
 /// Walks `docs`, handing each readable file to `on_file` as soon as it is read (entries in
 /// name order, depth first), and returns the warnings.
-pub fn walk_docs_each(
-    docs: &Dir,
-    max_file_bytes: u64,
-    on_file: &mut dyn FnMut(DocFile),
-) -> Vec<String> {
+pub fn walk_docs_each(docs: &Dir, max_file_bytes: u64, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
     let mut warnings = Vec::new();
-    visit(
-        docs,
-        "docs",
-        0,
-        max_file_bytes,
-        &mut Sink {
-            on_file,
-            warnings: &mut warnings,
-        },
-    );
+    visit(docs, "docs", 0, max_file_bytes, &mut Sink { on_file, warnings: &mut warnings });
     warnings
 }
 
@@ -99,49 +86,38 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<
     let entries = match dir.entries() {
         Ok(entries) => entries,
         Err(e) => {
-            return walk
-                .warnings
-                .push(format!("{prefix}/: cannot list ({e}); skipped"));
+            return walk.warnings.push(format!("{prefix}/: cannot list ({e}); skipped"));
         }
     };
     let mut names = Vec::new();
     for entry in entries {
         match entry {
             Ok(entry) => names.push(entry),
-            Err(e) => walk
-                .warnings
-                .push(format!("{prefix}/: cannot read an entry ({e}); skipped")),
+            Err(e) => walk.warnings.push(format!("{prefix}/: cannot read an entry ({e}); skipped")),
         }
     }
     names.sort_by_key(|entry| entry.file_name());
     for entry in names {
         let os_name = entry.file_name();
         let Some(name) = os_name.to_str() else {
-            walk.warnings.push(format!(
-                "{prefix}/{}: name is not UTF-8; skipped",
-                os_name.to_string_lossy()
-            ));
+            walk.warnings.push(format!("{prefix}/{}: name is not UTF-8; skipped", os_name.to_string_lossy()));
             continue;
         };
         let path = format!("{prefix}/{name}");
         let kind = match entry.file_type() {
             Ok(kind) => kind,
             Err(e) => {
-                walk.warnings
-                    .push(format!("{path}: cannot stat ({e}); skipped"));
+                walk.warnings.push(format!("{path}: cannot stat ({e}); skipped"));
                 continue;
             }
         };
         if kind.is_dir() {
             if depth >= MAX_DEPTH {
-                walk.warnings
-                    .push(format!("{path}: deeper than {MAX_DEPTH} folders; skipped"));
+                walk.warnings.push(format!("{path}: deeper than {MAX_DEPTH} folders; skipped"));
             } else {
                 match dir.open_dir(name) {
                     Ok(sub) => visit(&sub, &path, depth + 1, max_bytes, walk),
-                    Err(e) => walk
-                        .warnings
-                        .push(format!("{path}: cannot open folder ({e}); skipped")),
+                    Err(e) => walk.warnings.push(format!("{path}: cannot open folder ({e}); skipped")),
                 }
             }
             continue;
@@ -154,22 +130,16 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<
             match dir.metadata(name) {
                 Ok(meta) if meta.is_file() => {}
                 Ok(_) => {
-                    walk.warnings.push(format!(
-                        "{path}: symlink to something that is not a file; skipped"
-                    ));
+                    walk.warnings.push(format!("{path}: symlink to something that is not a file; skipped"));
                     continue;
                 }
                 Err(_) => {
-                    walk.warnings.push(format!(
-                        "{path}: symlink leads outside docs/ or nowhere; skipped"
-                    ));
+                    walk.warnings.push(format!("{path}: symlink leads outside docs/ or nowhere; skipped"));
                     continue;
                 }
             }
         } else if !kind.is_file() {
-            walk.warnings.push(format!(
-                "{path}: not a regular file (FIFO, socket or device); skipped"
-            ));
+            walk.warnings.push(format!("{path}: not a regular file (FIFO, socket or device); skipped"));
             continue;
         }
         match read_confined(dir, name, max_bytes) {

@@ -40,31 +40,19 @@ impl Adversary {
     pub fn complete(self, messages: &[Message]) -> Reply {
         let question = messages
             .iter()
-            .find_map(|m| {
-                if let Message::User(text) = m {
-                    Some(text.as_str())
-                } else {
-                    None
-                }
-            })
+            .find_map(|m| if let Message::User(text) = m { Some(text.as_str()) } else { None })
             .unwrap_or("");
         let last_tool = messages.iter().rev().find_map(|m| match m {
             Message::Tool { content, .. } => Some(content.as_str()),
             _ => None,
         });
-        let step = messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
+        let step = messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count();
         match self {
             Adversary::Traversal => match step {
                 0 => calls(&[("read_file", json!({ "path": question }).to_string())]),
                 1 => {
                     let stolen = last_tool.unwrap_or("");
-                    calls(&[(
-                        "write_file",
-                        json!({ "path": "notes/stolen.txt", "content": stolen }).to_string(),
-                    )])
+                    calls(&[("write_file", json!({ "path": "notes/stolen.txt", "content": stolen }).to_string())])
                 }
                 _ => answer(format!("Here is what I read:\n{}", last_tool.unwrap_or(""))),
             },
@@ -72,25 +60,12 @@ impl Adversary {
                 0 => calls(&[
                     ("exec_shell", r#"{"cmd": "cat /etc/passwd"}"#.to_string()),
                     ("read_file", "{not json".to_string()),
-                    (
-                        "write_file",
-                        json!({ "path": ["notes/x.md"], "content": 5 }).to_string(),
-                    ),
-                    (
-                        "search_docs",
-                        json!({ "query": "x".repeat(200_000) }).to_string(),
-                    ),
+                    ("write_file", json!({ "path": ["notes/x.md"], "content": 5 }).to_string()),
+                    ("search_docs", json!({ "query": "x".repeat(200_000) }).to_string()),
                 ]),
                 1 => calls(&[
-                    (
-                        "load_skill",
-                        json!({ "skill": "../../AGENTS.md" }).to_string(),
-                    ),
-                    (
-                        "read_file",
-                        json!({ "path": "docs/refunds.md", "offset": -5, "limit": "all" })
-                            .to_string(),
-                    ),
+                    ("load_skill", json!({ "skill": "../../AGENTS.md" }).to_string()),
+                    ("read_file", json!({ "path": "docs/refunds.md", "offset": -5, "limit": "all" }).to_string()),
                     ("search_docs", "null".to_string()),
                     ("", "{}".to_string()),
                 ]),
@@ -100,14 +75,8 @@ impl Adversary {
                 "According to {FALSE_CITATION} the launch is next week, and docs/refunds.md#window says refunds last 90 days."
             )),
             Adversary::Write => match step {
-                0 => calls(&[(
-                    "write_file",
-                    json!({ "path": question, "content": "pwned" }).to_string(),
-                )]),
-                _ => answer(format!(
-                    "tried to write {question}: {}",
-                    last_tool.unwrap_or("")
-                )),
+                0 => calls(&[("write_file", json!({ "path": question, "content": "pwned" }).to_string())]),
+                _ => answer(format!("tried to write {question}: {}", last_tool.unwrap_or(""))),
             },
             Adversary::Echo => match step {
                 0 => calls(&[("search_docs", json!({ "query": question }).to_string())]),

@@ -27,10 +27,7 @@ pub enum Message {
     /// The person's question.
     User(String),
     /// A model reply: text, tool calls, or both.
-    Assistant {
-        content: String,
-        tool_calls: Vec<ToolCall>,
-    },
+    Assistant { content: String, tool_calls: Vec<ToolCall> },
     /// The result of one tool call.
     Tool { call_id: String, content: String },
 }
@@ -49,11 +46,7 @@ pub struct Reply {
 impl Reply {
     /// A final answer, with no tool call.
     pub fn text(content: String) -> Reply {
-        Reply {
-            content,
-            tool_calls: Vec::new(),
-            usage: None,
-        }
+        Reply { content, tool_calls: Vec::new(), usage: None }
     }
 
     /// Tool calls only, with ids `{prefix}_{n}`.
@@ -67,11 +60,7 @@ impl Reply {
                 arguments: arguments.clone(),
             })
             .collect();
-        Reply {
-            content: String::new(),
-            tool_calls,
-            usage: None,
-        }
+        Reply { content: String::new(), tool_calls, usage: None }
     }
 }
 
@@ -103,11 +92,7 @@ pub enum ModelError {
     /// The server does not know the model.
     UnknownModel { model: String, detail: String },
     /// Any other HTTP error status, after retries.
-    Http {
-        url: String,
-        status: u16,
-        body: String,
-    },
+    Http { url: String, status: u16, body: String },
     /// The server answered with something that is not a chat completion.
     Malformed { url: String, detail: String },
     /// No answer within the request timeout.
@@ -129,16 +114,10 @@ impl std::fmt::Display for ModelError {
                  or set LLM_MODEL to a model it has"
             ),
             ModelError::Http { url, status, body } => {
-                write!(
-                    f,
-                    "the model server at {url} answered HTTP {status}: {body}"
-                )
+                write!(f, "the model server at {url} answered HTTP {status}: {body}")
             }
             ModelError::Malformed { url, detail } => {
-                write!(
-                    f,
-                    "the model server at {url} sent a reply that is not a chat completion: {detail}"
-                )
+                write!(f, "the model server at {url} sent a reply that is not a chat completion: {detail}")
             }
             ModelError::Timeout { url, secs } => write!(
                 f,
@@ -160,10 +139,7 @@ pub enum Model {
 
 impl Model {
     /// Picks the model for `name`: a built-in name, or an OpenAI-compatible client.
-    pub fn from_config(
-        llm: &crate::config::LlmConfig,
-        max_output_tokens: u32,
-    ) -> Result<Model, String> {
+    pub fn from_config(llm: &crate::config::LlmConfig, max_output_tokens: u32) -> Result<Model, String> {
         match builtin::Builtin::from_name(&llm.model) {
             Some(b) => Ok(Model::Builtin(b)),
             None => openai::Client::new(llm, max_output_tokens).map(Model::OpenAi),
@@ -171,11 +147,7 @@ impl Model {
     }
 
     /// Asks the model for its next reply to `messages`.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Reply, ModelError> {
+    pub async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, ModelError> {
         match self {
             Model::OpenAi(client) => client.complete(messages, tools).await,
             Model::Builtin(b) => Ok(b.complete(messages)),

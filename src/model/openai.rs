@@ -64,11 +64,7 @@ impl Client {
     }
 
     /// One chat completion, retried on 429, 5xx and connect errors.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Reply, ModelError> {
+    pub async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, ModelError> {
         let body = self.request_body(messages, tools);
         let mut delay = BACKOFF_START;
         let mut attempt = 0;
@@ -77,10 +73,7 @@ impl Client {
                 Ok(reply) => return Ok(self.accept_text_calls(reply, tools)),
                 Err(Attempt::Retry { error, after }) if attempt < self.retries => {
                     attempt += 1;
-                    tracing::debug!(
-                        "model call failed ({error}); retry {attempt} of {}",
-                        self.retries
-                    );
+                    tracing::debug!("model call failed ({error}); retry {attempt} of {}", self.retries);
                     tokio::time::sleep(after.unwrap_or(delay).min(BACKOFF_MAX)).await;
                     delay = (delay * 2).min(BACKOFF_MAX);
                 }
@@ -116,12 +109,8 @@ impl Client {
         let after = retry_after(&response);
         let text = self.read_body(response).await?;
         if status.is_success() {
-            return parse_reply(&text).map_err(|detail| {
-                Attempt::Fatal(ModelError::Malformed {
-                    url: self.url.clone(),
-                    detail,
-                })
-            });
+            return parse_reply(&text)
+                .map_err(|detail| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail }));
         }
         let snippet = crate::guard::redact::redact_truncated(&text, ERROR_BODY_CHARS);
         let lower = text.to_ascii_lowercase();
@@ -129,16 +118,9 @@ impl Client {
             && lower.contains("model")
             && (lower.contains("not found") || lower.contains("does not exist"))
         {
-            return Err(Attempt::Fatal(ModelError::UnknownModel {
-                model: self.model.clone(),
-                detail: snippet,
-            }));
+            return Err(Attempt::Fatal(ModelError::UnknownModel { model: self.model.clone(), detail: snippet }));
         }
-        let error = ModelError::Http {
-            url: self.url.clone(),
-            status: status.as_u16(),
-            body: snippet,
-        };
+        let error = ModelError::Http { url: self.url.clone(), status: status.as_u16(), body: snippet };
         if status.as_u16() == 429 || status.is_server_error() {
             Err(Attempt::Retry { error, after })
         } else {
@@ -154,56 +136,34 @@ impl Client {
                 detail: format!("the reply is larger than {} MiB", MAX_BODY_BYTES >> 20),
             })
         };
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
-        {
+        if response.content_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
             return Err(too_large());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| self.transport_error(e))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(e))? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
                 return Err(too_large());
             }
             body.extend_from_slice(&chunk);
         }
         String::from_utf8(body).map_err(|_| {
-            Attempt::Fatal(ModelError::Malformed {
-                url: self.url.clone(),
-                detail: "the reply is not UTF-8".into(),
-            })
+            Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail: "the reply is not UTF-8".into() })
         })
     }
 
     fn transport_error(&self, e: reqwest::Error) -> Attempt {
         if e.is_timeout() {
-            Attempt::Fatal(ModelError::Timeout {
-                url: self.url.clone(),
-                secs: self.timeout_secs,
-            })
+            Attempt::Fatal(ModelError::Timeout { url: self.url.clone(), secs: self.timeout_secs })
         } else if e.is_connect() {
             Attempt::Retry {
-                error: ModelError::Unreachable {
-                    url: self.url.clone(),
-                    detail: root_cause(&e),
-                },
+                error: ModelError::Unreachable { url: self.url.clone(), detail: root_cause(&e) },
                 after: None,
             }
         } else if e.is_decode() || e.is_body() {
-            Attempt::Fatal(ModelError::Malformed {
-                url: self.url.clone(),
-                detail: root_cause(&e),
-            })
+            Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail: root_cause(&e) })
         } else {
             Attempt::Retry {
-                error: ModelError::Unreachable {
-                    url: self.url.clone(),
-                    detail: root_cause(&e),
-                },
+                error: ModelError::Unreachable { url: self.url.clone(), detail: root_cause(&e) },
                 after: None,
             }
         }
@@ -225,10 +185,7 @@ impl Client {
 /// The outcome of one failed attempt.
 enum Attempt {
     /// Worth trying again (after the server's Retry-After, when given).
-    Retry {
-        error: ModelError,
-        after: Option<Duration>,
-    },
+    Retry { error: ModelError, after: Option<Duration> },
     /// Not worth trying again.
     Fatal(ModelError),
 }
@@ -251,16 +208,10 @@ fn to_wire(message: &Message) -> Value {
     match message {
         Message::System(text) => json!({"role": "system", "content": text}),
         Message::User(text) => json!({"role": "user", "content": text}),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } if tool_calls.is_empty() => {
+        Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": content})
         }
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => json!({
+        Message::Assistant { content, tool_calls } => json!({
             "role": "assistant",
             "content": content,
             "tool_calls": tool_calls.iter().map(|c| json!({
@@ -276,20 +227,13 @@ fn to_wire(message: &Message) -> Value {
 /// Reads the first choice of a chat completion.
 pub fn parse_reply(text: &str) -> Result<Reply, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON ({e})"))?;
-    let message = value
-        .pointer("/choices/0/message")
-        .ok_or_else(|| "no choices[0].message in the reply".to_string())?;
-    let content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let message =
+        value.pointer("/choices/0/message").ok_or_else(|| "no choices[0].message in the reply".to_string())?;
+    let content = message.get("content").and_then(Value::as_str).unwrap_or("").to_string();
     let mut tool_calls = Vec::new();
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for (i, call) in calls.iter().enumerate() {
-            let function = call
-                .get("function")
-                .ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
+            let function = call.get("function").ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
             let name = function
                 .get("name")
                 .and_then(Value::as_str)
@@ -299,27 +243,13 @@ pub fn parse_reply(text: &str) -> Result<Reply, String> {
                 Some(Value::Null) | None => "{}".to_string(),
                 Some(v) => v.to_string(),
             };
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("call_{i}"), str::to_string);
-            tool_calls.push(ToolCall {
-                id,
-                name: name.to_string(),
-                arguments,
-            });
+            let id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{i}"), str::to_string);
+            tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
         }
     }
     let usage = value.get("usage").map(|u| Usage {
         prompt: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        completion: u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
     });
-    Ok(Reply {
-        content,
-        tool_calls,
-        usage,
-    })
+    Ok(Reply { content, tool_calls, usage })
 }

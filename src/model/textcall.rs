@@ -13,10 +13,7 @@ pub fn parse(content: &str, known: &[&str]) -> Option<ToolCall> {
         return None;
     }
     let value: Value = serde_json::from_str(text).ok()?;
-    let object = value
-        .get("function")
-        .filter(|f| f.is_object())
-        .unwrap_or(&value);
+    let object = value.get("function").filter(|f| f.is_object()).unwrap_or(&value);
     let name = object.get("name")?.as_str()?;
     if !known.contains(&name) {
         return None;
@@ -26,11 +23,7 @@ pub fn parse(content: &str, known: &[&str]) -> Option<ToolCall> {
         Some(v) => v.to_string(),
         None => "{}".to_string(),
     };
-    Some(ToolCall {
-        id: "text_call".to_string(),
-        name: name.to_string(),
-        arguments,
-    })
+    Some(ToolCall { id: "text_call".to_string(), name: name.to_string(), arguments })
 }
 
 fn strip_fence(text: &str) -> &str {
@@ -69,12 +62,7 @@ mod tests {
         ];
         for (content, expected) in cases {
             let got = parse(content, KNOWN);
-            assert_eq!(
-                got.as_ref()
-                    .map(|c| (c.name.as_str(), c.arguments.as_str())),
-                *expected,
-                "content {content:?}"
-            );
+            assert_eq!(got.as_ref().map(|c| (c.name.as_str(), c.arguments.as_str())), *expected, "content {content:?}");
         }
     }
 }

@@ -18,10 +18,7 @@ pub(super) fn folder_names(skills_dir: &Dir) -> io::Result<Vec<std::ffi::OsStrin
 
 /// Loads `skills/<name>/SKILL.md`, or says why it cannot; `None` for a loose file
 /// beside the skill folders, which is not a skill.
-pub(super) fn load_folder(
-    skills_dir: &Dir,
-    name: &std::ffi::OsStr,
-) -> Option<Result<Skill, Vec<SkillProblem>>> {
+pub(super) fn load_folder(skills_dir: &Dir, name: &std::ffi::OsStr) -> Option<Result<Skill, Vec<SkillProblem>>> {
     let result = match folder_kind(skills_dir, name) {
         Ok(false) => return None,
         Ok(true) => load_skill_folder(skills_dir, name),
@@ -42,22 +39,15 @@ pub(super) fn folder_kind(skills_dir: &Dir, name: &std::ffi::OsStr) -> Result<bo
 }
 
 /// Loads the SKILL.md of the folder `skills/<name>`.
-pub(super) fn load_skill_folder(
-    skills_dir: &Dir,
-    name: &std::ffi::OsStr,
-) -> Result<Skill, Vec<SkillProblem>> {
+pub(super) fn load_skill_folder(skills_dir: &Dir, name: &std::ffi::OsStr) -> Result<Skill, Vec<SkillProblem>> {
     let shown = name.to_string_lossy();
     let folder_path = format!("{SKILLS_DIR}/{shown}");
     let location = format!("{folder_path}/{SKILL_FILE}");
     let Some(folder_name) = name.to_str() else {
-        let message = format!(
-            "folder name `{shown}` is not valid UTF-8; rename the folder to the skill's name"
-        );
+        let message = format!("folder name `{shown}` is not valid UTF-8; rename the folder to the skill's name");
         return Err(vec![problem_at(&folder_path, None, "name", message)]);
     };
-    let folder = skills_dir
-        .open_dir(name)
-        .map_err(|err| vec![unreadable(&folder_path, None, &err)])?;
+    let folder = skills_dir.open_dir(name).map_err(|err| vec![unreadable(&folder_path, None, &err)])?;
     let text = read_skill_file(&folder, &location)?;
     Skills::parse(folder_name, &location, &text)
 }
@@ -79,36 +69,25 @@ pub(super) fn read_skill_file(folder: &Dir, location: &str) -> Result<String, Ve
     check_regular_and_small(&meta).map_err(|message| one(None, "unreadable", message))?;
     // The type was checked before opening so a FIFO is never opened; check again on the
     // open handle in case the file was swapped in between.
-    let file = folder
-        .open(SKILL_FILE)
-        .map_err(|err| vec![unreadable(location, None, &err)])?;
-    let meta = file
-        .metadata()
-        .map_err(|err| vec![unreadable(location, None, &err)])?;
+    let file = folder.open(SKILL_FILE).map_err(|err| vec![unreadable(location, None, &err)])?;
+    let meta = file.metadata().map_err(|err| vec![unreadable(location, None, &err)])?;
     check_regular_and_small(&meta).map_err(|message| one(None, "unreadable", message))?;
     let mut bytes = Vec::new();
-    file.take(MAX_SKILL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| vec![unreadable(location, None, &err)])?;
+    file.take(MAX_SKILL_BYTES + 1).read_to_end(&mut bytes).map_err(|err| vec![unreadable(location, None, &err)])?;
     if bytes.len() as u64 > MAX_SKILL_BYTES {
         return Err(one(None, "unreadable", too_large_message()));
     }
     String::from_utf8(bytes).map_err(|err| {
         let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        let message = format!(
-            "file is not valid UTF-8 (bad byte at offset {}); save it as UTF-8",
-            valid.len()
-        );
+        let message = format!("file is not valid UTF-8 (bad byte at offset {}); save it as UTF-8", valid.len());
         one(Some(line), "unreadable", message)
     })
 }
 
 /// True when SKILL.md exists as a symlink whose target is missing.
 pub(super) fn is_dangling_link(folder: &Dir) -> bool {
-    folder
-        .symlink_metadata(SKILL_FILE)
-        .is_ok_and(|meta| meta.file_type().is_symlink())
+    folder.symlink_metadata(SKILL_FILE).is_ok_and(|meta| meta.file_type().is_symlink())
 }
 
 /// Says why a SKILL.md with this metadata must not be read, if it must not.
@@ -144,16 +123,6 @@ pub(super) fn unreadable(file: &str, line: Option<usize>, err: &io::Error) -> Sk
 }
 
 /// Builds a problem for `file`.
-pub(super) fn problem_at(
-    file: &str,
-    line: Option<usize>,
-    rule: &'static str,
-    message: String,
-) -> SkillProblem {
-    SkillProblem {
-        file: file.to_string(),
-        line,
-        rule,
-        message,
-    }
+pub(super) fn problem_at(file: &str, line: Option<usize>, rule: &'static str, message: String) -> SkillProblem {
+    SkillProblem { file: file.to_string(), line, rule, message }
 }

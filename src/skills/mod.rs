@@ -86,11 +86,7 @@ pub struct SkillProblem {
 impl fmt::Display for SkillProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.line {
-            Some(line) => write!(
-                f,
-                "{}:{}: [{}] {}",
-                self.file, line, self.rule, self.message
-            ),
+            Some(line) => write!(f, "{}:{}: [{}] {}", self.file, line, self.rule, self.message),
             None => write!(f, "{}: [{}] {}", self.file, self.rule, self.message),
         }
     }
@@ -122,18 +118,14 @@ impl Skills {
         };
         match folder_names(&skills_dir) {
             Ok(names) => {
-                for result in names
-                    .iter()
-                    .filter_map(|name| load_folder(&skills_dir, name))
-                {
+                for result in names.iter().filter_map(|name| load_folder(&skills_dir, name)) {
                     out.add(result);
                 }
             }
             Err(err) => out.problems.push(unreadable(SKILLS_DIR, None, &err)),
         }
         out.skills.sort_by(|a, b| a.name.cmp(&b.name));
-        out.problems
-            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        out.problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         out
     }
 
@@ -141,16 +133,10 @@ impl Skills {
     ///
     /// `folder_name` is the skill's folder (the `name` field must equal it) and `location`
     /// is the workspace-relative path used in the result and in problems.
-    pub fn parse(
-        folder_name: &str,
-        location: &str,
-        text: &str,
-    ) -> Result<Skill, Vec<SkillProblem>> {
+    pub fn parse(folder_name: &str, location: &str, text: &str) -> Result<Skill, Vec<SkillProblem>> {
         parse_issues(folder_name, location, text).map_err(|issues| {
-            let mut problems: Vec<SkillProblem> = issues
-                .into_iter()
-                .map(|(rule, line, message)| problem_at(location, line, rule, message))
-                .collect();
+            let mut problems: Vec<SkillProblem> =
+                issues.into_iter().map(|(rule, line, message)| problem_at(location, line, rule, message)).collect();
             problems.sort_by_key(|problem| problem.line);
             problems
         })

@@ -71,18 +71,13 @@ pub(super) fn parse_yaml(yaml: &str) -> Result<Mapping, Issue> {
     })?;
     match value {
         Value::Mapping(map) => Ok(map),
-        Value::Null => Err((
-            "front-matter",
-            Some(1),
-            "front matter is empty; add `name:` and `description:` lines".to_string(),
-        )),
+        Value::Null => {
+            Err(("front-matter", Some(1), "front matter is empty; add `name:` and `description:` lines".to_string()))
+        }
         other => Err((
             "front-matter",
             Some(2),
-            format!(
-                "front matter must be `key: value` fields, found a {}",
-                kind(&other)
-            ),
+            format!("front matter must be `key: value` fields, found a {}", kind(&other)),
         )),
     }
 }
@@ -110,17 +105,10 @@ pub(super) struct Draft {
 
 impl Draft {
     /// Validates one top-level field and keeps its value.
-    pub(super) fn take_field(
-        &mut self,
-        yaml: &str,
-        key: &Value,
-        value: &Value,
-    ) -> Result<(), Vec<Issue>> {
+    pub(super) fn take_field(&mut self, yaml: &str, key: &Value, value: &Value) -> Result<(), Vec<Issue>> {
         let Some(key) = key.as_str() else {
-            let message = format!(
-                "front-matter key of type {} is not a field name; allowed: {ALLOWED_FIELDS}",
-                kind(key)
-            );
+            let message =
+                format!("front-matter key of type {} is not a field name; allowed: {ALLOWED_FIELDS}", kind(key));
             return Err(vec![("unknown-field", None, message)]);
         };
         let line = key_line(yaml, key);
@@ -133,21 +121,16 @@ impl Draft {
             "description" => {
                 self.seen_description = true;
                 let text = string_field(key, value).map_err(|m| single("description", m))?;
-                self.description =
-                    Some(check_description(&text).map_err(|m| single("description", m))?);
+                self.description = Some(check_description(&text).map_err(|m| single("description", m))?);
             }
-            "license" => {
-                self.license = Some(string_field(key, value).map_err(|m| single("license", m))?)
-            }
+            "license" => self.license = Some(string_field(key, value).map_err(|m| single("license", m))?),
             "compatibility" => {
                 let text = string_field(key, value).map_err(|m| single("compatibility", m))?;
-                self.compatibility =
-                    Some(check_compatibility(text).map_err(|m| single("compatibility", m))?);
+                self.compatibility = Some(check_compatibility(text).map_err(|m| single("compatibility", m))?);
             }
             "metadata" => self.metadata = metadata_field(yaml, line, value)?,
             "allowed-tools" => {
-                self.allowed_tools =
-                    allowed_tools_field(value).map_err(|m| single("allowed-tools", m))?;
+                self.allowed_tools = allowed_tools_field(value).map_err(|m| single("allowed-tools", m))?;
             }
             other => {
                 let message = format!("unknown field `{other}`; allowed: {ALLOWED_FIELDS}");
@@ -158,12 +141,7 @@ impl Draft {
     }
 
     /// Checks the required fields and builds the skill.
-    pub(super) fn finish(
-        self,
-        folder: &str,
-        location: &str,
-        doc: &Document<'_>,
-    ) -> Result<Skill, Vec<Issue>> {
+    pub(super) fn finish(self, folder: &str, location: &str, doc: &Document<'_>) -> Result<Skill, Vec<Issue>> {
         let mut issues = Vec::new();
         if let Some(name) = &self.name {
             if let Err(issue) = check_name(name, folder) {
@@ -200,13 +178,8 @@ impl Draft {
 pub(super) fn string_field(key: &str, value: &Value) -> Result<String, String> {
     match value {
         Value::String(text) => Ok(text.clone()),
-        Value::Null => Err(format!(
-            "`{key}` has no value; give it one or remove the line"
-        )),
-        other => Err(format!(
-            "`{key}` must be a string, found a {}; put the value in quotes",
-            kind(other)
-        )),
+        Value::Null => Err(format!("`{key}` has no value; give it one or remove the line")),
+        other => Err(format!("`{key}` must be a string, found a {}; put the value in quotes", kind(other))),
     }
 }
 
@@ -214,20 +187,12 @@ pub(super) fn string_field(key: &str, value: &Value) -> Result<String, String> {
 pub(super) fn check_name(name: &str, folder: &str) -> Result<(), (&'static str, String)> {
     let fail = |why: &str| Err(("name", format!("name `{name}` {why}")));
     if name.is_empty() {
-        return Err((
-            "name",
-            format!("`name` is empty; set it to the folder name `{folder}`"),
-        ));
+        return Err(("name", format!("`name` is empty; set it to the folder name `{folder}`")));
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return fail(&format!(
-            "is longer than {MAX_NAME_CHARS} characters; shorten it (and the folder)"
-        ));
+        return fail(&format!("is longer than {MAX_NAME_CHARS} characters; shorten it (and the folder)"));
     }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
+    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return fail("may contain only lowercase letters, digits and hyphens");
     }
     if name.starts_with('-') || name.ends_with('-') {
@@ -237,9 +202,7 @@ pub(super) fn check_name(name: &str, folder: &str) -> Result<(), (&'static str, 
         return fail("must not contain consecutive hyphens `--`");
     }
     if name != folder {
-        let message = format!(
-            "name `{name}` must equal its folder name `{folder}`; rename one to match the other"
-        );
+        let message = format!("name `{name}` must equal its folder name `{folder}`; rename one to match the other");
         return Err(("name-matches-folder", message));
     }
     Ok(())
@@ -249,9 +212,7 @@ pub(super) fn check_name(name: &str, folder: &str) -> Result<(), (&'static str, 
 pub(super) fn check_description(text: &str) -> Result<String, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err(
-            "`description` is empty; say what the skill does and when to use it".to_string(),
-        );
+        return Err("`description` is empty; say what the skill does and when to use it".to_string());
     }
     let chars = trimmed.chars().count();
     if chars > MAX_DESCRIPTION_CHARS {
@@ -267,14 +228,10 @@ pub(super) fn check_description(text: &str) -> Result<String, String> {
 pub(super) fn check_compatibility(text: String) -> Result<String, String> {
     let chars = text.trim().chars().count();
     if chars == 0 {
-        return Err(
-            "`compatibility` is empty; describe the requirements or remove the line".to_string(),
-        );
+        return Err("`compatibility` is empty; describe the requirements or remove the line".to_string());
     }
     if chars > MAX_COMPATIBILITY_CHARS {
-        return Err(format!(
-            "`compatibility` is {chars} characters; keep it to {MAX_COMPATIBILITY_CHARS}"
-        ));
+        return Err(format!("`compatibility` is {chars} characters; keep it to {MAX_COMPATIBILITY_CHARS}"));
     }
     Ok(text)
 }
@@ -286,10 +243,7 @@ pub(super) fn metadata_field(
     value: &Value,
 ) -> Result<BTreeMap<String, String>, Vec<Issue>> {
     let Value::Mapping(map) = value else {
-        let message = format!(
-            "`metadata` must be a map of `key: \"value\"` pairs, found a {}",
-            kind(value)
-        );
+        let message = format!("`metadata` must be a map of `key: \"value\"` pairs, found a {}", kind(value));
         return Err(vec![("metadata", line, message)]);
     };
     let mut pairs = BTreeMap::new();
@@ -301,10 +255,8 @@ pub(super) fn metadata_field(
             }
             (Some(key), other) => {
                 let at = line.and_then(|l| nested_key_line(yaml, l, key)).or(line);
-                let message = format!(
-                    "metadata `{key}` must be a string, found a {}; put the value in quotes",
-                    kind(other)
-                );
+                let message =
+                    format!("metadata `{key}` must be a string, found a {}; put the value in quotes", kind(other));
                 issues.push(("metadata", at, message));
             }
             (None, _) => {
@@ -313,11 +265,7 @@ pub(super) fn metadata_field(
             }
         }
     }
-    if issues.is_empty() {
-        Ok(pairs)
-    } else {
-        Err(issues)
-    }
+    if issues.is_empty() { Ok(pairs) } else { Err(issues) }
 }
 
 /// Reads `allowed-tools`: a space-separated string, or a list of strings.
@@ -328,10 +276,7 @@ pub(super) fn allowed_tools_field(value: &Value) -> Result<Vec<String>, String> 
             .iter()
             .map(|item| match item.as_str().map(str::trim) {
                 Some(tool) if !tool.is_empty() => Ok(tool.to_string()),
-                _ => Err(format!(
-                    "`allowed-tools` entries must be non-empty strings, found a {}",
-                    kind(item)
-                )),
+                _ => Err(format!("`allowed-tools` entries must be non-empty strings, found a {}", kind(item))),
             })
             .collect(),
         other => Err(format!(
@@ -343,9 +288,7 @@ pub(super) fn allowed_tools_field(value: &Value) -> Result<Vec<String>, String> 
 
 /// Line (1-based, in the file) of a top-level `key:` in the front matter.
 pub(super) fn key_line(yaml: &str, key: &str) -> Option<usize> {
-    yaml.lines()
-        .position(|line| starts_with_key(line, key))
-        .map(|index| index + 1)
+    yaml.lines().position(|line| starts_with_key(line, key)).map(|index| index + 1)
 }
 
 /// Line of an indented `key:` inside the block that starts on `parent_line`.
@@ -360,13 +303,9 @@ pub(super) fn nested_key_line(yaml: &str, parent_line: usize, key: &str) -> Opti
 
 /// Whether `line` starts with `key:`, `"key":` or `'key':`.
 pub(super) fn starts_with_key(line: &str, key: &str) -> bool {
-    [
-        format!("{key}:"),
-        format!("\"{key}\":"),
-        format!("'{key}':"),
-    ]
-    .iter()
-    .any(|prefix| line.starts_with(prefix.as_str()))
+    [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
+        .iter()
+        .any(|prefix| line.starts_with(prefix.as_str()))
 }
 
 /// A YAML value's kind, for messages.

@@ -18,10 +18,7 @@ fn doc(front: &str, body: &str) -> String {
 /// A SKILL.md for `skills/cite-sources/` with extra front-matter lines after the
 /// required ones (so they start on line 4).
 fn cite(extra: &str) -> String {
-    doc(
-        &format!("name: cite-sources\ndescription: Cite the docs page.\n{extra}"),
-        "Body",
-    )
+    doc(&format!("name: cite-sources\ndescription: Cite the docs page.\n{extra}"), "Body")
 }
 
 fn check(label: &str, folder: &str, text: &str, want: &Want) {
@@ -123,25 +120,15 @@ fn all_fields_are_kept() {
 #[test]
 fn allowed_tools_forms() {
     let cases = [
-        (
-            "allowed-tools: search_docs  read_page\n",
-            vec!["search_docs", "read_page"],
-        ),
-        (
-            "allowed-tools: [search_docs, read_page]\n",
-            vec!["search_docs", "read_page"],
-        ),
+        ("allowed-tools: search_docs  read_page\n", vec!["search_docs", "read_page"]),
+        ("allowed-tools: [search_docs, read_page]\n", vec!["search_docs", "read_page"]),
         ("allowed-tools: \"\"\n", vec![]),
         ("", vec![]),
     ];
     for (extra, want) in cases {
         let skill = Skills::parse("cite-sources", "s", &cite(extra));
         let got = skill.map(|s| s.allowed_tools);
-        assert_eq!(
-            got,
-            Ok(want.iter().map(|t| t.to_string()).collect()),
-            "{extra}"
-        );
+        assert_eq!(got, Ok(want.iter().map(|t| t.to_string()).collect()), "{extra}");
     }
 }
 
@@ -161,26 +148,18 @@ fn messages_say_what_to_do() {
     ];
     for (folder, text, want) in cases {
         let location = format!("skills/{folder}/SKILL.md");
-        let problems = Skills::parse(folder, &location, &text)
-            .err()
-            .unwrap_or_default();
+        let problems = Skills::parse(folder, &location, &text).err().unwrap_or_default();
         let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(shown, vec![want.to_string()]);
     }
     let no_line = problem_at("skills/x/SKILL.md", None, "missing-skill-md", "m".into());
-    assert_eq!(
-        no_line.to_string(),
-        "skills/x/SKILL.md: [missing-skill-md] m"
-    );
+    assert_eq!(no_line.to_string(), "skills/x/SKILL.md: [missing-skill-md] m");
 }
 
 #[test]
 fn catalog_lists_skills_escaped_and_without_bodies() {
     let mut skills = Skills::default();
-    let texts = [
-        ("b-skill", "description: Use when a < b & c > d\n"),
-        ("a-skill", "description: First\n"),
-    ];
+    let texts = [("b-skill", "description: Use when a < b & c > d\n"), ("a-skill", "description: First\n")];
     for (name, front) in texts {
         let text = doc(&format!("name: {name}\n{front}"), "SECRET BODY <b>");
         let location = format!("skills/{name}/SKILL.md");
@@ -194,10 +173,7 @@ fn catalog_lists_skills_escaped_and_without_bodies() {
     let catalog = skills.catalog();
     assert_eq!(catalog, want);
     assert!(!catalog.contains("SECRET BODY"));
-    assert_eq!(
-        skills.get("b-skill").map(|s| s.body.as_str()),
-        Some("SECRET BODY <b>")
-    );
+    assert_eq!(skills.get("b-skill").map(|s| s.body.as_str()), Some("SECRET BODY <b>"));
     assert!(skills.get("c-skill").is_none());
     assert_eq!(Skills::default().catalog(), "");
 }
@@ -235,18 +211,14 @@ fn build(base: &std::path::Path, table: &[Row]) {
         let dir = skills.join(folder);
         let file = dir.join(SKILL_FILE);
         match fixture {
-            Fixture::FolderLinkOutside => {
-                std::os::unix::fs::symlink(outside.join("secret-skill"), &dir).unwrap()
-            }
+            Fixture::FolderLinkOutside => std::os::unix::fs::symlink(outside.join("secret-skill"), &dir).unwrap(),
             Fixture::LooseFile => std::fs::write(&dir, "notes").unwrap(),
             _ => std::fs::create_dir(&dir).unwrap(),
         }
         match fixture {
             Fixture::Text(text) => std::fs::write(&file, text).unwrap(),
             Fixture::Bytes(bytes) => std::fs::write(&file, bytes).unwrap(),
-            Fixture::LinkOutside => {
-                std::os::unix::fs::symlink(outside.join("SKILL.md"), &file).unwrap()
-            }
+            Fixture::LinkOutside => std::os::unix::fs::symlink(outside.join("SKILL.md"), &file).unwrap(),
             Fixture::Fifo => {
                 let status = std::process::Command::new("mkfifo").arg(&file).status();
                 assert!(status.is_ok_and(|s| s.success()), "mkfifo failed");
@@ -274,22 +246,17 @@ fn load_reports_bad_folders_and_keeps_good_ones() {
     ];
     let base = tempfile::tempdir().unwrap();
     build(base.path(), &table);
-    let root =
-        Dir::open_ambient_dir(base.path().join("root"), cap_std::ambient_authority()).unwrap();
+    let root = Dir::open_ambient_dir(base.path().join("root"), cap_std::ambient_authority()).unwrap();
     // Load on another thread so a FIFO that blocks fails the test instead of hanging it.
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || send.send(Skills::load(&root)));
-    let loaded = receive
-        .recv_timeout(std::time::Duration::from_secs(20))
-        .expect("Skills::load hung (a FIFO was opened?)");
+    let loaded =
+        receive.recv_timeout(std::time::Duration::from_secs(20)).expect("Skills::load hung (a FIFO was opened?)");
 
     let names: Vec<&str> = loaded.skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["cite-sources", "summarize"]);
-    let got: Vec<(String, &str, Option<usize>)> = loaded
-        .problems
-        .iter()
-        .map(|p| (p.file.clone(), p.rule, p.line))
-        .collect();
+    let got: Vec<(String, &str, Option<usize>)> =
+        loaded.problems.iter().map(|p| (p.file.clone(), p.rule, p.line)).collect();
     let want: Vec<(String, &str, Option<usize>)> = table
         .iter()
         .filter_map(|(folder, fixture, want)| {

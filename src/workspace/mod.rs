@@ -103,11 +103,7 @@ impl Workspace {
     pub fn linked_areas(&self) -> Vec<&'static str> {
         ["docs", "skills", "notes"]
             .into_iter()
-            .filter(|name| {
-                self.root
-                    .symlink_metadata(name)
-                    .is_ok_and(|m| m.file_type().is_symlink())
-            })
+            .filter(|name| self.root.symlink_metadata(name).is_ok_and(|m| m.file_type().is_symlink()))
             .collect()
     }
 
@@ -139,12 +135,7 @@ impl Workspace {
     /// Writes a note. Needs an [`Approved`] value; the path and content are redacted first.
     /// The file is written to a temporary name and renamed, so a failure leaves no half note,
     /// and the rename replaces a directory entry: it never writes through a link.
-    pub fn write_note(
-        &self,
-        path: &ModelPath,
-        content: &str,
-        _approved: Approved,
-    ) -> Result<usize, FileError> {
+    pub fn write_note(&self, path: &ModelPath, content: &str, _approved: Approved) -> Result<usize, FileError> {
         if path.area() != Area::Notes {
             return Err(Denied(format!("{path} is not under notes/")).into());
         }
@@ -155,9 +146,7 @@ impl Workspace {
         })?;
         let inner = path.inner();
         if crate::guard::scrub(&inner) != inner.as_str() {
-            return Err(
-                Denied("the path contains something that looks like a secret".into()).into(),
-            );
+            return Err(Denied("the path contains something that looks like a secret".into()).into());
         }
         let content = crate::guard::scrub(content);
         let (parent, name) = match inner.rsplit_once('/') {
@@ -166,29 +155,19 @@ impl Workspace {
         };
         let dir = match parent {
             Some(parent) => open_note_folder(notes, parent)?,
-            None => notes
-                .try_clone()
-                .map_err(|e| FileError::Failed(e.to_string()))?,
+            None => notes.try_clone().map_err(|e| FileError::Failed(e.to_string()))?,
         };
         refuse_links(&dir, name).map_err(|e| match e {
-            FileError::Denied(Denied(m)) => FileError::Denied(Denied(m.replacen(
-                &format!("notes/{name}"),
-                &path.display(),
-                1,
-            ))),
+            FileError::Denied(Denied(m)) => {
+                FileError::Denied(Denied(m.replacen(&format!("notes/{name}"), &path.display(), 1)))
+            }
             other => other,
         })?;
         let temp = format!(".{name}.tmp-{}", std::process::id());
         let mut options = OpenOptions::new();
-        options
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(NONBLOCKING);
+        options.write(true).create_new(true).mode(0o644).custom_flags(NONBLOCKING);
         options.follow(FollowSymlinks::No);
-        let mut file = dir
-            .open_with(&temp, &options)
-            .map_err(|e| confine_error(e, "cannot create the note"))?;
+        let mut file = dir.open_with(&temp, &options).map_err(|e| confine_error(e, "cannot create the note"))?;
         let written = file
             .write_all(content.as_bytes())
             .and_then(|()| file.sync_all())
@@ -204,9 +183,7 @@ impl Workspace {
 /// Opens (creating as needed) the folder `parent` inside notes/, one component at a time, refusing
 /// any component that is a symbolic link.
 fn open_note_folder(notes: &Dir, parent: &str) -> Result<Dir, FileError> {
-    let mut dir = notes
-        .try_clone()
-        .map_err(|e| FileError::Failed(e.to_string()))?;
+    let mut dir = notes.try_clone().map_err(|e| FileError::Failed(e.to_string()))?;
     for name in parent.split('/') {
         match dir.symlink_metadata(name) {
             Ok(meta) if meta.file_type().is_symlink() => {
@@ -217,14 +194,11 @@ fn open_note_folder(notes: &Dir, parent: &str) -> Result<Dir, FileError> {
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                dir.create_dir(name)
-                    .map_err(|e| confine_error(e, "cannot create the folder"))?;
+                dir.create_dir(name).map_err(|e| confine_error(e, "cannot create the folder"))?;
             }
             Err(e) => return Err(confine_error(e, "cannot inspect the folder")),
         }
-        dir = dir
-            .open_dir_nofollow(name)
-            .map_err(|e| confine_error(e, "cannot open the folder"))?;
+        dir = dir.open_dir_nofollow(name).map_err(|e| confine_error(e, "cannot open the folder"))?;
     }
     Ok(dir)
 }
@@ -232,17 +206,13 @@ fn open_note_folder(notes: &Dir, parent: &str) -> Result<Dir, FileError> {
 /// Refuses to replace a symlink or a file with other hard links: either may lead elsewhere.
 fn refuse_links(dir: &Dir, name: &str) -> Result<(), FileError> {
     match dir.symlink_metadata(name) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(Denied(format!(
-            "notes/{name} is a symbolic link; links in notes/ are not followed or replaced"
-        ))
-        .into()),
-        Ok(meta) if !meta.is_file() => {
-            Err(Denied(format!("notes/{name} is not a regular file")).into())
+        Ok(meta) if meta.file_type().is_symlink() => {
+            Err(Denied(format!("notes/{name} is a symbolic link; links in notes/ are not followed or replaced")).into())
         }
-        Ok(meta) if cap_std::fs::MetadataExt::nlink(&meta) > 1 => Err(Denied(format!(
-            "notes/{name} is hard-linked elsewhere; it may not be written"
-        ))
-        .into()),
+        Ok(meta) if !meta.is_file() => Err(Denied(format!("notes/{name} is not a regular file")).into()),
+        Ok(meta) if cap_std::fs::MetadataExt::nlink(&meta) > 1 => {
+            Err(Denied(format!("notes/{name} is hard-linked elsewhere; it may not be written")).into())
+        }
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(confine_error(e, "cannot inspect the note")),
@@ -253,34 +223,21 @@ fn refuse_links(dir: &Dir, name: &str) -> Result<(), FileError> {
 pub fn read_confined(dir: &Dir, inner: &str, max_bytes: u64) -> Result<String, FileError> {
     let mut options = OpenOptions::new();
     options.read(true).custom_flags(NONBLOCKING);
-    let file = dir
-        .open_with(inner, &options)
-        .map_err(|e| confine_error(e, "cannot open"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| FileError::Failed(e.to_string()))?;
+    let file = dir.open_with(inner, &options).map_err(|e| confine_error(e, "cannot open"))?;
+    let meta = file.metadata().map_err(|e| FileError::Failed(e.to_string()))?;
     if !meta.is_file() {
         return Err(FileError::Failed("not a regular file".into()));
     }
     if meta.len() > max_bytes {
-        return Err(FileError::Failed(format!(
-            "{} bytes is over the {max_bytes}-byte limit",
-            meta.len()
-        )));
+        return Err(FileError::Failed(format!("{} bytes is over the {max_bytes}-byte limit", meta.len())));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| FileError::Failed(e.to_string()))?;
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| FileError::Failed(e.to_string()))?;
     if bytes.contains(&0) {
         return Err(FileError::Failed("binary file (contains NUL bytes)".into()));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        FileError::Failed(format!(
-            "not UTF-8 text (invalid byte at {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    String::from_utf8(bytes)
+        .map_err(|e| FileError::Failed(format!("not UTF-8 text (invalid byte at {})", e.utf8_error().valid_up_to())))
 }
 
 /// Turns an OS error from a confined open into a denial (escape attempts) or a failure.
@@ -288,9 +245,7 @@ fn confine_error(e: std::io::Error, what: &str) -> FileError {
     let text = e.to_string();
     if text.contains("outside of the filesystem") || e.raw_os_error() == Some(40) {
         // cap-std: "a path led outside of the filesystem"; ELOOP (40): a symlink where none may be.
-        FileError::Denied(Denied(format!(
-            "{what}: the path leads outside its folder through a link"
-        )))
+        FileError::Denied(Denied(format!("{what}: the path leads outside its folder through a link")))
     } else if e.kind() == std::io::ErrorKind::NotFound {
         FileError::Failed(format!("{what}: no such file"))
     } else {

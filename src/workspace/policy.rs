@@ -85,9 +85,8 @@ fn deny<T>(reason: impl Into<String>) -> Result<T, Denied> {
 }
 
 /// Characters that render like a slash or a dot-dot and would fool a reader of the path.
-const LOOKALIKES: &[char] = &[
-    '\u{FF0F}', '\u{2215}', '\u{2044}', '\u{29F8}', '\u{FF3C}', '\u{FE68}', '\u{2024}', '\u{FF0E}',
-];
+const LOOKALIKES: &[char] =
+    &['\u{FF0F}', '\u{2215}', '\u{2044}', '\u{29F8}', '\u{FF3C}', '\u{FE68}', '\u{2024}', '\u{FF0E}'];
 
 /// Checks a path the model wants to read.
 pub fn check_read(raw: &str) -> Result<ModelPath, Denied> {
@@ -108,15 +107,9 @@ pub fn check_read(raw: &str) -> Result<ModelPath, Denied> {
         }
     };
     if area != Area::AgentsMd && rest.is_empty() {
-        return deny(format!(
-            "`{}` is a folder; name a file inside it",
-            crate::guard::clip(raw, 120)
-        ));
+        return deny(format!("`{}` is a folder; name a file inside it", crate::guard::clip(raw, 120)));
     }
-    Ok(ModelPath {
-        area,
-        inner: rest.to_vec(),
-    })
+    Ok(ModelPath { area, inner: rest.to_vec() })
 }
 
 /// Checks a path the model wants to write: only plain names under `notes/`.
@@ -143,14 +136,9 @@ pub fn check_write(raw: &str) -> Result<ModelPath, Denied> {
     }
     for name in inner {
         if name.starts_with('.') {
-            return deny(format!(
-                "`{name}`: hidden names (starting with a dot) are not writable"
-            ));
+            return deny(format!("`{name}`: hidden names (starting with a dot) are not writable"));
         }
-        if let Some(bad) = name
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-        {
+        if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
             return deny(format!(
                 "`{}`: character {:?} is not allowed in a note name (use letters, digits, `.`, `_`, `-`)",
                 crate::guard::clip(raw, 120),
@@ -158,10 +146,7 @@ pub fn check_write(raw: &str) -> Result<ModelPath, Denied> {
             ));
         }
     }
-    Ok(ModelPath {
-        area: Area::Notes,
-        inner: inner.to_vec(),
-    })
+    Ok(ModelPath { area: Area::Notes, inner: inner.to_vec() })
 }
 
 /// The checks every path passes: returns its plain components.
@@ -170,40 +155,25 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
         return deny("empty path: name a file such as docs/refunds.md");
     }
     if raw.len() > MAX_PATH_BYTES {
-        return deny(format!(
-            "path is {} bytes long; the limit is {MAX_PATH_BYTES}",
-            raw.len()
-        ));
+        return deny(format!("path is {} bytes long; the limit is {MAX_PATH_BYTES}", raw.len()));
     }
     if raw.contains('\0') {
         return deny("path contains a NUL byte");
     }
     if raw.contains('\\') {
-        return deny(format!(
-            "`{}` contains a backslash; use `/` between names",
-            crate::guard::clip(raw, 120)
-        ));
+        return deny(format!("`{}` contains a backslash; use `/` between names", crate::guard::clip(raw, 120)));
     }
     if has_percent_escape(raw) {
-        return deny(format!(
-            "`{}` contains percent-encoding; name the file literally",
-            crate::guard::clip(raw, 120)
-        ));
+        return deny(format!("`{}` contains percent-encoding; name the file literally", crate::guard::clip(raw, 120)));
     }
     if let Some(c) = raw.chars().find(|c| c.is_control()) {
         return deny(format!("path contains the control character {c:?}"));
     }
     if let Some(c) = raw.chars().find(|c| LOOKALIKES.contains(c)) {
-        return deny(format!(
-            "`{}` contains {c:?}, which looks like a slash or dot",
-            crate::guard::clip(raw, 120)
-        ));
+        return deny(format!("`{}` contains {c:?}, which looks like a slash or dot", crate::guard::clip(raw, 120)));
     }
     if raw.starts_with('/') {
-        return deny(format!(
-            "`{}` is absolute; use a path relative to the workspace",
-            crate::guard::clip(raw, 120)
-        ));
+        return deny(format!("`{}` is absolute; use a path relative to the workspace", crate::guard::clip(raw, 120)));
     }
     if raw.starts_with('~') {
         return deny(format!(
@@ -222,10 +192,7 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
                 ));
             }
             _ if name.len() > MAX_NAME_BYTES => {
-                return deny(format!(
-                    "a name in the path is {} bytes long; the limit is {MAX_NAME_BYTES}",
-                    name.len()
-                ));
+                return deny(format!("a name in the path is {} bytes long; the limit is {MAX_NAME_BYTES}", name.len()));
             }
             _ if name.contains(':') && parts.is_empty() => {
                 return deny(format!(
@@ -241,9 +208,7 @@ fn lexical(raw: &str) -> Result<Vec<String>, Denied> {
 
 fn has_percent_escape(raw: &str) -> bool {
     let bytes = raw.as_bytes();
-    bytes
-        .windows(3)
-        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+    bytes.windows(3).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
 
 #[cfg(test)]
@@ -257,10 +222,7 @@ mod tests {
             match (expected, &got) {
                 (Ok(display), Ok(path)) => assert_eq!(&path.display(), display, "input {input:?}"),
                 (Err(fragment), Err(Denied(reason))) => {
-                    assert!(
-                        reason.contains(fragment),
-                        "input {input:?}: reason {reason:?} lacks {fragment:?}"
-                    )
+                    assert!(reason.contains(fragment), "input {input:?}: reason {reason:?} lacks {fragment:?}")
                 }
                 _ => panic!("input {input:?}: expected {expected:?}, got {got:?}"),
             }

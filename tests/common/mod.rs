@@ -12,10 +12,7 @@ pub const ONBOARDING_KEY: &str = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
 /// Copies `workspace/` into a fresh temporary folder.
 pub fn sample_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("create temp dir");
-    copy_tree(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"),
-        dir.path(),
-    );
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"), dir.path());
     dir
 }
 
@@ -63,11 +60,7 @@ pub fn run(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     for (key, value) in env {
         command.env(key, value);
     }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = command.output().expect("run docs-agent");
+    let Output { status, stdout, stderr } = command.output().expect("run docs-agent");
     Run {
         code: status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),

@@ -29,11 +29,7 @@ impl Canned {
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5}
         });
-        Canned {
-            status: 200,
-            body: body.to_string(),
-            delay: Duration::ZERO,
-        }
+        Canned { status: 200, body: body.to_string(), delay: Duration::ZERO }
     }
 
     /// A 200 whose message is plain text.
@@ -43,20 +39,14 @@ impl Canned {
 
     /// A 200 whose message calls one tool.
     pub fn tool(name: &str, arguments: serde_json::Value) -> Canned {
-        Canned::message(
-            serde_json::json!({"role": "assistant", "content": "", "tool_calls": [
-                {"id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
-            ]}),
-        )
+        Canned::message(serde_json::json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": format!("call_{name}"), "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+        ]}))
     }
 
     /// Any status with a raw body.
     pub fn raw(status: u16, body: &str) -> Canned {
-        Canned {
-            status,
-            body: body.to_string(),
-            delay: Duration::ZERO,
-        }
+        Canned { status, body: body.to_string(), delay: Duration::ZERO }
     }
 
     /// The same reply after a delay (for timeouts).
@@ -81,25 +71,14 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts serving `replies` in order (the last one repeats) on 127.0.0.1 with a free port.
     pub fn start(replies: Vec<Canned>) -> FakeServer {
-        let shared = Shared {
-            replies: Arc::new(Mutex::new(replies)),
-            requests: Arc::default(),
-        };
-        let app = Router::new()
-            .route("/v1/chat/completions", post(reply))
-            .with_state(shared.clone());
+        let shared = Shared { replies: Arc::new(Mutex::new(replies)), requests: Arc::default() };
+        let app = Router::new().route("/v1/chat/completions", post(reply)).with_state(shared.clone());
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind loopback");
-                tx.send(listener.local_addr().expect("local addr"))
-                    .expect("send addr");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+                tx.send(listener.local_addr().expect("local addr")).expect("send addr");
                 axum::serve(listener, app).await.expect("serve");
             });
         });
@@ -123,11 +102,7 @@ async fn reply(State(shared): State<Shared>, body: String) -> Response {
     shared.requests.lock().expect("lock").push(json);
     let canned = {
         let mut replies = shared.replies.lock().expect("lock");
-        if replies.len() > 1 {
-            replies.remove(0)
-        } else {
-            replies[0].clone()
-        }
+        if replies.len() > 1 { replies.remove(0) } else { replies[0].clone() }
     };
     if !canned.delay.is_zero() {
         tokio::time::sleep(canned.delay).await;

@@ -19,10 +19,7 @@ impl HtmlTag {
     pub(super) fn offends(&self, allow: &Allowlist) -> bool {
         !self.terminated
             || ALWAYS_REMOVED.contains(&self.name.as_str())
-            || self
-                .attrs
-                .iter()
-                .any(|(name, value)| attr_offends(name, value, allow))
+            || self.attrs.iter().any(|(name, value)| attr_offends(name, value, allow))
     }
 }
 
@@ -53,9 +50,7 @@ pub(super) fn raw_text_end(html: &str, from: usize, name: &str) -> usize {
     let closing = format!("</{name}");
     let lower = html[from..].to_ascii_lowercase();
     match lower.find(&closing) {
-        Some(i) => lower[i..]
-            .find('>')
-            .map_or(html.len(), |j| from + i + j + 1),
+        Some(i) => lower[i..].find('>').map_or(html.len(), |j| from + i + j + 1),
         None => html.len(),
     }
 }
@@ -79,12 +74,8 @@ pub(super) fn parse_tag(html: &str, start: usize) -> Option<HtmlTag> {
         i
     };
     let mut i = until(start + 1, &|c| is_html_space(c) || c == b'/' || c == b'>');
-    let mut tag = HtmlTag {
-        name: html[start + 1..i].to_ascii_lowercase(),
-        attrs: Vec::new(),
-        end: b.len(),
-        terminated: false,
-    };
+    let mut tag =
+        HtmlTag { name: html[start + 1..i].to_ascii_lowercase(), attrs: Vec::new(), end: b.len(), terminated: false };
     loop {
         i = until(i, &|c| !(is_html_space(c) || c == b'/'));
         match b.get(i) {
@@ -93,9 +84,7 @@ pub(super) fn parse_tag(html: &str, start: usize) -> Option<HtmlTag> {
             Some(_) => {}
         }
         let name_start = i;
-        i = until(i + 1, &|c| {
-            is_html_space(c) || matches!(c, b'/' | b'>' | b'=')
-        });
+        i = until(i + 1, &|c| is_html_space(c) || matches!(c, b'/' | b'>' | b'='));
         let name = html[name_start..i].to_ascii_lowercase();
         i = until(i, &|c| !is_html_space(c));
         let mut value = "";
@@ -138,9 +127,7 @@ pub(super) fn attr_offends(name: &str, raw: &str, allow: &Allowlist) -> bool {
     };
     if name == "style" {
         let lower = value.to_ascii_lowercase();
-        return ["url", "image", "import", "expression", "\\"]
-            .iter()
-            .any(|w| lower.contains(w));
+        return ["url", "image", "import", "expression", "\\"].iter().any(|w| lower.contains(w));
     }
     !urls_allowed(&value, allow)
 }
@@ -181,9 +168,7 @@ pub(super) fn decode_numeric(num: &str) -> Option<(String, usize)> {
         _ => (10, 0),
     };
     let digits = &num[digits_at..];
-    let len = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
+    let len = digits.find(|c: char| !c.is_digit(radix)).unwrap_or(digits.len());
     if len == 0 {
         return Some(("&#".to_string(), 0));
     }
@@ -196,9 +181,7 @@ pub(super) fn decode_numeric(num: &str) -> Option<(String, usize)> {
 /// Decodes a named reference such as `amp;` or `colon;`. Text without a `;` stays as it
 /// is (a bare `&` in a query string); an unknown name with `;` is refused.
 pub(super) fn decode_named(after: &str) -> Option<(String, usize)> {
-    let len = after
-        .find(|c: char| !c.is_ascii_alphanumeric())
-        .unwrap_or(after.len());
+    let len = after.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(after.len());
     if len == 0 || !after[len..].starts_with(';') {
         return Some(("&".to_string(), 0));
     }

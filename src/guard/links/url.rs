@@ -10,10 +10,7 @@ pub(super) struct Allowlist {
 
 impl Allowlist {
     pub(super) fn new(hosts: &[String]) -> Self {
-        let mut list = Allowlist {
-            exact: Vec::new(),
-            suffixes: Vec::new(),
-        };
+        let mut list = Allowlist { exact: Vec::new(), suffixes: Vec::new() };
         for entry in hosts {
             let entry = entry.trim();
             match entry.strip_prefix("*.").map(normalize_host) {
@@ -27,10 +24,7 @@ impl Allowlist {
 
     pub(super) fn host(&self, host: &str) -> bool {
         self.exact.iter().any(|h| h == host)
-            || self
-                .suffixes
-                .iter()
-                .any(|s| host.len() > s.len() && host.ends_with(s.as_str()))
+            || self.suffixes.iter().any(|s| host.len() > s.len() && host.ends_with(s.as_str()))
     }
 
     /// True when a link or image to `url` may stay.
@@ -58,21 +52,15 @@ pub(super) enum Target {
 
 /// Reads the target of a URL the way a browser would, erring towards `Refused`.
 pub(super) fn classify(url: &str) -> Target {
-    let cleaned: String = url
-        .trim_matches(|c: char| c <= ' ')
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .collect();
+    let cleaned: String =
+        url.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
     if cleaned.contains('\\') {
         return Target::Refused;
     }
     if let Some(rest) = cleaned.strip_prefix("//") {
         return host_of(rest);
     }
-    let Some(colon) = cleaned
-        .find([':', '/', '?', '#'])
-        .filter(|&i| cleaned[i..].starts_with(':'))
-    else {
+    let Some(colon) = cleaned.find([':', '/', '?', '#']).filter(|&i| cleaned[i..].starts_with(':')) else {
         return Target::Local;
     };
     let (scheme, rest) = (&cleaned[..colon], &cleaned[colon + 1..]);
@@ -106,10 +94,7 @@ pub(super) fn host_of(rest: &str) -> Target {
         },
         None => host_port.split_at(host_port.find(':').unwrap_or(host_port.len())),
     };
-    let port_ok = port.is_empty()
-        || port
-            .strip_prefix(':')
-            .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    let port_ok = port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
     match normalize_host(host) {
         Some(host) if port_ok => Target::Host(host),
         _ => Target::Refused,
@@ -122,11 +107,9 @@ pub(super) fn normalize_host(host: &str) -> Option<String> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
     let valid = if host.contains(':') {
-        host.bytes()
-            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        host.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
     } else {
-        host.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
     };
     (valid && !host.is_empty() && !host.starts_with('.')).then_some(host)
 }
