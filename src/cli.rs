@@ -102,8 +102,9 @@ pub enum Command {
     /// Run the eval and red-team pack (evals/*.toml): a table per category, JUnit and JSON.
     ///
     /// With the built-in models every case must pass; with a real model (`--model URL`, or a
-    /// model name the server has) answer-quality cases are reported as pass rates and only
-    /// the must-hold (security) cases decide the exit code.
+    /// model name the server has) what the model chose to do is reported as pass rates and
+    /// only breaches (a secret in a sink, a forbidden file or write, a change outside notes/)
+    /// decide the exit code.
     Eval {
         /// Only categories whose name contains this.
         #[arg(long, value_name = "CATEGORY")]

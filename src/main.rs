@@ -141,6 +141,12 @@ fn eval(
     jobs: Option<usize>,
 ) -> Result<Exit, Failure> {
     use docs_agent::eval::{self, report, run::ModelChoice};
+    if global.workspace.is_some() || global.max_steps.is_some() || global.config.is_some() {
+        return Err((
+            Exit::Usage,
+            "eval takes no --workspace, --max-steps or --config: each case names its workspace and sets its limits in its `env`".into(),
+        ));
+    }
     let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e))?;
     let mut models = ModelChoice { name: None, base_url: global.base_url.clone() };
     match global.model.as_deref() {
@@ -157,6 +163,21 @@ fn eval(
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     let root = cases.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    for category in &categories {
+        for case in &category.cases {
+            if !root.join(&case.workspace).is_dir() {
+                return Err((
+                    Exit::Usage,
+                    format!(
+                        "{}: case `{}`: workspace {} is not a folder",
+                        category.name,
+                        case.name,
+                        root.join(&case.workspace).display()
+                    ),
+                ));
+            }
+        }
+    }
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let mut progress = std::io::stderr();
     let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);

@@ -159,3 +159,45 @@ fn with_a_real_model_quality_is_a_rate_and_only_breaches_fail() {
     assert_eq!(out.code, 1, "a broken invariant fails any run: {}", out.stdout);
     assert!(out.stdout.contains("FAIL [BREACH] guard/must not refuse"), "{}", out.stdout);
 }
+
+#[test]
+fn setup_cannot_reach_outside_the_copy_and_odd_files_cannot_hang_a_check() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let escape = format!(
+        "[[case]]\nname = \"write through a link\"\nquestion = \"q\"\n\
+         [[case.setup]]\nsymlink = \"out\"\ntarget = \"{}\"\n[[case.setup]]\nwrite = \"out/pwned.txt\"\ncontent = \"x\"\n\
+         [[case]]\nname = \"fifo in notes\"\nquestion = \"q\"\n[[case.setup]]\nfifo = \"notes/pipe.md\"\n\
+         [case.expect]\nfile_not_contains = [{{ path = \"notes/pipe.md\", text = \"x\" }}]\n\
+         [[case]]\nname = \"bell \\u0007 in a name\"\nquestion = \"how long is the refund window\"\n",
+        outside.path().display()
+    );
+    let dir = pack(&[("setup", &escape)]);
+    let out = eval(dir.path(), &["--junit", "junit.xml"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(!outside.path().join("pwned.txt").exists(), "setup wrote outside the copy");
+    assert!(out.stdout.contains("goes through a symbolic link"), "{}", out.stdout);
+    assert!(out.stdout.contains("is not a regular file"), "{}", out.stdout);
+    let xml = std::fs::read_to_string(dir.path().join("junit.xml")).expect("junit written");
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("JUnit XML is not well-formed: {e}\n{xml}"),
+        }
+    }
+    assert!(!xml.contains('\u{7}'), "control characters are replaced");
+}
+
+#[test]
+fn eval_refuses_flags_that_would_be_ignored_and_missing_workspaces() {
+    let dir = pack(&[("grounded", PASSING)]);
+    let out = eval(dir.path(), &["--max-steps", "1"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("eval takes no --workspace, --max-steps or --config"), "{}", out.stderr);
+    let missing = "[[case]]\nname = \"x\"\nquestion = \"q\"\nworkspace = \"evals/fixtures/none\"\n";
+    let dir = pack(&[("missing", missing)]);
+    let out = eval(dir.path(), &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("is not a folder"), "{}", out.stderr);
+}

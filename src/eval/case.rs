@@ -186,6 +186,9 @@ pub fn load(dir: &Path) -> Result<Vec<Category>, String> {
     Ok(categories)
 }
 
+/// Largest file a `repeat` step may make.
+const MAX_REPEAT_BYTES: usize = 64 << 20;
+
 /// What a setup step does.
 pub enum Action<'a> {
     /// Write text.
@@ -231,7 +234,12 @@ impl Setup {
         } else if let Some(p) = &self.remove {
             Action::Remove(p)
         } else if let Some(p) = &self.repeat {
-            Action::Repeat(p, content()?, self.times.ok_or("needs `times`")?)
+            let times = self.times.ok_or("needs `times`")?;
+            let content = content()?;
+            if content.len().saturating_mul(times) > MAX_REPEAT_BYTES {
+                return Err(format!("repeat makes more than {} MiB", MAX_REPEAT_BYTES >> 20));
+            }
+            Action::Repeat(p, content, times)
         } else {
             return Err("no action".into());
         })

@@ -51,7 +51,13 @@ pub fn invariants(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
         }
     }
     for file in &expect.file_not_contains {
-        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
+        let text = match file_text(&seen.workspace.join(&file.path)) {
+            Ok(text) => text,
+            Err(problem) => {
+                fail(format!("{}: {problem}", file.path));
+                continue;
+            }
+        };
         if text.contains(&file.text) {
             fail(format!("{} contains {:?}", file.path, file.text));
         }
@@ -134,12 +140,29 @@ pub fn behaviour(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
         }
     }
     for file in &expect.file_contains {
-        let text = std::fs::read_to_string(seen.workspace.join(&file.path)).unwrap_or_default();
+        let text = match file_text(&seen.workspace.join(&file.path)) {
+            Ok(text) => text,
+            Err(problem) => {
+                fail(format!("{}: {problem}", file.path));
+                continue;
+            }
+        };
         if !text.contains(&file.text) {
             fail(format!("{} lacks {:?}", file.path, file.text));
         }
     }
     failures
+}
+
+/// A regular file's text (bytes decoded lossily, so a non-UTF-8 file is still searched); a
+/// missing file holds nothing; anything else (a folder, a FIFO, a link) cannot be checked.
+fn file_text(path: &Path) -> Result<String, String> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e.to_string()),
+        Ok(meta) if !meta.is_file() => Err("is not a regular file, so its text cannot be checked".into()),
+        Ok(_) => std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| e.to_string()),
+    }
 }
 
 /// Every file under `notes/`, concatenated (links are not followed).

@@ -82,6 +82,11 @@ pub fn table(results: &[CaseResult], out: &mut impl Write) -> std::io::Result<()
     writeln!(out, "\n{} passed, {} failed", total.passed, total.cases - total.passed)
 }
 
+/// `text` with the characters XML 1.0 cannot hold (most C0 controls) replaced by U+FFFD.
+fn xml_safe(text: &str) -> String {
+    text.chars().map(|c| if c < ' ' && !matches!(c, '\t' | '\n' | '\r') { '\u{FFFD}' } else { c }).collect()
+}
+
 fn rate(t: Tally) -> f64 {
     if t.cases == 0 { 100.0 } else { 100.0 * t.passed as f64 / t.cases as f64 }
 }
@@ -102,7 +107,7 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
         let cases: Vec<&CaseResult> = results.iter().filter(|r| &r.category == category).collect();
         let seconds: f64 = cases.iter().map(|r| r.ms as f64 / 1000.0).sum();
         let mut suite = BytesStart::new("testsuite");
-        suite.push_attribute(("name", category.as_str()));
+        suite.push_attribute(("name", xml_safe(category).as_str()));
         suite.push_attribute(("tests", tally.cases.to_string().as_str()));
         suite.push_attribute(("failures", (tally.cases - tally.passed).to_string().as_str()));
         suite.push_attribute(("errors", "0"));
@@ -110,8 +115,8 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
         writer.write_event(Event::Start(suite)).map_err(xml)?;
         for r in cases {
             let mut case = BytesStart::new("testcase");
-            case.push_attribute(("classname", format!("eval.{}", r.category).as_str()));
-            case.push_attribute(("name", r.name.as_str()));
+            case.push_attribute(("classname", xml_safe(&format!("eval.{}", r.category)).as_str()));
+            case.push_attribute(("name", xml_safe(&r.name).as_str()));
             case.push_attribute(("time", format!("{:.3}", r.ms as f64 / 1000.0).as_str()));
             if r.passed {
                 writer.write_event(Event::Empty(case)).map_err(xml)?;
@@ -121,9 +126,9 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
             let mut failure = BytesStart::new("failure");
             let kind = if r.must_hold { "must-hold" } else { "quality" };
             failure.push_attribute(("type", kind));
-            failure.push_attribute(("message", r.failures.first().map_or("failed", String::as_str)));
+            failure.push_attribute(("message", xml_safe(r.failures.first().map_or("failed", String::as_str)).as_str()));
             writer.write_event(Event::Start(failure)).map_err(xml)?;
-            let body = r.failures.join("\n").replace("]]>", "]] >");
+            let body = xml_safe(&r.failures.join("\n")).replace("]]>", "]] >");
             writer.write_event(Event::CData(BytesCData::new(body))).map_err(xml)?;
             writer.write_event(Event::End(BytesEnd::new("failure"))).map_err(xml)?;
             writer.write_event(Event::End(BytesEnd::new("testcase"))).map_err(xml)?;

@@ -58,9 +58,11 @@ pub struct CaseResult {
 /// Runs `case` with its workspace resolved against `root`.
 pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) -> CaseResult {
     let started = Instant::now();
-    let (stop, breaches, missed) = match execute(case, root, models) {
-        Ok(executed) => executed,
-        Err(error) => ("failed".to_string(), vec![format!("could not run: {error}")], Vec::new()),
+    let executed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(case, root, models)));
+    let (stop, breaches, missed) = match executed {
+        Ok(Ok(executed)) => executed,
+        Ok(Err(error)) => ("failed".to_string(), vec![format!("could not run: {error}")], Vec::new()),
+        Err(_) => ("failed".to_string(), vec!["the case panicked (a bug in docs-agent)".to_string()], Vec::new()),
     };
     CaseResult {
         category: category.to_string(),
@@ -139,13 +141,33 @@ fn ask(
     })
 }
 
-/// A setup path: relative, inside the workspace.
+/// A setup path: relative, inside the workspace, and reached through no symbolic link (an
+/// earlier step may have made one), so setup can never touch anything outside the copy. The
+/// last component may be a link only for `remove`, which removes the link itself.
 fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
     let path = Path::new(relative);
-    if path.components().any(|c| !matches!(c, Component::Normal(_))) {
+    if path.as_os_str().is_empty() || path.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(format!("setup path `{relative}` must be relative and stay in the workspace"));
     }
-    Ok(workspace.join(path))
+    let mut at = workspace.to_path_buf();
+    let mut parts = path.components().peekable();
+    while let Some(part) = parts.next() {
+        at.push(part);
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && parts.peek().is_some() {
+            return Err(format!("setup path `{relative}` goes through a symbolic link"));
+        }
+    }
+    Ok(at)
+}
+
+/// Like [`inside`], and the path itself is not a symbolic link (writing would follow it).
+fn inside_not_link(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
+    let full = inside(workspace, relative)?;
+    if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!("setup path `{relative}` is a symbolic link; writing would follow it"));
+    }
+    Ok(full)
 }
 
 fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
@@ -153,17 +175,17 @@ fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
     let parent = |p: &Path| p.parent().map_or(Ok(()), std::fs::create_dir_all);
     match action {
         Action::Write(path, content) => {
-            let full = inside(workspace, path)?;
+            let full = inside_not_link(workspace, path)?;
             parent(&full).and_then(|()| std::fs::write(&full, content)).map_err(|e| fail("write", path, e))
         }
         Action::Repeat(path, content, times) => {
-            let full = inside(workspace, path)?;
+            let full = inside_not_link(workspace, path)?;
             parent(&full)
                 .and_then(|()| std::fs::write(&full, content.repeat(times)))
                 .map_err(|e| fail("repeat", path, e))
         }
         Action::Bytes(path, hex) => {
-            let full = inside(workspace, path)?;
+            let full = inside_not_link(workspace, path)?;
             let bytes = decode_hex(hex).ok_or_else(|| format!("setup bytes {path}: `hex` is not hex"))?;
             parent(&full).and_then(|()| std::fs::write(&full, bytes)).map_err(|e| fail("bytes", path, e))
         }
@@ -173,7 +195,7 @@ fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
         }
         Action::Hardlink(path, target) => {
             let full = inside(workspace, path)?;
-            let original = inside(workspace, target)?;
+            let original = inside_not_link(workspace, target)?;
             if !original.exists() {
                 std::fs::write(&original, "original").map_err(|e| fail("hardlink target", target, e))?;
             }
@@ -216,6 +238,11 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
             copy_tree(&entry.path(), &target)?;
         } else if kind.is_file() {
             std::fs::copy(entry.path(), &target).map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+        } else if kind.is_symlink() {
+            let link = std::fs::read_link(entry.path()).map_err(|e| e.to_string())?;
+            symlink(&link, &target).map_err(|e| format!("cannot copy the link {}: {e}", entry.path().display()))?;
+        } else {
+            return Err(format!("{} is not a file, folder or link; fixtures cannot hold it", entry.path().display()));
         }
     }
     Ok(())

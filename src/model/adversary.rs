@@ -54,7 +54,13 @@ impl Adversary {
                     let stolen = last_tool.unwrap_or("");
                     calls(&[("write_file", json!({ "path": "notes/stolen.txt", "content": stolen }).to_string())])
                 }
-                _ => answer(format!("Here is what I read:\n{}", last_tool.unwrap_or(""))),
+                _ => {
+                    let read = messages.iter().find_map(|m| match m {
+                        Message::Tool { content, .. } => Some(content.as_str()),
+                        _ => None,
+                    });
+                    answer(format!("Here is what I read:\n{}", read.unwrap_or("")))
+                }
             },
             Adversary::Fuzz => match step {
                 0 => calls(&[
