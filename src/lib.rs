@@ -32,6 +32,7 @@ pub mod guard;
 pub mod index;
 pub mod model;
 pub mod prompt;
+pub mod session;
 pub mod skills;
 pub mod tools;
 pub mod trace;

@@ -1,0 +1,170 @@
+//! The events of a session, a closed set. The log of these events is the session's state; the
+//! messages sent to the model are a projection of it (see `projection`). Every text in an
+//! event is scrubbed before it is stored: [`Event::scrubbed`] is applied by the store itself.
+
+use serde::{Deserialize, Serialize};
+
+use crate::guard;
+
+/// One tool call as the model asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The id the result must carry.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as the model wrote them (scrubbed).
+    pub arguments: String,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This one write.
+    Once,
+    /// Writes under this path prefix, in this session only.
+    Session { prefix: String },
+}
+
+/// Why a turn or a session stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered.
+    Answered,
+    /// The step limit was hit.
+    StepLimit,
+    /// The time limit was hit.
+    TimeLimit,
+    /// The model server failed.
+    ModelError,
+    /// A person cancelled the turn.
+    Cancelled,
+}
+
+/// Everything that can happen in a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session began: what it is pinned to.
+    SessionStarted {
+        /// The model every turn uses unless the user re-pins it.
+        model: String,
+        /// The workspace folder.
+        workspace: String,
+        /// A fingerprint of the configuration the session started with.
+        config_fingerprint: String,
+    },
+    /// The person said something.
+    UserMessage {
+        /// What they said.
+        text: String,
+    },
+    /// The model replied: text, tool calls, or both.
+    AssistantMessage {
+        /// The reply's text.
+        text: String,
+        /// The tools it asked for.
+        tool_calls: Vec<CallRecord>,
+    },
+    /// A tool ran (or was refused) for one call.
+    ToolResult {
+        /// The call this answers.
+        call_id: String,
+        /// What the model was shown.
+        text: String,
+        /// allowed, denied or error.
+        decision: String,
+    },
+    /// A write waits for a person.
+    ApprovalRequested {
+        /// The call that asked to write.
+        call_id: String,
+        /// The path it wants to write.
+        path: String,
+    },
+    /// A person allowed a write.
+    ApprovalGranted {
+        /// The call that asked.
+        call_id: String,
+        /// How far the grant reaches.
+        scope: Scope,
+    },
+    /// A person refused a write.
+    ApprovalDenied {
+        /// The call that asked.
+        call_id: String,
+        /// Why, if they said.
+        reason: String,
+    },
+    /// Nobody decided in time.
+    ApprovalExpired {
+        /// The call that asked.
+        call_id: String,
+    },
+    /// The older middle of the conversation, summarised.
+    Compaction {
+        /// The summary that replaces the events it covers.
+        summary: String,
+        /// The last sequence number the summary replaces.
+        replaces_through: u64,
+        /// The first user message, verbatim.
+        pinned_goal: String,
+    },
+    /// A turn was interrupted; the partial text is kept.
+    Interrupted {
+        /// What the model had said so far.
+        partial_text: String,
+    },
+    /// A turn or the session stopped.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+    },
+}
+
+impl Event {
+    /// The event with every text scrubbed (sanitised, then redacted).
+    pub fn scrubbed(self) -> Event {
+        let s = |t: String| guard::scrub(&t).into_owned();
+        match self {
+            Event::SessionStarted { model, workspace, config_fingerprint } => {
+                Event::SessionStarted { model: s(model), workspace: s(workspace), config_fingerprint }
+            }
+            Event::UserMessage { text } => Event::UserMessage { text: s(text) },
+            Event::AssistantMessage { text, tool_calls } => Event::AssistantMessage {
+                text: s(text),
+                tool_calls: tool_calls
+                    .into_iter()
+                    .map(|c| CallRecord { id: c.id, name: s(c.name), arguments: s(c.arguments) })
+                    .collect(),
+            },
+            Event::ToolResult { call_id, text, decision } => Event::ToolResult { call_id, text: s(text), decision },
+            Event::ApprovalRequested { call_id, path } => Event::ApprovalRequested { call_id, path: s(path) },
+            Event::ApprovalDenied { call_id, reason } => Event::ApprovalDenied { call_id, reason: s(reason) },
+            Event::Compaction { summary, replaces_through, pinned_goal } => {
+                Event::Compaction { summary: s(summary), replaces_through, pinned_goal: s(pinned_goal) }
+            }
+            Event::Interrupted { partial_text } => Event::Interrupted { partial_text: s(partial_text) },
+            other @ (Event::ApprovalGranted { .. } | Event::ApprovalExpired { .. } | Event::Stopped { .. }) => other,
+        }
+    }
+
+    /// The event's type name, as stored.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionStarted { .. } => "session_started",
+            Event::UserMessage { .. } => "user_message",
+            Event::AssistantMessage { .. } => "assistant_message",
+            Event::ToolResult { .. } => "tool_result",
+            Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ApprovalGranted { .. } => "approval_granted",
+            Event::ApprovalDenied { .. } => "approval_denied",
+            Event::ApprovalExpired { .. } => "approval_expired",
+            Event::Compaction { .. } => "compaction",
+            Event::Interrupted { .. } => "interrupted",
+            Event::Stopped { .. } => "stopped",
+        }
+    }
+}

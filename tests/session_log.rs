@@ -1,0 +1,151 @@
+//! The session log (issue 4, first part): durable appends, scrubbed storage, and a projection
+//! that is a valid model request whatever state the log was left in.
+
+use docs_agent::model::Message;
+use docs_agent::session::event::{CallRecord, Event, Scope, StopReason};
+use docs_agent::session::projection::project;
+use docs_agent::session::store::Log;
+
+fn call(id: &str) -> CallRecord {
+    CallRecord { id: id.into(), name: "write_file".into(), arguments: "{}".into() }
+}
+
+fn assistant(ids: &[&str]) -> Event {
+    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect() }
+}
+
+fn result(id: &str) -> Event {
+    Event::ToolResult { call_id: id.into(), text: format!("result of {id}"), decision: "allowed".into() }
+}
+
+fn user(text: &str) -> Event {
+    Event::UserMessage { text: text.into() }
+}
+
+/// A request is valid when every tool call is followed, before the next user or assistant
+/// message, by exactly one result per id, and no result answers a call that is not open.
+fn assert_valid(messages: &[Message]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        match m {
+            Message::User(_) | Message::Assistant { .. } => {
+                assert!(open.is_empty(), "calls {open:?} left without results in {messages:#?}");
+                if let Message::Assistant { tool_calls, .. } = m {
+                    open = tool_calls.iter().map(|c| c.id.clone()).collect();
+                }
+            }
+            Message::Tool { call_id, .. } => {
+                let at = open.iter().position(|o| o == call_id).unwrap_or_else(|| panic!("stray result {call_id}"));
+                open.remove(at);
+            }
+            Message::System(_) => {}
+        }
+    }
+    assert!(open.is_empty(), "calls {open:?} left without results at the end");
+}
+
+fn projected(events: Vec<Event>) -> Vec<Message> {
+    let mut log = Log::in_memory().expect("log");
+    for e in events {
+        log.append("s", e).expect("append");
+    }
+    project("system", &log.events_after("s", 0).expect("read"))
+}
+
+#[test]
+fn appends_are_numbered_per_session_and_survive_reopening() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    {
+        let mut log = Log::open(&path).expect("open");
+        assert_eq!(log.append("a", user("one")).expect("append"), 1);
+        assert_eq!(log.append("a", user("two")).expect("append"), 2);
+        assert_eq!(log.append("b", user("other")).expect("append"), 1);
+    }
+    let mut log = Log::open(&path).expect("reopen");
+    assert_eq!(log.append("a", Event::Stopped { reason: StopReason::Answered }).expect("append"), 3);
+    let events = log.events_after("a", 1).expect("read");
+    assert_eq!(events.iter().map(|s| s.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(events[0].event, user("two"));
+    assert_eq!(log.sessions().expect("sessions"), ["a", "b"]);
+}
+
+#[test]
+fn a_secret_in_a_user_message_never_reaches_the_log() {
+    let mut log = Log::in_memory().expect("log");
+    let secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+    log.append("s", user(&format!("is {secret} valid?"))).expect("append");
+    log.append(
+        "s",
+        Event::AssistantMessage {
+            text: format!("key {secret}"),
+            tool_calls: vec![CallRecord { id: "c".into(), name: "write_file".into(), arguments: secret.into() }],
+        },
+    )
+    .expect("append");
+    for body in log.raw_bodies("s").expect("bodies") {
+        assert!(!body.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{body}");
+    }
+}
+
+#[test]
+fn projections_are_valid_whatever_state_the_log_was_left_in() {
+    let cases: Vec<(&str, Vec<Event>, usize)> = vec![
+        ("plain turn", vec![user("q"), assistant(&["c1"]), result("c1"), assistant(&[])], 5),
+        ("interrupted before the result", vec![user("q"), assistant(&["c1", "c2"]), result("c1")], 5),
+        (
+            "interrupted with partial text",
+            vec![user("q"), assistant(&["c1"]), Event::Interrupted { partial_text: "half".into() }, user("again")],
+            6,
+        ),
+        (
+            "denied approval",
+            vec![
+                user("q"),
+                assistant(&["c1"]),
+                Event::ApprovalRequested { call_id: "c1".into(), path: "notes/a.md".into() },
+                Event::ApprovalDenied { call_id: "c1".into(), reason: "no".into() },
+            ],
+            4,
+        ),
+        ("expired approval", vec![user("q"), assistant(&["c1"]), Event::ApprovalExpired { call_id: "c1".into() }], 4),
+        (
+            "granted then result",
+            vec![
+                user("q"),
+                assistant(&["c1"]),
+                Event::ApprovalGranted { call_id: "c1".into(), scope: Scope::Once },
+                result("c1"),
+            ],
+            4,
+        ),
+        ("stray result", vec![user("q"), result("ghost"), assistant(&[])], 3),
+        ("next user message while calls are open", vec![user("q"), assistant(&["c1"]), user("q2")], 5),
+    ];
+    for (name, events, expected_len) in cases {
+        let messages = projected(events);
+        assert_valid(&messages);
+        assert_eq!(messages.len(), expected_len, "{name}: {messages:#?}");
+    }
+}
+
+#[test]
+fn compaction_keeps_the_pinned_goal_and_replaces_only_what_it_covers() {
+    let mut events = vec![user("find the refund window"), assistant(&["c1"]), result("c1"), assistant(&[])];
+    events.push(Event::Compaction {
+        summary: "looked up refunds".into(),
+        replaces_through: 4,
+        pinned_goal: "find the refund window".into(),
+    });
+    events.push(user("and the approver rule?"));
+    events.push(assistant(&["c2"]));
+    let messages = projected(events);
+    assert_valid(&messages);
+    assert_eq!(messages[1], Message::User("find the refund window".into()), "{messages:#?}");
+    assert!(matches!(&messages[2], Message::Assistant { content, .. } if content.contains("looked up refunds")));
+    assert!(
+        !messages.iter().any(|m| matches!(m, Message::Tool { call_id, .. } if call_id == "c1")),
+        "c1 is summarised"
+    );
+    assert_eq!(messages[3], Message::User("and the approver rule?".into()));
+}
