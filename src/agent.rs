@@ -67,6 +67,24 @@ pub struct Run {
     pub steps: u32,
 }
 
+/// Why a question could not be answered at all.
+#[derive(Debug)]
+pub enum AskError {
+    /// The model or the async runtime could not be set up.
+    Setup(String),
+    /// The model server failed.
+    Model(ModelError),
+}
+
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskError::Setup(message) => f.write_str(message),
+            AskError::Model(error) => write!(f, "{error}"),
+        }
+    }
+}
+
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
     pub fn open(config: Config) -> Result<Harness, WorkspaceError> {
@@ -83,6 +101,23 @@ impl Harness {
             .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
         Ok(Harness { config, workspace, index, skills, system_prompt })
+    }
+
+    /// Answers one question with the configured model on a single-threaded runtime: what the
+    /// CLI and the eval runner both do.
+    pub fn ask_blocking<W: Write>(
+        &self,
+        approver: Approver,
+        question: &str,
+        trace: &mut Trace<W>,
+    ) -> Result<Run, AskError> {
+        let model =
+            Model::from_config(&self.config.llm, self.config.limits.max_output_tokens).map_err(AskError::Setup)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| AskError::Setup(format!("cannot start the async runtime: {e}")))?;
+        runtime.block_on(self.ask(&model, approver, question, trace)).map_err(AskError::Model)
     }
 
     /// Answers one question with `model`, writing a trace line per tool call.

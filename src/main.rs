@@ -7,13 +7,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use docs_agent::agent::{Harness, Stop};
+use docs_agent::agent::{AskError, Harness, Stop};
 use docs_agent::approval::Approver;
 use docs_agent::cli::{Cli, Command, Exit};
 use docs_agent::config::{Config, ENV_KEYS, Sources};
 use docs_agent::guard::redact;
-use docs_agent::model::Model;
-use docs_agent::model::builtin::Builtin;
 use docs_agent::trace::Trace;
 use docs_agent::{check, guard};
 
@@ -75,19 +73,10 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     let harness = open(config)?;
     let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
-    if Builtin::from_name(&harness.config.llm.model).is_none() {
-        // Only the HTTP client needs TLS; a second install attempt is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-    let model = Model::from_config(&harness.config.llm, harness.config.limits.max_output_tokens)
-        .map_err(|e| (Exit::Failure, e))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
-    let run = runtime
-        .block_on(harness.ask(&model, approver, question, &mut trace))
-        .map_err(|e| (Exit::Model, e.to_string()))?;
+    let run = harness.ask_blocking(approver, question, &mut trace).map_err(|e| match e {
+        AskError::Setup(message) => (Exit::Failure, message),
+        AskError::Model(error) => (Exit::Model, error.to_string()),
+    })?;
     match run.stop {
         Stop::Answered => {
             println!("{}", run.answer);
@@ -158,9 +147,6 @@ fn eval(
     }
     if models.base_url.is_some() && models.name.is_none() {
         models.name = std::env::var("LLM_MODEL").ok().or(Some("llama3.2:3b".to_string()));
-    }
-    if models.is_real() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
     let root = cases.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     for category in &categories {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::case::Expect;
+use super::case::{Expect, FileText};
 use super::run::Snapshot;
 
 /// What one run left behind.
@@ -51,15 +51,8 @@ pub fn invariants(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
         }
     }
     for file in &expect.file_not_contains {
-        let text = match file_text(&seen.workspace.join(&file.path)) {
-            Ok(text) => text,
-            Err(problem) => {
-                fail(format!("{}: {problem}", file.path));
-                continue;
-            }
-        };
-        if text.contains(&file.text) {
-            fail(format!("{} contains {:?}", file.path, file.text));
+        if let Some(problem) = file_holds(seen.workspace, file, false) {
+            fail(problem);
         }
     }
     if !expect.secrets.is_empty() {
@@ -140,18 +133,21 @@ pub fn behaviour(expect: &Expect, seen: &Observed<'_>) -> Vec<String> {
         }
     }
     for file in &expect.file_contains {
-        let text = match file_text(&seen.workspace.join(&file.path)) {
-            Ok(text) => text,
-            Err(problem) => {
-                fail(format!("{}: {problem}", file.path));
-                continue;
-            }
-        };
-        if !text.contains(&file.text) {
-            fail(format!("{} lacks {:?}", file.path, file.text));
+        if let Some(problem) = file_holds(seen.workspace, file, true) {
+            fail(problem);
         }
     }
     failures
+}
+
+/// Why `file` does not (or, with `wanted` false, does) hold its text; `None` when it is as wanted.
+fn file_holds(workspace: &Path, file: &FileText, wanted: bool) -> Option<String> {
+    match file_text(&workspace.join(&file.path)) {
+        Err(problem) => Some(format!("{}: {problem}", file.path)),
+        Ok(text) if text.contains(&file.text) == wanted => None,
+        Ok(_) if wanted => Some(format!("{} lacks {:?}", file.path, file.text)),
+        Ok(_) => Some(format!("{} contains {:?}", file.path, file.text)),
+    }
 }
 
 /// A regular file's text (bytes decoded lossily, so a non-UTF-8 file is still searched); a

@@ -7,10 +7,9 @@ use std::os::unix::fs::{FileTypeExt, symlink};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::agent::{Harness, Stop};
+use crate::agent::{AskError, Harness, Stop};
 use crate::approval::Approver;
 use crate::config::{Config, Sources};
-use crate::model::Model;
 use crate::trace::Trace;
 
 use super::case::{Action, Case};
@@ -120,24 +119,16 @@ fn ask(
     // The eval never waits for a person: only APPROVE=yes approves.
     let approver = if config.approve_all() { Approver::Always } else { Approver::Never };
     let harness = Harness::open(config).map_err(|e| e.to_string())?;
-    let model = Model::from_config(&harness.config.llm, harness.config.limits.max_output_tokens)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let mut trace = Trace::new(Vec::new(), harness.config.limits.trace_result_chars);
-    let outcome = runtime.block_on(harness.ask(&model, approver, question, &mut trace));
+    let outcome = harness.ask_blocking(approver, question, &mut trace);
     let trace = String::from_utf8_lossy(&trace.into_inner()).into_owned();
     Ok(match outcome {
         Ok(run) => {
-            let stop = match run.stop {
-                Stop::Answered => "answered",
-                Stop::StepLimit => "step_limit",
-                Stop::TimeLimit => "time_limit",
-            };
+            let stop = run.stop.as_str();
             (stop.to_string(), if run.stop == Stop::Answered { run.answer } else { String::new() }, trace)
         }
-        Err(_) => ("model_error".to_string(), String::new(), trace),
+        Err(AskError::Model(_)) => ("model_error".to_string(), String::new(), trace),
+        Err(AskError::Setup(message)) => return Err(message),
     })
 }
 
