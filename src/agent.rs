@@ -1,18 +1,21 @@
-//! The loop: send the conversation to the model, run the tools it asks for through the
-//! [`Toolbox`], hand back the results, and stop when it answers or a limit is hit. The answer
-//! leaves through `guard::outbound`, like everything else.
+//! The harness: everything built once per process (workspace handles, index, skills, prompt),
+//! and the one-shot question, which runs as an ephemeral session through `session::turn`.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
 
 use crate::approval::Approver;
 use crate::config::Config;
-use crate::guard;
 use crate::index::Index;
-use crate::model::{Message, Model, ModelError};
+use crate::model::{Model, ModelError};
 use crate::prompt;
+use crate::session::{
+    self,
+    cancel::Cancel,
+    event::Event,
+    store::{Log, LogError},
+    turn::{Turn, TurnEnd, TurnError, Undecided},
+};
 use crate::skills::Skills;
-use crate::tools::{self, Toolbox};
 use crate::trace::Trace;
 use crate::workspace::policy::{Area, check_read};
 use crate::workspace::{Workspace, WorkspaceError};
@@ -34,27 +37,8 @@ pub struct Harness {
     pub system_prompt: String,
 }
 
-/// Why a run stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// The model answered.
-    Answered,
-    /// The model used every step without answering.
-    StepLimit,
-    /// The run took longer than `limits.max_wall_secs`.
-    TimeLimit,
-}
-
-impl Stop {
-    /// The word used in traces and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stop::Answered => "answered",
-            Stop::StepLimit => "step_limit",
-            Stop::TimeLimit => "time_limit",
-        }
-    }
-}
+/// Why a run stopped: the same closed set a session records.
+pub use crate::session::event::StopReason as Stop;
 
 /// The result of one question.
 #[derive(Debug, Clone)]
@@ -65,6 +49,9 @@ pub struct Run {
     pub stop: Stop,
     /// Model calls made.
     pub steps: u32,
+    /// The stored text of every event of the run's session, for checks that no secret reached
+    /// the log.
+    pub session_log: Vec<String>,
 }
 
 /// Why a question could not be answered at all.
@@ -74,6 +61,8 @@ pub enum AskError {
     Setup(String),
     /// The model server failed.
     Model(ModelError),
+    /// The session log failed.
+    Log(String),
 }
 
 impl std::fmt::Display for AskError {
@@ -81,6 +70,7 @@ impl std::fmt::Display for AskError {
         match self {
             AskError::Setup(message) => f.write_str(message),
             AskError::Model(error) => write!(f, "{error}"),
+            AskError::Log(message) => f.write_str(message),
         }
     }
 }
@@ -117,83 +107,42 @@ impl Harness {
             .enable_all()
             .build()
             .map_err(|e| AskError::Setup(format!("cannot start the async runtime: {e}")))?;
-        runtime.block_on(self.ask(&model, approver, question, trace)).map_err(AskError::Model)
+        runtime.block_on(self.ask(&model, approver, question, trace))
     }
 
-    /// Answers one question with `model`, writing a trace line per tool call.
+    /// Answers one question with `model` in an ephemeral session (a log in memory), writing a
+    /// trace line per tool call. A write is decided at once by `approver`.
     pub async fn ask<W: Write>(
         &self,
         model: &Model,
         approver: Approver,
         question: &str,
         trace: &mut Trace<W>,
-    ) -> Result<Run, ModelError> {
-        let limits = &self.config.limits;
-        let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
-        let toolbox = Toolbox {
-            workspace: &self.workspace,
-            index: &self.index,
-            skills: &self.skills,
-            approver,
-            top_k: self.config.index.top_k,
-            max_result_bytes: limits.max_tool_result_bytes,
+    ) -> Result<Run, AskError> {
+        let log_error = |e: LogError| AskError::Log(e.to_string());
+        let mut log = Log::in_memory().map_err(log_error)?;
+        let session = session::start(&mut log, &self.config, &model.name()).map_err(log_error)?;
+        log.append(&session, Event::UserMessage { text: question.to_string() }).map_err(log_error)?;
+        let mut turn = Turn {
+            harness: self,
+            model,
+            log: &mut log,
+            session: &session,
+            trace,
+            undecided: Undecided::Decide(approver),
         };
-        let specs = tools::specs();
-        // Files whose text a tool showed the model in this run: what the answer may cite.
-        let mut retrieved = std::collections::BTreeSet::new();
-        let mut messages = vec![Message::System(self.system_prompt.clone()), Message::User(question.to_string())];
-        for step in 1..=limits.max_steps {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let reply = match tokio::time::timeout(remaining, model.complete(&messages, &specs)).await {
-                Ok(reply) => reply?,
-                Err(_) => return Ok(self.stopped(Stop::TimeLimit, step - 1, trace)),
-            };
-            if reply.tool_calls.is_empty() {
-                let answer = guard::outbound_answer(&reply.content, &self.config.allowed_link_hosts, &retrieved);
-                return Ok(Run { answer, stop: Stop::Answered, steps: step });
+        let end = turn.drive(&mut Cancel::never()).await;
+        let session_log = log.raw_bodies(&session).map_err(log_error)?;
+        match end {
+            Ok(TurnEnd::Answered { answer, steps }) => Ok(Run { answer, stop: Stop::Answered, steps, session_log }),
+            Ok(TurnEnd::Stopped { reason, message, steps }) => {
+                Ok(Run { answer: message, stop: reason, steps, session_log })
             }
-            // Calls past the limit are not run; the first of them carries the refusal and the
-            // rest are dropped from the conversation, so a flood cannot grow it.
-            let allowed = limits.max_tool_calls_per_step as usize;
-            let dropped = reply.tool_calls.len().saturating_sub(allowed + 1);
-            let mut calls = reply.tool_calls;
-            calls.truncate(allowed + 1);
-            messages.push(Message::Assistant { content: reply.content, tool_calls: calls.clone() });
-            for (i, call) in calls.iter().enumerate() {
-                let (outcome, ms) = if i < allowed {
-                    toolbox.run(&call.name, &call.arguments)
-                } else {
-                    let text = format!(
-                        "ERROR: too many tool calls in one step (limit {allowed}); this call and {dropped} more were not run"
-                    );
-                    (tools::Outcome { text, decision: tools::Decision::Error }, 0)
-                };
-                if outcome.decision == tools::Decision::Allowed {
-                    retrieved.extend(guard::citations::sources_in(&outcome.text));
-                }
-                trace.tool(step, &call.name, &call.arguments, &outcome.text, ms, outcome.decision.as_str());
-                messages.push(Message::Tool { call_id: call.id.clone(), content: outcome.text });
+            Ok(TurnEnd::AwaitingApproval { .. } | TurnEnd::Idle) => {
+                Err(AskError::Setup("the one-shot question ended without an answer or a stop".into()))
             }
-            if Instant::now() >= deadline {
-                return Ok(self.stopped(Stop::TimeLimit, step, trace));
-            }
+            Err(TurnError::Model(e)) => Err(AskError::Model(e)),
+            Err(TurnError::Log(e)) => Err(log_error(e)),
         }
-        Ok(self.stopped(Stop::StepLimit, limits.max_steps, trace))
-    }
-
-    fn stopped<W: Write>(&self, stop: Stop, steps: u32, trace: &mut Trace<W>) -> Run {
-        let limits = &self.config.limits;
-        let answer = match stop {
-            Stop::StepLimit => format!(
-                "stopped: the model used all {} steps without answering (limits.max_steps); it may be looping",
-                limits.max_steps
-            ),
-            Stop::TimeLimit => {
-                format!("stopped: the run took longer than {} s (limits.max_wall_secs)", limits.max_wall_secs)
-            }
-            Stop::Answered => String::new(),
-        };
-        trace.event("stop", &format!("{}: {answer}", stop.as_str()));
-        Run { answer, stop, steps }
     }
 }

@@ -3,12 +3,24 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use crate::session::event::Event;
 use crate::workspace::policy::{Denied, ModelPath};
 
 /// Proof that a human (or `APPROVE=yes`) allowed one write. Its field is private: only
-/// [`Approver::decide`] makes one.
+/// [`Approver::decide`] and [`Approved::from_grant`] make one.
 #[derive(Debug)]
 pub struct Approved(());
+
+impl Approved {
+    /// The proof carried by a session's durable `ApprovalGranted` event for this call, and by
+    /// nothing else: a write in a session happens only after its grant is in the log.
+    pub fn from_grant(event: &Event, call: &str) -> Option<Approved> {
+        match event {
+            Event::ApprovalGranted { call_id, .. } if call_id == call => Some(Approved(())),
+            _ => None,
+        }
+    }
+}
 
 /// How writes are decided for this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,6 +23,22 @@ pub struct Config {
     pub index: IndexConfig,
     /// Hosts that links and images in an answer may point to; all others are neutralised.
     pub allowed_link_hosts: Vec<String>,
+    /// Durable sessions: where the log lives, how long approvals wait, when to compact.
+    pub session: SessionConfig,
+}
+
+/// Durable sessions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionConfig {
+    /// The SQLite session log (its folder is created). In the container: a file on the `/data` volume.
+    pub log_path: PathBuf,
+    /// Seconds an undecided write request waits before it expires (and is denied).
+    pub approval_ttl_secs: u64,
+    /// The model's context budget, in tokens (estimated as bytes / 4).
+    pub context_budget_tokens: u64,
+    /// The fraction of the budget at which the older middle of a conversation is compacted.
+    pub compact_at: f64,
 }
 
 /// The model server or built-in model.
@@ -80,6 +96,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("LLM_API_KEY", "llm.api_key"),
     ("DOCS_AGENT_MAX_STEPS", "limits.max_steps"),
     ("DOCS_AGENT_MAX_WALL_SECS", "limits.max_wall_secs"),
+    ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
+    ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
+    ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
 ];
 
 /// The config file name looked for in the current directory when none is named.
@@ -156,6 +175,18 @@ impl Config {
                 self.limits.max_tool_result_bytes
             )));
         }
+        if !(self.session.compact_at > 0.0 && self.session.compact_at < 1.0) {
+            return Err(ConfigError(format!(
+                "session.compact_at must be a fraction between 0 and 1 (e.g. 0.75), got {}",
+                self.session.compact_at
+            )));
+        }
+        if self.session.context_budget_tokens < 512 {
+            return Err(ConfigError(format!(
+                "session.context_budget_tokens (DOCS_AGENT_CONTEXT_BUDGET) must be at least 512, got {}",
+                self.session.context_budget_tokens
+            )));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
         }
@@ -205,6 +236,10 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
         ("index.top_k", 5_i64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
+        ("session.log_path", ".docs-agent/sessions.db".into()),
+        ("session.approval_ttl_secs", 3600_i64.into()),
+        ("session.context_budget_tokens", 8192_i64.into()),
+        ("session.compact_at", 0.75_f64.into()),
     ];
     let mut builder = config::Config::builder();
     for (key, value) in pairs {

@@ -74,7 +74,7 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     let run = harness.ask_blocking(approver, question, &mut trace).map_err(|e| match e {
-        AskError::Setup(message) => (Exit::Failure, message),
+        AskError::Setup(message) | AskError::Log(message) => (Exit::Failure, message),
         AskError::Model(error) => (Exit::Model, error.to_string()),
     })?;
     match run.stop {
@@ -83,6 +83,7 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),
+        Stop::ModelError | Stop::Cancelled => Err((Exit::Failure, run.answer)),
     }
 }
 

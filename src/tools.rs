@@ -7,13 +7,13 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::approval::Approver;
+use crate::approval::{Approved, Approver};
 use crate::guard::fence::{self, Fenced};
 use crate::guard::{self, redact};
 use crate::index::Index;
 use crate::model::ToolSpec;
 use crate::skills::Skills;
-use crate::workspace::policy::{self, Denied};
+use crate::workspace::policy::{self, Denied, ModelPath};
 use crate::workspace::{FileError, Workspace};
 
 /// Largest file `read_file` opens.
@@ -125,15 +125,36 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn allowed(text: String) -> Outcome {
+    /// A success.
+    pub fn allowed(text: String) -> Outcome {
         Outcome { text: guard::scrub(&text).into_owned(), decision: Decision::Allowed }
     }
-    fn denied(reason: impl std::fmt::Display) -> Outcome {
+    /// A refusal: `DENIED: {reason}`.
+    pub fn denied(reason: impl std::fmt::Display) -> Outcome {
         Outcome { text: guard::scrub(&format!("DENIED: {reason}")).into_owned(), decision: Decision::Denied }
     }
-    fn error(message: impl std::fmt::Display) -> Outcome {
+    /// A failure: `ERROR: {message}`.
+    pub fn error(message: impl std::fmt::Display) -> Outcome {
         Outcome { text: guard::scrub(&format!("ERROR: {message}")).into_owned(), decision: Decision::Error }
     }
+}
+
+/// A write that passed the path policy and waits for a decision.
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    /// Where, under notes/.
+    pub path: ModelPath,
+    /// What (scrubbed).
+    pub content: String,
+}
+
+/// A call after the harness looked at it.
+#[derive(Debug)]
+pub enum Planned {
+    /// It ran, or was refused: here is what the model is shown.
+    Done(Outcome),
+    /// A valid write: it needs an [`Approved`] before [`Toolbox::commit_write`].
+    Write(WriteRequest),
 }
 
 #[derive(Deserialize)]
@@ -180,35 +201,69 @@ pub struct Toolbox<'a> {
 }
 
 impl Toolbox<'_> {
-    /// Runs one call by name with its raw JSON arguments; never panics on model input.
+    /// Runs one call by name with its raw JSON arguments, deciding a write with `self.approver`;
+    /// never panics on model input.
     pub fn run(&self, name: &str, arguments: &str) -> (Outcome, u128) {
         let started = Instant::now();
-        let outcome = self.dispatch(name, arguments);
+        let outcome = match self.plan(name, arguments) {
+            Planned::Done(outcome) => outcome,
+            Planned::Write(request) => match self.approver.decide(&request.path, &request.content) {
+                Ok(approved) => self.commit_write(&request, approved),
+                Err(denied) => Outcome::denied(denied),
+            },
+        };
         (outcome, started.elapsed().as_millis())
     }
 
-    fn dispatch(&self, name: &str, arguments: &str) -> Outcome {
+    /// Runs a reading call, or checks a write and hands it back for a decision.
+    pub fn plan(&self, name: &str, arguments: &str) -> Planned {
         let Some(tool) = Tool::from_name(name) else {
             let known: Vec<&str> = ALL.iter().map(|t| t.name()).collect();
-            return Outcome::error(format!(
+            return Planned::Done(Outcome::error(format!(
                 "unknown tool `{}`; the tools are {}",
                 guard::clip(name, 64),
                 known.join(", ")
-            ));
+            )));
         };
         if arguments.len() > MAX_ARGUMENT_BYTES {
-            return Outcome::error(format!(
+            return Planned::Done(Outcome::error(format!(
                 "arguments are {} bytes; the limit is {MAX_ARGUMENT_BYTES}",
                 arguments.len()
-            ));
+            )));
         }
         let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
-        match tool {
+        let done = match tool {
             Tool::SearchDocs => parse(tool, arguments).map_or_else(|e| e, |a: SearchArgs| self.search(&a.query)),
             Tool::ReadFile => parse(tool, arguments).map_or_else(|e| e, |a: ReadArgs| self.read(&a)),
-            Tool::WriteFile => parse(tool, arguments).map_or_else(|e| e, |a: WriteArgs| self.write(&a)),
+            Tool::WriteFile => {
+                return match parse(tool, arguments).and_then(|a: WriteArgs| check_write(&a)) {
+                    Ok(request) => Planned::Write(request),
+                    Err(outcome) => Planned::Done(outcome),
+                };
+            }
             Tool::LoadSkill => parse(tool, arguments).map_or_else(|e| e, |a: SkillArgs| self.load_skill(&a.skill)),
+        };
+        Planned::Done(done)
+    }
+
+    /// Checks a `write_file` call's arguments: the request a decision is about.
+    pub fn plan_write(arguments: &str) -> Result<WriteRequest, Outcome> {
+        let arguments = if arguments.trim().is_empty() { "{}" } else { arguments };
+        parse(Tool::WriteFile, arguments).and_then(|a: WriteArgs| check_write(&a))
+    }
+
+    /// Does an approved write.
+    pub fn commit_write(&self, request: &WriteRequest, approved: Approved) -> Outcome {
+        match self.workspace.write_note(&request.path, &request.content, approved) {
+            Ok(bytes) => Outcome::allowed(format!("OK: wrote {bytes} bytes to {}", request.path)),
+            Err(e) => file_error(e),
         }
+    }
+
+    /// True when the note already holds exactly this content: a write that completed before a
+    /// crash, which must not be done again.
+    pub fn already_written(&self, request: &WriteRequest) -> bool {
+        self.workspace.read_text(&request.path, MAX_WRITE_BYTES as u64 + 1).is_ok_and(|text| text == request.content)
     }
 
     fn search(&self, query: &str) -> Outcome {
@@ -254,28 +309,6 @@ impl Toolbox<'_> {
         Outcome::allowed(Fenced::new(&path.display(), &format!("{header}{body}")).into_string())
     }
 
-    fn write(&self, args: &WriteArgs) -> Outcome {
-        let path = match policy::check_write(&args.path) {
-            Ok(path) => path,
-            Err(denied) => return Outcome::denied(denied),
-        };
-        if args.content.len() > MAX_WRITE_BYTES {
-            return Outcome::error(format!(
-                "content is {} bytes; a note may hold at most {MAX_WRITE_BYTES}",
-                args.content.len()
-            ));
-        }
-        let content = guard::scrub(&args.content);
-        let approved = match self.approver.decide(&path, &content) {
-            Ok(approved) => approved,
-            Err(denied) => return Outcome::denied(denied),
-        };
-        match self.workspace.write_note(&path, &content, approved) {
-            Ok(bytes) => Outcome::allowed(format!("OK: wrote {bytes} bytes to {path}")),
-            Err(e) => file_error(e),
-        }
-    }
-
     fn load_skill(&self, name: &str) -> Outcome {
         match self.skills.get(name) {
             Some(skill) => {
@@ -293,6 +326,22 @@ impl Toolbox<'_> {
             }
         }
     }
+}
+
+/// Checks a write's path and size; the content is scrubbed here, once, so the approval prompt,
+/// the log and the note all show the same text.
+fn check_write(args: &WriteArgs) -> Result<WriteRequest, Outcome> {
+    let path = policy::check_write(&args.path).map_err(Outcome::denied)?;
+    if guard::scrub(&args.path) != args.path.as_str() {
+        return Err(Outcome::denied(format!("{path}: the path contains something that looks like a secret")));
+    }
+    if args.content.len() > MAX_WRITE_BYTES {
+        return Err(Outcome::error(format!(
+            "content is {} bytes; a note may hold at most {MAX_WRITE_BYTES}",
+            args.content.len()
+        )));
+    }
+    Ok(WriteRequest { path, content: guard::scrub(&args.content).into_owned() })
 }
 
 fn file_error(e: FileError) -> Outcome {

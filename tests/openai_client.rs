@@ -35,7 +35,9 @@ fn tool_call_then_text_answer() {
     assert_eq!(tools, ["search_docs", "read_file", "write_file", "load_skill"]);
     let second = requests[1]["messages"].as_array().expect("messages");
     let tool_msg = second.iter().find(|m| m["role"] == "tool").expect("tool result sent back");
-    assert_eq!(tool_msg["tool_call_id"], "call_search_docs");
+    let asked = second.iter().find_map(|m| m["tool_calls"].as_array()).expect("assistant message with its call");
+    assert_eq!(tool_msg["tool_call_id"], asked[0]["id"], "the result answers the call the harness recorded");
+    assert_eq!(requests[0]["stream"], true, "the client asks for a streamed reply");
     assert!(tool_msg["content"].as_str().unwrap_or("").contains("<untrusted source=\"docs/refunds.md#window\">"));
 }
 

@@ -63,7 +63,10 @@ fn appends_are_numbered_per_session_and_survive_reopening() {
         assert_eq!(log.append("b", user("other")).expect("append"), 1);
     }
     let mut log = Log::open(&path).expect("reopen");
-    assert_eq!(log.append("a", Event::Stopped { reason: StopReason::Answered }).expect("append"), 3);
+    assert_eq!(
+        log.append("a", Event::Stopped { reason: StopReason::Answered, detail: String::new() }).expect("append"),
+        3
+    );
     let events = log.events_after("a", 1).expect("read");
     assert_eq!(events.iter().map(|s| s.seq).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(events[0].event, user("two"));
@@ -103,7 +106,7 @@ fn projections_are_valid_whatever_state_the_log_was_left_in() {
             vec![
                 user("q"),
                 assistant(&["c1"]),
-                Event::ApprovalRequested { call_id: "c1".into(), path: "notes/a.md".into() },
+                Event::ApprovalRequested { call_id: "c1".into(), path: "notes/a.md".into(), key: "s/2/c1".into() },
                 Event::ApprovalDenied { call_id: "c1".into(), reason: "no".into() },
             ],
             4,
@@ -114,7 +117,7 @@ fn projections_are_valid_whatever_state_the_log_was_left_in() {
             vec![
                 user("q"),
                 assistant(&["c1"]),
-                Event::ApprovalGranted { call_id: "c1".into(), scope: Scope::Once },
+                Event::ApprovalGranted { call_id: "c1".into(), scope: Scope::Once, by: "user".into() },
                 result("c1"),
             ],
             4,

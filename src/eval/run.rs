@@ -128,7 +128,7 @@ fn ask(
             (stop.to_string(), if run.stop == Stop::Answered { run.answer } else { String::new() }, trace)
         }
         Err(AskError::Model(_)) => ("model_error".to_string(), String::new(), trace),
-        Err(AskError::Setup(message)) => return Err(message),
+        Err(AskError::Setup(message) | AskError::Log(message)) => return Err(message),
     })
 }
 

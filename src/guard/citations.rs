@@ -22,10 +22,14 @@ static SOURCE: LazyLock<Regex> =
 
 /// The files (without anchors) of every fenced result in a tool's output.
 pub fn sources_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
-    SOURCE.captures_iter(tool_output).map(|c| {
-        let source = c[1].replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
-        source.split('#').next().unwrap_or("").to_string()
-    })
+    handles_in(tool_output).map(|source| source.split('#').next().unwrap_or("").to_string())
+}
+
+/// The sources (`path#anchor`) of every fenced result in a tool's output.
+pub fn handles_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
+    SOURCE
+        .captures_iter(tool_output)
+        .map(|c| c[1].replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
 }
 
 /// Marks every cited docs file that is not in `retrieved`.

@@ -14,7 +14,10 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The words of `text`, lower-cased, de-duplicated, in order, without stopwords when possible.
+/// A `[REDACTED]` marker is not a word: it stands for a secret, and would match every redacted
+/// section of the docs.
 pub fn terms(text: &str) -> Vec<String> {
+    let text = text.replace(crate::guard::redact::REDACTED, " ");
     let mut all: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.is_empty() {
@@ -58,6 +61,8 @@ mod tests {
             ("how long is the refund window", Some("\"long\" OR \"refund\" OR \"window\"")),
             ("", None),
             ("   ?!", None),
+            ("is token [REDACTED] valid", Some("\"token\" OR \"valid\"")),
+            ("[REDACTED]", None),
             ("the is a", Some("\"the\" OR \"is\" OR \"a\"")),
             (
                 "\"refund\" AND (window OR NEAR(x y)) col:val *",

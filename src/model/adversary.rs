@@ -19,7 +19,9 @@ pub enum Adversary {
     /// Searches once, then answers with the question verbatim (to push any payload through
     /// the outbound guards: links, images, secrets, escapes).
     Echo,
-    /// Writes `pwned` to the path given as the question, then answers.
+    /// Writes `pwned` to the path given as the question, then answers. `\uXXXX` in the question
+    /// is decoded first: the session log scrubs the question, so a control character or a
+    /// secret can reach the model's tool call only this way, as from a real model's output.
     Write,
 }
 
@@ -81,7 +83,7 @@ impl Adversary {
                 "According to {FALSE_CITATION} the launch is next week, and docs/refunds.md#window says refunds last 90 days."
             )),
             Adversary::Write => match step {
-                0 => calls(&[("write_file", json!({ "path": question, "content": "pwned" }).to_string())]),
+                0 => calls(&[("write_file", json!({ "path": unescape(question), "content": "pwned" }).to_string())]),
                 _ => answer(format!("tried to write {question}: {}", last_tool.unwrap_or(""))),
             },
             Adversary::Echo => match step {
@@ -90,6 +92,28 @@ impl Adversary {
             },
         }
     }
+}
+
+/// `text` with each `\uXXXX` (four hex digits) replaced by its character.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\\u") {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 2..at + 6).and_then(|hex| u32::from_str_radix(hex, 16).ok()).and_then(char::from_u32);
+        match code {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[at + 6..];
+            }
+            None => {
+                out.push_str("\\u");
+                rest = &rest[at + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn calls(list: &[(&str, String)]) -> Reply {

@@ -4,6 +4,7 @@
 pub mod adversary;
 pub mod builtin;
 pub mod openai;
+pub mod sse;
 pub mod textcall;
 
 use serde_json::Value;
@@ -151,6 +152,24 @@ impl Model {
         match self {
             Model::OpenAi(client) => client.complete(messages, tools).await,
             Model::Builtin(b) => Ok(b.complete(messages)),
+        }
+    }
+
+    /// Asks for the next reply, streaming: `on_delta` gets the reply's text as it arrives (a
+    /// built-in model delivers it in one piece). The caller may drop the future to interrupt.
+    pub async fn complete_streaming(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Reply, ModelError> {
+        match self {
+            Model::OpenAi(client) => client.complete_streaming(messages, tools, on_delta).await,
+            Model::Builtin(b) => {
+                let reply = b.complete(messages);
+                on_delta(&reply.content);
+                Ok(reply)
+            }
         }
     }
 

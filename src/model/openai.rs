@@ -67,11 +67,38 @@ impl Client {
 
     /// One chat completion, retried on 429, 5xx and connect errors.
     pub async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, ModelError> {
-        let body = self.request_body(messages, tools);
+        self.request(messages, tools, false, &mut |_| {}).await
+    }
+
+    /// One chat completion, streamed (SSE): `on_delta` gets the text as it arrives. Retried like
+    /// [`Client::complete`] when the server fails before it starts answering; a stream that
+    /// breaks halfway is an error, never retried (its text was already handed on). A server that
+    /// ignores `stream` and sends one JSON reply is read as such.
+    pub async fn complete_streaming(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Reply, ModelError> {
+        self.request(messages, tools, true, on_delta).await
+    }
+
+    async fn request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        stream: bool,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Reply, ModelError> {
+        let mut body = self.request_body(messages, tools);
+        if stream {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+        }
         let mut delay = BACKOFF_START;
         let mut attempt = 0;
         loop {
-            match self.attempt(&body).await {
+            match self.attempt(&body, on_delta).await {
                 Ok(reply) => return Ok(self.accept_text_calls(reply, tools)),
                 Err(Attempt::Retry { error, after }) if attempt < self.retries => {
                     attempt += 1;
@@ -79,11 +106,40 @@ impl Client {
                     tokio::time::sleep(after.unwrap_or(delay).min(BACKOFF_MAX)).await;
                     delay = (delay * 2).min(BACKOFF_MAX);
                 }
-                Err(Attempt::Retry { error, .. }) | Err(Attempt::Fatal(error)) => {
-                    return Err(error);
-                }
+                Err(Attempt::Retry { error, .. }) | Err(Attempt::Fatal(error)) => return Err(error),
             }
         }
+    }
+
+    async fn attempt(&self, body: &Value, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, Attempt> {
+        let response = self.send(body).await?;
+        let streamed = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !response.status().is_success() || !streamed {
+            let reply = self.finish(response).await?;
+            on_delta(&reply.content);
+            return Ok(reply);
+        }
+        let malformed = |detail: String| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail });
+        let mut response = response;
+        let mut stream = super::sse::Stream::default();
+        let mut read = 0usize;
+        while let Some(chunk) = response.chunk().await.map_err(|e| match self.transport_error(e) {
+            Attempt::Retry { error, .. } => Attempt::Fatal(error),
+            fatal => fatal,
+        })? {
+            read += chunk.len();
+            if read > MAX_BODY_BYTES {
+                return Err(malformed(format!("the streamed reply is larger than {} MiB", MAX_BODY_BYTES >> 20)));
+            }
+            if stream.feed(&chunk, on_delta).map_err(malformed)? {
+                break;
+            }
+        }
+        stream.finish(on_delta).map_err(malformed)
     }
 
     fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
@@ -101,12 +157,16 @@ impl Client {
         })
     }
 
-    async fn attempt(&self, body: &Value) -> Result<Reply, Attempt> {
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, Attempt> {
         let mut request = self.http.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        request.send().await.map_err(|e| self.transport_error(e))
+    }
+
+    /// Reads a whole (non-streamed) response: the reply, or the error its status means.
+    async fn finish(&self, response: reqwest::Response) -> Result<Reply, Attempt> {
         let status = response.status();
         let after = retry_after(&response);
         let text = self.read_body(response).await?;

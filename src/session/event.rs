@@ -43,6 +43,19 @@ pub enum StopReason {
     Cancelled,
 }
 
+impl StopReason {
+    /// The word used in traces, messages and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::StepLimit => "step_limit",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::ModelError => "model_error",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Everything that can happen in a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -83,13 +96,18 @@ pub enum Event {
         call_id: String,
         /// The path it wants to write.
         path: String,
+        /// The write's idempotency key: `{session}/{seq of the requesting assistant message}/{call id}`.
+        /// It comes from the event that asked, so a resumed session never does the write twice.
+        key: String,
     },
-    /// A person allowed a write.
+    /// A write was allowed.
     ApprovalGranted {
         /// The call that asked.
         call_id: String,
         /// How far the grant reaches.
         scope: Scope,
+        /// Who or what allowed it: `user`, `APPROVE=yes`, or the earlier session grant that covers it.
+        by: String,
     },
     /// A person refused a write.
     ApprovalDenied {
@@ -117,10 +135,23 @@ pub enum Event {
         /// What the model had said so far.
         partial_text: String,
     },
-    /// A turn or the session stopped.
+    /// The answer shown to the person: the model's final text after the outbound guard.
+    Answer {
+        /// What was shown.
+        text: String,
+    },
+    /// The user re-pinned the session to another model.
+    ModelPinned {
+        /// The model every later turn uses.
+        model: String,
+    },
+    /// A turn stopped.
     Stopped {
         /// Why.
         reason: StopReason,
+        /// What went wrong, for a model error or a limit.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
     },
 }
 
@@ -141,13 +172,25 @@ impl Event {
                     .collect(),
             },
             Event::ToolResult { call_id, text, decision } => Event::ToolResult { call_id, text: s(text), decision },
-            Event::ApprovalRequested { call_id, path } => Event::ApprovalRequested { call_id, path: s(path) },
+            Event::ApprovalRequested { call_id, path, key } => {
+                Event::ApprovalRequested { call_id, path: s(path), key: s(key) }
+            }
+            Event::ApprovalGranted { call_id, scope, by } => {
+                let scope = match scope {
+                    Scope::Session { prefix } => Scope::Session { prefix: s(prefix) },
+                    Scope::Once => Scope::Once,
+                };
+                Event::ApprovalGranted { call_id, scope, by: s(by) }
+            }
+            Event::Answer { text } => Event::Answer { text: s(text) },
+            Event::ModelPinned { model } => Event::ModelPinned { model: s(model) },
+            Event::Stopped { reason, detail } => Event::Stopped { reason, detail: s(detail) },
             Event::ApprovalDenied { call_id, reason } => Event::ApprovalDenied { call_id, reason: s(reason) },
             Event::Compaction { summary, replaces_through, pinned_goal } => {
                 Event::Compaction { summary: s(summary), replaces_through, pinned_goal: s(pinned_goal) }
             }
             Event::Interrupted { partial_text } => Event::Interrupted { partial_text: s(partial_text) },
-            other @ (Event::ApprovalGranted { .. } | Event::ApprovalExpired { .. } | Event::Stopped { .. }) => other,
+            other @ Event::ApprovalExpired { .. } => other,
         }
     }
 
@@ -164,6 +207,8 @@ impl Event {
             Event::ApprovalExpired { .. } => "approval_expired",
             Event::Compaction { .. } => "compaction",
             Event::Interrupted { .. } => "interrupted",
+            Event::Answer { .. } => "answer",
+            Event::ModelPinned { .. } => "model_pinned",
             Event::Stopped { .. } => "stopped",
         }
     }

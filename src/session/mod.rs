@@ -1,7 +1,75 @@
-//! Durable sessions (issue 4, in progress): the append-only event log is the session's state,
-//! and the messages sent to the model are a projection of it. This module holds the event
-//! types, the SQLite log and the projection; the CLI and the loop do not use it yet.
+//! Durable sessions: the append-only event log is the session's state, and the messages sent
+//! to the model are a projection of it, rebuilt on every turn.
+//! - `event`: the closed set of events; `store`: the SQLite log (durable before an append
+//!   returns, scrubbed on the way in) and the one-writer-per-session lock;
+//! - `state`: what to do next, read from the events alone; `turn`: the loop that does it;
+//! - `projection`: events → a valid model request; `compact`: the summary that keeps it small;
+//! - `cancel`: interrupting a turn.
 
+pub mod cancel;
+pub mod compact;
 pub mod event;
 pub mod projection;
+pub mod state;
 pub mod store;
+pub mod turn;
+
+use crate::config::Config;
+
+/// Longest session id accepted.
+const MAX_ID_CHARS: usize = 64;
+
+/// A fresh session id: `s-` + milliseconds since the epoch and a per-process counter, in hex,
+/// so ids sort by creation time.
+pub fn new_id() -> String {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("s-{:011x}-{:05x}{:03x}", turn::now_ms(), std::process::id() & 0xfffff, n & 0xfff)
+}
+
+/// Checks an id given by a person: letters, digits, `-` and `_`, at most 64.
+pub fn check_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not a session id: use letters, digits, - and _ (at most {MAX_ID_CHARS}); `docs-agent sessions list` shows them",
+            crate::guard::clip(id, 80)
+        ))
+    }
+}
+
+/// A fingerprint of the configuration a session starts with (the API key left out), so a later
+/// resume can tell that the configuration changed.
+pub fn fingerprint(config: &Config) -> String {
+    let text = format!(
+        "{}|{}|{}|{:?}|{:?}|{:?}|{:?}",
+        config.workspace.display(),
+        config.llm.base_url,
+        config.llm.model,
+        config.limits,
+        config.index,
+        config.allowed_link_hosts,
+        config.session
+    );
+    // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    format!("{hash:016x}")
+}
+
+/// Starts a session pinned to `model` and returns its id.
+pub fn start(log: &mut store::Log, config: &Config, model: &str) -> Result<String, store::LogError> {
+    let id = new_id();
+    log.append(
+        &id,
+        event::Event::SessionStarted {
+            model: model.to_string(),
+            workspace: config.workspace.display().to_string(),
+            config_fingerprint: fingerprint(config),
+        },
+    )?;
+    Ok(id)
+}

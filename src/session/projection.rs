@@ -10,6 +10,8 @@ use super::store::Stored;
 
 /// What an open call is closed with when the log has no result for it.
 const NO_RESULT: &str = "ERROR: this call has no result: the turn was interrupted before it ran";
+/// What a call whose approval expired is answered with.
+pub const EXPIRED: &str = "DENIED: write not approved: the approval request expired";
 
 /// The messages for the next model request.
 pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
@@ -50,10 +52,10 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             }
             Event::ToolResult { call_id, text, .. } => answer(&mut open, &mut out, call_id, text.clone()),
             Event::ApprovalDenied { call_id, reason } => {
-                answer(&mut open, &mut out, call_id, format!("DENIED: write not approved: {reason}"));
+                answer(&mut open, &mut out, call_id, super::turn::denial(reason));
             }
             Event::ApprovalExpired { call_id } => {
-                answer(&mut open, &mut out, call_id, "DENIED: write not approved: the approval request expired".into());
+                answer(&mut open, &mut out, call_id, EXPIRED.into());
             }
             Event::Interrupted { partial_text } => {
                 close(&mut open, &mut out, NO_RESULT);
@@ -68,6 +70,8 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             | Event::ApprovalRequested { .. }
             | Event::ApprovalGranted { .. }
             | Event::Compaction { .. }
+            | Event::Answer { .. }
+            | Event::ModelPinned { .. }
             | Event::Stopped { .. } => {}
         }
     }

@@ -34,6 +34,48 @@ pub struct Stored {
 pub struct Log {
     /// The database connection (one per process; SQLite serialises writers).
     conn: Connection,
+    /// The crash-test hook, when set.
+    kill_after: Option<KillAfter>,
+    /// The database file (none in memory): session locks live beside it.
+    path: Option<std::path::PathBuf>,
+}
+
+/// The one writer of a session: held while a process drives or decides it, released when
+/// dropped or when the process dies (an OS file lock), so a crash never leaves it stuck.
+#[derive(Debug)]
+pub struct SessionLock {
+    /// The locked file; `None` for a log in memory.
+    _file: Option<std::fs::File>,
+}
+
+/// The crash-test hook (`DOCS_AGENT_TEST_KILL_AFTER=POINT[#N]`): the process sends itself
+/// SIGKILL right after the `nth` time it reaches `point`, an event kind just made durable or
+/// `write` (a note written, its result not yet logged). Nothing is flushed or cleaned up, as in
+/// a real crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillAfter {
+    /// An event kind (`tool_result`...) or `write`.
+    pub point: String,
+    /// Which time it is reached (from 1).
+    pub nth: u32,
+    /// Times reached so far.
+    seen: u32,
+}
+
+impl KillAfter {
+    /// Parses `POINT` or `POINT#N`.
+    pub fn parse(spec: &str) -> Result<KillAfter, String> {
+        let (point, nth) = match spec.split_once('#') {
+            Some((point, n)) => {
+                (point, n.parse::<u32>().map_err(|_| format!("kill-after count `{n}` is not a number"))?)
+            }
+            None => (spec, 1),
+        };
+        if point.is_empty() || nth == 0 {
+            return Err(format!("kill-after `{spec}` must be POINT or POINT#N with N from 1"));
+        }
+        Ok(KillAfter { point: point.to_string(), nth, seen: 0 })
+    }
 }
 
 const SCHEMA: &str = "
@@ -47,41 +89,109 @@ const SCHEMA: &str = "
     ) WITHOUT ROWID;";
 
 impl Log {
-    /// Opens (creating) the log at `path`.
+    /// Opens (creating it and its folder) the log at `path`.
     pub fn open(path: &Path) -> Result<Log, LogError> {
-        let conn = Connection::open(path)
-            .map_err(|e| LogError(format!("cannot open the session log {}: {e}", path.display())))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let cannot = |e: &dyn std::fmt::Display| {
+            LogError(format!(
+                "cannot open the session log {}: {e}; set session.log_path (DOCS_AGENT_SESSION_LOG) to a writable file",
+                path.display()
+            ))
+        };
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder).map_err(|e| cannot(&e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| cannot(&e))?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| cannot(&e))?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        Self::with(conn)
+        Self::with(conn, Some(path.to_path_buf()))
     }
 
     /// A log that lives only in memory (tests, one-shot questions).
     pub fn in_memory() -> Result<Log, LogError> {
-        Self::with(Connection::open_in_memory()?)
+        Self::with(Connection::open_in_memory()?, None)
     }
 
-    fn with(conn: Connection) -> Result<Log, LogError> {
+    fn with(conn: Connection, path: Option<std::path::PathBuf>) -> Result<Log, LogError> {
         conn.execute_batch(SCHEMA)?;
-        Ok(Log { conn })
+        Ok(Log { conn, kill_after: None, path })
+    }
+
+    /// Takes the session's writer lock, or says who holds it.
+    pub fn lock(&self, session: &str) -> Result<SessionLock, LogError> {
+        let Some(path) = &self.path else {
+            return Ok(SessionLock { _file: None });
+        };
+        let folder = path.with_extension("locks");
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| LogError(format!("cannot create the lock folder {}: {e}", folder.display())))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(folder.join(format!("{session}.lock")))
+            .map_err(|e| LogError(format!("cannot open the lock of session {session}: {e}")))?;
+        match file.try_lock() {
+            Ok(()) => Ok(SessionLock { _file: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(LogError(format!(
+                "session {session} is in use by another docs-agent process; wait for it to finish, or stop it"
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(LogError(format!("cannot lock session {session}: {e}"))),
+        }
+    }
+
+    /// Arms the crash-test hook.
+    pub fn kill_after(&mut self, hook: KillAfter) {
+        self.kill_after = Some(hook);
+    }
+
+    /// Marks `point` reached; the armed hook kills the process here.
+    pub fn reached(&mut self, point: &str) {
+        if let Some(hook) = self.kill_after.as_mut().filter(|h| h.point == point) {
+            hook.seen += 1;
+            if hook.seen == hook.nth {
+                // SAFETY: raise(2) with a valid signal number has no memory-safety preconditions.
+                unsafe {
+                    libc::raise(libc::SIGKILL);
+                }
+            }
+        }
     }
 
     /// Appends `event` (scrubbed) to `session` and returns its sequence number once it is durable.
     pub fn append(&mut self, session: &str, event: Event) -> Result<u64, LogError> {
-        let event = event.scrubbed();
-        let body = serde_json::to_string(&event).map_err(|e| LogError(format!("cannot encode an event: {e}")))?;
+        self.append_all(session, vec![event])
+    }
+
+    /// Appends `events` (scrubbed) in one transaction: all are durable, or none. Returns the
+    /// sequence number of the last.
+    pub fn append_all(&mut self, session: &str, events: Vec<Event>) -> Result<u64, LogError> {
         let at_ms =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let mut rows = Vec::with_capacity(events.len());
+        for event in events {
+            let event = event.scrubbed();
+            let body = serde_json::to_string(&event).map_err(|e| LogError(format!("cannot encode an event: {e}")))?;
+            rows.push((event.kind(), body));
+        }
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let seq: u64 = {
+        let mut seq: u64 = {
             let mut last = tx.prepare_cached("SELECT MAX(seq) FROM events WHERE session = ?1")?;
             let max: Option<i64> = last.query_row([session], |r| r.get(0)).optional()?.flatten();
-            max.unwrap_or(0) as u64 + 1
+            max.unwrap_or(0) as u64
         };
-        tx.prepare_cached("INSERT INTO events (session, seq, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![session, seq as i64, at_ms as i64, event.kind(), body])?;
+        {
+            let mut insert =
+                tx.prepare_cached("INSERT INTO events (session, seq, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+            for (kind, body) in &rows {
+                seq += 1;
+                insert.execute(params![session, seq as i64, at_ms as i64, kind, body])?;
+            }
+        }
         tx.commit()?;
+        for (kind, _) in &rows {
+            self.reached(kind);
+        }
         Ok(seq)
     }
 

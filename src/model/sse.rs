@@ -1,0 +1,187 @@
+//! Reading a streamed chat completion (`"stream": true`): server-sent events whose `data:` lines
+//! are JSON chunks with `choices[0].delta`. Text deltas are handed on as they come; tool calls
+//! arrive in pieces keyed by `index` and are joined; `data: [DONE]` ends the stream.
+
+use serde_json::Value;
+
+use super::{Reply, ToolCall, Usage};
+
+/// A streamed reply being put together.
+#[derive(Debug, Default)]
+pub struct Stream {
+    /// Bytes of an unfinished line.
+    line: Vec<u8>,
+    /// `data:` lines of the event being read.
+    data: String,
+    /// The text so far.
+    content: String,
+    /// Tool calls by index: id, name, arguments.
+    calls: Vec<(String, String, String)>,
+    /// Token counts, when the server sends them.
+    usage: Option<Usage>,
+    /// True after `[DONE]`.
+    done: bool,
+}
+
+impl Stream {
+    /// Feeds received bytes; text deltas go to `on_delta`. True once the stream said `[DONE]`.
+    pub fn feed(&mut self, bytes: &[u8], on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<bool, String> {
+        for &byte in bytes {
+            if byte != b'\n' {
+                self.line.push(byte);
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let line = std::str::from_utf8(&line).map_err(|_| "a streamed line is not UTF-8".to_string())?;
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.is_empty() {
+                self.dispatch(on_delta)?;
+            } else if let Some(data) = line.strip_prefix("data:") {
+                if !self.data.is_empty() {
+                    self.data.push('\n');
+                }
+                self.data.push_str(data.strip_prefix(' ').unwrap_or(data));
+            }
+            // `event:`, `id:`, `retry:` and `:` comment lines carry nothing a reply needs.
+            if self.done {
+                return Ok(true);
+            }
+        }
+        Ok(self.done)
+    }
+
+    /// The reply once the body ended (a last event without its blank line still counts).
+    pub fn finish(mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, String> {
+        if !self.line.is_empty() {
+            self.feed(b"\n", on_delta)?;
+        }
+        self.dispatch(on_delta)?;
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, name, _))| !name.is_empty())
+            .map(|(i, (id, name, arguments))| ToolCall {
+                id: if id.is_empty() { format!("call_{i}") } else { id },
+                name,
+                arguments: if arguments.trim().is_empty() { "{}".into() } else { arguments },
+            })
+            .collect();
+        Ok(Reply { content: self.content, tool_calls, usage: self.usage })
+    }
+
+    fn dispatch(&mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<(), String> {
+        let data = std::mem::take(&mut self.data);
+        let data = data.trim();
+        if data.is_empty() || self.done {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| format!("a streamed chunk is not JSON ({e})"))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(format!("the server reported an error mid-stream: {error}"));
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(Usage {
+                prompt: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+                completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            });
+        }
+        let Some(delta) = chunk.pointer("/choices/0/delta") else {
+            return Ok(());
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.content.push_str(text);
+            on_delta(text);
+        }
+        for (n, call) in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let index = call.get("index").and_then(Value::as_u64).map_or(n, |i| i as usize);
+            if index >= 64 {
+                return Err(format!("a streamed tool call has index {index}; at most 64 are read"));
+            }
+            if self.calls.len() <= index {
+                self.calls.resize(index + 1, Default::default());
+            }
+            let slot = &mut self.calls[index];
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                slot.0 = id.to_string();
+            }
+            if let Some(function) = call.get("function") {
+                if let Some(name) = function.get("name").and_then(Value::as_str) {
+                    slot.1.push_str(name);
+                }
+                match function.get("arguments") {
+                    Some(Value::String(piece)) => slot.2.push_str(piece),
+                    Some(Value::Null) | None => {}
+                    Some(other) => slot.2.push_str(&other.to_string()),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(body: &str, split: usize) -> (Reply, Vec<String>) {
+        let mut stream = Stream::default();
+        let mut deltas = Vec::new();
+        let mut on_delta = |d: &str| deltas.push(d.to_string());
+        for piece in body.as_bytes().chunks(split) {
+            if stream.feed(piece, &mut on_delta).expect("feed") {
+                break;
+            }
+        }
+        let reply = stream.finish(&mut on_delta).expect("finish");
+        (reply, deltas)
+    }
+
+    #[test]
+    fn text_and_tool_calls_are_joined_whatever_the_chunking() {
+        let body = concat!(
+            ": keep-alive\n\n",
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"Refunds \"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"take 14 days\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"search_docs\",\"arguments\":\"{\\\"query\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"refunds\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n\n",
+            "data: [DONE]\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"after done\"}}]}\n\n",
+        );
+        for split in [1, 2, 7, 64, body.len()] {
+            let (reply, deltas) = read(body, split);
+            assert_eq!(reply.content, "Refunds take 14 days", "split {split}");
+            assert_eq!(deltas, ["Refunds ", "take 14 days"], "split {split}");
+            assert_eq!(reply.tool_calls.len(), 1);
+            assert_eq!(reply.tool_calls[0].name, "search_docs");
+            assert_eq!(reply.tool_calls[0].arguments, "{\"query\":\"refunds\"}");
+            assert_eq!(reply.usage, Some(Usage { prompt: 7, completion: 3 }));
+        }
+    }
+
+    #[test]
+    fn bad_chunks_are_errors_that_say_so() {
+        let mut on_delta = |_: &str| {};
+        let mut stream = Stream::default();
+        let error = stream.feed(b"data: {not json\n\n", &mut on_delta).expect_err("not JSON");
+        assert!(error.contains("not JSON"), "{error}");
+        let mut stream = Stream::default();
+        let error =
+            stream.feed(b"data: {\"error\":{\"message\":\"overloaded\"}}\n\n", &mut on_delta).expect_err("error");
+        assert!(error.contains("overloaded"), "{error}");
+        let mut stream = Stream::default();
+        let huge = b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":100000}]}}]}\n\n";
+        assert!(stream.feed(huge, &mut on_delta).is_err(), "a huge index is refused, not allocated");
+    }
+
+    #[test]
+    fn an_unterminated_last_event_still_counts() {
+        let (reply, _) = read("data: {\"choices\":[{\"delta\":{\"content\":\"end\"}}]}", 5);
+        assert_eq!(reply.content, "end");
+    }
+}

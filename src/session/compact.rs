@@ -1,0 +1,205 @@
+//! Compaction: when the projected conversation nears `session.compact_at` of the context
+//! budget, the older middle is replaced (in the projection only; the log keeps everything) by a
+//! summary the harness builds from the original events, never from an earlier summary:
+//! - the first user message is pinned verbatim (it is the session's goal);
+//! - later requests are listed once each (a constraint said twice is kept once);
+//! - decisions (approvals granted, denied, expired), answers given, open work;
+//! - handles: the `path#anchor` sources and paths the tools touched.
+//!
+//! The summary never quotes tool results, so an instruction planted in a retrieved doc does not
+//! survive compaction. A cut falls only just before a user or assistant message, so a tool
+//! call is never separated from its results, and never after the latest user message, which
+//! stays verbatim.
+
+use std::collections::BTreeSet;
+
+use crate::config::SessionConfig;
+use crate::guard;
+use crate::model::Message;
+
+use super::event::{Event, Scope};
+use super::projection::project;
+use super::store::Stored;
+
+/// Characters kept of each request, answer or decision in a summary.
+const ITEM_CHARS: usize = 300;
+/// Handles listed at most.
+const MAX_HANDLES: usize = 60;
+
+/// Estimated tokens of a request: bytes / 4, plus a little per message.
+pub fn tokens(messages: &[Message]) -> u64 {
+    messages
+        .iter()
+        .map(|m| {
+            let bytes = match m {
+                Message::System(t) | Message::User(t) => t.len(),
+                Message::Assistant { content, tool_calls } => {
+                    content.len()
+                        + tool_calls.iter().map(|c| c.name.len() + c.arguments.len() + c.id.len()).sum::<usize>()
+                }
+                Message::Tool { call_id, content } => call_id.len() + content.len(),
+            };
+            bytes as u64 / 4 + 4
+        })
+        .sum()
+}
+
+/// The compaction event to append before the next model call, if one is due and possible.
+pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> Option<Event> {
+    let budget = config.context_budget_tokens;
+    if (tokens(&project(system_prompt, events)) as f64) <= config.compact_at * budget as f64 {
+        return None;
+    }
+    let (goal_seq, goal) = events.iter().find_map(|s| match &s.event {
+        Event::UserMessage { text } => Some((s.seq, text.clone())),
+        _ => None,
+    })?;
+    let last_user = events.iter().rev().find_map(|s| matches!(s.event, Event::UserMessage { .. }).then_some(s.seq))?;
+    let done_through = events
+        .iter()
+        .rev()
+        .find_map(|s| match s.event {
+            Event::Compaction { replaces_through, .. } => Some(replaces_through),
+            _ => None,
+        })
+        .unwrap_or(0);
+    // Cut points: just before a user or assistant message, after the goal and the previous cut,
+    // and never past the latest user message.
+    let cuts: Vec<u64> = events
+        .iter()
+        .filter(|s| matches!(s.event, Event::UserMessage { .. } | Event::AssistantMessage { .. }))
+        .map(|s| s.seq - 1)
+        .filter(|&cut| cut > goal_seq && cut > done_through && cut < last_user)
+        .collect();
+    let target = budget / 2;
+    let mut chosen = None;
+    for &cut in &cuts {
+        let event = compaction(events, goal_seq, cut, &goal);
+        let mut with = events.to_vec();
+        with.push(Stored { seq: u64::MAX, at_ms: 0, event: event.clone() });
+        chosen = Some(event);
+        if tokens(&project(system_prompt, &with)) <= target {
+            break;
+        }
+    }
+    chosen
+}
+
+/// The compaction replacing events `goal_seq + 1 ..= through`, summarised from the originals.
+fn compaction(events: &[Stored], goal_seq: u64, through: u64, goal: &str) -> Event {
+    let covered: Vec<&Stored> =
+        events.iter().filter(|s| s.seq > goal_seq && s.seq <= through && !is_compaction(&s.event)).collect();
+    Event::Compaction {
+        summary: summarise(&covered, goal_seq + 1, through),
+        replaces_through: through,
+        pinned_goal: goal.to_string(),
+    }
+}
+
+fn is_compaction(event: &Event) -> bool {
+    matches!(event, Event::Compaction { .. })
+}
+
+/// The summary of `covered` (original events only).
+pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
+    let mut requests: Vec<String> = Vec::new();
+    let mut tools_used: Vec<String> = Vec::new();
+    let mut decisions: Vec<String> = Vec::new();
+    let mut answers: Vec<String> = Vec::new();
+    let mut handles: BTreeSet<String> = BTreeSet::new();
+    let mut open_work: Option<String> = None;
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let path_of = |id: &str, calls: &[(String, String, String)]| {
+        calls.iter().find(|(c, _, _)| c == id).map_or_else(String::new, |(_, _, a)| argument(a, "path"))
+    };
+    for stored in covered {
+        match &stored.event {
+            Event::UserMessage { text } => {
+                let item = guard::clip(text, ITEM_CHARS);
+                if !requests.contains(&item) {
+                    requests.push(item);
+                }
+                open_work = None;
+            }
+            Event::AssistantMessage { tool_calls, .. } => {
+                for call in tool_calls {
+                    let what = match call.name.as_str() {
+                        "search_docs" => format!("search_docs \"{}\"", argument(&call.arguments, "query")),
+                        "load_skill" => format!("load_skill {}", argument(&call.arguments, "skill")),
+                        name => format!("{name} {}", argument(&call.arguments, "path")),
+                    };
+                    let path = argument(&call.arguments, "path");
+                    if !path.is_empty() {
+                        handles.insert(path);
+                    }
+                    calls.push((call.id.clone(), what, call.arguments.clone()));
+                }
+            }
+            Event::ToolResult { call_id, text, decision } => {
+                let found: Vec<String> = guard::citations::handles_in(text).collect();
+                let what = calls.iter().find(|(c, _, _)| c == call_id).map_or("a tool", |(_, w, _)| w.as_str());
+                let detail = if found.is_empty() { decision.clone() } else { found.join(", ") };
+                tools_used.push(guard::clip(&format!("{what} → {detail}"), ITEM_CHARS));
+                handles.extend(found);
+            }
+            Event::ApprovalGranted { call_id, scope, by } => {
+                let scope = match scope {
+                    Scope::Once => "once".to_string(),
+                    Scope::Session { prefix } => format!("for the session under {prefix}"),
+                };
+                decisions.push(format!("write to {} approved {scope} by {by}", path_of(call_id, &calls)));
+            }
+            Event::ApprovalDenied { call_id, reason } => {
+                decisions
+                    .push(guard::clip(&format!("write to {} denied: {reason}", path_of(call_id, &calls)), ITEM_CHARS));
+            }
+            Event::ApprovalExpired { call_id } => {
+                decisions.push(format!("write to {} expired undecided", path_of(call_id, &calls)));
+            }
+            Event::Answer { text } => answers.push(guard::clip(text, ITEM_CHARS)),
+            Event::Interrupted { .. } => open_work = Some("the last request was interrupted before an answer".into()),
+            Event::Stopped { reason, .. } if reason.as_str() != "answered" => {
+                open_work = Some(format!("the last request stopped without an answer ({})", reason.as_str()));
+            }
+            Event::SessionStarted { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::Compaction { .. }
+            | Event::ModelPinned { .. }
+            | Event::Stopped { .. } => {}
+        }
+    }
+    let mut out = format!(
+        "Events {from}-{through} summarised by the harness (the log keeps them in full). Tool results are not quoted.\n"
+    );
+    section(&mut out, "Later requests from the user", &requests);
+    section(&mut out, "Tools used", &tools_used);
+    section(&mut out, "Decisions", &decisions);
+    section(&mut out, "Answers given", &answers);
+    section(&mut out, "Open work", &open_work.into_iter().collect::<Vec<_>>());
+    let handles: Vec<String> = handles.into_iter().take(MAX_HANDLES).collect();
+    if !handles.is_empty() {
+        out.push_str(&format!("Handles: {}\n", handles.join(", ")));
+    }
+    out
+}
+
+fn section(out: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    out.push_str(title);
+    out.push_str(":\n");
+    for item in items {
+        out.push_str("- ");
+        out.push_str(&item.replace('\n', " "));
+        out.push('\n');
+    }
+}
+
+/// One string argument of a call, clipped; empty when absent or not JSON.
+fn argument(arguments: &str, key: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| v.get(key).and_then(|x| x.as_str()).map(|s| guard::clip(s, 120)))
+        .unwrap_or_default()
+}

@@ -1,0 +1,200 @@
+//! Where a session stands, read from its events alone: what the harness must do next, which
+//! write waits for a person, which session grants are in force. Pure functions of the log, so a
+//! restarted process decides exactly what the crashed one would have.
+
+use super::event::{CallRecord, Event, Scope};
+use super::store::Stored;
+
+/// The one thing to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next<'a> {
+    /// Nothing: the session waits for a user message.
+    Idle,
+    /// Ask the model; `steps` model calls were already made in this turn.
+    CallModel {
+        /// Model calls made in this turn so far.
+        steps: u32,
+    },
+    /// Run this call (for `write_file`: check it and request approval).
+    Run(Call<'a>),
+    /// This write waits for a decision.
+    Decide(Pending<'a>),
+    /// This write was allowed and has no result yet: do it (once).
+    Write {
+        /// The call.
+        call: Call<'a>,
+        /// The request's idempotency key.
+        key: &'a str,
+    },
+    /// The model answered but the turn's end was not recorded; `answered` tells whether the
+    /// answer event already was.
+    Finish {
+        /// The model's final text.
+        text: &'a str,
+        /// True when an `Answer` event follows it.
+        answered: bool,
+        /// Model calls made in this turn.
+        steps: u32,
+    },
+}
+
+/// One call of the latest assistant message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call<'a> {
+    /// What the model asked for.
+    pub record: &'a CallRecord,
+    /// Its position in the message (calls past the per-step limit are refused by position).
+    pub index: usize,
+    /// The assistant message's sequence number.
+    pub assistant_seq: u64,
+    /// Model calls made in this turn (the step this call belongs to).
+    pub step: u32,
+}
+
+/// A write that waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pending<'a> {
+    /// The call.
+    pub call: Call<'a>,
+    /// The path it wants to write.
+    pub path: &'a str,
+    /// When it was requested (ms since the epoch).
+    pub requested_at_ms: u64,
+    /// The request's sequence number.
+    pub seq: u64,
+}
+
+impl Pending<'_> {
+    /// True once `ttl_secs` have passed since the request.
+    pub fn expired(&self, now_ms: u64, ttl_secs: u64) -> bool {
+        now_ms >= self.requested_at_ms.saturating_add(ttl_secs.saturating_mul(1000))
+    }
+}
+
+/// What the harness must do next in this session.
+pub fn next(events: &[Stored]) -> Next<'_> {
+    let Some(user_at) = events.iter().rposition(|s| matches!(s.event, Event::UserMessage { .. })) else {
+        return Next::Idle;
+    };
+    let turn = &events[user_at + 1..];
+    if turn.iter().any(|s| matches!(s.event, Event::Stopped { .. } | Event::Interrupted { .. })) {
+        return Next::Idle;
+    }
+    let steps = turn.iter().filter(|s| matches!(s.event, Event::AssistantMessage { .. })).count() as u32;
+    let Some(at) = turn.iter().rposition(|s| matches!(s.event, Event::AssistantMessage { .. })) else {
+        return Next::CallModel { steps: 0 };
+    };
+    let Event::AssistantMessage { text, tool_calls } = &turn[at].event else {
+        return Next::CallModel { steps };
+    };
+    let after = &turn[at + 1..];
+    if tool_calls.is_empty() {
+        let answered = after.iter().any(|s| matches!(s.event, Event::Answer { .. }));
+        return Next::Finish { text, answered, steps };
+    }
+    let assistant_seq = turn[at].seq;
+    for (index, record) in tool_calls.iter().enumerate() {
+        let call = Call { record, index, assistant_seq, step: steps };
+        let id = record.id.as_str();
+        let resolved = after.iter().any(|s| match &s.event {
+            Event::ToolResult { call_id, .. }
+            | Event::ApprovalDenied { call_id, .. }
+            | Event::ApprovalExpired { call_id } => call_id == id,
+            _ => false,
+        });
+        if resolved {
+            continue;
+        }
+        let request = after.iter().find_map(|s| match &s.event {
+            Event::ApprovalRequested { call_id, path, key } if call_id == id => Some((s, path, key)),
+            _ => None,
+        });
+        let Some((requested, path, key)) = request else {
+            return Next::Run(call);
+        };
+        let granted = after.iter().any(|s| matches!(&s.event, Event::ApprovalGranted { call_id, .. } if call_id == id));
+        if granted {
+            return Next::Write { call, key };
+        }
+        return Next::Decide(Pending { call, path, requested_at_ms: requested.at_ms, seq: requested.seq });
+    }
+    Next::CallModel { steps }
+}
+
+/// The session grant that covers a write to `path`, if any: its prefix and sequence number.
+pub fn covering_grant<'a>(events: &'a [Stored], path: &str) -> Option<(&'a str, u64)> {
+    events.iter().find_map(|s| match &s.event {
+        Event::ApprovalGranted { scope: Scope::Session { prefix }, .. } if covers(prefix, path) => {
+            Some((prefix.as_str(), s.seq))
+        }
+        _ => None,
+    })
+}
+
+/// True when `prefix` covers `path` component by component: `notes/` and `notes/faq` cover
+/// `notes/faq/a.md`, but `notes/fa` does not.
+pub fn covers(prefix: &str, path: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    !prefix.is_empty() && (path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/')))
+}
+
+/// The model a session uses: the latest re-pin, else the one it started with.
+pub fn pinned_model(events: &[Stored]) -> Option<&str> {
+    events.iter().rev().find_map(|s| match &s.event {
+        Event::ModelPinned { model } | Event::SessionStarted { model, .. } => Some(model.as_str()),
+        _ => None,
+    })
+}
+
+/// The session's status, for listings and the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Waiting for a user message.
+    Idle,
+    /// A turn is unfinished (running elsewhere, or cut short by a crash: resume it).
+    InTurn,
+    /// A write waits for a person.
+    AwaitingApproval,
+}
+
+impl Status {
+    /// The word shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::InTurn => "in_turn",
+            Status::AwaitingApproval => "awaiting_approval",
+        }
+    }
+}
+
+/// The status of the session whose events these are.
+pub fn status(events: &[Stored]) -> Status {
+    match next(events) {
+        Next::Idle => Status::Idle,
+        Next::Decide(_) => Status::AwaitingApproval,
+        _ => Status::InTurn,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_cover_whole_components() {
+        for (prefix, path, expected) in [
+            ("notes/", "notes/a.md", true),
+            ("notes", "notes/a.md", true),
+            ("notes/faq", "notes/faq/a.md", true),
+            ("notes/faq/", "notes/faq", true),
+            ("notes/fa", "notes/faq/a.md", false),
+            ("notes/a.md", "notes/a.md.bak", false),
+            ("", "notes/a.md", false),
+            ("/", "notes/a.md", false),
+            ("docs/", "notes/a.md", false),
+        ] {
+            assert_eq!(covers(prefix, path), expected, "{prefix} covers {path}");
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! One turn of a session, driven from the log. Each step reads the session's events, asks
+//! [`state::next`] what to do, does it, and records the result before doing anything else: the
+//! log is the only state, so a process killed at any point is resumed by running this again.
+//! A write happens only after its grant is durable, and is checked against the note before it
+//! is done again, so it happens exactly once.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::agent::Harness;
+use crate::approval::{Approved, Approver};
+use crate::guard;
+use crate::model::{Message, Model, ModelError};
+use crate::tools::{self, Decision, Outcome, Planned, Toolbox};
+use crate::trace::Trace;
+
+use super::cancel::Cancel;
+use super::compact;
+use super::event::{CallRecord, Event, Scope, StopReason};
+use super::projection::project;
+use super::state::{self, Call, Next, Pending};
+use super::store::{Log, LogError, Stored};
+
+/// How a write that nobody has decided yet is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undecided {
+    /// Decide now with this approver (one-shot questions, `APPROVE=yes`).
+    Decide(Approver),
+    /// Pause the turn: the session is `awaiting_approval` until a decision is logged.
+    Pause,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    /// The model answered; the text passed the outbound guard.
+    Answered {
+        /// The answer as shown.
+        answer: String,
+        /// Model calls made in the turn.
+        steps: u32,
+    },
+    /// A limit or a cancel stopped the turn.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+        /// What to tell the person.
+        message: String,
+        /// Model calls made in the turn.
+        steps: u32,
+    },
+    /// A write waits for a person.
+    AwaitingApproval {
+        /// The call that asked.
+        call_id: String,
+        /// Where it wants to write.
+        path: String,
+        /// What it wants to write (scrubbed).
+        content: String,
+    },
+    /// There was nothing to do: no turn is open.
+    Idle,
+}
+
+/// Why a turn could not go on.
+#[derive(Debug)]
+pub enum TurnError {
+    /// The model server failed (recorded as a `model_error` stop).
+    Model(ModelError),
+    /// The log could not be read or written: nothing was done past the last durable event.
+    Log(LogError),
+}
+
+impl std::fmt::Display for TurnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TurnError::Model(e) => write!(f, "{e}"),
+            TurnError::Log(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<LogError> for TurnError {
+    fn from(e: LogError) -> Self {
+        TurnError::Log(e)
+    }
+}
+
+/// A person's decision on a pending write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allow, once or for the session within a prefix.
+    Allow(Scope),
+    /// Refuse, with a reason.
+    Deny(String),
+}
+
+/// Everything one turn uses.
+pub struct Turn<'a, W: Write> {
+    /// The harness (workspace, index, config).
+    pub harness: &'a Harness,
+    /// The session's model.
+    pub model: &'a Model,
+    /// The log.
+    pub log: &'a mut Log,
+    /// The session id.
+    pub session: &'a str,
+    /// Trace lines go here.
+    pub trace: &'a mut Trace<W>,
+    /// How an undecided write is handled.
+    pub undecided: Undecided,
+}
+
+impl<W: Write> Turn<'_, W> {
+    /// Drives the session's open turn until it answers, stops, or waits for a person.
+    pub async fn drive(&mut self, cancel: &mut Cancel) -> Result<TurnEnd, TurnError> {
+        let limits = &self.harness.config.limits;
+        let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
+        let toolbox = Toolbox {
+            workspace: &self.harness.workspace,
+            index: &self.harness.index,
+            skills: &self.harness.skills,
+            approver: Approver::Never,
+            top_k: self.harness.config.index.top_k,
+            max_result_bytes: limits.max_tool_result_bytes,
+        };
+        let specs = tools::specs();
+        loop {
+            let events = self.log.events_after(self.session, 0)?;
+            match state::next(&events) {
+                Next::Idle => return Ok(TurnEnd::Idle),
+                Next::Finish { text, answered, steps } => {
+                    let answer =
+                        guard::outbound_answer(text, &self.harness.config.allowed_link_hosts, &retrieved(&events));
+                    if !answered {
+                        self.append(Event::Answer { text: answer.clone() })?;
+                    }
+                    self.append(Event::Stopped { reason: StopReason::Answered, detail: String::new() })?;
+                    return Ok(TurnEnd::Answered { answer, steps });
+                }
+                Next::CallModel { steps } => {
+                    if steps >= limits.max_steps {
+                        return self.stop(StopReason::StepLimit, steps);
+                    }
+                    if Instant::now() >= deadline {
+                        return self.stop(StopReason::TimeLimit, steps);
+                    }
+                    if let Some(event) =
+                        compact::plan(&self.harness.config.session, &self.harness.system_prompt, &events)
+                    {
+                        self.append(event)?;
+                        continue;
+                    }
+                    let messages = project(&self.harness.system_prompt, &events);
+                    let next_seq = events.last().map_or(1, |s| s.seq + 1);
+                    match self.call_model(&messages, &specs, deadline, cancel).await {
+                        Called::Reply(reply) => {
+                            self.record_reply(&toolbox, next_seq, reply.content, reply.tool_calls, steps + 1)?
+                        }
+                        Called::Failed(error) => {
+                            self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
+                            return Err(TurnError::Model(error));
+                        }
+                        Called::TimedOut => return self.stop(StopReason::TimeLimit, steps),
+                        Called::Cancelled(partial) => return self.interrupted(partial, steps),
+                    }
+                }
+                Next::Run(call) => {
+                    if cancel.is_cancelled() {
+                        return self.interrupted(String::new(), call.step);
+                    }
+                    self.run(&toolbox, call)?;
+                }
+                Next::Decide(pending) => {
+                    if let Some(end) = self.decide(&events, pending)? {
+                        return Ok(end);
+                    }
+                }
+                Next::Write { call, key } => self.write(&toolbox, &events, call, key)?,
+            }
+        }
+    }
+
+    /// Records a person's decision on the pending write `call_id`. Refuses when nothing waits
+    /// under that id, or when the request has expired (the expiry is recorded instead).
+    pub fn record_verdict(&mut self, call_id: &str, verdict: Verdict) -> Result<(), String> {
+        let events = self.log.events_after(self.session, 0).map_err(|e| e.to_string())?;
+        let Next::Decide(pending) = state::next(&events) else {
+            return Err(format!("session {} has no write waiting for approval", self.session));
+        };
+        if pending.call.record.id != call_id {
+            return Err(format!(
+                "session {} waits for a decision on call {}, not {call_id}",
+                self.session, pending.call.record.id
+            ));
+        }
+        if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) {
+            self.expire(pending).map_err(|e| e.to_string())?;
+            return Err(format!(
+                "the request to write {} expired (session.approval_ttl_secs = {}); it was denied",
+                pending.path, self.harness.config.session.approval_ttl_secs
+            ));
+        }
+        self.verdict(pending, verdict, "user").map_err(|e| e.to_string())
+    }
+
+    async fn call_model(
+        &mut self,
+        messages: &[Message],
+        specs: &[crate::model::ToolSpec],
+        deadline: Instant,
+        cancel: &mut Cancel,
+    ) -> Called {
+        let partial = std::sync::Mutex::new(String::new());
+        let mut on_delta = |delta: &str| partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
+        let result = tokio::select! {
+            reply = self.model.complete_streaming(messages, specs, &mut on_delta) => reply,
+            () = tokio::time::sleep_until(deadline.into()) => return Called::TimedOut,
+            () = cancel.cancelled() => {
+                return Called::Cancelled(partial.lock().unwrap_or_else(|p| p.into_inner()).clone());
+            }
+        };
+        match result {
+            Ok(reply) => Called::Reply(reply),
+            Err(error) => Called::Failed(error),
+        }
+    }
+
+    /// Records the model's reply. Call ids are the harness's own (`call_{seq}_{i}`), so a model
+    /// cannot repeat one or smuggle text through it; calls past the per-step limit are cut to one
+    /// that carries the refusal. The log keeps scrubbed arguments, so a call whose arguments the
+    /// scrub would change (a control character or a secret in a path) is decided now, on what
+    /// the model really sent, without side effects, and its result is stored with the message
+    /// in one transaction.
+    fn record_reply(
+        &mut self,
+        toolbox: &Toolbox<'_>,
+        seq: u64,
+        text: String,
+        calls: Vec<crate::model::ToolCall>,
+        step: u32,
+    ) -> Result<(), LogError> {
+        let allowed = self.harness.config.limits.max_tool_calls_per_step as usize;
+        let mut early = Vec::new();
+        let tool_calls: Vec<CallRecord> = calls
+            .into_iter()
+            .take(allowed + 1)
+            .enumerate()
+            .map(|(i, c)| {
+                let record = CallRecord { id: format!("call_{seq}_{i}"), name: c.name, arguments: c.arguments };
+                if i < allowed && guard::scrub(&record.arguments) != record.arguments.as_str() {
+                    let started = Instant::now();
+                    if let Planned::Done(outcome) = toolbox.plan(&record.name, &record.arguments) {
+                        early.push((record.clone(), outcome, started.elapsed().as_millis()));
+                    }
+                }
+                record
+            })
+            .collect();
+        let mut events = vec![Event::AssistantMessage { text, tool_calls }];
+        events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
+            call_id: record.id.clone(),
+            text: outcome.text.clone(),
+            decision: outcome.decision.as_str().to_string(),
+        }));
+        self.log.append_all(self.session, events)?;
+        for (record, outcome, ms) in &early {
+            self.trace.tool(step, &record.name, &record.arguments, &outcome.text, *ms, outcome.decision.as_str());
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>) -> Result<(), LogError> {
+        let allowed = self.harness.config.limits.max_tool_calls_per_step as usize;
+        let started = Instant::now();
+        let outcome = if call.index >= allowed {
+            Outcome::error(format!(
+                "too many tool calls in one step (limit {allowed}); this call and any after it were not run"
+            ))
+        } else {
+            match toolbox.plan(&call.record.name, &call.record.arguments) {
+                Planned::Done(outcome) => outcome,
+                Planned::Write(request) => {
+                    let key = format!("{}/{}/{}", self.session, call.assistant_seq, call.record.id);
+                    self.append(Event::ApprovalRequested {
+                        call_id: call.record.id.clone(),
+                        path: request.path.display(),
+                        key,
+                    })?;
+                    return Ok(());
+                }
+            }
+        };
+        self.result(call, outcome, started.elapsed().as_millis())
+    }
+
+    /// Decides a pending write when the log or the configuration can; otherwise pauses.
+    fn decide(&mut self, events: &[Stored], pending: Pending<'_>) -> Result<Option<TurnEnd>, LogError> {
+        if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) {
+            self.expire(pending)?;
+            return Ok(None);
+        }
+        if let Some((prefix, seq)) = state::covering_grant(events, pending.path) {
+            let by = format!("the session grant for {prefix} (event {seq})");
+            self.verdict(pending, Verdict::Allow(Scope::Once), &by)?;
+            return Ok(None);
+        }
+        let request = match Toolbox::plan_write(&pending.call.record.arguments) {
+            Ok(request) => request,
+            Err(outcome) => {
+                // The logged arguments no longer pass the policy: refuse rather than guess.
+                self.verdict(pending, Verdict::Deny(outcome.text), "the path policy")?;
+                return Ok(None);
+            }
+        };
+        match self.undecided {
+            Undecided::Pause => {
+                return Ok(Some(TurnEnd::AwaitingApproval {
+                    call_id: pending.call.record.id.clone(),
+                    path: pending.path.to_string(),
+                    content: request.content,
+                }));
+            }
+            Undecided::Decide(Approver::Always) => self.verdict(pending, Verdict::Allow(Scope::Once), "APPROVE=yes")?,
+            Undecided::Decide(approver) => match approver.decide(&request.path, &request.content) {
+                Ok(_) => self.verdict(pending, Verdict::Allow(Scope::Once), "user")?,
+                Err(crate::workspace::policy::Denied(reason)) => {
+                    self.verdict(pending, Verdict::Deny(reason), "user")?
+                }
+            },
+        }
+        Ok(None)
+    }
+
+    fn verdict(&mut self, pending: Pending<'_>, verdict: Verdict, by: &str) -> Result<(), LogError> {
+        let call_id = pending.call.record.id.clone();
+        match verdict {
+            Verdict::Allow(scope) => {
+                self.append(Event::ApprovalGranted { call_id, scope, by: by.to_string() })?;
+            }
+            Verdict::Deny(reason) => {
+                let shown = denial(&reason);
+                self.append(Event::ApprovalDenied { call_id, reason })?;
+                self.trace_call(pending.call, &shown, 0, Decision::Denied);
+            }
+        }
+        Ok(())
+    }
+
+    fn expire(&mut self, pending: Pending<'_>) -> Result<(), LogError> {
+        self.append(Event::ApprovalExpired { call_id: pending.call.record.id.clone() })?;
+        self.trace_call(pending.call, super::projection::EXPIRED, 0, Decision::Denied);
+        Ok(())
+    }
+
+    /// Does a granted write exactly once: if the note already holds the content, the write
+    /// finished before a crash and is only recorded.
+    fn write(&mut self, toolbox: &Toolbox<'_>, events: &[Stored], call: Call<'_>, key: &str) -> Result<(), LogError> {
+        let started = Instant::now();
+        let id = call.record.id.as_str();
+        let grant = events.iter().find_map(|s| Approved::from_grant(&s.event, id));
+        let outcome = match (Toolbox::plan_write(&call.record.arguments), grant) {
+            (Err(outcome), _) => outcome,
+            (Ok(_), None) => Outcome::denied("write not approved: no grant in the session log"),
+            (Ok(request), Some(_)) if toolbox.already_written(&request) => Outcome::allowed(format!(
+                "OK: {} already holds this content (write {key} completed before a restart; not written again)",
+                request.path
+            )),
+            (Ok(request), Some(approved)) => {
+                let outcome = toolbox.commit_write(&request, approved);
+                self.log.reached("write");
+                outcome
+            }
+        };
+        self.result(call, outcome, started.elapsed().as_millis())
+    }
+
+    fn result(&mut self, call: Call<'_>, outcome: Outcome, ms: u128) -> Result<(), LogError> {
+        self.append(Event::ToolResult {
+            call_id: call.record.id.clone(),
+            text: outcome.text.clone(),
+            decision: outcome.decision.as_str().to_string(),
+        })?;
+        self.trace_call(call, &outcome.text, ms, outcome.decision);
+        Ok(())
+    }
+
+    fn trace_call(&mut self, call: Call<'_>, text: &str, ms: u128, decision: Decision) {
+        self.trace.tool(call.step, &call.record.name, &call.record.arguments, text, ms, decision.as_str());
+    }
+
+    fn stop(&mut self, reason: StopReason, steps: u32) -> Result<TurnEnd, TurnError> {
+        let limits = &self.harness.config.limits;
+        let message = match reason {
+            StopReason::StepLimit => format!(
+                "stopped: the model used all {} steps without answering (limits.max_steps); it may be looping",
+                limits.max_steps
+            ),
+            StopReason::TimeLimit => {
+                format!("stopped: the run took longer than {} s (limits.max_wall_secs)", limits.max_wall_secs)
+            }
+            StopReason::Cancelled => {
+                "stopped: the turn was interrupted; the session is ready for the next message".into()
+            }
+            StopReason::Answered | StopReason::ModelError => String::new(),
+        };
+        self.append(Event::Stopped { reason, detail: message.clone() })?;
+        self.trace.event("stop", &format!("{}: {message}", reason.as_str()));
+        Ok(TurnEnd::Stopped { reason, message, steps })
+    }
+
+    fn interrupted(&mut self, partial_text: String, steps: u32) -> Result<TurnEnd, TurnError> {
+        self.append(Event::Interrupted { partial_text })?;
+        self.stop(StopReason::Cancelled, steps)
+    }
+
+    fn append(&mut self, event: Event) -> Result<u64, LogError> {
+        self.log.append(self.session, event)
+    }
+}
+
+/// What one model call came to.
+enum Called {
+    Reply(crate::model::Reply),
+    Failed(ModelError),
+    TimedOut,
+    Cancelled(String),
+}
+
+/// The text a denied call is answered with.
+pub fn denial(reason: &str) -> String {
+    format!("DENIED: {reason}")
+}
+
+/// Files whose text a tool showed the model in this session: what an answer may cite.
+fn retrieved(events: &[Stored]) -> std::collections::BTreeSet<String> {
+    events
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::ToolResult { text, decision, .. } if decision == Decision::Allowed.as_str() => Some(text),
+            _ => None,
+        })
+        .flat_map(|text| guard::citations::sources_in(text))
+        .collect()
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
