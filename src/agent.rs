@@ -130,6 +130,7 @@ impl Harness {
             session: &session,
             trace,
             undecided: Undecided::Decide(approver),
+            on_text: None,
         };
         let end = turn.drive(&mut Cancel::never()).await;
         let session_log = log.raw_bodies(&session).map_err(log_error)?;

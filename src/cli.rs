@@ -17,7 +17,12 @@ pub enum Exit {
     Model = 3,
     /// The step or time limit was hit before an answer.
     Limit = 4,
+    /// A session's write waits for a person (`docs-agent sessions approve|deny ID`).
+    Awaiting = 5,
 }
+
+/// A failed command: its exit code and the message for the person.
+pub type Failure = (Exit, String);
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -26,10 +31,12 @@ Exit codes:
   2  bad command line or configuration
   3  model server unreachable, model missing, or model error
   4  step or time limit hit before an answer
+  5  a session's write awaits approval (docs-agent sessions approve|deny ID)
 
 Environment: LLM_BASE_URL, LLM_MODEL (scripted | extractive | a model name), LLM_API_KEY,
 APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE,
-DOCS_AGENT_CONFIG, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS.
+DOCS_AGENT_CONFIG, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS, DOCS_AGENT_SESSION_LOG
+(default .docs-agent/sessions.db), DOCS_AGENT_APPROVAL_TTL_SECS, DOCS_AGENT_CONTEXT_BUDGET.
 Precedence: flags > environment > docs-agent.toml > defaults.";
 
 /// Answers questions about a product's docs, citing them; every guardrail is held by code.
@@ -99,6 +106,24 @@ pub enum Command {
     Check,
     /// Copy stdin to stdout with secrets replaced by [REDACTED].
     Redact,
+    /// Talk with the docs over many turns, in a durable session (saved after every step).
+    ///
+    /// Type a question per line; `/quit` or Ctrl-D leaves, Ctrl-C interrupts the answer being
+    /// written. A write the model asks for is shown and asked about on a terminal (y: once, s:
+    /// for the session under that folder, N: deny); without a terminal the session pauses
+    /// awaiting approval and the command exits with 5. `--session ID` continues a session,
+    /// finishing any turn a crash cut short (with its pinned model, unless --model re-pins it).
+    Chat {
+        /// Continue this session instead of starting one.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// List, inspect, resume, approve, deny or export durable sessions.
+    Sessions {
+        /// What to do.
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
     /// Run the eval and red-team pack (evals/*.toml): a table per category, JUnit and JSON.
     ///
     /// With the built-in models every case must pass; with a real model (`--model URL`, or a
@@ -122,6 +147,59 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
     },
+}
+
+/// `docs-agent sessions ...`
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// Every session: id, status, events, last activity, model, first question.
+    List,
+    /// One session's events, readable, and any write waiting for approval.
+    Show {
+        /// The session id.
+        id: String,
+    },
+    /// Finish the turn a crash or a restart cut short, from the last durable event.
+    ///
+    /// Uses the session's pinned model unless --model re-pins it. A write that completed is
+    /// never done again; one that did not is done once.
+    Resume {
+        /// The session id.
+        id: String,
+    },
+    /// Allow the write the session waits for, then continue the turn.
+    Approve {
+        /// The session id.
+        id: String,
+        /// once: this write only; session: every later write under --prefix in this session.
+        #[arg(long, value_enum, default_value_t = ScopeArg::Once)]
+        scope: ScopeArg,
+        /// For --scope session: the folder writes may go to (default: the requested file's folder).
+        #[arg(long, value_name = "PATH")]
+        prefix: Option<String>,
+    },
+    /// Refuse the write the session waits for, then continue the turn.
+    Deny {
+        /// The session id.
+        id: String,
+        /// Why (the model is told).
+        #[arg(long, default_value = "the user declined")]
+        reason: String,
+    },
+    /// Every event of a session as JSON lines, on stdout.
+    Export {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// This write only.
+    Once,
+    /// Later writes under a path prefix, in this session only.
+    Session,
 }
 
 impl Global {

@@ -24,6 +24,7 @@ macro_rules! message_error {
 
 pub mod agent;
 pub mod approval;
+pub mod chat;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -33,6 +34,7 @@ pub mod index;
 pub mod model;
 pub mod prompt;
 pub mod session;
+pub mod sessions;
 pub mod skills;
 pub mod tools;
 pub mod trace;

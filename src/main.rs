@@ -9,9 +9,11 @@ use clap::Parser;
 
 use docs_agent::agent::{AskError, Harness, Stop};
 use docs_agent::approval::Approver;
-use docs_agent::cli::{Cli, Command, Exit};
+use docs_agent::cli::{Cli, Command, Exit, Failure, SessionsAction};
 use docs_agent::config::{Config, ENV_KEYS, Sources};
 use docs_agent::guard::redact;
+use docs_agent::session::store::KillAfter;
+use docs_agent::sessions::{self, Desk};
 use docs_agent::trace::Trace;
 use docs_agent::{check, guard};
 
@@ -27,7 +29,9 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-type Failure = (Exit, String);
+/// The crash-test hook: `DOCS_AGENT_TEST_KILL_AFTER=POINT[#N]` makes the process SIGKILL itself
+/// right after that point (see `session::store::KillAfter`).
+const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 
 fn run(cli: Cli) -> Result<Exit, Failure> {
     let Cli { global, command, question } = cli;
@@ -39,6 +43,11 @@ fn run(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Ask { question }) => ask(load_config(&global)?, &question.join(" ")),
         Some(Command::Search { query, limit }) => search(load_config(&global)?, &query.join(" "), limit),
         Some(Command::Check) => check(load_config(&global)?),
+        Some(Command::Chat { session }) => {
+            let desk = desk(&global)?;
+            docs_agent::chat::chat(desk, session, global.model.clone())
+        }
+        Some(Command::Sessions { action }) => sessions(&global, action),
         None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
@@ -52,6 +61,35 @@ fn load_config(global: &docs_agent::cli::Global) -> Result<Config, Failure> {
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+fn desk(global: &docs_agent::cli::Global) -> Result<Desk, Failure> {
+    let kill_after = match std::env::var(KILL_AFTER_VAR) {
+        Ok(spec) => Some(KillAfter::parse(&spec).map_err(|e| (Exit::Usage, format!("{KILL_AFTER_VAR}: {e}")))?),
+        Err(_) => None,
+    };
+    Desk::open(load_config(global)?, kill_after)
+}
+
+fn sessions(global: &docs_agent::cli::Global, action: SessionsAction) -> Result<Exit, Failure> {
+    use docs_agent::session::turn::Verdict;
+    let mut desk = desk(global)?;
+    let mut out = std::io::stdout().lock();
+    let repin = global.model.as_deref();
+    match action {
+        SessionsAction::List => sessions::list(&desk, &mut out),
+        SessionsAction::Show { id } => sessions::show(&desk, &id, &mut out),
+        SessionsAction::Export { id } => sessions::export(&desk, &id, &mut out),
+        SessionsAction::Resume { id } => sessions::continue_turn(&mut desk, &id, None, repin),
+        SessionsAction::Approve { id, scope, prefix } => {
+            let verdict = sessions::approval(&desk, &id, scope, prefix.as_deref())?;
+            sessions::continue_turn(&mut desk, &id, Some(verdict), repin)
+        }
+        SessionsAction::Deny { id, reason } => {
+            let reason = format!("write not approved: {reason}");
+            sessions::continue_turn(&mut desk, &id, Some(Verdict::Deny(reason)), repin)
+        }
+    }
 }
 
 fn open(config: Config) -> Result<Harness, Failure> {

@@ -17,7 +17,7 @@ use crate::config::SessionConfig;
 use crate::guard;
 use crate::model::Message;
 
-use super::event::{Event, Scope};
+use super::event::Event;
 use super::projection::project;
 use super::store::Stored;
 
@@ -143,10 +143,6 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
                 handles.extend(found);
             }
             Event::ApprovalGranted { call_id, scope, by } => {
-                let scope = match scope {
-                    Scope::Once => "once".to_string(),
-                    Scope::Session { prefix } => format!("for the session under {prefix}"),
-                };
                 decisions.push(format!("write to {} approved {scope} by {by}", path_of(call_id, &calls)));
             }
             Event::ApprovalDenied { call_id, reason } => {

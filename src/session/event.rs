@@ -27,6 +27,15 @@ pub enum Scope {
     Session { prefix: String },
 }
 
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Once => f.write_str("once"),
+            Scope::Session { prefix } => write!(f, "for the session under {prefix}"),
+        }
+    }
+}
+
 /// Why a turn or a session stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

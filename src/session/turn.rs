@@ -109,6 +109,9 @@ pub struct Turn<'a, W: Write> {
     pub trace: &'a mut Trace<W>,
     /// How an undecided write is handled.
     pub undecided: Undecided,
+    /// Called with each piece of the model's text as it streams (progress display; the text
+    /// itself leaves the process only through the outbound guard, once the reply is complete).
+    pub on_text: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
 impl<W: Write> Turn<'_, W> {
@@ -212,7 +215,13 @@ impl<W: Write> Turn<'_, W> {
         cancel: &mut Cancel,
     ) -> Called {
         let partial = std::sync::Mutex::new(String::new());
-        let mut on_delta = |delta: &str| partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
+        let on_text = self.on_text;
+        let mut on_delta = |delta: &str| {
+            partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
+            if let Some(show) = on_text.filter(|_| !delta.is_empty()) {
+                show(delta);
+            }
+        };
         let result = tokio::select! {
             reply = self.model.complete_streaming(messages, specs, &mut on_delta) => reply,
             () = tokio::time::sleep_until(deadline.into()) => return Called::TimedOut,

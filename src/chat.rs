@@ -1,0 +1,142 @@
+//! `docs-agent chat`: an interactive, multi-turn conversation in a durable session. Every step
+//! is in the log before it is acted on, so Ctrl-C, a crash or closing the terminal loses
+//! nothing: `chat --session ID` or `sessions resume ID` picks it up.
+
+use std::io::{BufRead, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
+
+use crate::cli::{Exit, Failure};
+use crate::guard;
+use crate::model::Model;
+use crate::session::cancel::Cancel;
+use crate::session::event::{Event, Scope};
+use crate::session::state::{self, Status};
+use crate::session::turn::{TurnEnd, Verdict};
+use crate::sessions::{self, Desk};
+
+/// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
+pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(run(desk, session, repin))
+}
+
+async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
+    let (id, resumed) = match session {
+        Some(id) => {
+            desk.events(&id)?;
+            (id, true)
+        }
+        None => (sessions::start(&mut desk)?, false),
+    };
+    let _lock = desk.lock(&id)?;
+    let model = desk.model(&id, if resumed { repin.as_deref() } else { None })?;
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    eprintln!("session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer", model.name());
+    let mut lines = read_lines();
+    let events = desk.events(&id)?;
+    if state::status(&events) != Status::Idle {
+        eprintln!("finishing the turn this session left unfinished");
+        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
+            return Ok(exit);
+        }
+    }
+    loop {
+        eprint!("you> ");
+        let line = tokio::select! {
+            line = lines.recv() => line,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(line) = line else {
+            eprintln!();
+            return Ok(Exit::Ok);
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if text == "/quit" || text == "/exit" {
+            return Ok(Exit::Ok);
+        }
+        desk.log
+            .append(&id, Event::UserMessage { text: text.to_string() })
+            .map_err(|e| (Exit::Failure, e.to_string()))?;
+        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
+            return Ok(exit);
+        }
+    }
+}
+
+/// Drives one turn, asking about writes on a terminal; `Some(exit)` ends the chat.
+async fn turn(
+    desk: &mut Desk,
+    id: &str,
+    model: &Model,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    terminal: bool,
+) -> Result<Option<Exit>, Failure> {
+    loop {
+        let (canceller, mut cancel) = Cancel::pair();
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                canceller.cancel();
+            }
+        });
+        let started = AtomicBool::new(false);
+        let on_text = |_: &str| {
+            if !started.swap(true, Ordering::Relaxed) {
+                eprintln!("(answering…)");
+            }
+        };
+        let end = desk.drive(id, model, &mut cancel, Some(&on_text)).await;
+        watcher.abort();
+        let Ok(TurnEnd::AwaitingApproval { path, content, .. }) = end else {
+            if let Err((code, message)) = sessions::report(id, end) {
+                eprintln!("docs-agent: {}", guard::scrub(&message));
+                if code == Exit::Awaiting {
+                    return Ok(Some(code));
+                }
+            }
+            return Ok(None);
+        };
+        if !terminal {
+            return Err((Exit::Awaiting, sessions::awaiting(id, &path, &content)));
+        }
+        let folder = path.rsplit_once('/').map_or("notes", |(folder, _)| folder).to_string();
+        eprint!(
+            "\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y] once / [s] every write under {folder}/ in this session / [N] no: ",
+            content.len(),
+            guard::scrub(&content)
+        );
+        let answer = tokio::select! {
+            line = lines.recv() => line.unwrap_or_default(),
+            _ = tokio::signal::ctrl_c() => String::new(),
+        };
+        let verdict = match answer.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Verdict::Allow(Scope::Once),
+            "s" | "session" => Verdict::Allow(Scope::Session { prefix: format!("{folder}/") }),
+            _ => Verdict::Deny("write not approved: the user declined".into()),
+        };
+        if let Err((_, message)) = desk.decide(id, model, verdict) {
+            eprintln!("docs-agent: {}", guard::scrub(&message));
+        }
+    }
+}
+
+/// Lines of stdin, read on their own thread so a prompt can wait for a line or Ctrl-C.
+fn read_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}

@@ -1,0 +1,323 @@
+//! The session commands: `docs-agent sessions list|show|resume|approve|deny|export`, and what
+//! `chat` shares with them: opening the log, picking a session's model, driving its turn and
+//! reporting how the turn ended. Output is scrubbed like everything else.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::agent::Harness;
+use crate::cli::{Exit, Failure, ScopeArg};
+use crate::config::Config;
+use crate::guard;
+use crate::model::Model;
+use crate::session::cancel::Cancel;
+use crate::session::event::{Event, Scope};
+use crate::session::state::{self, Next};
+use crate::session::store::{KillAfter, Log, SessionLock, Stored};
+use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, now_ms};
+use crate::session::{self, check_id};
+use crate::trace::Trace;
+
+/// Characters of an event's text shown by `sessions show`.
+const SHOW_CHARS: usize = 160;
+
+/// The harness with the session log open.
+pub struct Desk {
+    /// Everything built once.
+    pub harness: Harness,
+    /// The session log.
+    pub log: Log,
+}
+
+impl Desk {
+    /// Opens the workspace and the log at `session.log_path`, arming the crash-test hook if given.
+    pub fn open(config: Config, kill_after: Option<KillAfter>) -> Result<Desk, Failure> {
+        let mut log = Log::open(&config.session.log_path).map_err(|e| (Exit::Failure, e.to_string()))?;
+        if let Some(hook) = kill_after {
+            log.kill_after(hook);
+        }
+        let harness = Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))?;
+        Ok(Desk { harness, log })
+    }
+
+    /// The events of session `id`, which must exist.
+    pub fn events(&self, id: &str) -> Result<Vec<Stored>, Failure> {
+        check_id(id).map_err(|e| (Exit::Usage, e))?;
+        let events = self.log.events_after(id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
+        if events.is_empty() {
+            return Err((
+                Exit::Usage,
+                format!(
+                    "there is no session `{id}` in {}; `docs-agent sessions list` shows the sessions",
+                    self.harness.config.session.log_path.display()
+                ),
+            ));
+        }
+        Ok(events)
+    }
+
+    /// Takes session `id`'s writer lock.
+    pub fn lock(&self, id: &str) -> Result<SessionLock, Failure> {
+        self.log.lock(id).map_err(|e| (Exit::Failure, e.to_string()))
+    }
+
+    /// The model session `id` uses: its pinned one, or `repin` (recorded) when the user named
+    /// another with --model.
+    pub fn model(&mut self, id: &str, repin: Option<&str>) -> Result<Model, Failure> {
+        let events = self.events(id)?;
+        let pinned = state::pinned_model(&events).unwrap_or(&self.harness.config.llm.model).to_string();
+        let name = match repin {
+            Some(model) if model != pinned => {
+                self.log
+                    .append(id, Event::ModelPinned { model: model.to_string() })
+                    .map_err(|e| (Exit::Failure, e.to_string()))?;
+                model.to_string()
+            }
+            _ => pinned,
+        };
+        let llm = crate::config::LlmConfig { model: name, ..self.harness.config.llm.clone() };
+        Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(|e| (Exit::Failure, e))
+    }
+
+    /// How a write nobody decided is handled outside a terminal prompt: `APPROVE=yes` allows it,
+    /// anything else pauses the session.
+    pub fn undecided(&self) -> Undecided {
+        if self.harness.config.approve_all() {
+            Undecided::Decide(crate::approval::Approver::Always)
+        } else {
+            Undecided::Pause
+        }
+    }
+
+    /// Drives session `id`'s open turn to its end.
+    pub async fn drive(
+        &mut self,
+        id: &str,
+        model: &Model,
+        cancel: &mut Cancel,
+        on_text: Option<&(dyn Fn(&str) + Sync)>,
+    ) -> Result<TurnEnd, TurnError> {
+        let undecided = self.undecided();
+        let mut trace = Trace::new(std::io::stderr(), self.harness.config.limits.trace_result_chars);
+        let mut turn = Turn {
+            harness: &self.harness,
+            model,
+            log: &mut self.log,
+            session: id,
+            trace: &mut trace,
+            undecided,
+            on_text,
+        };
+        turn.drive(cancel).await
+    }
+
+    /// Records a decision on the write session `id` waits for.
+    pub fn decide(&mut self, id: &str, model: &Model, verdict: Verdict) -> Result<(), Failure> {
+        let events = self.events(id)?;
+        let Next::Decide(pending) = state::next(&events) else {
+            return Err((
+                Exit::Usage,
+                format!("session {id} has no write waiting for approval (it is {})", state::status(&events).as_str()),
+            ));
+        };
+        let call_id = pending.call.record.id.clone();
+        let mut trace = Trace::new(std::io::stderr(), self.harness.config.limits.trace_result_chars);
+        let mut turn = Turn {
+            harness: &self.harness,
+            model,
+            log: &mut self.log,
+            session: id,
+            trace: &mut trace,
+            undecided: Undecided::Pause,
+            on_text: None,
+        };
+        turn.record_verdict(&call_id, verdict).map_err(|e| (Exit::Failure, e))
+    }
+}
+
+/// `sessions list`
+pub fn list(desk: &Desk, out: &mut impl Write) -> Result<Exit, Failure> {
+    let ids = desk.log.sessions().map_err(|e| (Exit::Failure, e.to_string()))?;
+    if ids.is_empty() {
+        eprintln!(
+            "no sessions in {} yet; start one with `docs-agent chat`",
+            desk.harness.config.session.log_path.display()
+        );
+    }
+    let now = now_ms();
+    for id in ids {
+        let events = desk.log.events_after(&id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
+        let last = events.last().map_or(0, |s| s.at_ms);
+        let first_question = events.iter().find_map(|s| match &s.event {
+            Event::UserMessage { text } => Some(guard::clip(&text.replace('\n', " "), 60)),
+            _ => None,
+        });
+        let line = format!(
+            "{id}  {:<17}  {:>4} events  {:>8}  {}  {}",
+            state::status(&events).as_str(),
+            events.len(),
+            age(now, last),
+            state::pinned_model(&events).unwrap_or("?"),
+            first_question.unwrap_or_default()
+        );
+        let _ = writeln!(out, "{}", guard::scrub(&line));
+    }
+    Ok(Exit::Ok)
+}
+
+/// `sessions show ID`
+pub fn show(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
+    let events = desk.events(id)?;
+    let mut text = format!(
+        "session {id}: {}, model {}, {} events\n",
+        state::status(&events).as_str(),
+        state::pinned_model(&events).unwrap_or("?"),
+        events.len()
+    );
+    for stored in &events {
+        text.push_str(&format!("{:>5}  {:<18}  {}\n", stored.seq, stored.event.kind(), describe(&stored.event)));
+    }
+    if let Next::Decide(pending) = state::next(&events) {
+        let ttl = desk.harness.config.session.approval_ttl_secs;
+        let left = (pending.requested_at_ms + ttl * 1000).saturating_sub(now_ms()) / 1000;
+        let when = if pending.expired(now_ms(), ttl) { "expired".to_string() } else { format!("expires in {left} s") };
+        text.push_str(&format!(
+            "waiting: write to {} ({when}); `docs-agent sessions approve {id}` or `docs-agent sessions deny {id}`\n",
+            pending.path
+        ));
+    }
+    let _ = out.write_all(guard::scrub(&text).as_bytes());
+    Ok(Exit::Ok)
+}
+
+/// `sessions export ID`: one JSON object per event.
+pub fn export(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
+    for stored in desk.events(id)? {
+        let line = json!({"session": id, "seq": stored.seq, "at_ms": stored.at_ms, "event": stored.event});
+        writeln!(out, "{line}").map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// `sessions resume|approve|deny ID`: decide (when asked to), then drive the open turn.
+pub fn continue_turn(desk: &mut Desk, id: &str, decision: Option<Verdict>, repin: Option<&str>) -> Result<Exit, Failure> {
+    desk.events(id)?;
+    let _lock = desk.lock(id)?;
+    let model = desk.model(id, repin)?;
+    if let Some(verdict) = decision {
+        desk.decide(id, &model, verdict)?;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    let end = runtime.block_on(desk.drive(id, &model, &mut Cancel::never(), None));
+    report(id, end)
+}
+
+/// What a person asked for with `sessions approve`, checked against the pending write.
+pub fn approval(desk: &Desk, id: &str, scope: ScopeArg, prefix: Option<&str>) -> Result<Verdict, Failure> {
+    let events = desk.events(id)?;
+    let Next::Decide(pending) = state::next(&events) else {
+        return Err((
+            Exit::Usage,
+            format!("session {id} has no write waiting for approval (it is {})", state::status(&events).as_str()),
+        ));
+    };
+    Ok(match scope {
+        ScopeArg::Once => Verdict::Allow(Scope::Once),
+        ScopeArg::Session => {
+            let folder = pending.path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
+            let prefix = prefix.unwrap_or(folder).trim_end_matches('/');
+            let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+            if !(clean && state::covers(prefix, pending.path) && (prefix == "notes" || prefix.starts_with("notes/"))) {
+                return Err((
+                    Exit::Usage,
+                    format!(
+                        "--prefix `{}` must be a folder under notes/ that holds the requested file {}",
+                        guard::clip(prefix, 120),
+                        pending.path
+                    ),
+                ));
+            }
+            Verdict::Allow(Scope::Session { prefix: format!("{prefix}/") })
+        }
+    })
+}
+
+/// Prints how a turn ended and picks the exit code.
+pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure> {
+    match end {
+        Ok(TurnEnd::Answered { answer, .. }) => {
+            println!("{answer}");
+            Ok(Exit::Ok)
+        }
+        Ok(TurnEnd::Stopped { reason, message, .. }) => match reason {
+            crate::agent::Stop::Cancelled => {
+                eprintln!("{message}");
+                Ok(Exit::Ok)
+            }
+            _ => Err((Exit::Limit, message)),
+        },
+        Ok(TurnEnd::AwaitingApproval { path, content, .. }) => Err((Exit::Awaiting, awaiting(id, &path, &content))),
+        Ok(TurnEnd::Idle) => {
+            eprintln!("session {id} has no unfinished turn; continue it with `docs-agent chat --session {id}`");
+            Ok(Exit::Ok)
+        }
+        Err(TurnError::Model(e)) => Err((Exit::Model, e.to_string())),
+        Err(TurnError::Log(e)) => Err((Exit::Failure, e.to_string())),
+    }
+}
+
+/// The message for a write that waits.
+pub fn awaiting(id: &str, path: &str, content: &str) -> String {
+    format!(
+        "session {id} waits for approval to write {path} ({} bytes):\n----\n{}\n----\n\
+         allow it with `docs-agent sessions approve {id}` (add --scope session for later writes in that folder), \
+         or refuse it with `docs-agent sessions deny {id}`",
+        content.len(),
+        guard::clip(content, 2000)
+    )
+}
+
+/// One event, readable, on one line.
+fn describe(event: &Event) -> String {
+    let one = |t: &str| guard::clip(&t.replace('\n', " "), SHOW_CHARS);
+    match event {
+        Event::SessionStarted { model, workspace, config_fingerprint } => {
+            format!("model {model}, workspace {workspace}, config {config_fingerprint}")
+        }
+        Event::UserMessage { text } | Event::Answer { text } => one(text),
+        Event::AssistantMessage { text, tool_calls } => {
+            let calls: Vec<String> = tool_calls.iter().map(|c| format!("{} {}", c.name, one(&c.arguments))).collect();
+            if calls.is_empty() { one(text) } else { format!("{} {}", one(text), calls.join("; ")).trim().to_string() }
+        }
+        Event::ToolResult { call_id, text, decision } => format!("{call_id} {decision}: {}", one(text)),
+        Event::ApprovalRequested { call_id, path, key } => format!("{call_id} write {path} (key {key})"),
+        Event::ApprovalGranted { call_id, scope, by } => format!("{call_id} approved {scope} by {by}"),
+        Event::ApprovalDenied { call_id, reason } => format!("{call_id}: {}", one(reason)),
+        Event::ApprovalExpired { call_id } => call_id.clone(),
+        Event::Compaction { replaces_through, .. } => format!("summarises events up to {replaces_through}"),
+        Event::Interrupted { partial_text } => format!("partial: {}", one(partial_text)),
+        Event::ModelPinned { model } => model.clone(),
+        Event::Stopped { reason, detail } => format!("{} {}", reason.as_str(), one(detail)).trim().to_string(),
+    }
+}
+
+/// `12s ago`, `5m ago`, `3h ago`, `2d ago`.
+fn age(now_ms: u64, at_ms: u64) -> String {
+    let secs = now_ms.saturating_sub(at_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
+    }
+}
+
+/// A new session pinned to the configured model.
+pub fn start(desk: &mut Desk) -> Result<String, Failure> {
+    let model = desk.harness.config.llm.model.clone();
+    session::start(&mut desk.log, &desk.harness.config, &model).map_err(|e| (Exit::Failure, e.to_string()))
+}
