@@ -73,21 +73,36 @@ fn desk(global: &docs_agent::cli::Global) -> Result<Desk, Failure> {
 
 fn sessions(global: &docs_agent::cli::Global, action: SessionsAction) -> Result<Exit, Failure> {
     use docs_agent::session::turn::Verdict;
-    let mut desk = desk(global)?;
     let mut out = std::io::stdout().lock();
+    // Reading commands open the log alone; the others need the harness (index, model).
+    let log_only = || -> Result<(Config, docs_agent::session::store::Log), Failure> {
+        let config = load_config(global)?;
+        let log = sessions::open_log(&config)?;
+        Ok((config, log))
+    };
     let repin = global.model.as_deref();
     match action {
-        SessionsAction::List => sessions::list(&desk, &mut out),
-        SessionsAction::Show { id } => sessions::show(&desk, &id, &mut out),
-        SessionsAction::Export { id } => sessions::export(&desk, &id, &mut out),
-        SessionsAction::Resume { id } => sessions::continue_turn(&mut desk, &id, None, repin),
+        SessionsAction::List => {
+            let (config, log) = log_only()?;
+            sessions::list(&log, &config, &mut out)
+        }
+        SessionsAction::Show { id } => {
+            let (config, log) = log_only()?;
+            sessions::show(&log, &config, &id, &mut out)
+        }
+        SessionsAction::Export { id } => {
+            let (config, log) = log_only()?;
+            sessions::export(&log, &config, &id, &mut out)
+        }
+        SessionsAction::Resume { id } => sessions::continue_turn(&mut desk(global)?, &id, None, repin),
         SessionsAction::Approve { id, scope, prefix } => {
+            let mut desk = desk(global)?;
             let verdict = sessions::approval(&desk, &id, scope, prefix.as_deref())?;
             sessions::continue_turn(&mut desk, &id, Some(verdict), repin)
         }
         SessionsAction::Deny { id, reason } => {
-            let reason = format!("write not approved: {reason}");
-            sessions::continue_turn(&mut desk, &id, Some(Verdict::Deny(reason)), repin)
+            let verdict = Verdict::Deny(format!("write not approved: {reason}"));
+            sessions::continue_turn(&mut desk(global)?, &id, Some(verdict), repin)
         }
     }
 }

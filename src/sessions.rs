@@ -43,18 +43,7 @@ impl Desk {
 
     /// The events of session `id`, which must exist.
     pub fn events(&self, id: &str) -> Result<Vec<Stored>, Failure> {
-        check_id(id).map_err(|e| (Exit::Usage, e))?;
-        let events = self.log.events_after(id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
-        if events.is_empty() {
-            return Err((
-                Exit::Usage,
-                format!(
-                    "there is no session `{id}` in {}; `docs-agent sessions list` shows the sessions",
-                    self.harness.config.session.log_path.display()
-                ),
-            ));
-        }
-        Ok(events)
+        events(&self.log, &self.harness.config, id)
     }
 
     /// Takes session `id`'s writer lock.
@@ -136,18 +125,36 @@ impl Desk {
     }
 }
 
+/// Opens the log alone, for the commands that only read it (no index is built).
+pub fn open_log(config: &Config) -> Result<Log, Failure> {
+    Log::open(&config.session.log_path).map_err(|e| (Exit::Failure, e.to_string()))
+}
+
+/// The events of session `id`, which must exist.
+pub fn events(log: &Log, config: &Config, id: &str) -> Result<Vec<Stored>, Failure> {
+    check_id(id).map_err(|e| (Exit::Usage, e))?;
+    let events = log.events_after(id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
+    if events.is_empty() {
+        return Err((
+            Exit::Usage,
+            format!(
+                "there is no session `{id}` in {}; `docs-agent sessions list` shows the sessions",
+                config.session.log_path.display()
+            ),
+        ));
+    }
+    Ok(events)
+}
+
 /// `sessions list`
-pub fn list(desk: &Desk, out: &mut impl Write) -> Result<Exit, Failure> {
-    let ids = desk.log.sessions().map_err(|e| (Exit::Failure, e.to_string()))?;
+pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Failure> {
+    let ids = log.sessions().map_err(|e| (Exit::Failure, e.to_string()))?;
     if ids.is_empty() {
-        eprintln!(
-            "no sessions in {} yet; start one with `docs-agent chat`",
-            desk.harness.config.session.log_path.display()
-        );
+        eprintln!("no sessions in {} yet; start one with `docs-agent chat`", config.session.log_path.display());
     }
     let now = now_ms();
     for id in ids {
-        let events = desk.log.events_after(&id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
+        let events = log.events_after(&id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
         let last = events.last().map_or(0, |s| s.at_ms);
         let first_question = events.iter().find_map(|s| match &s.event {
             Event::UserMessage { text } => Some(guard::clip(&text.replace('\n', " "), 60)),
@@ -167,8 +174,8 @@ pub fn list(desk: &Desk, out: &mut impl Write) -> Result<Exit, Failure> {
 }
 
 /// `sessions show ID`
-pub fn show(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
-    let events = desk.events(id)?;
+pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
+    let events = events(log, config, id)?;
     let mut text = format!(
         "session {id}: {}, model {}, {} events\n",
         state::status(&events).as_str(),
@@ -179,7 +186,7 @@ pub fn show(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure
         text.push_str(&format!("{:>5}  {:<18}  {}\n", stored.seq, stored.event.kind(), describe(&stored.event)));
     }
     if let Next::Decide(pending) = state::next(&events) {
-        let ttl = desk.harness.config.session.approval_ttl_secs;
+        let ttl = config.session.approval_ttl_secs;
         let left = (pending.requested_at_ms + ttl * 1000).saturating_sub(now_ms()) / 1000;
         let when = if pending.expired(now_ms(), ttl) { "expired".to_string() } else { format!("expires in {left} s") };
         text.push_str(&format!(
@@ -192,8 +199,8 @@ pub fn show(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure
 }
 
 /// `sessions export ID`: one JSON object per event.
-pub fn export(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
-    for stored in desk.events(id)? {
+pub fn export(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
+    for stored in events(log, config, id)? {
         let line = json!({"session": id, "seq": stored.seq, "at_ms": stored.at_ms, "event": stored.event});
         writeln!(out, "{line}").map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
     }
@@ -201,7 +208,12 @@ pub fn export(desk: &Desk, id: &str, out: &mut impl Write) -> Result<Exit, Failu
 }
 
 /// `sessions resume|approve|deny ID`: decide (when asked to), then drive the open turn.
-pub fn continue_turn(desk: &mut Desk, id: &str, decision: Option<Verdict>, repin: Option<&str>) -> Result<Exit, Failure> {
+pub fn continue_turn(
+    desk: &mut Desk,
+    id: &str,
+    decision: Option<Verdict>,
+    repin: Option<&str>,
+) -> Result<Exit, Failure> {
     desk.events(id)?;
     let _lock = desk.lock(id)?;
     let model = desk.model(id, repin)?;

@@ -6,11 +6,8 @@
 
 mod common;
 
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use docs_agent::model::Message;
 use docs_agent::session::event::Event;
@@ -20,6 +17,8 @@ use docs_agent::session::store::Stored;
 const QUESTION: &str = "what is in the onboarding integrations";
 const NOTE: &str = "notes/leak.txt";
 const NOTE_TEXT: &str = "staging key is [REDACTED] -->";
+/// The signal the hook sends.
+const SIGKILL: i32 = 9;
 
 /// The points of one run with every write approved by APPROVE=yes, in order.
 const AUTO_POINTS: &[&str] = &[
@@ -38,44 +37,30 @@ const AUTO_POINTS: &[&str] = &[
 ];
 
 /// The points of `sessions approve` after a chat paused awaiting approval.
-const APPROVE_POINTS: &[&str] =
-    &["approval_granted", "write", "tool_result", "assistant_message", "answer", "stopped"];
+const APPROVE_POINTS: &[&str] = &["approval_granted", "write", "tool_result", "assistant_message", "answer", "stopped"];
+
+/// The points of `sessions deny` after a chat paused awaiting approval.
+const DENY_POINTS: &[&str] = &["approval_denied", "assistant_message", "answer", "stopped"];
+
+/// How the write is decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Flow {
+    /// APPROVE=yes: the whole turn runs in the chat process.
+    Auto,
+    /// The chat pauses; `sessions approve` decides and continues.
+    Approve,
+    /// The chat pauses; `sessions deny` decides and continues.
+    Deny,
+}
 
 /// The points a resume (which starts at any of them) may be killed at again.
 const RESUME_POINTS: &[&str] = &["approval_granted", "write", "tool_result", "assistant_message", "answer", "stopped"];
 
-struct Outcome {
-    status: std::process::ExitStatus,
-    stderr: String,
-    stdout: String,
-}
-
-fn docs_agent(ws: &Path, log: &Path, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Outcome {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("WORKSPACE", ws)
-        .env("LLM_MODEL", "scripted")
-        .env("DOCS_AGENT_SESSION_LOG", log)
-        .current_dir(ws)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let mut child = command.spawn().expect("spawn docs-agent");
-    if let Some(mut input) = child.stdin.take() {
-        let _ = input.write_all(stdin.as_bytes());
-    }
-    let out = child.wait_with_output().expect("wait for docs-agent");
-    Outcome {
-        status: out.status,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
+fn docs_agent(ws: &Path, log: &Path, env: &[(&str, &str)], args: &[&str], input: &str) -> common::Run {
+    let log = log.display().to_string();
+    let mut env = env.to_vec();
+    env.extend([("LLM_MODEL", "scripted"), ("DOCS_AGENT_SESSION_LOG", log.as_str())]);
+    common::run_input(ws, &env, args, input)
 }
 
 /// The one session in the log, if any.
@@ -91,7 +76,7 @@ fn status(ws: &Path, log: &Path, id: &str) -> String {
 
 fn events(ws: &Path, log: &Path, id: &str) -> Vec<Stored> {
     let out = docs_agent(ws, log, &[], &["sessions", "export", id], "");
-    assert!(out.status.success(), "export: {}", out.stderr);
+    assert!(out.code == 0, "export: {}", out.stderr);
     out.stdout
         .lines()
         .map(|line| {
@@ -152,7 +137,7 @@ fn recover(ws: &Path, log: &Path, id: &str, env: &[(&str, &str)], mut kill_again
 }
 
 /// Checks one trial's final state against what the log said before recovery.
-fn check(ws: &Path, log: &Path, id: &str, before: &[Stored], trial: &str) {
+fn check(ws: &Path, log: &Path, id: &str, before: &[Stored], flow: Flow, trial: &str) {
     let after = events(ws, log, id);
     assert!(after.len() >= before.len(), "{trial}: events were lost");
     assert_eq!(&after[..before.len()], before, "{trial}: durable events changed or were lost");
@@ -167,6 +152,21 @@ fn check(ws: &Path, log: &Path, id: &str, before: &[Stored], trial: &str) {
         assert!(note_inode(ws).is_none(), "{trial}: a note without a question");
         return;
     }
+    let denials = after.iter().filter(|s| matches!(s.event, Event::ApprovalDenied { .. })).count();
+    if flow == Flow::Deny {
+        assert_eq!(denials, 1, "{trial}: {denials} denials");
+        assert!(note_inode(ws).is_none(), "{trial}: a denied write happened");
+    }
+    let answers = after.iter().filter(|s| matches!(s.event, Event::Answer { .. })).count();
+    assert_eq!(answers, 1, "{trial}: {answers} answers");
+    assert!(
+        matches!(after.last().map(|s| &s.event), Some(Event::Stopped { reason, .. }) if reason.as_str() == "answered"),
+        "{trial}: the session did not end answered: {:?}",
+        after.last()
+    );
+    if flow == Flow::Deny {
+        return;
+    }
     let writes = after
         .iter()
         .filter(|s| matches!(&s.event, Event::ToolResult { text, .. } if text.contains(NOTE) && text.starts_with("OK")))
@@ -175,19 +175,13 @@ fn check(ws: &Path, log: &Path, id: &str, before: &[Stored], trial: &str) {
     let grants = after.iter().filter(|s| matches!(s.event, Event::ApprovalGranted { .. })).count();
     assert_eq!(grants, 1, "{trial}: {grants} grants");
     assert_eq!(std::fs::read_to_string(ws.join(NOTE)).expect("note written").trim_end(), NOTE_TEXT, "{trial}");
-    assert!(
-        matches!(after.last().map(|s| &s.event), Some(Event::Stopped { reason, .. }) if reason.as_str() == "answered"),
-        "{trial}: the session did not end answered: {:?}",
-        after.last()
-    );
-    let answers = after.iter().filter(|s| matches!(s.event, Event::Answer { .. })).count();
-    assert_eq!(answers, 1, "{trial}: {answers} answers");
 }
 
-fn trial(point: &str, approve_by_env: bool, kill_again: Option<&str>) -> bool {
+fn trial(point: &str, flow: Flow, kill_again: Option<&str>) -> bool {
+    let approve_by_env = flow == Flow::Auto;
     let ws = common::sample_workspace();
     let log = ws.path().join("data/sessions.db");
-    let trial = format!("kill after {point} (APPROVE={approve_by_env}), again after {kill_again:?}");
+    let trial = format!("{flow:?}: kill after {point}, again after {kill_again:?}");
     let env: Vec<(&str, &str)> = if approve_by_env { vec![("APPROVE", "yes")] } else { Vec::new() };
     let input = format!("{QUESTION}\n");
     let mut killed = false;
@@ -195,54 +189,40 @@ fn trial(point: &str, approve_by_env: bool, kill_again: Option<&str>) -> bool {
         let mut first = env.clone();
         first.push(("DOCS_AGENT_TEST_KILL_AFTER", point));
         let out = docs_agent(ws.path(), &log, &first, &["chat"], &input);
-        killed = out.status.signal() == Some(libc_sigkill());
-        assert!(killed, "{trial}: the process was not killed ({:?}): {}", out.status, out.stderr);
+        killed = out.signal == Some(SIGKILL);
+        assert!(killed, "{trial}: the process was not killed ({:?}): {}", out.signal, out.stderr);
     } else {
         let out = docs_agent(ws.path(), &log, &env, &["chat"], &input);
-        assert_eq!(out.status.code(), Some(5), "{trial}: chat pauses awaiting approval: {}", out.stderr);
+        assert_eq!(out.code, 5, "{trial}: chat pauses awaiting approval: {}", out.stderr);
         let id = session_id(ws.path(), &log).expect("a session");
-        let out = docs_agent(
-            ws.path(),
-            &log,
-            &[("DOCS_AGENT_TEST_KILL_AFTER", point)],
-            &["sessions", "approve", &id],
-            "",
-        );
-        killed |= out.status.signal() == Some(libc_sigkill());
-        assert!(killed, "{trial}: approve was not killed ({:?}): {}{}", out.status, out.stdout, out.stderr);
+        let decide = if flow == Flow::Deny { "deny" } else { "approve" };
+        let out = docs_agent(ws.path(), &log, &[("DOCS_AGENT_TEST_KILL_AFTER", point)], &["sessions", decide, &id], "");
+        killed |= out.signal == Some(SIGKILL);
+        assert!(killed, "{trial}: approve was not killed ({:?}): {}{}", out.signal, out.stdout, out.stderr);
     }
     let Some(id) = session_id(ws.path(), &log) else {
         return killed;
     };
     let before = events(ws.path(), &log, &id);
     recover(ws.path(), &log, &id, &env, kill_again, &trial);
-    check(ws.path(), &log, &id, &before, &trial);
+    check(ws.path(), &log, &id, &before, flow, &trial);
     killed
-}
-
-fn libc_sigkill() -> i32 {
-    9
 }
 
 #[test]
 fn sigkill_after_every_kind_of_event_then_resume_writes_once_and_loses_nothing() {
     let mut trials = 0;
-    for point in AUTO_POINTS {
-        assert!(trial(point, true, None));
-        trials += 1;
-        for again in RESUME_POINTS {
-            trial(point, true, Some(again));
+    for (flow, points) in [(Flow::Auto, AUTO_POINTS), (Flow::Approve, APPROVE_POINTS), (Flow::Deny, DENY_POINTS)] {
+        for point in points {
+            assert!(trial(point, flow, None));
             trials += 1;
-        }
-    }
-    for point in APPROVE_POINTS {
-        assert!(trial(point, false, None));
-        trials += 1;
-        for again in RESUME_POINTS {
-            trial(point, false, Some(again));
-            trials += 1;
+            for again in RESUME_POINTS {
+                trial(point, flow, Some(again));
+                trials += 1;
+            }
         }
     }
     eprintln!("crash test: {trials} trials, each checked for duplicate writes, lost events and valid projections");
-    assert_eq!(trials, (AUTO_POINTS.len() + APPROVE_POINTS.len()) * (RESUME_POINTS.len() + 1));
+    let points = AUTO_POINTS.len() + APPROVE_POINTS.len() + DENY_POINTS.len();
+    assert_eq!(trials, points * (RESUME_POINTS.len() + 1));
 }

@@ -32,6 +32,8 @@ fn copy_tree(from: &Path, to: &Path) {
 /// What one run of the binary produced.
 pub struct Run {
     pub code: i32,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -47,22 +49,49 @@ impl Run {
     }
 }
 
-/// Runs `docs-agent ARGS` with only the given environment (plus PATH), stdin closed.
-pub fn run(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+/// `docs-agent ARGS` with only the given environment (plus PATH and WORKSPACE), in `workspace`.
+pub fn command(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
     command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("WORKSPACE", workspace)
         .current_dir(workspace)
-        .stdin(Stdio::null())
         .args(args);
     for (key, value) in env {
         command.env(key, value);
     }
-    let Output { status, stdout, stderr } = command.output().expect("run docs-agent");
+    command
+}
+
+/// Runs `docs-agent ARGS` with only the given environment (plus PATH), stdin closed.
+pub fn run(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let output = command(workspace, env, args).stdin(Stdio::null()).output().expect("run docs-agent");
+    finished(output)
+}
+
+/// Runs `docs-agent ARGS` with `input` on stdin.
+pub fn run_input(workspace: &Path, env: &[(&str, &str)], args: &[&str], input: &str) -> Run {
+    use std::io::Write;
+    let mut child = command(workspace, env, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn docs-agent");
+    if let Some(mut stdin) = child.stdin.take() {
+        // The process may exit (or be killed) before reading everything.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    finished(child.wait_with_output().expect("wait for docs-agent"))
+}
+
+fn finished(output: Output) -> Run {
+    use std::os::unix::process::ExitStatusExt;
+    let Output { status, stdout, stderr } = output;
     Run {
         code: status.code().unwrap_or(-1),
+        signal: status.signal(),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }

@@ -19,6 +19,9 @@ pub struct Canned {
     pub status: u16,
     pub body: String,
     pub delay: Duration,
+    /// When set, the reply is streamed (SSE): these text pieces, then `[DONE]`, or nothing
+    /// more (the stream hangs) when `hang` is true.
+    pub stream: Option<(Vec<String>, bool)>,
 }
 
 impl Canned {
@@ -29,7 +32,14 @@ impl Canned {
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5}
         });
-        Canned { status: 200, body: body.to_string(), delay: Duration::ZERO }
+        Canned { status: 200, body: body.to_string(), delay: Duration::ZERO, stream: None }
+    }
+
+    /// A 200 streamed as server-sent events: one chunk per text piece, then `[DONE]`; with
+    /// `hang`, the stream stays open after the pieces and never finishes.
+    pub fn streamed(pieces: &[&str], hang: bool) -> Canned {
+        let pieces = pieces.iter().map(|p| p.to_string()).collect();
+        Canned { status: 200, body: String::new(), delay: Duration::ZERO, stream: Some((pieces, hang)) }
     }
 
     /// A 200 whose message is plain text.
@@ -46,7 +56,7 @@ impl Canned {
 
     /// Any status with a raw body.
     pub fn raw(status: u16, body: &str) -> Canned {
-        Canned { status, body: body.to_string(), delay: Duration::ZERO }
+        Canned { status, body: body.to_string(), delay: Duration::ZERO, stream: None }
     }
 
     /// The same reply after a delay (for timeouts).
@@ -106,6 +116,21 @@ async fn reply(State(shared): State<Shared>, body: String) -> Response {
     };
     if !canned.delay.is_zero() {
         tokio::time::sleep(canned.delay).await;
+    }
+    if let Some((pieces, hang)) = canned.stream {
+        use futures_util::StreamExt;
+        let mut events: Vec<Result<String, std::convert::Infallible>> = pieces
+            .iter()
+            .map(|p| {
+                Ok(format!("data: {}\n\n", serde_json::json!({"choices": [{"index": 0, "delta": {"content": p}}]})))
+            })
+            .collect();
+        if !hang {
+            events.push(Ok("data: [DONE]\n\n".to_string()));
+        }
+        let tail = if hang { futures_util::stream::pending().boxed() } else { futures_util::stream::empty().boxed() };
+        let body = axum::body::Body::from_stream(futures_util::stream::iter(events).chain(tail));
+        return (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response();
     }
     let status = StatusCode::from_u16(canned.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, [("content-type", "application/json")], canned.body).into_response()

@@ -1,0 +1,341 @@
+//! Durable sessions through the binary and the library: the approval state machine (scopes that
+//! stay in their session, expiry), the pinned model, the writer lock, secrets kept out of the
+//! log file, and interruption of a streamed answer (library and Ctrl-C).
+
+mod common;
+mod fake;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::Stdio;
+
+use common::{Run, run_input, sample_workspace};
+use docs_agent::agent::Harness;
+use docs_agent::config::{Config, Sources};
+use docs_agent::model::{Message, Model};
+use docs_agent::session::cancel::Cancel;
+use docs_agent::session::event::{Event, StopReason};
+use docs_agent::session::projection::project;
+use docs_agent::session::store::Log;
+use docs_agent::session::turn::{Turn, TurnEnd, Undecided};
+use docs_agent::trace::Trace;
+use fake::{Canned, FakeServer};
+
+/// A question whose retrieved doc orders a write (`WRITE notes/leak.txt :: ...`).
+const WRITING_QUESTION: &str = "what is in the onboarding integrations";
+
+fn agent(ws: &Path, env: &[(&str, &str)], args: &[&str], input: &str) -> Run {
+    let log = ws.join("data/sessions.db").display().to_string();
+    let mut all = vec![("LLM_MODEL", "scripted"), ("DOCS_AGENT_SESSION_LOG", log.as_str())];
+    all.extend_from_slice(env);
+    run_input(ws, &all, args, input)
+}
+
+/// The ids of the sessions, oldest first.
+fn ids(ws: &Path) -> Vec<String> {
+    let out = agent(ws, &[], &["sessions", "list"], "");
+    out.stdout.lines().filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
+}
+
+fn export(ws: &Path, id: &str) -> Vec<Event> {
+    let out = agent(ws, &[], &["sessions", "export", id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            serde_json::from_value(v["event"].clone()).expect("an event")
+        })
+        .collect()
+}
+
+/// Starts a chat that pauses on the injected write; returns the session id.
+fn paused_session(ws: &Path, env: &[(&str, &str)]) -> String {
+    let before = ids(ws);
+    let out = agent(ws, env, &["chat"], &format!("{WRITING_QUESTION}\n"));
+    assert_eq!(out.code, 5, "the chat pauses awaiting approval: {}", out.stderr);
+    assert!(out.stderr.contains("waits for approval to write notes/leak.txt"), "{}", out.stderr);
+    assert!(out.stderr.contains("docs-agent sessions approve"), "the message says what to do: {}", out.stderr);
+    ids(ws).into_iter().find(|id| !before.contains(id)).expect("a new session")
+}
+
+#[test]
+fn a_session_grant_stays_in_its_session_and_survives_a_restart() {
+    let ws = sample_workspace();
+    let first = paused_session(ws.path(), &[]);
+    let second = paused_session(ws.path(), &[]);
+    let listed = agent(ws.path(), &[], &["sessions", "list"], "").stdout;
+    assert_eq!(listed.matches("awaiting_approval").count(), 2, "{listed}");
+
+    let out = agent(ws.path(), &[], &["sessions", "approve", &first, "--scope", "session"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(ws.path().join("notes/leak.txt").exists());
+    let granted = export(ws.path(), &first);
+    assert!(granted.iter().any(|e| matches!(e, Event::ApprovalGranted { scope, by, .. }
+        if scope.to_string() == "for the session under notes/" && by == "user")));
+
+    // The other session's request is untouched by the first session's grant.
+    let listed = agent(ws.path(), &[], &["sessions", "list"], "").stdout;
+    let line = listed.lines().find(|l| l.starts_with(&second)).expect("second listed");
+    assert!(line.contains("awaiting_approval"), "{line}");
+
+    // A later write in the first session, in a new process, is covered by its grant.
+    std::fs::remove_file(ws.path().join("notes/leak.txt")).expect("remove note");
+    let out = agent(ws.path(), &[], &["chat", "--session", &first], &format!("{WRITING_QUESTION}\n"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(ws.path().join("notes/leak.txt").exists(), "the session grant applied after a restart");
+    let events = export(ws.path(), &first);
+    assert!(events.iter().any(|e| matches!(e, Event::ApprovalGranted { by, .. } if by.contains("session grant"))));
+
+    // And a fresh session still has to ask.
+    let third = paused_session(ws.path(), &[]);
+    assert_ne!(third, first);
+}
+
+#[test]
+fn an_expired_request_is_denied_and_cannot_be_approved_later() {
+    let ws = sample_workspace();
+    // With a TTL of 0 every request is expired by the time anyone looks at it.
+    let out = agent(ws.path(), &[("DOCS_AGENT_APPROVAL_TTL_SECS", "0")], &["chat"], &format!("{WRITING_QUESTION}\n"));
+    assert_eq!(out.code, 0, "the turn goes on without the write: {}", out.stderr);
+    assert!(out.stderr.contains("the approval request expired"), "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    let id = ids(ws.path()).pop().expect("session");
+    let events = export(ws.path(), &id);
+    assert!(events.iter().any(|e| matches!(e, Event::ApprovalExpired { .. })));
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id], "");
+    assert_eq!(out.code, 2, "nothing waits any more: {}", out.stderr);
+    assert!(out.stderr.contains("has no write waiting for approval"), "{}", out.stderr);
+}
+
+#[test]
+fn approving_after_the_ttl_records_the_expiry_instead() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let out = agent(ws.path(), &[("DOCS_AGENT_APPROVAL_TTL_SECS", "0")], &["sessions", "approve", &id], "");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("expired"), "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    let events = export(ws.path(), &id);
+    assert!(events.iter().any(|e| matches!(e, Event::ApprovalExpired { .. })));
+    assert!(!events.iter().any(|e| matches!(e, Event::ApprovalGranted { .. })));
+    // The session is not stuck: resuming finishes the turn with the write refused.
+    let out = agent(ws.path(), &[], &["sessions", "resume", &id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(matches!(export(ws.path(), &id).last(), Some(Event::Stopped { reason: StopReason::Answered, .. })));
+}
+
+#[test]
+fn deny_refuses_and_the_turn_goes_on() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let out = agent(ws.path(), &[], &["sessions", "deny", &id, "--reason", "not today"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    let events = export(ws.path(), &id);
+    assert!(events.iter().any(|e| matches!(e, Event::ApprovalDenied { reason, .. } if reason.contains("not today"))));
+    assert!(out.stdout.starts_with("From the docs:"), "{}", out.stdout);
+}
+
+#[test]
+fn a_resumed_session_keeps_its_pinned_model_unless_re_pinned() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    // LLM_MODEL in the environment does not re-pin a session.
+    let out = agent(ws.path(), &[("LLM_MODEL", "extractive")], &["sessions", "deny", &id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("From the docs:"), "the pinned scripted model answered: {}", out.stdout);
+
+    let id = paused_session(ws.path(), &[]);
+    let out = agent(ws.path(), &[], &["--model", "extractive", "sessions", "deny", &id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("Retrieval-only answer"), "--model re-pins: {}", out.stdout);
+    assert!(export(ws.path(), &id).iter().any(|e| matches!(e, Event::ModelPinned { model } if model == "extractive")));
+}
+
+#[test]
+fn one_writer_per_session() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let log = Log::open(&ws.path().join("data/sessions.db")).expect("open log");
+    let lock = log.lock(&id).expect("lock");
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id], "");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("in use by another docs-agent process"), "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    drop(lock);
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id], "");
+    assert_eq!(out.code, 0, "the lock is released with its holder: {}", out.stderr);
+}
+
+#[test]
+fn a_secret_in_a_user_message_never_reaches_the_log_file() {
+    let ws = sample_workspace();
+    let secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+    let out = agent(ws.path(), &[], &["chat"], &format!("is {secret} our refund key\n/quit\n"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(ws.path().join("data")).expect("data folder") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            stored.extend(std::fs::read(&path).expect("read"));
+        }
+    }
+    assert!(!stored.is_empty());
+    let text = String::from_utf8_lossy(&stored);
+    assert!(!text.contains(secret) && !text.contains("4eC39HqLyjWDarjtT1zdp7dc"), "the secret is in the log files");
+    let id = ids(ws.path()).pop().expect("session");
+    let asked = export(ws.path(), &id);
+    assert!(asked.iter().any(|e| matches!(e, Event::UserMessage { text } if text.contains("[REDACTED]"))));
+}
+
+#[test]
+fn unknown_sessions_and_bad_ids_are_usage_errors_that_say_what_to_do() {
+    let ws = sample_workspace();
+    for args in [
+        vec!["sessions", "show", "s-nope"],
+        vec!["sessions", "resume", "s-nope"],
+        vec!["sessions", "export", "../../etc/passwd"],
+        vec!["chat", "--session", "s-nope"],
+    ] {
+        let out = agent(ws.path(), &[], &args, "");
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("sessions list"), "{args:?}: {}", out.stderr);
+    }
+    let id = paused_session(ws.path(), &[]);
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id, "--scope", "session", "--prefix", "docs"], "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("must be a folder under notes/"), "{}", out.stderr);
+}
+
+fn harness(ws: &Path, base_url: &str) -> Harness {
+    let sources = Sources {
+        file: None,
+        env: HashMap::new(),
+        flags: vec![
+            ("workspace", ws.display().to_string()),
+            ("llm.model", "test-model".into()),
+            ("llm.base_url", base_url.to_string()),
+        ],
+    };
+    Harness::open(Config::load(&sources).expect("config")).expect("harness")
+}
+
+#[test]
+fn a_cancel_mid_stream_keeps_the_partial_text_and_the_session_goes_on() {
+    let server = FakeServer::start(vec![
+        Canned::streamed(&["Refunds take ", "14 days"], true),
+        Canned::streamed(&["Still 14 days."], false),
+    ]);
+    let ws = sample_workspace();
+    let harness = harness(ws.path(), &server.base_url());
+    let model = Model::from_config(&harness.config.llm, 256).expect("model");
+    let mut log = Log::in_memory().expect("log");
+    let id = docs_agent::session::start(&mut log, &harness.config, "test-model").expect("start");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let (canceller, mut cancel) = Cancel::pair();
+    // Cancel as soon as the whole first piece arrived, as Ctrl-C would.
+    let seen = std::sync::Mutex::new(String::new());
+    let on_text = |piece: &str| {
+        let mut seen = seen.lock().expect("lock");
+        seen.push_str(piece);
+        if seen.ends_with("14 days") {
+            canceller.cancel();
+        }
+    };
+    let mut sink = Trace::new(Vec::new(), 200);
+    for question in ["how long do refunds take", "and again?"] {
+        log.append(&id, Event::UserMessage { text: question.into() }).expect("append");
+        let mut turn = Turn {
+            harness: &harness,
+            model: &model,
+            log: &mut log,
+            session: &id,
+            trace: &mut sink,
+            undecided: Undecided::Pause,
+            on_text: Some(&on_text),
+        };
+        let end = runtime.block_on(turn.drive(&mut cancel)).expect("turn");
+        if question.starts_with("how") {
+            assert!(matches!(end, TurnEnd::Stopped { reason: StopReason::Cancelled, .. }), "{end:?}");
+            let (_, fresh) = Cancel::pair();
+            cancel = fresh;
+        } else {
+            assert!(matches!(&end, TurnEnd::Answered { answer, .. } if answer == "Still 14 days."), "{end:?}");
+        }
+    }
+    let events: Vec<Event> = log.events_after(&id, 0).expect("events").into_iter().map(|s| s.event).collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Interrupted { partial_text } if partial_text == "Refunds take 14 days"))
+    );
+    // The second request shows the model its interrupted reply, marked, and is valid.
+    let second = &server.requests()[1]["messages"];
+    let shown: Vec<&str> = second.as_array().expect("messages").iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(shown.contains(&"Refunds take 14 days [interrupted]"), "{shown:?}");
+    let stored = log.events_after(&id, 0).expect("events");
+    assert!(matches!(project("s", &stored).last(), Some(Message::Assistant { .. })));
+}
+
+#[test]
+fn ctrl_c_interrupts_the_answer_and_the_chat_goes_on() {
+    let server = FakeServer::start(vec![
+        Canned::streamed(&["Refunds take "], true),
+        Canned::streamed(&["Refunds take 14 days."], false),
+    ]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let log = ws.path().join("data/sessions.db").display().to_string();
+    let env = [("LLM_MODEL", "test-model"), ("LLM_BASE_URL", base.as_str()), ("DOCS_AGENT_SESSION_LOG", log.as_str())];
+    let mut child = common::command(ws.path(), &env, &["chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chat");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "how long do refunds take").expect("write question");
+    // Wait until the answer is streaming, then press Ctrl-C.
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = String::new();
+    for line in (&mut stderr).lines() {
+        let line = line.expect("stderr line");
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("(answering") {
+            break;
+        }
+    }
+    assert!(seen.contains("(answering"), "the chat never showed the answer streaming: {seen}");
+    // SAFETY: kill(2) on our own child's pid with a valid signal.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    // The interruption is reported, and the next question is answered in the same session.
+    for line in (&mut stderr).lines() {
+        let line = line.expect("stderr line");
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("interrupted") {
+            break;
+        }
+    }
+    writeln!(stdin, "and how long again").expect("write second question");
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("rest of stderr");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{seen}{rest}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Refunds take 14 days.");
+    let id = ids(ws.path()).pop().expect("session");
+    let events = export(ws.path(), &id);
+    let partial = events.iter().find_map(|e| match e {
+        Event::Interrupted { partial_text } => Some(partial_text.clone()),
+        _ => None,
+    });
+    let partial = partial.expect("an interrupted event");
+    assert!("Refunds take ".starts_with(partial.as_str()), "partial text {partial:?}");
+    assert!(events.iter().any(|e| matches!(e, Event::Stopped { reason: StopReason::Cancelled, .. })));
+}
