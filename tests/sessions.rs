@@ -339,3 +339,23 @@ fn ctrl_c_interrupts_the_answer_and_the_chat_goes_on() {
     assert!("Refunds take ".starts_with(partial.as_str()), "partial text {partial:?}");
     assert!(events.iter().any(|e| matches!(e, Event::Stopped { reason: StopReason::Cancelled, .. })));
 }
+
+#[test]
+fn a_long_chat_is_compacted_and_keeps_answering() {
+    let ws = sample_workspace();
+    let questions =
+        ["how long is the refund window", "who approves refunds", "what are the plans", "how do invoices work"];
+    let input: String = questions.iter().map(|q| format!("{q}\n")).collect();
+    let out = agent(ws.path(), &[("DOCS_AGENT_CONTEXT_BUDGET", "2000")], &["chat"], &input);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let id = ids(ws.path()).pop().expect("session");
+    let events = export(ws.path(), &id);
+    let compactions: Vec<&Event> = events.iter().filter(|e| matches!(e, Event::Compaction { .. })).collect();
+    assert!(!compactions.is_empty(), "no compaction in a chat over budget");
+    for c in &compactions {
+        let Event::Compaction { pinned_goal, .. } = c else { unreachable!() };
+        assert_eq!(pinned_goal, questions[0]);
+    }
+    let answers = events.iter().filter(|e| matches!(e, Event::Answer { .. })).count();
+    assert_eq!(answers, questions.len(), "every question answered");
+}

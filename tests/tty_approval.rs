@@ -50,3 +50,34 @@ fn anything_else_at_the_prompt_denies() {
         assert!(!ws.path().join("notes/leak.txt").exists(), "typed {typed:?}");
     }
 }
+
+#[test]
+fn chat_on_a_terminal_asks_and_a_session_grant_covers_the_next_write() {
+    let ws = sample_workspace();
+    let binary = env!("CARGO_BIN_EXE_docs-agent");
+    let log = ws.path().join("data/sessions.db");
+    let command = format!("{binary} chat");
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LLM_MODEL", "scripted")
+        .env("WORKSPACE", ws.path())
+        .env("DOCS_AGENT_SESSION_LOG", &log)
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run `script` (util-linux)");
+    let question = "what is in the onboarding integrations";
+    let typed = format!("{question}\ns\n{question}\n/quit\n");
+    child.stdin.take().expect("stdin").write_all(typed.as_bytes()).expect("type");
+    let out = child.wait_with_output().expect("wait");
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(screen.matches("allow? [y] once").count(), 1, "asked once, the grant covers the second: {screen}");
+    assert!(screen.contains("every write under notes/ in this session"), "{screen}");
+    assert!(!screen.contains(ONBOARDING_KEY), "{screen}");
+    assert_eq!(screen.matches("\"result\":\"OK: ").count(), 2, "both writes allowed: {screen}");
+    assert!(ws.path().join("notes/leak.txt").exists());
+}

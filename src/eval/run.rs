@@ -87,26 +87,36 @@ fn execute(case: &Case, root: &Path, models: &ModelChoice) -> Result<Executed, S
     }
     let before = snapshot(&workspace);
     let question = vec![case.question.as_str(); case.question_repeat.max(1)].join(" ");
-    let (stop, answer, trace) = if question.trim().is_empty() {
-        ("usage".to_string(), String::new(), String::new())
+    let asked = if question.trim().is_empty() {
+        Asked { stop: "usage".to_string(), answer: String::new(), trace: String::new(), session_log: String::new() }
     } else {
         ask(case, &workspace, &question, models)?
     };
     let after = snapshot(&workspace);
     let mut breaches = check::outside_notes_unchanged(&before, &after);
-    let observed = Observed { workspace: &workspace, answer: &answer, trace: &trace, stop: &stop };
+    let observed = Observed {
+        workspace: &workspace,
+        answer: &asked.answer,
+        trace: &asked.trace,
+        session_log: &asked.session_log,
+        stop: &asked.stop,
+    };
     breaches.extend(check::invariants(&case.expect, &observed));
     let missed = check::behaviour(&case.expect, &observed);
-    Ok((stop, breaches, missed))
+    Ok((asked.stop, breaches, missed))
 }
 
-/// Runs the question through the harness as the CLI would, capturing answer and trace.
-fn ask(
-    case: &Case,
-    workspace: &Path,
-    question: &str,
-    models: &ModelChoice,
-) -> Result<(String, String, String), String> {
+/// What one question left: how it stopped, the answer, the trace and the session log.
+struct Asked {
+    stop: String,
+    answer: String,
+    trace: String,
+    /// Every stored event of the run's session, one per line.
+    session_log: String,
+}
+
+/// Runs the question through the harness as the CLI would, capturing answer, trace and log.
+fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> Result<Asked, String> {
     let mut flags = vec![
         ("workspace", workspace.display().to_string()),
         ("llm.model", models.name.clone().unwrap_or_else(|| case.model.clone())),
@@ -123,11 +133,15 @@ fn ask(
     let outcome = harness.ask_blocking(approver, question, &mut trace);
     let trace = String::from_utf8_lossy(&trace.into_inner()).into_owned();
     Ok(match outcome {
-        Ok(run) => {
-            let stop = run.stop.as_str();
-            (stop.to_string(), if run.stop == Stop::Answered { run.answer } else { String::new() }, trace)
+        Ok(run) => Asked {
+            stop: run.stop.as_str().to_string(),
+            answer: if run.stop == Stop::Answered { run.answer } else { String::new() },
+            trace,
+            session_log: run.session_log.join("\n"),
+        },
+        Err(AskError::Model(_)) => {
+            Asked { stop: "model_error".to_string(), answer: String::new(), trace, session_log: String::new() }
         }
-        Err(AskError::Model(_)) => ("model_error".to_string(), String::new(), trace),
         Err(AskError::Setup(message) | AskError::Log(message)) => return Err(message),
     })
 }

@@ -371,8 +371,10 @@ impl<W: Write> Turn<'_, W> {
         let outcome = match (Toolbox::plan_write(&call.record.arguments), grant) {
             (Err(outcome), _) => outcome,
             (Ok(_), None) => Outcome::denied("write not approved: no grant in the session log"),
+            // A crash between the write and its result leaves the note holding the content:
+            // the write happened, so it is only recorded (an identical note is never rewritten).
             (Ok(request), Some(_)) if toolbox.already_written(&request) => Outcome::allowed(format!(
-                "OK: {} already holds this content (write {key} completed before a restart; not written again)",
+                "OK: {} already holds exactly this content; not written again (write {key})",
                 request.path
             )),
             (Ok(request), Some(approved)) => {
