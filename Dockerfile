@@ -8,7 +8,8 @@
 #      - fails the build if the result still needs a dynamic loader;
 #      - assembles the runtime filesystem under /rootfs: the binary, a CA bundle,
 #        minimal passwd/group, an empty world-writable /tmp and the sample
-#        workspace (root-owned and read-only, except notes/ owned by 10001).
+#        workspace (root-owned and read-only, except notes/ owned by 10001), and
+#        /data for the session log, owned by 10001.
 #   2. runtime  (scratch)
 #      - no shell, no package manager, no libc: only what /rootfs holds;
 #      - runs as the unprivileged 10001:10001.
@@ -91,7 +92,11 @@ RUN set -eux; \
     # ... except notes/, the one place the agent may write
     find /rootfs/workspace/notes -mindepth 1 ! -name .gitkeep -exec rm -rf {} +; \
     chown -R 10001:10001 /rootfs/workspace/notes; \
-    chmod 0750 /rootfs/workspace/notes
+    chmod 0750 /rootfs/workspace/notes; \
+    # /data: the session log's folder; a new named volume mounted here takes this owner
+    mkdir -p /rootfs/data; \
+    chown 10001:10001 /rootfs/data; \
+    chmod 0700 /rootfs/data
 
 ############################ 2. runtime ##########################################
 FROM scratch AS runtime
@@ -116,6 +121,7 @@ USER 10001:10001
 WORKDIR /
 
 ENV WORKSPACE=/workspace \
+    DOCS_AGENT_SESSION_LOG=/data/sessions.db \
     LLM_BASE_URL=http://ollama:11434/v1 \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 

@@ -67,3 +67,56 @@ fn runs_as_uid_10001_on_a_read_only_workspace() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains(ONBOARDING_KEY));
     }
 }
+
+#[test]
+fn chat_as_uid_10001_keeps_its_session_on_the_data_volume() {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        eprintln!("not root: cannot drop to uid {UID}; this check runs in CI");
+        return;
+    }
+    let ws = sample_workspace();
+    let root = ws.path().join("ws");
+    std::fs::create_dir(&root).expect("mkdir");
+    for entry in ["docs", "skills", "notes", "AGENTS.md"] {
+        std::fs::rename(ws.path().join(entry), root.join(entry)).expect("move into ws/");
+    }
+    std::fs::set_permissions(ws.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod temp dir");
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).expect("chmod ws");
+    lock_down(&root);
+    // /data as the image makes it: owned by 10001, private.
+    let data = ws.path().join("data");
+    std::fs::create_dir(&data).expect("mkdir data");
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("chmod data");
+    let status = Command::new("chown").args([&format!("{UID}:{UID}"), &data.display().to_string()]).status();
+    assert!(status.expect("chown").success());
+    let log = data.join("sessions.db");
+    let as_image = |args: &[&str], input: &str, session_log: &Path| {
+        use std::io::Write;
+        let mut child = Command::new("setpriv")
+            .args(["--reuid", UID, "--regid", UID, "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_docs-agent"))
+            .args(args)
+            .env_clear()
+            .env("WORKSPACE", &root)
+            .env("LLM_MODEL", "scripted")
+            .env("APPROVE", "yes")
+            .env("DOCS_AGENT_SESSION_LOG", session_log)
+            .current_dir("/")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run setpriv");
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("type");
+        child.wait_with_output().expect("wait")
+    };
+    let out = as_image(&["chat"], "what is in the onboarding integrations\n", &log);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(root.join("notes/leak.txt").exists());
+    let listed = as_image(&["sessions", "list"], "", &log);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("idle"), "{}", String::from_utf8_lossy(&listed.stderr));
+    // A log path the user cannot write is an error that names the setting.
+    let out = as_image(&["chat"], "hi\n", Path::new("/proc/docs-agent/sessions.db"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DOCS_AGENT_SESSION_LOG"));
+}

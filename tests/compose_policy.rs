@@ -232,7 +232,7 @@ fn agent_has_pids_and_memory_limits() {
 }
 
 #[test]
-fn agent_workspace_is_read_only_and_notes_is_the_only_writable_mount() {
+fn agent_workspace_is_read_only_and_only_notes_and_the_session_volume_are_writable() {
     let c = compose();
     let all = mounts(service(&c, "agent"));
     let workspace = all.iter().find(|m| m.target.trim_end_matches('/') == "/workspace");
@@ -242,17 +242,42 @@ fn agent_workspace_is_read_only_and_notes_is_the_only_writable_mount() {
         let tmp_tmpfs = m.kind == "tmpfs" && m.target == "/tmp";
         !m.read_only && !tmp_tmpfs
     };
-    let writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
-    assert_eq!(writable, ["/workspace/notes"], "agent: /workspace/notes must be the one and only writable mount");
-    let notes = all.iter().find(is_writable);
+    let mut writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
+    writable.sort();
+    assert_eq!(
+        writable,
+        ["/data", "/workspace/notes"],
+        "agent: notes/ and the session log are the only writable mounts"
+    );
+    let notes = all.iter().filter(is_writable).find(|m| m.target.starts_with("/workspace"));
     assert!(
         notes.is_some_and(|m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")),
         "agent: notes must be a bind of ./workspace/notes, got {notes:?}"
     );
+    let data = all.iter().find(|m| m.target.trim_end_matches('/') == "/data");
+    assert!(
+        data.is_some_and(|m| m.kind == "volume" && !m.source.contains('/') && !m.source.is_empty()),
+        "agent: /data must be a named volume, never a host folder, got {data:?}"
+    );
+    let volumes = names(at(&c, "volumes"));
+    assert!(volumes.contains(&data.map(|m| m.source.clone()).unwrap_or_default()), "the session volume is declared");
     assert!(
         at(service(&c, "agent"), "volumes_from").is_none(),
         "agent: `volumes_from` would bring in other services' (writable) mounts"
     );
+}
+
+#[test]
+fn agent_keeps_its_session_log_on_the_volume() {
+    let c = compose();
+    let log = at(service(&c, "agent"), "environment.DOCS_AGENT_SESSION_LOG").and_then(text);
+    assert!(
+        log.as_deref().is_some_and(|p| p.starts_with("/data/")),
+        "DOCS_AGENT_SESSION_LOG must be under /data, got {log:?}"
+    );
+    let docker = read("Dockerfile");
+    assert!(docker.contains("chown 10001:10001 /rootfs/data"), "Dockerfile: /data must belong to 10001");
+    assert!(docker.contains("DOCS_AGENT_SESSION_LOG=/data/sessions.db"), "Dockerfile: the image points at /data");
 }
 
 #[test]
