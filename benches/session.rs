@@ -12,6 +12,7 @@ use docs_agent::session::store::Log;
 
 const APPENDS: usize = 300;
 const PROJECTIONS: usize = 200;
+const TURNS: usize = 100;
 
 fn event(i: usize) -> Event {
     match i % 3 {
@@ -92,5 +93,54 @@ fn main() -> Result<(), String> {
     println!("| log read + projection | {ours_med:.3} | {:.3} | {:.2} |", percentile(ours, 0.99), ours_med / base_med);
     println!("| baseline: parse the same 200 JSON lines | {base_med:.3} | {:.3} | 1.00 |", percentile(base, 0.99));
     println!("\nAim: under 1 ms for both (issue 4).");
+    turns(dir.path())
+}
+
+/// One scripted turn (search, then answer: 5 events) driven through `session::turn`, with the
+/// log on disk against the same turn with the log in memory: what durability adds to a turn.
+fn turns(dir: &std::path::Path) -> Result<(), String> {
+    use docs_agent::agent::Harness;
+    use docs_agent::config::{Config, Sources};
+    use docs_agent::model::Model;
+    use docs_agent::session::{cancel::Cancel, turn::Turn, turn::Undecided};
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace");
+    let sources = Sources {
+        file: None,
+        env: Default::default(),
+        flags: vec![("workspace", workspace.display().to_string()), ("llm.model", "scripted".into())],
+    };
+    let harness = Harness::open(Config::load(&sources).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let model = Model::from_config(&harness.config.llm, 256)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let mut on_disk = Log::open(&dir.join("turns.db")).map_err(|e| e.to_string())?;
+    let mut in_memory = Log::in_memory().map_err(|e| e.to_string())?;
+    let mut times = [Vec::new(), Vec::new()];
+    for (which, log) in [&mut on_disk, &mut in_memory].into_iter().enumerate() {
+        for _ in 0..TURNS {
+            let id = docs_agent::session::start(log, &harness.config, "scripted").map_err(|e| e.to_string())?;
+            let t = Instant::now();
+            log.append(&id, Event::UserMessage { text: "how long is the refund window".into() })
+                .map_err(|e| e.to_string())?;
+            let mut trace = docs_agent::trace::Trace::new(std::io::sink(), 200);
+            let mut turn = Turn {
+                harness: &harness,
+                model: &model,
+                log,
+                session: &id,
+                trace: &mut trace,
+                undecided: Undecided::Pause,
+                on_text: None,
+            };
+            let end = runtime.block_on(turn.drive(&mut Cancel::never())).map_err(|e| e.to_string())?;
+            times[which].push(t.elapsed().as_secs_f64() * 1e3);
+            std::hint::black_box(end);
+        }
+    }
+    let [disk, memory] = times;
+    let (disk_med, memory_med) = (median(disk.clone()), median(memory.clone()));
+    println!("\n## One scripted turn (question, search, result, answer, stop), {TURNS} turns (ms)\n");
+    println!("| what | p50 | p99 | x baseline (p50) |\n|---|---:|---:|---:|");
+    println!("| turn, log on disk | {disk_med:.3} | {:.3} | {:.2} |", percentile(disk, 0.99), disk_med / memory_med);
+    println!("| baseline: the same turn, log in memory | {memory_med:.3} | {:.3} | 1.00 |", percentile(memory, 0.99));
     Ok(())
 }

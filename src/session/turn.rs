@@ -135,10 +135,12 @@ impl<W: Write> Turn<'_, W> {
                 Next::Finish { text, answered, steps } => {
                     let answer =
                         guard::outbound_answer(text, &self.harness.config.allowed_link_hosts, &retrieved(&events));
+                    // The answer and the turn's end are durable together (one commit).
+                    let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
                     if !answered {
-                        self.append(Event::Answer { text: answer.clone() })?;
+                        end.insert(0, Event::Answer { text: answer.clone() });
                     }
-                    self.append(Event::Stopped { reason: StopReason::Answered, detail: String::new() })?;
+                    self.log.append_all(self.session, end)?;
                     return Ok(TurnEnd::Answered { answer, steps });
                 }
                 Next::CallModel { steps } => {
