@@ -15,7 +15,7 @@ use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Next};
 use crate::session::store::{KillAfter, Log, SessionLock, Stored};
-use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, now_ms};
+use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
 use crate::session::{self, check_id};
 use crate::trace::Trace;
 
@@ -28,6 +28,8 @@ pub struct Desk {
     pub harness: Harness,
     /// The session log.
     pub log: Log,
+    /// Trace lines (stderr).
+    trace: Trace<std::io::Stderr>,
 }
 
 impl Desk {
@@ -38,7 +40,8 @@ impl Desk {
             log.kill_after(hook);
         }
         let harness = Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))?;
-        Ok(Desk { harness, log })
+        let trace = Trace::new(std::io::stderr(), harness.config.limits.trace_result_chars);
+        Ok(Desk { harness, log, trace })
     }
 
     /// The events of session `id`, which must exist.
@@ -79,6 +82,25 @@ impl Desk {
         }
     }
 
+    /// A turn of session `id`, tracing to stderr.
+    fn turn<'a>(
+        &'a mut self,
+        id: &'a str,
+        model: &'a Model,
+        undecided: Undecided,
+        on_text: Option<&'a (dyn Fn(&str) + Sync)>,
+    ) -> Turn<'a, std::io::Stderr> {
+        Turn {
+            harness: &self.harness,
+            model,
+            log: &mut self.log,
+            session: id,
+            trace: &mut self.trace,
+            undecided,
+            on_text,
+        }
+    }
+
     /// Drives session `id`'s open turn to its end.
     pub async fn drive(
         &mut self,
@@ -88,40 +110,16 @@ impl Desk {
         on_text: Option<&(dyn Fn(&str) + Sync)>,
     ) -> Result<TurnEnd, TurnError> {
         let undecided = self.undecided();
-        let mut trace = Trace::new(std::io::stderr(), self.harness.config.limits.trace_result_chars);
-        let mut turn = Turn {
-            harness: &self.harness,
-            model,
-            log: &mut self.log,
-            session: id,
-            trace: &mut trace,
-            undecided,
-            on_text,
-        };
-        turn.drive(cancel).await
+        self.turn(id, model, undecided, on_text).drive(cancel).await
     }
 
     /// Records a decision on the write session `id` waits for.
     pub fn decide(&mut self, id: &str, model: &Model, verdict: Verdict) -> Result<(), Failure> {
-        let events = self.events(id)?;
-        let Next::Decide(pending) = state::next(&events) else {
-            return Err((
-                Exit::Usage,
-                format!("session {id} has no write waiting for approval (it is {})", state::status(&events).as_str()),
-            ));
-        };
-        let call_id = pending.call.record.id.clone();
-        let mut trace = Trace::new(std::io::stderr(), self.harness.config.limits.trace_result_chars);
-        let mut turn = Turn {
-            harness: &self.harness,
-            model,
-            log: &mut self.log,
-            session: id,
-            trace: &mut trace,
-            undecided: Undecided::Pause,
-            on_text: None,
-        };
-        turn.record_verdict(&call_id, verdict).map_err(|e| (Exit::Failure, e))
+        self.turn(id, model, Undecided::Pause, None).record_verdict(None, verdict).map_err(|e| match e {
+            VerdictError::NothingWaits(m) => (Exit::Usage, m),
+            VerdictError::Expired(m) => (Exit::Failure, m),
+            VerdictError::Log(e) => (Exit::Failure, e.to_string()),
+        })
     }
 }
 

@@ -27,18 +27,31 @@ fn lock_down(root: &Path) {
     assert!(status.success());
 }
 
-fn run_as_image(root: &Path, approve: &str) -> std::process::Output {
-    Command::new("setpriv")
+/// Runs `docs-agent ARGS` as uid 10001 from `/`, with the scripted model and `input` on stdin.
+fn as_image(root: &Path, env: &[(&str, &Path)], args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut command = Command::new("setpriv");
+    command
         .args(["--reuid", UID, "--regid", UID, "--clear-groups", "--"])
         .arg(env!("CARGO_BIN_EXE_docs-agent"))
-        .arg("what is in the onboarding integrations")
+        .args(args)
         .env_clear()
         .env("WORKSPACE", root)
         .env("LLM_MODEL", "scripted")
-        .env("APPROVE", approve)
         .current_dir("/")
-        .output()
-        .expect("run setpriv")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("run setpriv");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("type");
+    child.wait_with_output().expect("wait")
+}
+
+fn run_as_image(root: &Path, approve: &str) -> std::process::Output {
+    as_image(root, &[("APPROVE", Path::new(approve))], &["what is in the onboarding integrations"], "")
 }
 
 #[test]
@@ -91,24 +104,7 @@ fn chat_as_uid_10001_keeps_its_session_on_the_data_volume() {
     assert!(status.expect("chown").success());
     let log = data.join("sessions.db");
     let as_image = |args: &[&str], input: &str, session_log: &Path| {
-        use std::io::Write;
-        let mut child = Command::new("setpriv")
-            .args(["--reuid", UID, "--regid", UID, "--clear-groups", "--"])
-            .arg(env!("CARGO_BIN_EXE_docs-agent"))
-            .args(args)
-            .env_clear()
-            .env("WORKSPACE", &root)
-            .env("LLM_MODEL", "scripted")
-            .env("APPROVE", "yes")
-            .env("DOCS_AGENT_SESSION_LOG", session_log)
-            .current_dir("/")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run setpriv");
-        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("type");
-        child.wait_with_output().expect("wait")
+        as_image(&root, &[("APPROVE", Path::new("yes")), ("DOCS_AGENT_SESSION_LOG", session_log)], args, input)
     };
     let out = as_image(&["chat"], "what is in the onboarding integrations\n", &log);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));

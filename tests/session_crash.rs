@@ -9,7 +9,6 @@ mod common;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use docs_agent::model::Message;
 use docs_agent::session::event::Event;
 use docs_agent::session::projection::project;
 use docs_agent::session::store::Stored;
@@ -94,27 +93,6 @@ fn note_inode(ws: &Path) -> Option<u64> {
     std::fs::metadata(ws.join(NOTE)).ok().map(|m| m.ino())
 }
 
-fn assert_valid(messages: &[Message], context: &str) {
-    let mut open: Vec<&str> = Vec::new();
-    for m in messages {
-        match m {
-            Message::User(_) | Message::Assistant { .. } => {
-                assert!(open.is_empty(), "{context}: calls {open:?} without results");
-                if let Message::Assistant { tool_calls, .. } = m {
-                    open = tool_calls.iter().map(|c| c.id.as_str()).collect();
-                }
-            }
-            Message::Tool { call_id, .. } => {
-                let at = open.iter().position(|o| o == call_id);
-                let at = at.unwrap_or_else(|| panic!("{context}: stray result {call_id}"));
-                open.remove(at);
-            }
-            Message::System(_) => {}
-        }
-    }
-    assert!(open.is_empty(), "{context}: calls {open:?} without results at the end");
-}
-
 /// Resumes until the session is idle (a resume may itself be killed by `kill_again`).
 fn recover(ws: &Path, log: &Path, id: &str, env: &[(&str, &str)], mut kill_again: Option<&str>, trial: &str) {
     for _ in 0..6 {
@@ -145,7 +123,7 @@ fn check(ws: &Path, log: &Path, id: &str, before: &[Stored], flow: Flow, trial: 
         assert_eq!(s.seq, n as u64 + 1, "{trial}: sequence has a gap");
     }
     for k in 1..=after.len() {
-        assert_valid(&project("system", &after[..k]), &format!("{trial}, prefix of {k} events"));
+        common::assert_valid_request(&project("system", &after[..k]), &format!("{trial}, prefix of {k} events"));
     }
     if !after.iter().any(|s| matches!(s.event, Event::UserMessage { .. })) {
         // Killed before the question was durable: it was never accepted, and nothing happened.

@@ -1,6 +1,8 @@
 //! The session log (issue 4, first part): durable appends, scrubbed storage, and a projection
 //! that is a valid model request whatever state the log was left in.
 
+mod common;
+
 use docs_agent::model::Message;
 use docs_agent::session::event::{CallRecord, Event, Scope, StopReason};
 use docs_agent::session::projection::project;
@@ -22,26 +24,8 @@ fn user(text: &str) -> Event {
     Event::UserMessage { text: text.into() }
 }
 
-/// A request is valid when every tool call is followed, before the next user or assistant
-/// message, by exactly one result per id, and no result answers a call that is not open.
 fn assert_valid(messages: &[Message]) {
-    let mut open: Vec<String> = Vec::new();
-    for m in messages {
-        match m {
-            Message::User(_) | Message::Assistant { .. } => {
-                assert!(open.is_empty(), "calls {open:?} left without results in {messages:#?}");
-                if let Message::Assistant { tool_calls, .. } = m {
-                    open = tool_calls.iter().map(|c| c.id.clone()).collect();
-                }
-            }
-            Message::Tool { call_id, .. } => {
-                let at = open.iter().position(|o| o == call_id).unwrap_or_else(|| panic!("stray result {call_id}"));
-                open.remove(at);
-            }
-            Message::System(_) => {}
-        }
-    }
-    assert!(open.is_empty(), "calls {open:?} left without results at the end");
+    common::assert_valid_request(messages, "projection");
 }
 
 fn projected(events: Vec<Event>) -> Vec<Message> {

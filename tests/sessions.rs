@@ -183,6 +183,13 @@ fn a_secret_in_a_user_message_never_reaches_the_log_file() {
         }
     }
     assert!(!stored.is_empty());
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(ws.path().join("data")).expect("data folder") {
+        let meta = entry.expect("entry").metadata().expect("metadata");
+        if meta.is_file() {
+            assert_eq!(meta.permissions().mode() & 0o077, 0, "session log files are private to their owner");
+        }
+    }
     let text = String::from_utf8_lossy(&stored);
     assert!(!text.contains(secret) && !text.contains("4eC39HqLyjWDarjtT1zdp7dc"), "the secret is in the log files");
     let id = ids(ws.path()).pop().expect("session");

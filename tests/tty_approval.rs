@@ -8,12 +8,13 @@ use std::process::{Command, Stdio};
 
 use common::{ONBOARDING_KEY, sample_workspace};
 
-/// Runs the scripted model on a pseudo-terminal and types `typed` at it.
-fn on_terminal(workspace: &std::path::Path, typed: &str) -> String {
+/// Runs `docs-agent ARGS` (scripted model) on a pseudo-terminal and types `typed` at it; returns
+/// the screen.
+fn on_terminal_with(workspace: &std::path::Path, args: &str, env: &[(&str, &std::path::Path)], typed: &str) -> String {
     let binary = env!("CARGO_BIN_EXE_docs-agent");
-    let command = format!("{binary} 'what is in the onboarding integrations'");
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", &format!("{binary} {args}"), "/dev/null"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("LLM_MODEL", "scripted")
@@ -21,12 +22,19 @@ fn on_terminal(workspace: &std::path::Path, typed: &str) -> String {
         .env("TERM", "dumb")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run `script` (util-linux)");
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("run `script` (util-linux)");
     child.stdin.take().expect("stdin").write_all(typed.as_bytes()).expect("type the answer");
     let out = child.wait_with_output().expect("wait");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The one-shot question on a pseudo-terminal.
+fn on_terminal(workspace: &std::path::Path, typed: &str) -> String {
+    on_terminal_with(workspace, "'what is in the onboarding integrations'", &[], typed)
 }
 
 #[test]
@@ -54,27 +62,10 @@ fn anything_else_at_the_prompt_denies() {
 #[test]
 fn chat_on_a_terminal_asks_and_a_session_grant_covers_the_next_write() {
     let ws = sample_workspace();
-    let binary = env!("CARGO_BIN_EXE_docs-agent");
     let log = ws.path().join("data/sessions.db");
-    let command = format!("{binary} chat");
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("LLM_MODEL", "scripted")
-        .env("WORKSPACE", ws.path())
-        .env("DOCS_AGENT_SESSION_LOG", &log)
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run `script` (util-linux)");
     let question = "what is in the onboarding integrations";
     let typed = format!("{question}\ns\n{question}\n/quit\n");
-    child.stdin.take().expect("stdin").write_all(typed.as_bytes()).expect("type");
-    let out = child.wait_with_output().expect("wait");
-    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    let screen = on_terminal_with(ws.path(), "chat", &[("DOCS_AGENT_SESSION_LOG", &log)], &typed);
     assert_eq!(screen.matches("allow? [y] once").count(), 1, "asked once, the grant covers the second: {screen}");
     assert!(screen.contains("every write under notes/ in this session"), "{screen}");
     assert!(!screen.contains(ONBOARDING_KEY), "{screen}");

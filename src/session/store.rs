@@ -2,6 +2,7 @@
 //! is committed (WAL, `synchronous=FULL`) before it returns, so an event is durable before its
 //! effect is acted on. Events are scrubbed on the way in: the log never holds a secret.
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -97,9 +98,12 @@ impl Log {
                 path.display()
             ))
         };
+        // The log holds conversations: private to its owner (SQLite gives the -wal and -shm
+        // files the database file's mode).
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|e| cannot(&e))?;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(|e| cannot(&e))?;
         }
+        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(|e| cannot(&e))?;
         let conn = Connection::open(path).map_err(|e| cannot(&e))?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| cannot(&e))?;
         conn.pragma_update(None, "synchronous", "FULL")?;

@@ -86,6 +86,32 @@ impl From<LogError> for TurnError {
     }
 }
 
+/// Why a decision was not recorded.
+#[derive(Debug)]
+pub enum VerdictError {
+    /// No write waits (or not the one named).
+    NothingWaits(String),
+    /// The request expired first; the expiry was recorded instead.
+    Expired(String),
+    /// The log failed.
+    Log(LogError),
+}
+
+impl std::fmt::Display for VerdictError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerdictError::NothingWaits(m) | VerdictError::Expired(m) => f.write_str(m),
+            VerdictError::Log(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<LogError> for VerdictError {
+    fn from(e: LogError) -> Self {
+        VerdictError::Log(e)
+    }
+}
+
 /// A person's decision on a pending write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -186,27 +212,30 @@ impl<W: Write> Turn<'_, W> {
         }
     }
 
-    /// Records a person's decision on the pending write `call_id`. Refuses when nothing waits
-    /// under that id, or when the request has expired (the expiry is recorded instead).
-    pub fn record_verdict(&mut self, call_id: &str, verdict: Verdict) -> Result<(), String> {
-        let events = self.log.events_after(self.session, 0).map_err(|e| e.to_string())?;
-        let Next::Decide(pending) = state::next(&events) else {
-            return Err(format!("session {} has no write waiting for approval", self.session));
+    /// Records a person's decision on the pending write (`call_id`, when given, must be it).
+    /// Refuses when nothing waits, or when the request has expired (the expiry is recorded).
+    pub fn record_verdict(&mut self, call_id: Option<&str>, verdict: Verdict) -> Result<(), VerdictError> {
+        let events = self.log.events_after(self.session, 0)?;
+        let pending = match state::next(&events) {
+            Next::Decide(pending) if call_id.is_none_or(|id| id == pending.call.record.id) => pending,
+            _ => {
+                return Err(VerdictError::NothingWaits(format!(
+                    "session {} has no write waiting for approval{} (it is {})",
+                    self.session,
+                    call_id.map(|id| format!(" under call {id}")).unwrap_or_default(),
+                    state::status(&events).as_str()
+                )));
+            }
         };
-        if pending.call.record.id != call_id {
-            return Err(format!(
-                "session {} waits for a decision on call {}, not {call_id}",
-                self.session, pending.call.record.id
-            ));
+        let ttl = self.harness.config.session.approval_ttl_secs;
+        if pending.expired(now_ms(), ttl) {
+            self.expire(pending)?;
+            return Err(VerdictError::Expired(format!(
+                "the request to write {} expired (session.approval_ttl_secs = {ttl}); it was denied",
+                pending.path
+            )));
         }
-        if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) {
-            self.expire(pending).map_err(|e| e.to_string())?;
-            return Err(format!(
-                "the request to write {} expired (session.approval_ttl_secs = {}); it was denied",
-                pending.path, self.harness.config.session.approval_ttl_secs
-            ));
-        }
-        self.verdict(pending, verdict, "user").map_err(|e| e.to_string())
+        Ok(self.verdict(pending, verdict, "user")?)
     }
 
     async fn call_model(

@@ -112,3 +112,27 @@ pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out
 }
+
+/// A request is valid when every tool call is followed, before the next user or assistant
+/// message, by exactly one result per id, and no result answers a call that is not open.
+pub fn assert_valid_request(messages: &[docs_agent::model::Message], context: &str) {
+    use docs_agent::model::Message;
+    let mut open: Vec<&str> = Vec::new();
+    for m in messages {
+        match m {
+            Message::User(_) | Message::Assistant { .. } => {
+                assert!(open.is_empty(), "{context}: calls {open:?} left without results in {messages:#?}");
+                if let Message::Assistant { tool_calls, .. } = m {
+                    open = tool_calls.iter().map(|c| c.id.as_str()).collect();
+                }
+            }
+            Message::Tool { call_id, .. } => {
+                let at = open.iter().position(|o| o == call_id);
+                let at = at.unwrap_or_else(|| panic!("{context}: stray result {call_id}"));
+                open.remove(at);
+            }
+            Message::System(_) => {}
+        }
+    }
+    assert!(open.is_empty(), "{context}: calls {open:?} left without results at the end");
+}
