@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use crate::cli::{Exit, Failure};
 use crate::guard;
 use crate::model::Model;
+use crate::session;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Status};
@@ -26,20 +27,21 @@ pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>) -> Resul
 }
 
 async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
-    let (id, resumed) = match session {
+    // A new session is written to the log with its first message, so leaving at once leaves
+    // no empty session behind.
+    let (id, mut unstarted) = match session {
         Some(id) => {
             desk.events(&id)?;
-            (id, true)
+            (id, false)
         }
-        None => (sessions::start(&mut desk)?, false),
+        None => (session::new_id(), true),
     };
     let _lock = desk.lock(&id)?;
-    let model = desk.model(&id, if resumed { repin.as_deref() } else { None })?;
+    let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     eprintln!("session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer", model.name());
     let mut lines = read_lines();
-    let events = desk.events(&id)?;
-    if state::status(&events) != Status::Idle {
+    if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {
         eprintln!("finishing the turn this session left unfinished");
         if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
             return Ok(exit);
@@ -62,9 +64,12 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
         if text == "/quit" || text == "/exit" {
             return Ok(Exit::Ok);
         }
-        desk.log
-            .append(&id, Event::UserMessage { text: text.to_string() })
-            .map_err(|e| (Exit::Failure, e.to_string()))?;
+        let mut events = vec![Event::UserMessage { text: text.to_string() }];
+        if unstarted {
+            events.insert(0, session::started(&desk.harness.config, &model.name()));
+            unstarted = false;
+        }
+        desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;
         if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
             return Ok(exit);
         }

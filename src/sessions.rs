@@ -12,11 +12,11 @@ use crate::config::Config;
 use crate::guard;
 use crate::model::Model;
 use crate::session::cancel::Cancel;
+use crate::session::check_id;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Next};
 use crate::session::store::{KillAfter, Log, SessionLock, Stored};
 use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
-use crate::session::{self, check_id};
 use crate::trace::Trace;
 
 /// Characters of an event's text shown by `sessions show`.
@@ -52,6 +52,12 @@ impl Desk {
     /// Takes session `id`'s writer lock.
     pub fn lock(&self, id: &str) -> Result<SessionLock, Failure> {
         self.log.lock(id).map_err(|e| (Exit::Failure, e.to_string()))
+    }
+
+    /// The configured model, for a new session.
+    pub fn configured_model(&self) -> Result<Model, Failure> {
+        Model::from_config(&self.harness.config.llm, self.harness.config.limits.max_output_tokens)
+            .map_err(|e| (Exit::Failure, e))
     }
 
     /// The model session `id` uses: its pinned one, or `repin` (recorded) when the user named
@@ -324,10 +330,4 @@ fn age(now_ms: u64, at_ms: u64) -> String {
         3600..86400 => format!("{}h ago", secs / 3600),
         _ => format!("{}d ago", secs / 86400),
     }
-}
-
-/// A new session pinned to the configured model.
-pub fn start(desk: &mut Desk) -> Result<String, Failure> {
-    let model = desk.harness.config.llm.model.clone();
-    session::start(&mut desk.log, &desk.harness.config, &model).map_err(|e| (Exit::Failure, e.to_string()))
 }

@@ -366,3 +366,14 @@ fn a_long_chat_is_compacted_and_keeps_answering() {
     let answers = events.iter().filter(|e| matches!(e, Event::Answer { .. })).count();
     assert_eq!(answers, questions.len(), "every question answered");
 }
+
+#[test]
+fn leaving_a_chat_before_asking_leaves_no_session() {
+    let ws = sample_workspace();
+    for input in ["", "\n\n/quit\n"] {
+        let out = agent(ws.path(), &[], &["chat"], input);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stderr.contains("/quit or Ctrl-D leaves"), "{}", out.stderr);
+    }
+    assert!(ids(ws.path()).is_empty(), "no empty session is logged");
+}

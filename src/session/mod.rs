@@ -60,16 +60,18 @@ pub fn fingerprint(config: &Config) -> String {
     format!("{hash:016x}")
 }
 
+/// The event a session pinned to `model` starts with.
+pub fn started(config: &Config, model: &str) -> event::Event {
+    event::Event::SessionStarted {
+        model: model.to_string(),
+        workspace: config.workspace.display().to_string(),
+        config_fingerprint: fingerprint(config),
+    }
+}
+
 /// Starts a session pinned to `model` and returns its id.
 pub fn start(log: &mut store::Log, config: &Config, model: &str) -> Result<String, store::LogError> {
     let id = new_id();
-    log.append(
-        &id,
-        event::Event::SessionStarted {
-            model: model.to_string(),
-            workspace: config.workspace.display().to_string(),
-            config_fingerprint: fingerprint(config),
-        },
-    )?;
+    log.append(&id, started(config, model))?;
     Ok(id)
 }
