@@ -72,8 +72,9 @@ pub struct Global {
     /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Model name: scripted, extractive, or one the server has; for `eval`, a name or a URL
-    /// [env: LLM_MODEL]
+    /// Model name: scripted, extractive, or one the server has; for `eval`, a name or a URL; for
+    /// an existing session (chat --session, sessions resume|approve|deny), re-pins it
+    /// (LLM_MODEL does not) [env: LLM_MODEL]
     #[arg(long, global = true, value_name = "NAME")]
     pub model: Option<String>,
     /// OpenAI-compatible base URL, e.g. http://localhost:11434/v1 [env: LLM_BASE_URL]
