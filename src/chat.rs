@@ -14,7 +14,7 @@ use crate::session;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Status};
-use crate::session::turn::{TurnEnd, Verdict};
+use crate::session::turn::{TurnEnd, TurnError, Verdict};
 use crate::sessions::{self, Desk};
 
 /// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
@@ -64,6 +64,14 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
         if text == "/quit" || text == "/exit" {
             return Ok(Exit::Ok);
         }
+        // A new message starts a turn only when the last one is over (a write it was granted
+        // must not be cut off by the next question).
+        if !unstarted && state::status(&desk.events(id.as_str())?) != Status::Idle {
+            return Err((
+                Exit::Failure,
+                format!("session {id} has an unfinished turn; continue it with `docs-agent sessions resume {id}`"),
+            ));
+        }
         let mut events = vec![Event::UserMessage { text: text.to_string() }];
         if unstarted {
             events.insert(0, session::started(&desk.harness.config, &model.name()));
@@ -99,17 +107,22 @@ async fn turn(
         };
         let end = desk.drive(id, model, &mut cancel, Some(&on_text)).await;
         watcher.abort();
-        let Ok(TurnEnd::AwaitingApproval { path, content, .. }) = end else {
-            if let Err((code, message)) = sessions::report(id, end) {
-                eprintln!("docs-agent: {}", guard::scrub(&message));
-                if code == Exit::Awaiting {
-                    return Ok(Some(code));
-                }
+        let (call_id, path, content) = match end {
+            Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => (call_id, path, content),
+            // The log failed: nothing past its last event is known to be durable, so the chat
+            // stops rather than take more input (`chat --session ID` picks it up).
+            Err(TurnError::Log(e)) => {
+                return Err((Exit::Failure, format!("{e}; continue with `docs-agent chat --session {id}`")));
             }
-            return Ok(None);
+            other => {
+                if let Err((_, message)) = sessions::report(id, other) {
+                    eprintln!("docs-agent: {}", guard::scrub(&message));
+                }
+                return Ok(None);
+            }
         };
         if !terminal {
-            return Err((Exit::Awaiting, sessions::awaiting(id, &path, &content)));
+            return Err((Exit::Awaiting, sessions::awaiting(id, &call_id, &path, &content)));
         }
         let folder = path.rsplit_once('/').map_or("notes", |(folder, _)| folder).to_string();
         eprint!(
@@ -126,8 +139,8 @@ async fn turn(
             "s" | "session" => Verdict::Allow(Scope::Session { prefix: format!("{folder}/") }),
             _ => Verdict::Deny("write not approved: the user declined".into()),
         };
-        if let Err((_, message)) = desk.decide(id, model, verdict) {
-            eprintln!("docs-agent: {}", guard::scrub(&message));
+        if let Err(e) = desk.decide(id, model, Some(&call_id), verdict) {
+            eprintln!("docs-agent: {}", guard::scrub(&e.to_string()));
         }
     }
 }

@@ -178,6 +178,9 @@ pub enum SessionsAction {
         /// For --scope session: the folder writes may go to (default: the requested file's folder).
         #[arg(long, value_name = "PATH")]
         prefix: Option<String>,
+        /// The call whose write you reviewed (shown by `sessions show`); refused if another waits.
+        #[arg(long, value_name = "CALL")]
+        call: Option<String>,
     },
     /// Refuse the write the session waits for, then continue the turn.
     Deny {
@@ -186,6 +189,9 @@ pub enum SessionsAction {
         /// Why (the model is told).
         #[arg(long, default_value = "the user declined")]
         reason: String,
+        /// The call whose write you reviewed (shown by `sessions show`); refused if another waits.
+        #[arg(long, value_name = "CALL")]
+        call: Option<String>,
     },
     /// Every event of a session as JSON lines, on stdout.
     Export {

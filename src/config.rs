@@ -101,6 +101,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
 ];
 
+/// The longest an approval request may wait: 30 days.
+pub const MAX_APPROVAL_TTL_SECS: u64 = 30 * 24 * 3600;
+
 /// The config file name looked for in the current directory when none is named.
 pub const DEFAULT_FILE: &str = "docs-agent.toml";
 
@@ -179,6 +182,12 @@ impl Config {
             return Err(ConfigError(format!(
                 "session.compact_at must be a fraction between 0 and 1 (e.g. 0.75), got {}",
                 self.session.compact_at
+            )));
+        }
+        if self.session.approval_ttl_secs > MAX_APPROVAL_TTL_SECS {
+            return Err(ConfigError(format!(
+                "session.approval_ttl_secs (DOCS_AGENT_APPROVAL_TTL_SECS) must be at most {MAX_APPROVAL_TTL_SECS} (30 days), got {}",
+                self.session.approval_ttl_secs
             )));
         }
         if self.session.context_budget_tokens < 512 {

@@ -72,7 +72,7 @@ fn desk(global: &docs_agent::cli::Global) -> Result<Desk, Failure> {
 }
 
 fn sessions(global: &docs_agent::cli::Global, action: SessionsAction) -> Result<Exit, Failure> {
-    use docs_agent::session::turn::Verdict;
+    use docs_agent::sessions::Decision;
     let mut out = std::io::stdout().lock();
     // Reading commands open the log alone; the others need the harness (index, model).
     let log_only = || -> Result<(Config, docs_agent::session::store::Log), Failure> {
@@ -95,14 +95,13 @@ fn sessions(global: &docs_agent::cli::Global, action: SessionsAction) -> Result<
             sessions::export(&log, &config, &id, &mut out)
         }
         SessionsAction::Resume { id } => sessions::continue_turn(&mut desk(global)?, &id, None, repin),
-        SessionsAction::Approve { id, scope, prefix } => {
-            let mut desk = desk(global)?;
-            let verdict = sessions::approval(&desk, &id, scope, prefix.as_deref())?;
-            sessions::continue_turn(&mut desk, &id, Some(verdict), repin)
+        SessionsAction::Approve { id, scope, prefix, call } => {
+            let decision = Decision::Approve { scope, prefix };
+            sessions::continue_turn(&mut desk(global)?, &id, Some((decision, call)), repin)
         }
-        SessionsAction::Deny { id, reason } => {
-            let verdict = Verdict::Deny(format!("write not approved: {reason}"));
-            sessions::continue_turn(&mut desk(global)?, &id, Some(verdict), repin)
+        SessionsAction::Deny { id, reason, call } => {
+            let decision = Decision::Deny { reason };
+            sessions::continue_turn(&mut desk(global)?, &id, Some((decision, call)), repin)
         }
     }
 }

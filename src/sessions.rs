@@ -12,11 +12,11 @@ use crate::config::Config;
 use crate::guard;
 use crate::model::Model;
 use crate::session::cancel::Cancel;
-use crate::session::check_id;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Next};
 use crate::session::store::{KillAfter, Log, SessionLock, Stored};
 use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
+use crate::session::{self, check_id};
 use crate::trace::Trace;
 
 /// Characters of an event's text shown by `sessions show`.
@@ -49,6 +49,30 @@ impl Desk {
         events(&self.log, &self.harness.config, id)
     }
 
+    /// Session `id`'s events, after checking that it belongs to this workspace: its grants,
+    /// writes and citations are about the workspace it started in. A changed configuration is
+    /// only a warning.
+    pub fn events_here(&self, id: &str) -> Result<Vec<Stored>, Failure> {
+        let events = self.events(id)?;
+        if let Some(Event::SessionStarted { workspace, config_fingerprint, .. }) = events.first().map(|s| &s.event) {
+            let here = session::workspace_of(&self.harness.config);
+            if *workspace != here {
+                return Err((
+                    Exit::Usage,
+                    format!(
+                        "session {id} belongs to the workspace {workspace}, not {here}; run it with --workspace {workspace} (WORKSPACE)"
+                    ),
+                ));
+            }
+            if *config_fingerprint != session::fingerprint(&self.harness.config) {
+                eprintln!(
+                    "docs-agent: note: the configuration changed since session {id} started (limits, model server or index settings)"
+                );
+            }
+        }
+        Ok(events)
+    }
+
     /// Takes session `id`'s writer lock.
     pub fn lock(&self, id: &str) -> Result<SessionLock, Failure> {
         self.log.lock(id).map_err(|e| (Exit::Failure, e.to_string()))
@@ -60,22 +84,22 @@ impl Desk {
             .map_err(|e| (Exit::Failure, e))
     }
 
-    /// The model session `id` uses: its pinned one, or `repin` (recorded) when the user named
-    /// another with --model.
+    /// The model session `id` uses: its pinned one, or `repin` (recorded, and said) when the
+    /// user named another with --model.
     pub fn model(&mut self, id: &str, repin: Option<&str>) -> Result<Model, Failure> {
-        let events = self.events(id)?;
+        let events = self.events_here(id)?;
         let pinned = state::pinned_model(&events).unwrap_or(&self.harness.config.llm.model).to_string();
-        let name = match repin {
-            Some(model) if model != pinned => {
-                self.log
-                    .append(id, Event::ModelPinned { model: model.to_string() })
-                    .map_err(|e| (Exit::Failure, e.to_string()))?;
-                model.to_string()
-            }
-            _ => pinned,
-        };
-        let llm = crate::config::LlmConfig { model: name, ..self.harness.config.llm.clone() };
-        Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(|e| (Exit::Failure, e))
+        let name = repin.unwrap_or(&pinned).to_string();
+        let llm = crate::config::LlmConfig { model: name.clone(), ..self.harness.config.llm.clone() };
+        let model =
+            Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(|e| (Exit::Failure, e))?;
+        if name != pinned {
+            self.log
+                .append(id, Event::ModelPinned { model: name.clone() })
+                .map_err(|e| (Exit::Failure, e.to_string()))?;
+            eprintln!("docs-agent: session {id} is now pinned to the model {name} (was {pinned})");
+        }
+        Ok(model)
     }
 
     /// How a write nobody decided is handled outside a terminal prompt: `APPROVE=yes` allows it,
@@ -119,13 +143,15 @@ impl Desk {
         self.turn(id, model, undecided, on_text).drive(cancel).await
     }
 
-    /// Records a decision on the write session `id` waits for.
-    pub fn decide(&mut self, id: &str, model: &Model, verdict: Verdict) -> Result<(), Failure> {
-        self.turn(id, model, Undecided::Pause, None).record_verdict(None, verdict).map_err(|e| match e {
-            VerdictError::NothingWaits(m) => (Exit::Usage, m),
-            VerdictError::Expired(m) => (Exit::Failure, m),
-            VerdictError::Log(e) => (Exit::Failure, e.to_string()),
-        })
+    /// Records a decision on the write session `id` waits for (`call`, when given, must be it).
+    pub fn decide(
+        &mut self,
+        id: &str,
+        model: &Model,
+        call: Option<&str>,
+        verdict: Verdict,
+    ) -> Result<(), VerdictError> {
+        self.turn(id, model, Undecided::Pause, None).record_verdict(call, verdict)
     }
 }
 
@@ -191,10 +217,11 @@ pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Resul
     }
     if let Next::Decide(pending) = state::next(&events) {
         let ttl = config.session.approval_ttl_secs;
-        let left = (pending.requested_at_ms + ttl * 1000).saturating_sub(now_ms()) / 1000;
+        let left = pending.requested_at_ms.saturating_add(ttl.saturating_mul(1000)).saturating_sub(now_ms()) / 1000;
         let when = if pending.expired(now_ms(), ttl) { "expired".to_string() } else { format!("expires in {left} s") };
+        let call = &pending.call.record.id;
         text.push_str(&format!(
-            "waiting: write to {} ({when}); `docs-agent sessions approve {id}` or `docs-agent sessions deny {id}`\n",
+            "waiting: write to {} ({when}); `docs-agent sessions approve {id} --call {call}` or `docs-agent sessions deny {id} --call {call}`\n",
             pending.path
         ));
     }
@@ -211,55 +238,96 @@ pub fn export(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Res
     Ok(Exit::Ok)
 }
 
-/// `sessions resume|approve|deny ID`: decide (when asked to), then drive the open turn.
+/// What a person decided with `sessions approve|deny`.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    /// `sessions approve ID [--scope] [--prefix]`
+    Approve {
+        /// Once, or for the session.
+        scope: ScopeArg,
+        /// For a session grant: the folder (default: the requested file's).
+        prefix: Option<String>,
+    },
+    /// `sessions deny ID [--reason]`
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
+}
+
+/// `sessions resume|approve|deny ID`: under the session's lock, decide (when asked to: on the
+/// write `call`, when given, so a person approves only what they saw), then drive the open turn.
+/// A request that expired before the decision is recorded as expired and the turn goes on.
 pub fn continue_turn(
     desk: &mut Desk,
     id: &str,
-    decision: Option<Verdict>,
+    decision: Option<(Decision, Option<String>)>,
     repin: Option<&str>,
 ) -> Result<Exit, Failure> {
     desk.events(id)?;
     let _lock = desk.lock(id)?;
     let model = desk.model(id, repin)?;
-    if let Some(verdict) = decision {
-        desk.decide(id, &model, verdict)?;
+    let mut expired = None;
+    if let Some((decision, call)) = decision {
+        let verdict = verdict(desk, id, decision, call.as_deref())?;
+        match desk.decide(id, &model, call.as_deref(), verdict) {
+            Ok(()) => {}
+            Err(VerdictError::Expired(message)) => {
+                eprintln!("docs-agent: {message}; the turn goes on without the write");
+                expired = Some(message);
+            }
+            Err(VerdictError::NothingWaits(message)) => return Err((Exit::Usage, message)),
+            Err(VerdictError::Log(e)) => return Err((Exit::Failure, e.to_string())),
+        }
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
     let end = runtime.block_on(desk.drive(id, &model, &mut Cancel::never(), None));
-    report(id, end)
+    let exit = report(id, end)?;
+    // The person's approval did not take effect: say so in the exit code too.
+    match expired {
+        Some(message) => Err((Exit::Failure, message)),
+        None => Ok(exit),
+    }
 }
 
-/// What a person asked for with `sessions approve`, checked against the pending write.
-pub fn approval(desk: &Desk, id: &str, scope: ScopeArg, prefix: Option<&str>) -> Result<Verdict, Failure> {
+/// The verdict for what a person decided, checked against the pending write.
+fn verdict(desk: &Desk, id: &str, decision: Decision, call: Option<&str>) -> Result<Verdict, Failure> {
     let events = desk.events(id)?;
-    let Next::Decide(pending) = state::next(&events) else {
+    let pending = match state::next(&events) {
+        Next::Decide(pending) if call.is_none_or(|c| c == pending.call.record.id) => pending,
+        _ => {
+            return Err((
+                Exit::Usage,
+                format!(
+                    "session {id} has no write waiting for approval{} (it is {}); `docs-agent sessions show {id}` shows it",
+                    call.map(|c| format!(" under call {c}")).unwrap_or_default(),
+                    state::status(&events).as_str()
+                ),
+            ));
+        }
+    };
+    let prefix = match decision {
+        Decision::Deny { reason } => return Ok(Verdict::Deny(format!("write not approved: {reason}"))),
+        Decision::Approve { scope: ScopeArg::Once, .. } => return Ok(Verdict::Allow(Scope::Once)),
+        Decision::Approve { scope: ScopeArg::Session, prefix } => prefix,
+    };
+    let folder = pending.path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
+    let prefix = prefix.as_deref().unwrap_or(folder).trim_end_matches('/');
+    let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+    if !(clean && state::covers(prefix, pending.path) && (prefix == "notes" || prefix.starts_with("notes/"))) {
         return Err((
             Exit::Usage,
-            format!("session {id} has no write waiting for approval (it is {})", state::status(&events).as_str()),
+            format!(
+                "--prefix `{}` must be a folder under notes/ that holds the requested file {}",
+                guard::clip(prefix, 120),
+                pending.path
+            ),
         ));
-    };
-    Ok(match scope {
-        ScopeArg::Once => Verdict::Allow(Scope::Once),
-        ScopeArg::Session => {
-            let folder = pending.path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
-            let prefix = prefix.unwrap_or(folder).trim_end_matches('/');
-            let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
-            if !(clean && state::covers(prefix, pending.path) && (prefix == "notes" || prefix.starts_with("notes/"))) {
-                return Err((
-                    Exit::Usage,
-                    format!(
-                        "--prefix `{}` must be a folder under notes/ that holds the requested file {}",
-                        guard::clip(prefix, 120),
-                        pending.path
-                    ),
-                ));
-            }
-            Verdict::Allow(Scope::Session { prefix: format!("{prefix}/") })
-        }
-    })
+    }
+    Ok(Verdict::Allow(Scope::Session { prefix: format!("{prefix}/") }))
 }
 
 /// Prints how a turn ended and picks the exit code.
@@ -276,7 +344,9 @@ pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure
             }
             _ => Err((Exit::Limit, message)),
         },
-        Ok(TurnEnd::AwaitingApproval { path, content, .. }) => Err((Exit::Awaiting, awaiting(id, &path, &content))),
+        Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => {
+            Err((Exit::Awaiting, awaiting(id, &call_id, &path, &content)))
+        }
         Ok(TurnEnd::Idle) => {
             eprintln!("session {id} has no unfinished turn; continue it with `docs-agent chat --session {id}`");
             Ok(Exit::Ok)
@@ -287,11 +357,11 @@ pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure
 }
 
 /// The message for a write that waits.
-pub fn awaiting(id: &str, path: &str, content: &str) -> String {
+pub fn awaiting(id: &str, call_id: &str, path: &str, content: &str) -> String {
     format!(
-        "session {id} waits for approval to write {path} ({} bytes):\n----\n{}\n----\n\
-         allow it with `docs-agent sessions approve {id}` (add --scope session for later writes in that folder), \
-         or refuse it with `docs-agent sessions deny {id}`",
+        "session {id} waits for approval to write {path} ({} bytes, call {call_id}):\n----\n{}\n----\n\
+         allow it with `docs-agent sessions approve {id} --call {call_id}` (add --scope session for later writes in that folder), \
+         or refuse it with `docs-agent sessions deny {id} --call {call_id}`",
         content.len(),
         guard::clip(content, 2000)
     )

@@ -377,3 +377,53 @@ fn leaving_a_chat_before_asking_leaves_no_session() {
     }
     assert!(ids(ws.path()).is_empty(), "no empty session is logged");
 }
+
+#[test]
+fn a_session_is_only_continued_in_the_workspace_it_started_in() {
+    let ws = sample_workspace();
+    let other = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let log = ws.path().join("data/sessions.db").display().to_string();
+    let elsewhere = [("DOCS_AGENT_SESSION_LOG", log.as_str()), ("LLM_MODEL", "scripted")];
+    for args in [vec!["sessions", "approve", id.as_str()], vec!["sessions", "resume", id.as_str()]] {
+        let out = run_input(other.path(), &elsewhere, &args, "");
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("belongs to the workspace"), "{}", out.stderr);
+    }
+    assert!(!other.path().join("notes/leak.txt").exists(), "no write in the other workspace");
+    assert!(!ws.path().join("notes/leak.txt").exists());
+}
+
+#[test]
+fn a_decision_names_the_call_it_is_about() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let shown = agent(ws.path(), &[], &["sessions", "show", &id], "").stdout;
+    let call = shown.split("--call ").nth(1).and_then(|rest| rest.split('`').next()).expect("show names the call");
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id, "--call", "call_1_0"], "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("no write waiting for approval under call call_1_0"), "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    let out = agent(ws.path(), &[], &["sessions", "approve", &id, "--call", call], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(ws.path().join("notes/leak.txt").exists());
+}
+
+#[test]
+fn re_pinning_is_said_and_a_bad_ttl_is_a_config_error() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let out = agent(ws.path(), &[], &["--model", "extractive", "sessions", "resume", &id], "");
+    assert!(out.stderr.contains("is now pinned to the model extractive (was scripted)"), "{}", out.stderr);
+    let out = agent(ws.path(), &[("DOCS_AGENT_APPROVAL_TTL_SECS", "99999999999")], &["sessions", "list"], "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("session.approval_ttl_secs"), "{}", out.stderr);
+    // A TTL of 0 denies what waits for a person, not what APPROVE=yes decides at once.
+    let out = common::run(
+        ws.path(),
+        &[("LLM_MODEL", "scripted"), ("APPROVE", "yes"), ("DOCS_AGENT_APPROVAL_TTL_SECS", "0")],
+        &[WRITING_QUESTION],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(ws.path().join("notes/leak.txt").exists(), "{}", out.stderr);
+}

@@ -21,6 +21,8 @@ pub struct Stream {
     usage: Option<Usage>,
     /// True after `[DONE]`.
     done: bool,
+    /// True once a chunk gave a `finish_reason`: the reply is complete even without `[DONE]`.
+    finished: bool,
 }
 
 impl Stream {
@@ -50,12 +52,17 @@ impl Stream {
         Ok(self.done)
     }
 
-    /// The reply once the body ended (a last event without its blank line still counts).
+    /// The reply once the body ended (a last event without its blank line still counts). A
+    /// stream that ends before `[DONE]` or a `finish_reason` was cut off: that is an error, not
+    /// a shorter answer.
     pub fn finish(mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, String> {
         if !self.line.is_empty() {
             self.feed(b"\n", on_delta)?;
         }
         self.dispatch(on_delta)?;
+        if !(self.done || self.finished) {
+            return Err("the stream ended before the reply was complete (no [DONE] and no finish_reason)".into());
+        }
         let tool_calls = self
             .calls
             .into_iter()
@@ -90,6 +97,9 @@ impl Stream {
                 completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
             });
         }
+        if chunk.pointer("/choices/0/finish_reason").is_some_and(|r| !r.is_null()) {
+            self.finished = true;
+        }
         let Some(delta) = chunk.pointer("/choices/0/delta") else {
             return Ok(());
         };
@@ -97,8 +107,18 @@ impl Stream {
             self.content.push_str(text);
             on_delta(text);
         }
-        for (n, call) in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let index = call.get("index").and_then(Value::as_u64).map_or(n, |i| i as usize);
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+            // Without an `index`, a new id starts a new call; a fragment without one continues
+            // the last call.
+            let index = match call.get("index").and_then(Value::as_u64) {
+                Some(i) => i as usize,
+                None => match (id, self.calls.last()) {
+                    (Some(id), Some(last)) if last.0 != id => self.calls.len(),
+                    (_, None) => 0,
+                    _ => self.calls.len() - 1,
+                },
+            };
             if index >= 64 {
                 return Err(format!("a streamed tool call has index {index}; at most 64 are read"));
             }
@@ -106,11 +126,12 @@ impl Stream {
                 self.calls.resize(index + 1, Default::default());
             }
             let slot = &mut self.calls[index];
-            if let Some(id) = call.get("id").and_then(Value::as_str) {
+            if let Some(id) = id {
                 slot.0 = id.to_string();
             }
             if let Some(function) = call.get("function") {
-                if let Some(name) = function.get("name").and_then(Value::as_str) {
+                // Most servers send the name once; some repeat it whole in every fragment.
+                if let Some(name) = function.get("name").and_then(Value::as_str).filter(|n| *n != slot.1) {
                     slot.1.push_str(name);
                 }
                 match function.get("arguments") {
@@ -180,8 +201,33 @@ mod tests {
     }
 
     #[test]
-    fn an_unterminated_last_event_still_counts() {
-        let (reply, _) = read("data: {\"choices\":[{\"delta\":{\"content\":\"end\"}}]}", 5);
+    fn an_unterminated_last_event_still_counts_but_a_cut_stream_is_an_error() {
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"end\"},\"finish_reason\":\"stop\"}]}";
+        let (reply, _) = read(body, 5);
         assert_eq!(reply.content, "end");
+        let mut on_delta = |_: &str| {};
+        let mut stream = Stream::default();
+        stream
+            .feed(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"refunds are possible except for\"}}]}\n\n",
+                &mut on_delta,
+            )
+            .expect("feed");
+        let error = stream.finish(&mut on_delta).expect_err("cut off");
+        assert!(error.contains("ended before the reply was complete"), "{error}");
+    }
+
+    #[test]
+    fn calls_without_an_index_are_told_apart_by_id_and_a_repeated_name_is_kept_once() {
+        let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"search_docs\",\"arguments\":\"{\\\"query\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"search_docs\",\"arguments\":\"\\\"x\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"b\",\"function\":{\"name\":\"load_skill\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (reply, _) = read(body, 9);
+        let calls: Vec<(&str, &str)> =
+            reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.as_str())).collect();
+        assert_eq!(calls, [("search_docs", "{\"query\":\"x\"}"), ("load_skill", "{}")]);
     }
 }

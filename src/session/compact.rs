@@ -23,8 +23,15 @@ use super::store::Stored;
 
 /// Characters kept of each request, answer or decision in a summary.
 const ITEM_CHARS: usize = 300;
+/// Characters kept of each earlier answer.
+const ANSWER_CHARS: usize = 160;
 /// Handles listed at most.
 const MAX_HANDLES: usize = 60;
+/// Items kept per section, the most recent: a summary stays small however long the session.
+const MAX_REQUESTS: usize = 12;
+const MAX_TOOLS: usize = 20;
+const MAX_DECISIONS: usize = 12;
+const MAX_ANSWERS: usize = 6;
 
 /// Estimated tokens of a request: bytes / 4, plus a little per message.
 pub fn tokens(messages: &[Message]) -> u64 {
@@ -47,7 +54,8 @@ pub fn tokens(messages: &[Message]) -> u64 {
 /// The compaction event to append before the next model call, if one is due and possible.
 pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> Option<Event> {
     let budget = config.context_budget_tokens;
-    if (tokens(&project(system_prompt, events)) as f64) <= config.compact_at * budget as f64 {
+    let now = tokens(&project(system_prompt, events));
+    if (now as f64) <= config.compact_at * budget as f64 {
         return None;
     }
     let (goal_seq, goal) = events.iter().find_map(|s| match &s.event {
@@ -74,11 +82,15 @@ pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> O
     let target = budget / 2;
     let mut chosen = None;
     for &cut in &cuts {
-        let event = compaction(events, goal_seq, cut, &goal);
+        // A summary gets a quarter of the budget (bytes / 4 tokens).
+        let event = compaction(events, goal_seq, cut, &goal, budget as usize);
         let mut with = events.to_vec();
         with.push(Stored { seq: u64::MAX, at_ms: 0, event: event.clone() });
-        chosen = Some(event);
-        if tokens(&project(system_prompt, &with)) <= target {
+        let after = tokens(&project(system_prompt, &with));
+        if after < now {
+            chosen = Some(event);
+        }
+        if after <= target {
             break;
         }
     }
@@ -86,11 +98,11 @@ pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> O
 }
 
 /// The compaction replacing events `goal_seq + 1 ..= through`, summarised from the originals.
-fn compaction(events: &[Stored], goal_seq: u64, through: u64, goal: &str) -> Event {
+fn compaction(events: &[Stored], goal_seq: u64, through: u64, goal: &str, max_bytes: usize) -> Event {
     let covered: Vec<&Stored> =
         events.iter().filter(|s| s.seq > goal_seq && s.seq <= through && !is_compaction(&s.event)).collect();
     Event::Compaction {
-        summary: summarise(&covered, goal_seq + 1, through),
+        summary: summarise(&covered, goal_seq + 1, through, max_bytes),
         replaces_through: through,
         pinned_goal: goal.to_string(),
     }
@@ -100,8 +112,8 @@ fn is_compaction(event: &Event) -> bool {
     matches!(event, Event::Compaction { .. })
 }
 
-/// The summary of `covered` (original events only).
-pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
+/// The summary of `covered` (original events only), at most `max_bytes` long.
+pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize) -> String {
     let mut requests: Vec<String> = Vec::new();
     let mut tools_used: Vec<String> = Vec::new();
     let mut decisions: Vec<String> = Vec::new();
@@ -115,10 +127,10 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
     for stored in covered {
         match &stored.event {
             Event::UserMessage { text } => {
+                // Said again: kept once, where it was said last.
                 let item = guard::clip(text, ITEM_CHARS);
-                if !requests.contains(&item) {
-                    requests.push(item);
-                }
+                requests.retain(|r| *r != item);
+                requests.push(item);
                 open_work = None;
             }
             Event::AssistantMessage { tool_calls, .. } => {
@@ -152,7 +164,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
             Event::ApprovalExpired { call_id } => {
                 decisions.push(format!("write to {} expired undecided", path_of(call_id, &calls)));
             }
-            Event::Answer { text } => answers.push(guard::clip(text, ITEM_CHARS)),
+            Event::Answer { text } => answers.push(guard::clip(text, ANSWER_CHARS)),
             Event::Interrupted { .. } => open_work = Some("the last request was interrupted before an answer".into()),
             Event::Stopped { reason, .. } if reason.as_str() != "answered" => {
                 open_work = Some(format!("the last request stopped without an answer ({})", reason.as_str()));
@@ -164,21 +176,37 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64) -> String {
             | Event::Stopped { .. } => {}
         }
     }
-    let mut out = format!(
-        "Events {from}-{through} summarised by the harness (the log keeps them in full). Tool results are not quoted.\n"
-    );
-    section(&mut out, "Later requests from the user", &requests);
-    section(&mut out, "Tools used", &tools_used);
-    section(&mut out, "Decisions", &decisions);
-    section(&mut out, "Answers given", &answers);
-    section(&mut out, "Open work", &open_work.into_iter().collect::<Vec<_>>());
-    let handles: Vec<String> = handles.into_iter().take(MAX_HANDLES).collect();
-    if !handles.is_empty() {
-        out.push_str(&format!("Handles: {}\n", handles.join(", ")));
+    let open_work: Vec<String> = open_work.into_iter().collect();
+    let handles: Vec<String> = handles.into_iter().collect();
+    // Most recent items first to go last: halve every section until the summary fits.
+    let mut share = 1.0_f64;
+    loop {
+        let keep = |n: usize| ((n as f64 * share).ceil() as usize).max(1);
+        let mut out = format!(
+            "Events {from}-{through} summarised by the harness (the log keeps them in full). Tool results are not quoted.\n"
+        );
+        section(&mut out, "Later requests from the user", last(&requests, keep(MAX_REQUESTS)));
+        section(&mut out, "Tools used", last(&tools_used, keep(MAX_TOOLS)));
+        section(&mut out, "Decisions", last(&decisions, keep(MAX_DECISIONS)));
+        section(&mut out, "Answers given", last(&answers, keep(MAX_ANSWERS)));
+        section(&mut out, "Open work", &open_work);
+        let shown = last(&handles, keep(MAX_HANDLES));
+        if !shown.is_empty() {
+            out.push_str(&format!("Handles: {}\n", shown.join(", ")));
+        }
+        if out.len() <= max_bytes || share < 0.05 {
+            return if out.len() <= max_bytes { out } else { guard::clip(&out, max_bytes) };
+        }
+        share /= 2.0;
     }
-    out
 }
 
+/// The last `n` items.
+fn last(items: &[String], n: usize) -> &[String] {
+    &items[items.len().saturating_sub(n)..]
+}
+
+/// A titled list; tag-like text in an item (an answer may quote a fence) is neutralised.
 fn section(out: &mut String, title: &str, items: &[String]) {
     if items.is_empty() {
         return;
@@ -187,7 +215,7 @@ fn section(out: &mut String, title: &str, items: &[String]) {
     out.push_str(":\n");
     for item in items {
         out.push_str("- ");
-        out.push_str(&item.replace('\n', " "));
+        out.push_str(&guard::fence::neutralize_tags(&item.replace('\n', " ")));
         out.push('\n');
     }
 }

@@ -64,9 +64,14 @@ pub fn fingerprint(config: &Config) -> String {
 pub fn started(config: &Config, model: &str) -> event::Event {
     event::Event::SessionStarted {
         model: model.to_string(),
-        workspace: config.workspace.display().to_string(),
+        workspace: workspace_of(config),
         config_fingerprint: fingerprint(config),
     }
+}
+
+/// The workspace a session is tied to: the configured folder, absolute and resolved.
+pub fn workspace_of(config: &Config) -> String {
+    std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone()).display().to_string()
 }
 
 /// Starts a session pinned to `model` and returns its id.

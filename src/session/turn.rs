@@ -334,12 +334,10 @@ impl<W: Write> Turn<'_, W> {
         self.result(call, outcome, started.elapsed().as_millis())
     }
 
-    /// Decides a pending write when the log or the configuration can; otherwise pauses.
+    /// Decides a pending write when the log or the configuration can; otherwise pauses. A
+    /// session grant or a configured approver decides at once; only a request left waiting for
+    /// a person can expire.
     fn decide(&mut self, events: &[Stored], pending: Pending<'_>) -> Result<Option<TurnEnd>, LogError> {
-        if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) {
-            self.expire(pending)?;
-            return Ok(None);
-        }
         if let Some((prefix, seq)) = state::covering_grant(events, pending.path) {
             let by = format!("the session grant for {prefix} (event {seq})");
             self.verdict(pending, Verdict::Allow(Scope::Once), &by)?;
@@ -354,6 +352,9 @@ impl<W: Write> Turn<'_, W> {
             }
         };
         match self.undecided {
+            Undecided::Pause if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) => {
+                self.expire(pending)?;
+            }
             Undecided::Pause => {
                 return Ok(Some(TurnEnd::AwaitingApproval {
                     call_id: pending.call.record.id.clone(),

@@ -176,6 +176,13 @@ impl Workspace {
             let _ = dir.remove_file(&temp);
             return Err(FileError::Failed(format!("cannot write {path}: {e}")));
         }
+        // The note is in place; syncing its folder makes the rename survive a power loss. A
+        // failure here does not undo the write, so it is only logged.
+        let mut read_only = OpenOptions::new();
+        read_only.read(true);
+        if let Err(e) = dir.open_with(".", &read_only).and_then(|folder| folder.sync_all()) {
+            tracing::warn!("wrote {path} but could not sync its folder: {e}");
+        }
         Ok(content.len())
     }
 }
