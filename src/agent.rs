@@ -147,3 +147,13 @@ impl Harness {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A server shares one harness between its workers.
+    #[test]
+    fn the_harness_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Harness>();
+    }
+}

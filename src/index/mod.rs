@@ -8,7 +8,10 @@ pub mod query;
 pub mod walk;
 
 use cap_std::fs::Dir;
-use rusqlite::{Connection, params};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{Connection, MAIN_DB, params};
 
 use crate::guard::{self, redact};
 
@@ -68,8 +71,11 @@ pub struct Stats {
 
 /// The built index.
 pub struct Index {
-    /// In-memory database holding the `sections` FTS5 table.
-    conn: Connection,
+    /// In-memory databases holding the `sections` FTS5 table: the one built, then read-only
+    /// copies (see [`Index::with_readers`]), so searches from several threads run side by side.
+    conns: Vec<Mutex<Connection>>,
+    /// Where a search waits when every copy is busy.
+    next: AtomicUsize,
     /// Files skipped while walking, with reasons.
     pub warnings: Vec<String>,
     /// What was indexed.
@@ -102,18 +108,52 @@ struct Row {
 }
 
 impl Index {
+    /// The database being built (only while this `Index` is owned alone).
+    fn built(&mut self) -> &mut Connection {
+        self.conns[0].get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A free database to search, or (all busy) the next one in turn.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        for conn in &self.conns {
+            if let Ok(guard) = conn.try_lock() {
+                return guard;
+            }
+        }
+        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
+        self.conns[at].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The index with `n` databases in all: read-only copies of the built one, so `n` threads
+    /// (a server's workers) can search at once. The copies share nothing, so memory grows by the
+    /// database's size for each.
+    pub fn with_readers(mut self, n: usize) -> Result<Index, IndexError> {
+        let bytes = self.built().serialize(MAIN_DB)?.to_vec();
+        while self.conns.len() < n.max(1) {
+            let mut copy = Connection::open_in_memory()?;
+            copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), true)?;
+            self.conns.push(Mutex::new(copy));
+        }
+        Ok(self)
+    }
+
     /// An index with no documents (a workspace without `docs/`).
     pub fn empty() -> Result<Index, IndexError> {
         let conn = Connection::open_in_memory()?;
         create_schema(&conn)?;
-        Ok(Index { conn, warnings: Vec::new(), stats: Stats::default() })
+        Ok(Index {
+            conns: vec![Mutex::new(conn)],
+            next: AtomicUsize::new(0),
+            warnings: Vec::new(),
+            stats: Stats::default(),
+        })
     }
 
     /// Walks `docs`, chunks every Markdown file and indexes the sections. Reading and
     /// chunking run on a second thread while this one inserts, so the two overlap.
     pub fn build(docs: &Dir, max_file_bytes: u64) -> Result<Index, IndexError> {
         let mut index = Index::empty()?;
-        index.conn.execute_batch(BULK_LOAD_SETTINGS)?;
+        index.built().execute_batch(BULK_LOAD_SETTINGS)?;
         if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
             // Small docs: a second thread (and its allocator arena) costs more than it saves.
             let walk = walk::walk_docs(docs, max_file_bytes);
@@ -142,7 +182,7 @@ impl Index {
     /// Inserts every file's rows as they arrive, in one transaction.
     fn insert_all(&mut self, rx: impl IntoIterator<Item = (String, Vec<Row>)>) -> Result<Stats, IndexError> {
         let mut stats = Stats::default();
-        let tx = self.conn.transaction()?;
+        let tx = self.built().transaction()?;
         {
             let mut insert = tx.prepare(
                 "INSERT INTO sections (heading, body, path, anchor, start_line, end_line, cut_before, cut_after) \
@@ -175,11 +215,12 @@ impl Index {
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
     /// A long section is indexed as several windows; only its best window is returned.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
-        let terms = prune::selective(&self.conn, query::terms(text), self.stats.sections)?;
+        let conn = self.reader();
+        let terms = prune::selective(&conn, query::terms(text), self.stats.sections)?;
         let Some(fts) = query::expression(&terms) else {
             return Ok(Vec::new());
         };
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(
             "SELECT path, anchor, heading, start_line, end_line, body, cut_before, cut_after, \
                     bm25(sections, ?3, 1.0) AS rank \
              FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2",
@@ -302,5 +343,33 @@ mod tests {
             assert_eq!(joined, body.split_whitespace().collect::<String>(), "nothing lost");
         }
         assert!(windows(&lines, 2_000).iter().all(|(o, _)| *o == 0 || lines.as_bytes()[o - 1] == b'\n'));
+    }
+}
+
+#[cfg(test)]
+mod reader_tests {
+    use super::*;
+
+    #[test]
+    fn read_only_copies_answer_like_the_original_from_many_threads() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("refunds.md"), "# Refunds\n\n## Window\n\nRefunds within 14 days.\n")
+            .expect("write doc");
+        let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
+        let index = Index::build(&docs, 1 << 20).expect("build").with_readers(3).expect("copies");
+        assert_eq!(index.conns.len(), 3);
+        let expected = index.search("refund window", 3).expect("search");
+        assert!(!expected.is_empty());
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| {
+                    for _ in 0..50 {
+                        let hits = index.search("refund window", 3).expect("search");
+                        assert_eq!(hits.len(), expected.len());
+                        assert_eq!(hits[0].anchor, expected[0].anchor);
+                    }
+                });
+            }
+        });
     }
 }
