@@ -24,6 +24,7 @@ fn event(i: usize) -> Event {
                 name: "search_docs".into(),
                 arguments: format!("{{\"query\":\"q{i}\"}}"),
             }],
+            usage: None,
         },
         _ => Event::ToolResult {
             call_id: format!("c{}", i - 1),

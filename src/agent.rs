@@ -12,7 +12,7 @@ use crate::session::{
     self,
     cancel::Cancel,
     event::Event,
-    store::{Log, LogError},
+    store::{Log, LogError, Stored},
     turn::{Turn, TurnEnd, TurnError, Undecided},
 };
 use crate::skills::Skills;
@@ -49,9 +49,10 @@ pub struct Run {
     pub stop: Stop,
     /// Model calls made.
     pub steps: u32,
-    /// The stored text of every event of the run's session, for checks that no secret reached
-    /// the log.
-    pub session_log: Vec<String>,
+    /// The run's ephemeral session (held in memory, never stored).
+    pub session: String,
+    /// Every event of that session, as stored: scrubbed.
+    pub events: Vec<Stored>,
 }
 
 /// Why a question could not be answered at all.
@@ -133,11 +134,11 @@ impl Harness {
             on_text: None,
         };
         let end = turn.drive(&mut Cancel::never()).await;
-        let session_log = log.raw_bodies(&session).map_err(log_error)?;
+        let events = log.events_after(&session, 0).map_err(log_error)?;
         match end {
-            Ok(TurnEnd::Answered { answer, steps }) => Ok(Run { answer, stop: Stop::Answered, steps, session_log }),
+            Ok(TurnEnd::Answered { answer, steps }) => Ok(Run { answer, stop: Stop::Answered, steps, session, events }),
             Ok(TurnEnd::Stopped { reason, message, steps }) => {
-                Ok(Run { answer: message, stop: reason, steps, session_log })
+                Ok(Run { answer: message, stop: reason, steps, session, events })
             }
             Ok(TurnEnd::AwaitingApproval { .. } | TurnEnd::Idle) => {
                 Err(AskError::Setup("the one-shot question ended without an answer or a stop".into()))

@@ -31,6 +31,8 @@ pub enum Approver {
     AskOnTerminal,
     /// Anything else: deny.
     Never,
+    /// A one-shot question over HTTP: nobody can be asked, and writes belong in sessions.
+    NotInOneShot,
 }
 
 impl Approver {
@@ -52,6 +54,9 @@ impl Approver {
             Approver::Never => {
                 Err(Denied("write not approved: APPROVE is not `yes` and there is no terminal to ask".into()))
             }
+            Approver::NotInOneShot => Err(Denied(
+                "write not approved: a one-shot question cannot write; start a session (POST /v1/sessions) to have writes approved".into(),
+            )),
             Approver::AskOnTerminal => {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();

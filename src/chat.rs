@@ -74,7 +74,7 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
         }
         let mut events = vec![Event::UserMessage { text: text.to_string() }];
         if unstarted {
-            events.insert(0, session::started(&desk.harness.config, &model.name()));
+            events.insert(0, session::started(&desk.harness.config, &model.name(), None));
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;

@@ -125,6 +125,16 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Serve the HTTP API (and its web page) for support teams: tokens, roles and limits come
+    /// from the [serve] section of docs-agent.toml. SIGTERM or Ctrl-C stops accepting, interrupts
+    /// running turns (they can be resumed) and exits 0.
+    Serve {
+        /// Address to listen on (default: serve.listen, 127.0.0.1:8080) [env: DOCS_AGENT_LISTEN]
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
+    HashToken,
     /// Run the eval and red-team pack (evals/*.toml): a table per category, JUnit and JSON.
     ///
     /// With the built-in models every case must pass; with a real model (`--model URL`, or a

@@ -25,6 +25,67 @@ pub struct Config {
     pub allowed_link_hosts: Vec<String>,
     /// Durable sessions: where the log lives, how long approvals wait, when to compact.
     pub session: SessionConfig,
+    /// `docs-agent serve`: address, tokens and limits.
+    pub serve: ServeConfig,
+}
+
+/// The HTTP service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    pub listen: String,
+    /// Who may call the API: one entry per bearer token, stored as its SHA-256.
+    pub tokens: Vec<TokenConfig>,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Seconds one request may take (a streamed reply: until its first byte).
+    pub request_timeout_secs: u64,
+    /// Requests handled at once; more are refused at once with 503 and Retry-After.
+    pub max_concurrent: usize,
+    /// Requests per minute for one principal; more get 429 with Retry-After.
+    pub rate_per_minute: u32,
+    /// Sessions with activity in the last `session_idle_secs` that may exist at once.
+    pub max_open_sessions: usize,
+    /// A session idle this long no longer counts as open.
+    pub session_idle_secs: u64,
+    /// May an approver decide a write asked for in their own session?
+    pub allow_self_approval: bool,
+}
+
+/// One API token.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Who the token speaks for; sessions belong to it.
+    pub principal: String,
+    /// The token's SHA-256, in hex (`docs-agent hash-token` prints it); the token itself is never stored.
+    pub sha256: String,
+    /// What it may do.
+    pub roles: Vec<Role>,
+}
+
+/// What a principal may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Ask, search, hold sessions.
+    Ask,
+    /// Decide pending writes.
+    Approve,
+    /// Read metrics; also ask.
+    Admin,
+}
+
+impl Role {
+    /// The name used in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Ask => "ask",
+            Role::Approve => "approve",
+            Role::Admin => "admin",
+        }
+    }
 }
 
 /// Durable sessions.
@@ -99,6 +160,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
     ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
+    ("DOCS_AGENT_LISTEN", "serve.listen"),
 ];
 
 /// The longest an approval request may wait: 30 days.
@@ -196,6 +258,31 @@ impl Config {
                 self.session.context_budget_tokens
             )));
         }
+        for (i, token) in self.serve.tokens.iter().enumerate() {
+            let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex {
+                return Err(ConfigError(format!(
+                    "serve.tokens[{i}] ({}): sha256 must be 64 hex digits; `docs-agent hash-token` prints it for a token",
+                    token.principal
+                )));
+            }
+            if token.principal.trim().is_empty() || token.roles.is_empty() {
+                return Err(ConfigError(format!(
+                    "serve.tokens[{i}] needs a principal and at least one role (ask, approve, admin)"
+                )));
+            }
+        }
+        for (key, value) in [
+            ("serve.max_body_bytes", self.serve.max_body_bytes as u64),
+            ("serve.request_timeout_secs", self.serve.request_timeout_secs),
+            ("serve.max_concurrent", self.serve.max_concurrent as u64),
+            ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
+            ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
+        ] {
+            if value == 0 {
+                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
+            }
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
         }
@@ -249,6 +336,15 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("session.approval_ttl_secs", 3600_i64.into()),
         ("session.context_budget_tokens", 8192_i64.into()),
         ("session.compact_at", 0.75_f64.into()),
+        ("serve.listen", "127.0.0.1:8080".into()),
+        ("serve.tokens", Vec::<config::Value>::new().into()),
+        ("serve.max_body_bytes", 65_536_i64.into()),
+        ("serve.request_timeout_secs", 120_i64.into()),
+        ("serve.max_concurrent", 64_i64.into()),
+        ("serve.rate_per_minute", 600_i64.into()),
+        ("serve.max_open_sessions", 1000_i64.into()),
+        ("serve.session_idle_secs", 86_400_i64.into()),
+        ("serve.allow_self_approval", false.into()),
     ];
     let mut builder = config::Config::builder();
     for (key, value) in pairs {

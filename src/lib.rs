@@ -33,6 +33,7 @@ pub mod guard;
 pub mod index;
 pub mod model;
 pub mod prompt;
+pub mod serve;
 pub mod session;
 pub mod sessions;
 pub mod skills;

@@ -48,6 +48,8 @@ fn run(cli: Cli) -> Result<Exit, Failure> {
             docs_agent::chat::chat(desk, session, global.model.clone())
         }
         Some(Command::Sessions { action }) => sessions(&global, action),
+        Some(Command::Serve { listen }) => serve(&global, listen),
+        Some(Command::HashToken) => hash_token(),
         None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
@@ -104,6 +106,62 @@ fn sessions(global: &docs_agent::cli::Global, action: SessionsAction) -> Result<
             sessions::continue_turn(&mut desk(global)?, &id, Some((decision, call)), repin)
         }
     }
+}
+
+fn serve(global: &docs_agent::cli::Global, listen: Option<String>) -> Result<Exit, Failure> {
+    use std::sync::Arc;
+    let mut config = load_config(global)?;
+    if let Some(listen) = listen {
+        config.serve.listen = listen;
+    }
+    if config.serve.tokens.is_empty() {
+        return Err((
+            Exit::Usage,
+            "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to docs-agent.toml; \
+             `docs-agent hash-token` prints the sha256 of a token"
+                .into(),
+        ));
+    }
+    let listen = config.serve.listen.clone();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut harness = open(config)?;
+    harness.index = harness.index.with_readers(workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let state = Arc::new(docs_agent::serve::AppState::new(harness));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(docs_agent::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
+    Ok(Exit::Ok)
+}
+
+/// Completes on SIGTERM (a container stop) or Ctrl-C.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn hash_token() -> Result<Exit, Failure> {
+    let mut token = String::new();
+    std::io::stdin()
+        .read_line(&mut token)
+        .map_err(|e| (Exit::Failure, format!("cannot read the token from stdin: {e}")))?;
+    let token = token.trim();
+    if token.len() < 16 {
+        return Err((Exit::Usage, "a token must be at least 16 characters (e.g. `openssl rand -hex 24`)".into()));
+    }
+    println!("{}", docs_agent::serve::auth::hash(token));
+    Ok(Exit::Ok)
 }
 
 fn open(config: Config) -> Result<Harness, Failure> {

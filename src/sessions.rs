@@ -151,7 +151,7 @@ impl Desk {
         call: Option<&str>,
         verdict: Verdict,
     ) -> Result<(), VerdictError> {
-        self.turn(id, model, Undecided::Pause, None).record_verdict(call, verdict)
+        self.turn(id, model, Undecided::Pause, None).record_verdict(call, verdict, "user")
     }
 }
 
@@ -314,20 +314,9 @@ fn verdict(desk: &Desk, id: &str, decision: Decision, call: Option<&str>) -> Res
         Decision::Approve { scope: ScopeArg::Once, .. } => return Ok(Verdict::Allow(Scope::Once)),
         Decision::Approve { scope: ScopeArg::Session, prefix } => prefix,
     };
-    let folder = pending.path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
-    let prefix = prefix.as_deref().unwrap_or(folder).trim_end_matches('/');
-    let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
-    if !(clean && state::covers(prefix, pending.path) && (prefix == "notes" || prefix.starts_with("notes/"))) {
-        return Err((
-            Exit::Usage,
-            format!(
-                "--prefix `{}` must be a folder under notes/ that holds the requested file {}",
-                guard::clip(prefix, 120),
-                pending.path
-            ),
-        ));
-    }
-    Ok(Verdict::Allow(Scope::Session { prefix: format!("{prefix}/") }))
+    state::session_scope(pending.path, prefix.as_deref())
+        .map(Verdict::Allow)
+        .map_err(|e| (Exit::Usage, format!("--prefix: {e}")))
 }
 
 /// Prints how a turn ended and picks the exit code.
@@ -371,11 +360,11 @@ pub fn awaiting(id: &str, call_id: &str, path: &str, content: &str) -> String {
 fn describe(event: &Event) -> String {
     let one = |t: &str| guard::clip(&t.replace('\n', " "), SHOW_CHARS);
     match event {
-        Event::SessionStarted { model, workspace, config_fingerprint } => {
+        Event::SessionStarted { model, workspace, config_fingerprint, .. } => {
             format!("model {model}, workspace {workspace}, config {config_fingerprint}")
         }
         Event::UserMessage { text } | Event::Answer { text } => one(text),
-        Event::AssistantMessage { text, tool_calls } => {
+        Event::AssistantMessage { text, tool_calls, .. } => {
             let calls: Vec<String> = tool_calls.iter().map(|c| format!("{} {}", c.name, one(&c.arguments))).collect();
             if calls.is_empty() { one(text) } else { format!("{} {}", one(text), calls.join("; ")).trim().to_string() }
         }

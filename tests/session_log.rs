@@ -13,7 +13,7 @@ fn call(id: &str) -> CallRecord {
 }
 
 fn assistant(ids: &[&str]) -> Event {
-    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect() }
+    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect(), usage: None }
 }
 
 fn result(id: &str) -> Event {
@@ -67,6 +67,7 @@ fn a_secret_in_a_user_message_never_reaches_the_log() {
         Event::AssistantMessage {
             text: format!("key {secret}"),
             tool_calls: vec![CallRecord { id: "c".into(), name: "write_file".into(), arguments: secret.into() }],
+            usage: None,
         },
     )
     .expect("append");
@@ -160,6 +161,7 @@ fn turn(log: &mut Log, i: usize) {
                 name: "search_docs".into(),
                 arguments: format!("{{\"query\":\"topic {i}\"}}"),
             }],
+            usage: None,
         },
         Event::ToolResult {
             call_id: id,
@@ -169,7 +171,7 @@ fn turn(log: &mut Log, i: usize) {
             ),
             decision: "allowed".into(),
         },
-        Event::AssistantMessage { text: format!("answer {i}"), tool_calls: Vec::new() },
+        Event::AssistantMessage { text: format!("answer {i}"), tool_calls: Vec::new(), usage: None },
         Event::Answer { text: format!("answer {i}") },
         Event::Stopped { reason: StopReason::Answered, detail: String::new() },
     ] {

@@ -137,7 +137,12 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
             stop: run.stop.as_str().to_string(),
             answer: if run.stop == Stop::Answered { run.answer } else { String::new() },
             trace,
-            session_log: run.session_log.join("\n"),
+            session_log: run
+                .events
+                .iter()
+                .map(|s| serde_json::to_string(&s.event).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n"),
         },
         Err(AskError::Model(_)) => {
             Asked { stop: "model_error".to_string(), answer: String::new(), trace, session_log: String::new() }

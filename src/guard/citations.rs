@@ -32,6 +32,17 @@ pub fn handles_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
         .map(|c| c[1].replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
 }
 
+/// Every `docs/…md[#anchor]` the answer cites, in order, once each.
+pub fn cited(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in CITATION.find_iter(answer) {
+        if !out.iter().any(|c| c == m.as_str()) {
+            out.push(m.as_str().to_string());
+        }
+    }
+    out
+}
+
 /// Marks every cited docs file that is not in `retrieved`.
 pub fn mark_unverified<'a>(answer: &'a str, retrieved: &BTreeSet<String>) -> Cow<'a, str> {
     let unverified: Vec<_> = CITATION

@@ -173,6 +173,14 @@ impl Model {
         }
     }
 
+    /// Can the model answer? Built-in models always can; a server is asked for its models.
+    pub async fn ready(&self) -> Result<(), ModelError> {
+        match self {
+            Model::OpenAi(client) => client.ping().await,
+            Model::Builtin(_) => Ok(()),
+        }
+    }
+
     /// The model's name, for traces.
     pub fn name(&self) -> String {
         match self {

@@ -60,6 +60,26 @@ impl Client {
         })
     }
 
+    /// Asks the server for its model list (`GET {base}/models`): is it up, and does it have
+    /// this model? Used by readiness checks.
+    pub async fn ping(&self) -> Result<(), ModelError> {
+        let url = self.url.replace("/chat/completions", "/models");
+        let mut request = self.http.get(&url).timeout(Duration::from_secs(3));
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response =
+            request.send().await.map_err(|e| ModelError::Unreachable { url: url.clone(), detail: root_cause(&e) })?;
+        if !response.status().is_success() {
+            return Err(ModelError::Http { url, status: response.status().as_u16(), body: String::new() });
+        }
+        let body = response.text().await.unwrap_or_default();
+        if !body.contains(&format!("\"{}\"", self.model)) {
+            return Err(ModelError::UnknownModel { model: self.model.clone(), detail: "not in GET /models".into() });
+        }
+        Ok(())
+    }
+
     /// The model name.
     pub fn model(&self) -> &str {
         &self.model

@@ -17,6 +17,15 @@ pub struct CallRecord {
     pub arguments: String,
 }
 
+/// Tokens one model call used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Tokens {
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Completion tokens.
+    pub completion: u64,
+}
+
 /// How far an approval reaches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -77,6 +86,9 @@ pub enum Event {
         workspace: String,
         /// A fingerprint of the configuration the session started with.
         config_fingerprint: String,
+        /// Who owns it, for sessions made over HTTP (none for the local CLI).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<String>,
     },
     /// The person said something.
     UserMessage {
@@ -89,6 +101,9 @@ pub enum Event {
         text: String,
         /// The tools it asked for.
         tool_calls: Vec<CallRecord>,
+        /// Tokens the call used, when the server said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Tokens>,
     },
     /// A tool ran (or was refused) for one call.
     ToolResult {
@@ -169,11 +184,15 @@ impl Event {
     pub fn scrubbed(self) -> Event {
         let s = |t: String| guard::scrub(&t).into_owned();
         match self {
-            Event::SessionStarted { model, workspace, config_fingerprint } => {
-                Event::SessionStarted { model: s(model), workspace: s(workspace), config_fingerprint }
-            }
+            Event::SessionStarted { model, workspace, config_fingerprint, principal } => Event::SessionStarted {
+                model: s(model),
+                workspace: s(workspace),
+                config_fingerprint,
+                principal: principal.map(s),
+            },
             Event::UserMessage { text } => Event::UserMessage { text: s(text) },
-            Event::AssistantMessage { text, tool_calls } => Event::AssistantMessage {
+            Event::AssistantMessage { text, tool_calls, usage } => Event::AssistantMessage {
+                usage,
                 text: s(text),
                 tool_calls: tool_calls
                     .into_iter()

@@ -60,12 +60,13 @@ pub fn fingerprint(config: &Config) -> String {
     format!("{hash:016x}")
 }
 
-/// The event a session pinned to `model` starts with.
-pub fn started(config: &Config, model: &str) -> event::Event {
+/// The event a session pinned to `model` starts with (owned by `principal` over HTTP).
+pub fn started(config: &Config, model: &str, principal: Option<&str>) -> event::Event {
     event::Event::SessionStarted {
         model: model.to_string(),
         workspace: workspace_of(config),
         config_fingerprint: fingerprint(config),
+        principal: principal.map(str::to_string),
     }
 }
 
@@ -77,6 +78,6 @@ pub fn workspace_of(config: &Config) -> String {
 /// Starts a session pinned to `model` and returns its id.
 pub fn start(log: &mut store::Log, config: &Config, model: &str) -> Result<String, store::LogError> {
     let id = new_id();
-    log.append(&id, started(config, model))?;
+    log.append(&id, started(config, model, None))?;
     Ok(id)
 }

@@ -39,7 +39,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
                 close(&mut open, &mut out, NO_RESULT);
                 out.push(Message::User(text.clone()));
             }
-            Event::AssistantMessage { text, tool_calls } => {
+            Event::AssistantMessage { text, tool_calls, .. } => {
                 close(&mut open, &mut out, NO_RESULT);
                 open = tool_calls.iter().map(|c| c.id.clone()).collect();
                 out.push(Message::Assistant {

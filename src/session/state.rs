@@ -84,7 +84,7 @@ pub fn next(events: &[Stored]) -> Next<'_> {
     let Some(at) = turn.iter().rposition(|s| matches!(s.event, Event::AssistantMessage { .. })) else {
         return Next::CallModel { steps: 0 };
     };
-    let Event::AssistantMessage { text, tool_calls } = &turn[at].event else {
+    let Event::AssistantMessage { text, tool_calls, .. } = &turn[at].event else {
         return Next::CallModel { steps };
     };
     let after = &turn[at + 1..];
@@ -138,12 +138,36 @@ pub fn covers(prefix: &str, path: &str) -> bool {
     !prefix.is_empty() && (path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/')))
 }
 
+/// The scope of "allow for this session" for a write to `path`: `prefix` (default: the file's
+/// folder) must be a clean folder under notes/ that holds the file.
+pub fn session_scope(path: &str, prefix: Option<&str>) -> Result<Scope, String> {
+    let folder = path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
+    let prefix = prefix.unwrap_or(folder).trim_end_matches('/');
+    let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+    if clean && covers(prefix, path) && (prefix == "notes" || prefix.starts_with("notes/")) {
+        Ok(Scope::Session { prefix: format!("{prefix}/") })
+    } else {
+        Err(format!(
+            "the prefix `{}` must be a folder under notes/ that holds the requested file {path}",
+            crate::guard::clip(prefix, 120)
+        ))
+    }
+}
+
 /// The model a session uses: the latest re-pin, else the one it started with.
 pub fn pinned_model(events: &[Stored]) -> Option<&str> {
     events.iter().rev().find_map(|s| match &s.event {
         Event::ModelPinned { model } | Event::SessionStarted { model, .. } => Some(model.as_str()),
         _ => None,
     })
+}
+
+/// The principal that owns the session (sessions made over HTTP), if any.
+pub fn owner(events: &[Stored]) -> Option<&str> {
+    match events.first().map(|s| &s.event) {
+        Some(Event::SessionStarted { principal, .. }) => principal.as_deref(),
+        _ => None,
+    }
 }
 
 /// The session's status, for listings and the API.

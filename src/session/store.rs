@@ -217,6 +217,15 @@ impl Log {
         Ok(out)
     }
 
+    /// How many sessions had an event at or after `since_ms`.
+    pub fn active_since(&self, since_ms: u64) -> Result<usize, LogError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COUNT(*) FROM (SELECT session FROM events GROUP BY session HAVING MAX(at_ms) >= ?1)",
+        )?;
+        let n: i64 = stmt.query_row([since_ms as i64], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
     /// The ids of every session in the log.
     pub fn sessions(&self) -> Result<Vec<String>, LogError> {
         let mut stmt = self.conn.prepare_cached("SELECT DISTINCT session FROM events ORDER BY session")?;

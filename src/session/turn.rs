@@ -16,7 +16,7 @@ use crate::trace::Trace;
 
 use super::cancel::Cancel;
 use super::compact;
-use super::event::{CallRecord, Event, Scope, StopReason};
+use super::event::{CallRecord, Event, Scope, StopReason, Tokens};
 use super::projection::project;
 use super::state::{self, Call, Next, Pending};
 use super::store::{Log, LogError, Stored};
@@ -185,9 +185,7 @@ impl<W: Write> Turn<'_, W> {
                     let messages = project(&self.harness.system_prompt, &events);
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
                     match self.call_model(&messages, &specs, deadline, cancel).await {
-                        Called::Reply(reply) => {
-                            self.record_reply(&toolbox, next_seq, reply.content, reply.tool_calls, steps + 1)?
-                        }
+                        Called::Reply(reply) => self.record_reply(&toolbox, next_seq, reply, steps + 1)?,
                         Called::Failed(error) => {
                             self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
                             return Err(TurnError::Model(error));
@@ -214,7 +212,7 @@ impl<W: Write> Turn<'_, W> {
 
     /// Records a person's decision on the pending write (`call_id`, when given, must be it).
     /// Refuses when nothing waits, or when the request has expired (the expiry is recorded).
-    pub fn record_verdict(&mut self, call_id: Option<&str>, verdict: Verdict) -> Result<(), VerdictError> {
+    pub fn record_verdict(&mut self, call_id: Option<&str>, verdict: Verdict, by: &str) -> Result<(), VerdictError> {
         let events = self.log.events_after(self.session, 0)?;
         let pending = match state::next(&events) {
             Next::Decide(pending) if call_id.is_none_or(|id| id == pending.call.record.id) => pending,
@@ -235,7 +233,7 @@ impl<W: Write> Turn<'_, W> {
                 pending.path
             )));
         }
-        Ok(self.verdict(pending, verdict, "user")?)
+        Ok(self.verdict(pending, verdict, by)?)
     }
 
     async fn call_model(
@@ -276,13 +274,13 @@ impl<W: Write> Turn<'_, W> {
         &mut self,
         toolbox: &Toolbox<'_>,
         seq: u64,
-        text: String,
-        calls: Vec<crate::model::ToolCall>,
+        reply: crate::model::Reply,
         step: u32,
     ) -> Result<(), LogError> {
         let allowed = self.harness.config.limits.max_tool_calls_per_step as usize;
         let mut early = Vec::new();
-        let tool_calls: Vec<CallRecord> = calls
+        let tool_calls: Vec<CallRecord> = reply
+            .tool_calls
             .into_iter()
             .take(allowed + 1)
             .enumerate()
@@ -297,7 +295,8 @@ impl<W: Write> Turn<'_, W> {
                 record
             })
             .collect();
-        let mut events = vec![Event::AssistantMessage { text, tool_calls }];
+        let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
+        let mut events = vec![Event::AssistantMessage { text: reply.content, tool_calls, usage }];
         events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
             call_id: record.id.clone(),
             text: outcome.text.clone(),

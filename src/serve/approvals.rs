@@ -1,0 +1,194 @@
+//! Pending writes over HTTP: approvers list them and decide (allow once, allow for the session
+//! under a folder, deny). Never on a request from their own session, unless
+//! `serve.allow_self_approval`. A decision is an event; the turn then goes on in its own task.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::AppState;
+use super::auth::Principal;
+use super::error::ApiError;
+use super::turns::{self, Start};
+use crate::config::Role;
+use crate::session::event::Scope;
+use crate::session::state::{self, Next};
+use crate::session::store::Stored;
+use crate::session::turn::{Turn, Undecided, Verdict, VerdictError};
+use crate::tools::Toolbox;
+use crate::trace::Trace;
+
+/// A write waiting for a decision.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pending {
+    /// `{session}.{call}`: what `POST /v1/approvals/{id}` takes.
+    pub id: String,
+    /// The session.
+    pub session_id: String,
+    /// Who owns the session.
+    pub principal: Option<String>,
+    /// Where the model wants to write.
+    pub path: String,
+    /// What (scrubbed).
+    pub content: String,
+    /// When it was asked (ms since the epoch).
+    pub requested_at_ms: u64,
+    /// When it expires undecided.
+    pub expires_at_ms: u64,
+}
+
+/// The write session `id` waits for, if any.
+pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending> {
+    let Next::Decide(p) = state::next(events) else {
+        return None;
+    };
+    let ttl_ms = state.harness.config.session.approval_ttl_secs.saturating_mul(1000);
+    Some(Pending {
+        id: format!("{id}.{}", p.call.record.id),
+        session_id: id.to_string(),
+        principal: state::owner(events).map(str::to_string),
+        path: p.path.to_string(),
+        content: Toolbox::plan_write(&p.call.record.arguments).map(|r| r.content).unwrap_or_default(),
+        requested_at_ms: p.requested_at_ms,
+        expires_at_ms: p.requested_at_ms.saturating_add(ttl_ms),
+    })
+}
+
+/// `GET /v1/approvals` query.
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    /// Only `pending` is kept: decided writes are in each session's events.
+    pub state: Option<String>,
+}
+
+/// `GET /v1/approvals?state=pending` (approvers).
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let result = (|| {
+        principal.require(Role::Approve)?;
+        if query.state.as_deref().is_some_and(|s| s != "pending") {
+            return Err(ApiError::bad_request("state must be `pending` (decided writes are in each session's events)"));
+        }
+        let log = state.log()?;
+        let mut out = Vec::new();
+        for id in log.sessions()? {
+            let events = log.events_after(&id, 0)?;
+            if state::owner(&events).is_some() {
+                out.extend(pending(&state, &id, &events));
+            }
+        }
+        Ok(json!({"approvals": out}))
+    })();
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/approvals/{id}` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecideBody {
+    /// `once`, `session` or `deny`.
+    pub decision: String,
+    /// For `session`: the folder later writes may go to (default: the requested file's).
+    pub prefix: Option<String>,
+    /// For `deny`: why (the model is told).
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/approvals/{id}`: records the decision, then the session's turn goes on.
+pub async fn decide(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(approval): Path<String>,
+    body: Result<Json<DecideBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let result = (|| {
+        principal.require(Role::Approve)?;
+        let Json(body) = body.map_err(|e| ApiError::body(e, "{\"decision\": \"once|session|deny\"}"))?;
+        let (session, call) = approval.split_once('.').ok_or_else(|| ApiError::not_found("approval"))?;
+        if crate::session::check_id(session).is_err() {
+            return Err(ApiError::not_found("approval"));
+        }
+        let mut log = state.log()?;
+        let _lock = log.lock(session).map_err(|e| ApiError::conflict("session_busy", e.to_string()))?;
+        let events = log.events_after(session, 0)?;
+        let Some(waiting) = pending(&state, session, &events).filter(|p| p.id == approval) else {
+            return Err(ApiError::not_found("pending approval"));
+        };
+        if waiting.principal.as_deref() == Some(principal.name.as_str())
+            && !state.harness.config.serve.allow_self_approval
+        {
+            return Err(ApiError::forbidden(format!(
+                "{} cannot decide a write asked for in their own session (serve.allow_self_approval)",
+                principal.name
+            )));
+        }
+        let verdict = verdict(&body, &waiting.path)?;
+        let outcome = match &verdict {
+            Verdict::Allow(_) => "granted",
+            Verdict::Deny(_) => "denied",
+        };
+        let model = state.model(state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model))?;
+        let mut trace = Trace::new(std::io::sink(), 200);
+        let recorded = Turn {
+            harness: &state.harness,
+            model: &model,
+            log: &mut log,
+            session,
+            trace: &mut trace,
+            undecided: Undecided::Pause,
+            on_text: None,
+        }
+        .record_verdict(Some(call), verdict, &format!("approver {}", principal.name));
+        match recorded {
+            Ok(()) => state.metrics.approval(outcome),
+            Err(VerdictError::Expired(message)) => {
+                state.metrics.approval("expired");
+                return Err(ApiError::conflict("expired", message));
+            }
+            Err(VerdictError::NothingWaits(message)) => return Err(ApiError::conflict("not_pending", message)),
+            Err(VerdictError::Log(e)) => return Err(e.into()),
+        }
+        Ok((session.to_string(), outcome))
+    })();
+    let (session, outcome) = match result {
+        Ok(done) => done,
+        Err(e) => return e.into_response(),
+    };
+    // The turn goes on without this request waiting for it; its outcome is in the events.
+    let continued = state.clone();
+    let id = session.clone();
+    tokio::spawn(async move {
+        if let Err(e) = turns::run(continued, id.clone(), Start::Continue).await {
+            eprintln!("docs-agent: continuing session {id} after a decision: {}", e.message);
+        }
+    });
+    (StatusCode::OK, Json(json!({"approval_id": approval, "session_id": session, "decision": outcome}))).into_response()
+}
+
+fn verdict(body: &DecideBody, path: &str) -> Result<Verdict, ApiError> {
+    match body.decision.as_str() {
+        "once" => Ok(Verdict::Allow(Scope::Once)),
+        "deny" => Ok(Verdict::Deny(format!(
+            "write not approved: {}",
+            body.reason.as_deref().unwrap_or("the approver declined")
+        ))),
+        "session" => {
+            state::session_scope(path, body.prefix.as_deref()).map(Verdict::Allow).map_err(ApiError::bad_request)
+        }
+        other => Err(ApiError::bad_request(format!(
+            "decision must be once, session or deny, got `{}`",
+            crate::guard::clip(other, 40)
+        ))),
+    }
+}

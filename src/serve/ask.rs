@@ -1,0 +1,146 @@
+//! `POST /v1/ask` (one question, answered in an ephemeral session: nothing is stored, and a
+//! write is refused) and `GET /v1/search` (retrieval only).
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::AppState;
+use super::auth::Principal;
+use super::error::ApiError;
+use super::turns::usage;
+use crate::agent::{AskError, Stop};
+use crate::approval::Approver;
+use crate::config::Role;
+use crate::guard;
+use crate::session::event::Event;
+use crate::session::store::Stored;
+use crate::trace::Trace;
+
+/// Longest question accepted.
+const MAX_QUESTION_CHARS: usize = 8_000;
+/// Most sections a search returns.
+const MAX_K: usize = 50;
+
+/// `POST /v1/ask` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskBody {
+    /// The question.
+    pub question: String,
+}
+
+/// A citation in an answer, with the heading of the section it points to.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Citation {
+    /// `docs/...md`
+    pub path: String,
+    /// The section's anchor (may be empty).
+    pub anchor: String,
+    /// The section's heading, as retrieved.
+    pub heading: String,
+}
+
+/// `POST /v1/ask`
+pub async fn ask(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let result = async {
+        principal.require(Role::Ask)?;
+        let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
+        let question = body.question.trim();
+        if question.is_empty() || question.chars().count() > MAX_QUESTION_CHARS {
+            return Err(ApiError::bad_request(format!("question must be 1 to {MAX_QUESTION_CHARS} characters")));
+        }
+        let model = state.model(&state.harness.config.llm.model)?;
+        let mut trace = Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new() }, 200);
+        let run = match state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await {
+            Ok(run) => run,
+            Err(AskError::Model(e)) => {
+                state.metrics.model_error();
+                return Err(ApiError::new(axum::http::StatusCode::BAD_GATEWAY, "model_error", e.to_string()));
+            }
+            Err(AskError::Setup(m) | AskError::Log(m)) => return Err(ApiError::internal(m)),
+        };
+        let used = usage(&run.events);
+        state.metrics.tokens(used.prompt_tokens, used.completion_tokens);
+        Ok(json!({
+            "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
+            "message": if run.stop == Stop::Answered { None } else { Some(&run.answer) },
+            "stop": run.stop.as_str(),
+            "citations": citations(&run.answer, &run.events),
+            "session_id": run.session,
+            "stored": false,
+            "usage": used,
+        }))
+    }
+    .await;
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The citations of `answer` that point at sections a tool returned, with their headings.
+pub fn citations(answer: &str, events: &[Stored]) -> Vec<Citation> {
+    guard::citations::cited(answer)
+        .into_iter()
+        .filter_map(|cited| {
+            let (path, anchor) = cited.split_once('#').unwrap_or((cited.as_str(), ""));
+            let heading = events.iter().find_map(|s| match &s.event {
+                Event::ToolResult { text, decision, .. } if decision == "allowed" => heading_in(text, &cited),
+                _ => None,
+            })?;
+            Some(Citation { path: path.to_string(), anchor: anchor.to_string(), heading })
+        })
+        .collect()
+}
+
+/// The heading of the fenced result whose source is `source`, in a tool's output.
+fn heading_in(text: &str, source: &str) -> Option<String> {
+    let fence = format!("<untrusted source=\"{}\">\n", guard::fence::escape_attr(source));
+    let at = text.find(&fence)? + fence.len();
+    let line = text[at..].lines().next()?;
+    Some(line.trim_start_matches('#').trim().to_string())
+}
+
+/// `GET /v1/search` query.
+#[derive(Debug, Deserialize)]
+pub struct SearchQuery {
+    /// The words.
+    pub q: String,
+    /// How many sections (default `index.top_k`).
+    pub k: Option<usize>,
+}
+
+/// `GET /v1/search?q=...&k=...`
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    query: Result<Query<SearchQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let result = (|| {
+        principal.require(Role::Ask)?;
+        let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
+        let k = query.k.unwrap_or(state.harness.config.index.top_k).clamp(1, MAX_K);
+        let hits = state.harness.index.search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
+        let hits: Vec<_> = hits
+            .iter()
+            .map(|h| {
+                json!({"path": h.path, "anchor": h.anchor, "heading": h.heading, "lines": [h.lines.0, h.lines.1],
+                       "score": h.score, "excerpt": guard::scrub(&h.excerpt)})
+            })
+            .collect();
+        Ok::<_, ApiError>(json!({"hits": hits}))
+    })();
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

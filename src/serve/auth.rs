@@ -1,0 +1,126 @@
+//! Bearer tokens: each maps to a principal and its roles. Only the SHA-256 of a token is kept
+//! (in the configuration and in memory); the token itself is never stored or logged.
+
+use std::collections::HashMap;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::config::{Role, TokenConfig};
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The name sessions belong to.
+    pub name: String,
+    /// What they may do.
+    pub roles: Vec<Role>,
+}
+
+impl Principal {
+    /// Refuses (403) unless the principal has `role`.
+    pub fn require(&self, role: Role) -> Result<(), ApiError> {
+        if self.roles.contains(&role) || self.roles.contains(&Role::Admin) && role != Role::Approve {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!("{} lacks the `{}` role this needs", self.name, role.as_str())))
+        }
+    }
+}
+
+/// The tokens, by the hex SHA-256 of the token.
+pub struct Tokens(HashMap<String, Principal>);
+
+impl Tokens {
+    /// From the configuration.
+    pub fn new(tokens: &[TokenConfig]) -> Tokens {
+        Tokens(
+            tokens
+                .iter()
+                .map(|t| {
+                    (t.sha256.to_ascii_lowercase(), Principal { name: t.principal.clone(), roles: t.roles.clone() })
+                })
+                .collect(),
+        )
+    }
+
+    /// The principal a presented token belongs to.
+    pub fn find(&self, token: &str) -> Option<&Principal> {
+        self.0.get(&hash(token))
+    }
+}
+
+/// The hex SHA-256 of a token, as the configuration stores it.
+pub fn hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Middleware: a valid bearer token, or 401; then the principal's rate limit, or 429.
+pub async fn require_token(
+    State(state): State<std::sync::Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    let principal = match presented {
+        None => {
+            return unauthorized("no bearer token: send `Authorization: Bearer <token>`");
+        }
+        Some(token) => match state.tokens.find(token) {
+            Some(principal) => principal.clone(),
+            None => return unauthorized("the bearer token is not valid"),
+        },
+    };
+    if let Err(wait) = state.rate.check(&principal.name) {
+        return ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("{} sent more than serve.rate_per_minute requests; wait {wait} s", principal.name),
+        )
+        .retry_after(wait)
+        .into_response();
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_found_by_their_hash_only() {
+        let config = [TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] }];
+        let tokens = Tokens::new(&config);
+        assert_eq!(tokens.find("s3cret-token").map(|p| p.name.as_str()), Some("ana"));
+        assert!(tokens.find("s3cret-token ").is_none());
+        assert!(tokens.find(&hash("s3cret-token")).is_none(), "the hash itself is not a token");
+        assert_eq!(hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    #[test]
+    fn roles_gate_what_a_principal_may_do() {
+        let asker = Principal { name: "ana".into(), roles: vec![Role::Ask] };
+        assert!(asker.require(Role::Ask).is_ok());
+        assert!(asker.require(Role::Approve).is_err());
+        let admin = Principal { name: "root".into(), roles: vec![Role::Admin] };
+        assert!(admin.require(Role::Ask).is_ok());
+        assert!(admin.require(Role::Approve).is_err(), "approving is its own role");
+    }
+}

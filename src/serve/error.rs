@@ -1,0 +1,88 @@
+//! One error shape for the whole API: `{"error": {"code": "...", "message": "..."}}`, with a
+//! stable `code` a client can branch on and a message written for the person reading it.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An API error.
+#[derive(Debug)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// Stable, machine-readable.
+    pub code: &'static str,
+    /// For the person.
+    pub message: String,
+    /// Seconds to wait before trying again (429, 503).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), retry_after: None }
+    }
+
+    /// 400: the request is malformed.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 404: no such thing, or not this principal's.
+    pub fn not_found(what: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+    }
+
+    /// 409: the session is not in a state that allows this.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 403: authenticated, but the role is missing.
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 500: something on our side.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// With a Retry-After.
+    pub fn retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after = Some(secs);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": crate::guard::scrub(&self.message)}});
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&secs.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// A body that could not be read as the JSON expected: 413 when it is too large, else 400
+    /// with `hint` (the shape expected).
+    pub fn body(rejection: axum::extract::rejection::JsonRejection, hint: &str) -> ApiError {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::new(status, "too_large", "the request body is larger than serve.max_body_bytes");
+        }
+        ApiError::bad_request(format!("{}; send {hint}", rejection.body_text()))
+    }
+}
+
+impl From<crate::session::store::LogError> for ApiError {
+    fn from(e: crate::session::store::LogError) -> Self {
+        ApiError::internal(e.to_string())
+    }
+}

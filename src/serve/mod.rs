@@ -1,0 +1,164 @@
+//! `docs-agent serve`: the harness as an HTTP service for support teams. `app(state)` builds
+//! the router, so tests drive it without a socket; `serve` binds it and shuts down gracefully.
+//!
+//! - `auth`: bearer tokens (kept as SHA-256), principals and roles; `limits`: per-principal
+//!   rate; body size, timeout and load shedding are tower layers here;
+//! - `ask`: one-shot questions and search; `sessions`: durable sessions over HTTP; `turns`:
+//!   running a session's turn in its own task; `approvals`: deciding writes;
+//! - `ops`: health, readiness, metrics, the OpenAPI document; `error`: the one error shape.
+
+pub mod approvals;
+pub mod ask;
+pub mod auth;
+pub mod error;
+pub mod limits;
+pub mod metrics;
+pub mod ops;
+pub mod sessions;
+pub mod turns;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use tower::ServiceBuilder;
+
+use crate::agent::Harness;
+use crate::model::Model;
+use crate::session::cancel::Canceller;
+use crate::session::store::Log;
+use error::ApiError;
+
+/// Everything the handlers share.
+pub struct AppState {
+    /// Workspace, index, skills, prompt, config.
+    pub harness: Harness,
+    /// Who may call.
+    pub tokens: auth::Tokens,
+    /// Requests per principal.
+    pub rate: limits::RateLimiter,
+    /// Counters for `/metrics`.
+    pub metrics: metrics::Metrics,
+    /// The running turns, by session, so a cancel can reach them.
+    pub running: Mutex<HashMap<String, Canceller>>,
+    /// Models by name, built once.
+    models: Mutex<HashMap<String, Arc<Model>>>,
+    /// Slots for requests in flight, shared by every route (`serve.max_concurrent`).
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl AppState {
+    /// The state for `harness` (its config's `serve` section sets tokens and limits).
+    pub fn new(harness: Harness) -> AppState {
+        let serve = &harness.config.serve;
+        AppState {
+            tokens: auth::Tokens::new(&serve.tokens),
+            rate: limits::RateLimiter::new(serve.rate_per_minute),
+            metrics: metrics::Metrics::default(),
+            running: Mutex::new(HashMap::new()),
+            models: Mutex::new(HashMap::new()),
+            slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
+            harness,
+        }
+    }
+
+    /// A connection to the session log (one per task: SQLite serialises the writers).
+    pub fn log(&self) -> Result<Log, ApiError> {
+        Ok(Log::open(&self.harness.config.session.log_path)?)
+    }
+
+    /// The model called `name`, built once.
+    pub fn model(&self, name: &str) -> Result<Arc<Model>, ApiError> {
+        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(model) = models.get(name) {
+            return Ok(model.clone());
+        }
+        let llm = crate::config::LlmConfig { model: name.to_string(), ..self.harness.config.llm.clone() };
+        let model = Arc::new(
+            Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(ApiError::internal)?,
+        );
+        models.insert(name.to_string(), model.clone());
+        Ok(model)
+    }
+}
+
+/// The router: public routes (health, readiness, the OpenAPI document), then the API behind a
+/// bearer token, all behind the limits.
+pub fn app(state: Arc<AppState>) -> Router {
+    let serve = &state.harness.config.serve;
+    let api = Router::new()
+        .route("/v1/ask", post(ask::ask))
+        .route("/v1/search", get(ask::search))
+        .route("/v1/sessions", post(sessions::create))
+        .route("/v1/sessions/{id}", get(sessions::show))
+        .route("/v1/sessions/{id}/messages", post(sessions::message))
+        .route("/v1/sessions/{id}/events", get(sessions::events))
+        .route("/v1/sessions/{id}/cancel", post(sessions::cancel))
+        .route("/v1/approvals", get(approvals::list))
+        .route("/v1/approvals/{id}", post(approvals::decide))
+        .route("/metrics", get(ops::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
+    let limits = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(|error: tower::BoxError| async move { overloaded(&error) }))
+        .load_shed()
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(state.slots.clone()))
+        .timeout(Duration::from_secs(serve.request_timeout_secs));
+    Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/openapi.json", get(ops::openapi))
+        .merge(api)
+        .fallback(|| async { ApiError::not_found("route").into_response() })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(limits)
+        .layer(DefaultBodyLimit::max(serve.max_body_bytes))
+        .with_state(state)
+}
+
+/// A request the limits refused: shed for load (503) or over its time (504).
+fn overloaded(error: &tower::BoxError) -> axum::response::Response {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            "the request took longer than serve.request_timeout_secs",
+        )
+        .into_response();
+    }
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        "the server is at serve.max_concurrent requests; try again shortly",
+    )
+    .retry_after(1)
+    .into_response()
+}
+
+/// Binds `listen` and serves until `shutdown` completes; then running turns are cancelled
+/// (recorded as interrupted, so they can be resumed) and the server drains.
+pub async fn serve(
+    state: Arc<AppState>,
+    listen: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}; set serve.listen (DOCS_AGENT_LISTEN) or --listen"))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.harness.config.workspace.display());
+    let cancel_all = state.clone();
+    let shutdown = async move {
+        shutdown.await;
+        eprintln!("docs-agent: shutting down: no new requests; interrupting running turns");
+        for canceller in cancel_all.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            canceller.cancel();
+        }
+    };
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await.map_err(|e| e.to_string())
+}

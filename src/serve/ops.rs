@@ -1,0 +1,54 @@
+//! Health (`/healthz`: the process answers), readiness (`/readyz`: the index is built and the
+//! model answers), metrics (`/metrics`, admin role) and the OpenAPI document.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::AppState;
+use super::auth::Principal;
+use super::error::ApiError;
+use crate::config::Role;
+
+/// The OpenAPI document, served as is.
+const OPENAPI: &str = include_str!("openapi.json");
+
+/// `GET /healthz`
+pub async fn healthz() -> Response {
+    axum::Json(json!({"status": "ok"})).into_response()
+}
+
+/// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
+pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let stats = &state.harness.index.stats;
+    let model = match state.model(&state.harness.config.llm.model) {
+        Ok(model) => model,
+        Err(e) => return e.into_response(),
+    };
+    match model.ready().await {
+        Ok(()) => axum::Json(
+            json!({"status": "ready", "sections": stats.sections, "files": stats.files, "model": model.name()}),
+        )
+        .into_response(),
+        Err(e) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string())
+            .retry_after(5)
+            .into_response(),
+    }
+}
+
+/// `GET /metrics` (admin).
+pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
+    if let Err(e) = principal.require(Role::Admin) {
+        return e.into_response();
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+}
+
+/// `GET /openapi.json`
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}

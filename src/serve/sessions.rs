@@ -1,0 +1,170 @@
+//! Durable sessions over HTTP. A session belongs to the principal that made it: for anyone
+//! else it does not exist (404).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::AppState;
+use super::auth::Principal;
+use super::error::ApiError;
+use super::turns::{self, Start};
+use crate::config::Role;
+use crate::session::state;
+use crate::session::store::{Log, Stored};
+
+/// Longest message accepted.
+const MAX_MESSAGE_CHARS: usize = 8_000;
+/// Most events one `events` call returns.
+const MAX_EVENTS: usize = 1_000;
+
+/// The events of session `id` if `principal` owns it; 404 otherwise (also for a bad id).
+pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, ApiError> {
+    if crate::session::check_id(id).is_err() {
+        return Err(ApiError::not_found("session"));
+    }
+    let events = log.events_after(id, 0)?;
+    if events.is_empty() || state::owner(&events) != Some(principal.name.as_str()) {
+        return Err(ApiError::not_found("session"));
+    }
+    Ok(events)
+}
+
+fn respond(result: Result<serde_json::Value, ApiError>, status: StatusCode) -> Response {
+    match result {
+        Ok(body) => (status, Json(body)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/sessions`: a new session pinned to the configured model.
+pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
+    let result = (|| {
+        principal.require(Role::Ask)?;
+        let serve = &state.harness.config.serve;
+        let mut log = state.log()?;
+        let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
+        if log.active_since(since)? >= serve.max_open_sessions {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_sessions",
+                format!("{} sessions are open (serve.max_open_sessions); try again later", serve.max_open_sessions),
+            )
+            .retry_after(60));
+        }
+        let id = crate::session::new_id();
+        let model = state.harness.config.llm.model.clone();
+        log.append(&id, crate::session::started(&state.harness.config, &model, Some(&principal.name)))?;
+        Ok(json!({"id": id, "model": model, "status": "idle"}))
+    })();
+    respond(result, StatusCode::CREATED)
+}
+
+/// `GET /v1/sessions/{id}`
+pub async fn show(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    let result = (|| {
+        let events = owned(&state.log()?, &id, &principal)?;
+        Ok(json!({
+            "id": id,
+            "status": state::status(&events).as_str(),
+            "model": state::pinned_model(&events),
+            "events": events.len(),
+            "last_seq": events.last().map_or(0, |s| s.seq),
+            "approval": super::approvals::pending(&state, &id, &events),
+            "running": state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
+        }))
+    })();
+    respond(result, StatusCode::OK)
+}
+
+/// `POST /v1/sessions/{id}/messages` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    /// What the person says.
+    pub text: String,
+}
+
+/// `POST /v1/sessions/{id}/messages`: runs the turn and answers with its outcome.
+pub async fn message(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let checked = (|| {
+        principal.require(Role::Ask)?;
+        let Json(body) = body.map_err(|e| ApiError::body(e, "{\"text\": \"...\"}"))?;
+        let text = body.text.trim().to_string();
+        if text.is_empty() || text.chars().count() > MAX_MESSAGE_CHARS {
+            return Err(ApiError::bad_request(format!("text must be 1 to {MAX_MESSAGE_CHARS} characters")));
+        }
+        owned(&state.log()?, &id, &principal)?;
+        Ok(text)
+    })();
+    let text = match checked {
+        Ok(text) => text,
+        Err(e) => return e.into_response(),
+    };
+    match turns::run(state, id, Start::Message(text)).await {
+        Ok(outcome) => Json(outcome).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /v1/sessions/{id}/events` query.
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    /// Only events after this sequence number (0: all).
+    #[serde(default)]
+    pub after: u64,
+}
+
+/// `GET /v1/sessions/{id}/events?after=SEQ`: the events a client has not seen yet.
+pub async fn events(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+) -> Response {
+    let result = (|| {
+        let log = state.log()?;
+        owned(&log, &id, &principal)?;
+        let events: Vec<_> = log
+            .events_after(&id, query.after)?
+            .into_iter()
+            .take(MAX_EVENTS)
+            .map(|s| json!({"seq": s.seq, "at_ms": s.at_ms, "event": s.event}))
+            .collect();
+        Ok(json!({"session_id": id, "events": events}))
+    })();
+    respond(result, StatusCode::OK)
+}
+
+/// `POST /v1/sessions/{id}/cancel`: interrupts the running turn (202), or 409 if none runs.
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    let result = (|| {
+        owned(&state.log()?, &id, &principal)?;
+        match state.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+            Some(canceller) => {
+                canceller.cancel();
+                Ok(json!({"session_id": id, "cancelling": true}))
+            }
+            None => Err(ApiError::conflict("not_running", format!("session {id} has no turn running"))),
+        }
+    })();
+    respond(result, StatusCode::ACCEPTED)
+}

@@ -1,0 +1,173 @@
+//! Running a session's turn for the API: in its own task (a client that disconnects does not
+//! stop it), with its own log connection, under the session's writer lock, registered so a
+//! cancel can reach it. Trace lines feed the metrics.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::approval::Approver;
+use crate::session::cancel::Cancel;
+use crate::session::event::{Event, StopReason};
+use crate::session::state::{self, Status};
+use crate::session::store::Stored;
+use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided};
+use crate::trace::Trace;
+
+/// How a turn starts.
+#[derive(Debug, Clone)]
+pub enum Start {
+    /// With this user message (the session must be idle).
+    Message(String),
+    /// From where the log stands (after a decision, or to resume).
+    Continue,
+}
+
+/// How a turn ended, as the API reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// The session.
+    pub session_id: String,
+    /// `answered`, `step_limit`, `time_limit`, `model_error`, `cancelled`, `awaiting_approval`, `idle`.
+    pub stop: String,
+    /// The answer, when there is one (guarded like every answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// What went wrong or why it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The write that waits, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<super::approvals::Pending>,
+    /// Tokens the turn's model calls used.
+    pub usage: Usage,
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+/// The tokens the assistant messages among `events` used.
+pub fn usage(events: &[Stored]) -> Usage {
+    events.iter().fold(Usage::default(), |mut u, s| {
+        if let Event::AssistantMessage { usage: Some(t), .. } = &s.event {
+            u.prompt_tokens += t.prompt;
+            u.completion_tokens += t.completion;
+        }
+        u
+    })
+}
+
+/// Runs session `id`'s turn in its own task and waits for its outcome.
+pub async fn run(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome, ApiError> {
+    tokio::spawn(drive(state, id, start))
+        .await
+        .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
+}
+
+async fn drive(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome, ApiError> {
+    let mut log = state.log()?;
+    let _lock = log.lock(&id).map_err(|e| ApiError::conflict("session_busy", e.to_string()))?;
+    let events = log.events_after(&id, 0)?;
+    let before = events.last().map_or(0, |s| s.seq);
+    if let Start::Message(text) = &start {
+        match state::status(&events) {
+            Status::Idle => {}
+            Status::AwaitingApproval => {
+                return Err(ApiError::conflict(
+                    "awaiting_approval",
+                    format!("session {id} waits for a decision on a write; see GET /v1/approvals?state=pending"),
+                ));
+            }
+            Status::InTurn => {
+                return Err(ApiError::conflict("turn_in_progress", format!("session {id} has a turn in progress")));
+            }
+        }
+        log.append(&id, Event::UserMessage { text: text.clone() })?;
+    }
+    let pinned = state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model).to_string();
+    let model = state.model(&pinned)?;
+    let (canceller, mut cancel) = Cancel::pair();
+    state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
+    let undecided =
+        if state.harness.config.approve_all() { Undecided::Decide(Approver::Always) } else { Undecided::Pause };
+    let mut trace = Trace::new(MetricsSink { state: state.clone(), line: Vec::new() }, 200);
+    let end = Turn {
+        harness: &state.harness,
+        model: &model,
+        log: &mut log,
+        session: &id,
+        trace: &mut trace,
+        undecided,
+        on_text: None,
+    }
+    .drive(&mut cancel)
+    .await;
+    state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    let turn_events = log.events_after(&id, before)?;
+    let usage = usage(&turn_events);
+    state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens);
+    let mut outcome =
+        Outcome { session_id: id.clone(), stop: String::new(), answer: None, message: None, approval: None, usage };
+    match end {
+        Ok(TurnEnd::Answered { answer, .. }) => {
+            outcome.stop = StopReason::Answered.as_str().into();
+            outcome.answer = Some(answer);
+        }
+        Ok(TurnEnd::Stopped { reason, message, .. }) => {
+            outcome.stop = reason.as_str().into();
+            outcome.message = Some(message);
+        }
+        Ok(TurnEnd::AwaitingApproval { .. }) => {
+            outcome.stop = Status::AwaitingApproval.as_str().into();
+            let events = log.events_after(&id, 0)?;
+            outcome.approval = super::approvals::pending(&state, &id, &events);
+        }
+        Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),
+        Err(TurnError::Model(e)) => {
+            state.metrics.model_error();
+            outcome.stop = StopReason::ModelError.as_str().into();
+            outcome.message = Some(e.to_string());
+        }
+        Err(TurnError::Log(e)) => return Err(e.into()),
+    }
+    Ok(outcome)
+}
+
+/// Trace lines, counted by decision for the metrics.
+pub struct MetricsSink {
+    /// Where the counters are.
+    pub state: Arc<AppState>,
+    /// The line being written.
+    pub line: Vec<u8>,
+}
+
+impl Write for MetricsSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for &b in buf {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&line)
+                    && let Some(decision) = value.get("decision").and_then(|d| d.as_str())
+                {
+                    self.state.metrics.tool_call(decision);
+                }
+            } else {
+                self.line.push(b);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,393 @@
+//! The HTTP API, driven through `serve::app(state)` without a socket: auth and roles, isolation
+//! between principals, one-shot questions, sessions, approvals over HTTP, limits, metrics.
+
+mod common;
+mod fake;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use docs_agent::agent::Harness;
+use docs_agent::config::{Config, Sources};
+use docs_agent::serve::{AppState, app, auth::hash};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const ASKER: &str = "asker-token-0123456789";
+const OTHER: &str = "other-token-0123456789";
+const APPROVER: &str = "approver-token-0123456789";
+const ADMIN: &str = "admin-token-0123456789";
+/// A question whose retrieved doc orders a write.
+const WRITING_QUESTION: &str = "what is in the onboarding integrations";
+
+struct Server {
+    state: Arc<AppState>,
+    _ws: tempfile::TempDir,
+}
+
+fn server_with(extra: &[(&'static str, String)]) -> Server {
+    let ws = common::sample_workspace();
+    let dir = ws.path().to_path_buf();
+    let config_file = dir.join("serve.toml");
+    let toml = format!(
+        r#"
+[[serve.tokens]]
+principal = "ana"
+sha256 = "{}"
+roles = ["ask"]
+
+[[serve.tokens]]
+principal = "bo"
+sha256 = "{}"
+roles = ["ask"]
+
+[[serve.tokens]]
+principal = "cy"
+sha256 = "{}"
+roles = ["ask", "approve"]
+
+[[serve.tokens]]
+principal = "ops"
+sha256 = "{}"
+roles = ["admin"]
+"#,
+        hash(ASKER),
+        hash(OTHER),
+        hash(APPROVER),
+        hash(ADMIN)
+    );
+    std::fs::write(&config_file, toml).expect("write config");
+    let mut flags = vec![
+        ("workspace", dir.display().to_string()),
+        ("llm.model", "scripted".to_string()),
+        ("session.log_path", dir.join("data/sessions.db").display().to_string()),
+    ];
+    flags.extend(extra.iter().cloned());
+    let sources = Sources { file: Some(config_file), env: Default::default(), flags };
+    let config = Config::load(&sources).expect("config");
+    let harness = Harness::open(config).expect("harness");
+    Server { state: Arc::new(AppState::new(harness)), _ws: ws }
+}
+
+fn server() -> Server {
+    server_with(&[])
+}
+
+async fn call(
+    server: &Server,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let (status, _, body) = call_raw(server, method, uri, token, body.map(|b| b.to_string())).await;
+    let value = serde_json::from_slice(&body).unwrap_or(Value::String(String::from_utf8_lossy(&body).into_owned()));
+    (status, value)
+}
+
+async fn call_raw(
+    server: &Server,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<String>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = match body {
+        Some(body) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(body)),
+        None => request.body(Body::empty()),
+    }
+    .expect("request");
+    let response = app(server.state.clone()).oneshot(request).await.expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 16 << 20).await.expect("body");
+    (status, headers, bytes.to_vec())
+}
+
+/// Waits (bounded) until session `id` is idle, as a client polling it would.
+async fn until_idle(server: &Server, id: &str, token: &str) -> Value {
+    for _ in 0..2_000 {
+        let (status, body) = call(server, "GET", &format!("/v1/sessions/{id}"), Some(token), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] == "idle" && body["running"] == false {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("session {id} never became idle");
+}
+
+#[tokio::test]
+async fn health_and_the_openapi_document_are_public() {
+    let s = server();
+    let (status, body) = call(&s, "GET", "/healthz", None, None).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("ok")));
+    let (status, body) = call(&s, "GET", "/readyz", None, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["sections"].as_u64().unwrap_or(0) > 0);
+    let (status, spec) = call(&s, "GET", "/openapi.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    for path in [
+        "/v1/ask",
+        "/v1/search",
+        "/v1/sessions",
+        "/v1/sessions/{id}",
+        "/v1/sessions/{id}/messages",
+        "/v1/sessions/{id}/events",
+        "/v1/sessions/{id}/cancel",
+        "/v1/approvals",
+        "/v1/approvals/{id}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ] {
+        assert!(spec["paths"].get(path).is_some(), "the OpenAPI document lacks {path}");
+    }
+    let (status, body) = call(&s, "GET", "/nowhere", None, None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+}
+
+#[tokio::test]
+async fn no_or_bad_token_is_401_with_a_clear_body() {
+    let s = server();
+    let (status, headers, body) = call_raw(&s, "POST", "/v1/ask", None, Some("{\"question\":\"x\"}".into())).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()), Some("Bearer"));
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(body["error"]["code"], "unauthorized");
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("Authorization: Bearer"));
+    let (status, body) = call(&s, "GET", "/v1/search?q=refund", Some("not-a-token"), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(!body.to_string().contains("not-a-token"), "the token is never echoed: {body}");
+}
+
+#[tokio::test]
+async fn search_and_a_one_shot_question_answer_with_citations() {
+    let s = server();
+    let (status, body) = call(&s, "GET", "/v1/search?q=refund%20window&k=3", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["hits"][0]["path"], "docs/refunds.md");
+    let (status, body) =
+        call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "how long is the refund window"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["stop"], "answered");
+    assert_eq!(body["stored"], false);
+    assert!(body["session_id"].as_str().is_some_and(|id| id.starts_with("s-")));
+    let citations = body["citations"].as_array().expect("citations");
+    assert!(
+        citations.iter().any(|c| c["path"] == "docs/refunds.md" && !c["heading"].as_str().unwrap_or("").is_empty()),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_one_shot_question_never_writes() {
+    let s = server();
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": WRITING_QUESTION}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": ""}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")));
+    let (status, _) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"q": "typo"}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn sessions_belong_to_their_principal_and_writes_wait_for_an_approver() {
+    let s = server();
+    let (status, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().expect("id").to_string();
+
+    // Another principal cannot see, use or cancel it.
+    for (method, uri) in [
+        ("GET", format!("/v1/sessions/{id}")),
+        ("GET", format!("/v1/sessions/{id}/events")),
+        ("POST", format!("/v1/sessions/{id}/cancel")),
+    ] {
+        let (status, _) = call(&s, method, &uri, Some(OTHER), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}");
+    }
+    let (status, _) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(OTHER), Some(json!({"text": "hi"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // The injected write pauses the turn.
+    let (status, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["stop"], "awaiting_approval", "{outcome}");
+    let approval = outcome["approval"]["id"].as_str().expect("approval id").to_string();
+    assert_eq!(outcome["approval"]["path"], "notes/leak.txt");
+    assert!(!outcome.to_string().contains("4eC39HqLyjWDarjtT1zdp7dc"), "content is redacted: {outcome}");
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "next"}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("awaiting_approval")));
+
+    // Only approvers list and decide.
+    let (status, _) = call(&s, "GET", "/v1/approvals?state=pending", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(ASKER), Some(json!({"decision": "once"}))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, listed) = call(&s, "GET", "/v1/approvals?state=pending", Some(APPROVER), None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert!(listed["approvals"].as_array().is_some_and(|a| a.iter().any(|p| p["id"] == approval.as_str())), "{listed}");
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "sometimes"})))
+            .await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")));
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "once"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["decision"], "granted");
+
+    // The turn goes on by itself; the note is written once, by the approver's grant.
+    until_idle(&s, &id, ASKER).await;
+    assert!(s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let events = events["events"].as_array().expect("events").clone();
+    assert!(events.iter().any(|e| e["event"]["type"] == "approval_granted" && e["event"]["by"] == "approver cy"));
+    assert!(events.iter().any(|e| e["event"]["type"] == "answer"));
+    // A client that lost its connection asks only for what it has not seen.
+    let seen = events[events.len() - 2]["seq"].as_u64().expect("seq");
+    let (_, rest) = call(&s, "GET", &format!("/v1/sessions/{id}/events?after={seen}"), Some(ASKER), None).await;
+    assert_eq!(rest["events"].as_array().map(Vec::len), Some(1), "{rest}");
+    let (status, _) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "once"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a decided approval is no longer pending");
+}
+
+#[tokio::test]
+async fn an_approver_cannot_decide_in_their_own_session() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(APPROVER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (_, outcome) = call(
+        &s,
+        "POST",
+        &format!("/v1/sessions/{id}/messages"),
+        Some(APPROVER),
+        Some(json!({"text": WRITING_QUESTION})),
+    )
+    .await;
+    let approval = outcome["approval"]["id"].as_str().expect("approval").to_string();
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "once"}))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("allow_self_approval"));
+    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+}
+
+#[tokio::test]
+async fn a_denied_write_is_not_done_and_cancel_needs_a_running_turn() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/cancel"), Some(ASKER), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("not_running")));
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
+            .await;
+    let approval = outcome["approval"]["id"].as_str().expect("approval").to_string();
+    let (status, _) = call(
+        &s,
+        "POST",
+        &format!("/v1/approvals/{approval}"),
+        Some(APPROVER),
+        Some(json!({"decision": "deny", "reason": "no leaks"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    until_idle(&s, &id, ASKER).await;
+    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+}
+
+#[tokio::test]
+async fn limits_answer_with_one_error_shape() {
+    let s = server_with(&[("serve.rate_per_minute", "3".into())]);
+    for _ in 0..3 {
+        let (status, _) = call(&s, "GET", "/v1/search?q=refund", Some(ASKER), None).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, headers, body) = call_raw(&s, "GET", "/v1/search?q=refund", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(headers.get(header::RETRY_AFTER).is_some());
+    assert!(String::from_utf8_lossy(&body).contains("rate_limited"));
+    let (status, _) = call(&s, "GET", "/v1/search?q=refund", Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::OK, "another principal has its own budget");
+
+    let s = server_with(&[("serve.max_body_bytes", "1024".into())]);
+    let big = json!({"question": "x".repeat(4096)}).to_string();
+    let (status, _, _) = call_raw(&s, "POST", "/v1/ask", Some(ASKER), Some(big)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    let s = server_with(&[("serve.max_open_sessions", "1".into())]);
+    let (status, _) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, headers, body) = call_raw(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(headers.get(header::RETRY_AFTER).is_some());
+    assert!(String::from_utf8_lossy(&body).contains("too_many_sessions"));
+}
+
+#[tokio::test]
+async fn requests_over_the_concurrency_limit_are_shed() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::text("slow answer").after(Duration::from_secs(30))]);
+    let s = server_with(&[
+        ("serve.max_concurrent", "1".into()),
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+    ]);
+    let router = app(s.state.clone());
+    let hold = router.clone();
+    let first = tokio::spawn(async move {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/v1/ask")
+            .header(header::AUTHORIZATION, format!("Bearer {ASKER}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({"question": "refunds"}).to_string()))
+            .expect("request");
+        hold.oneshot(request).await
+    });
+    // Wait until the first request holds the only slot (the model server has it).
+    for _ in 0..2_000 {
+        if !fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(fake.requests().len(), 1, "the first request reached the model");
+    let request = Request::builder()
+        .uri("/v1/search?q=refund")
+        .header(header::AUTHORIZATION, format!("Bearer {ASKER}"))
+        .body(Body::empty())
+        .expect("request");
+    let response = router.oneshot(request).await.expect("response");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().get(header::RETRY_AFTER).is_some());
+    first.abort();
+}
+
+#[tokio::test]
+async fn metrics_are_for_admins_and_count_requests_tools_and_approvals() {
+    let s = server();
+    call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "how long is the refund window"}))).await;
+    let (status, _) = call(&s, "GET", "/metrics", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, body) = call_raw(&s, "GET", "/metrics", Some(ADMIN), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("docs_agent_requests_total{route=\"/v1/ask\",status=\"200\"} 1"), "{text}");
+    assert!(text.contains("docs_agent_tool_calls_total{decision=\"allowed\"}"), "{text}");
+    assert!(text.contains("docs_agent_request_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 1"), "{text}");
+    assert!(!text.contains(ASKER) && !text.contains(ADMIN), "no token in metrics");
+}

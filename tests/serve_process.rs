@@ -1,0 +1,109 @@
+//! `docs-agent serve` as a process on 127.0.0.1: it refuses to start without tokens, answers
+//! over a real socket, and on SIGTERM interrupts a running turn (recorded, so it can be
+//! resumed), drains and exits 0.
+
+mod common;
+mod fake;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+use docs_agent::serve::auth::hash;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "process-token-0123456789";
+
+fn config(ws: &std::path::Path) {
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        hash(TOKEN)
+    );
+    std::fs::write(ws.join("docs-agent.toml"), toml).expect("write config");
+}
+
+/// Starts `serve` and returns the child and its base URL (read from its first stderr line).
+fn start(ws: &std::path::Path, env: &[(&str, &str)]) -> (Child, String, BufReader<std::process::ChildStderr>) {
+    let mut child = common::command(ws, env, &["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line.split("serving on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_string);
+    let url = url.unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, url, stderr)
+}
+
+fn sigterm(child: &Child) {
+    // SAFETY: kill(2) on our own child's pid with a valid signal.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+}
+
+#[test]
+fn serve_refuses_to_start_without_tokens() {
+    let ws = common::sample_workspace();
+    let out = common::run(ws.path(), &[("LLM_MODEL", "scripted")], &["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("[[serve.tokens]]") && out.stderr.contains("hash-token"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn serve_answers_on_a_socket_and_stops_cleanly_on_sigterm_interrupting_a_turn() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds take "], true)]);
+    let ws = common::sample_workspace();
+    config(ws.path());
+    let log = ws.path().join("data/sessions.db").display().to_string();
+    let base = fake.base_url();
+    let env = [("LLM_MODEL", "test-model"), ("LLM_BASE_URL", base.as_str()), ("DOCS_AGENT_SESSION_LOG", log.as_str())];
+    let (mut child, url, mut stderr) = start(ws.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+
+    let health: Value = http.get(format!("{url}/healthz")).send().await.expect("healthz").json().await.expect("JSON");
+    assert_eq!(health["status"], "ok");
+    let created: Value = http
+        .post(format!("{url}/v1/sessions"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("JSON");
+    let id = created["id"].as_str().expect("id").to_string();
+
+    // A turn whose model stream hangs is running when SIGTERM comes.
+    let message = {
+        let http = http.clone();
+        let url = format!("{url}/v1/sessions/{id}/messages");
+        tokio::spawn(async move {
+            http.post(url).bearer_auth(TOKEN).json(&json!({"text": "how long do refunds take"})).send().await
+        })
+    };
+    for _ in 0..2_000 {
+        if !fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(fake.requests().len(), 1, "the turn reached the model");
+    sigterm(&child);
+    let outcome: Value =
+        message.await.expect("task").expect("the request is answered, not dropped").json().await.expect("JSON");
+    assert_eq!(outcome["stop"], "cancelled", "{outcome}");
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("shutting down"), "{rest}");
+
+    // The interruption is in the log, and the session is ready for its next turn.
+    let out = common::run(ws.path(), &[("DOCS_AGENT_SESSION_LOG", log.as_str())], &["sessions", "export", &id]);
+    assert!(out.stdout.contains("\"type\":\"interrupted\""), "{}", out.stdout);
+    assert!(out.stdout.contains("\"reason\":\"cancelled\""), "{}", out.stdout);
+}
