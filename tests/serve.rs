@@ -391,3 +391,122 @@ async fn metrics_are_for_admins_and_count_requests_tools_and_approvals() {
     assert!(text.contains("docs_agent_request_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 1"), "{text}");
     assert!(!text.contains(ASKER) && !text.contains(ADMIN), "no token in metrics");
 }
+
+/// Reads SSE events (kind, id, data) from a streamed body until `stop` says so or it ends.
+async fn read_sse(
+    body: Body,
+    mut stop: impl FnMut(&[(String, String, Value)]) -> bool,
+) -> Vec<(String, String, Value)> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    while let Ok(Some(Ok(chunk))) = tokio::time::timeout(Duration::from_secs(20), stream.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let (mut kind, mut id, mut data) = (String::new(), String::new(), String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    kind = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if !kind.is_empty() {
+                events.push((kind, id, serde_json::from_str(&data).unwrap_or(Value::Null)));
+                if stop(&events) {
+                    return events;
+                }
+            }
+        }
+    }
+    events
+}
+
+fn streamed(method: &str, uri: &str, token: &str, body: Option<Value>, last_event_id: Option<&str>) -> Request<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::ACCEPT, "text/event-stream");
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    match body {
+        Some(b) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(b.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("request")
+}
+
+#[tokio::test]
+async fn a_streamed_turn_sends_tool_steps_the_approval_and_done() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let request =
+        streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": WRITING_QUESTION})), None);
+    let response = app(s.state.clone()).oneshot(request).await.expect("response");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()[header::CONTENT_TYPE].to_str().unwrap_or("").starts_with("text/event-stream"));
+    let events = read_sse(response.into_body(), |_| false).await;
+    let kinds: Vec<&str> = events.iter().map(|(k, _, _)| k.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"tool"), "{kinds:?}");
+    assert!(kinds.ends_with(&["approval_required", "done"]), "{kinds:?}");
+    let done = &events.last().expect("done").2;
+    assert_eq!(done["stop"], "awaiting_approval");
+    assert!(!format!("{events:?}").contains("4eC39HqLyjWDarjtT1zdp7dc"), "everything streamed is redacted");
+
+    // Plain questions stream their (guarded) text and the answer.
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+    let other = created["id"].as_str().expect("id").to_string();
+    let request = streamed(
+        "POST",
+        &format!("/v1/sessions/{other}/messages"),
+        OTHER,
+        Some(json!({"text": "how long is the refund window"})),
+        None,
+    );
+    let events = read_sse(app(s.state.clone()).oneshot(request).await.expect("response").into_body(), |_| false).await;
+    let text: String =
+        events.iter().filter(|(k, _, _)| k == "text").filter_map(|(_, _, d)| d["delta"].as_str()).collect();
+    let answer = events.iter().find(|(k, _, _)| k == "answer").map(|(_, _, d)| d["answer"].clone()).expect("answer");
+    assert!(!text.is_empty(), "text is streamed");
+    assert!(answer.as_str().unwrap_or("").contains("14 days") || answer.as_str().unwrap_or("").contains("refund"));
+}
+
+#[tokio::test]
+async fn a_client_that_lost_its_stream_resumes_from_its_last_event_and_follows_new_ones() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
+            .await;
+    let approval = outcome["approval"]["id"].as_str().expect("approval").to_string();
+    let (_, all) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let last = all["events"].as_array().and_then(|e| e.last()).and_then(|e| e["seq"].as_u64()).expect("last seq");
+
+    // Resume after event 3: the stream starts at 4, then follows the approval's continuation live.
+    let request = streamed("GET", &format!("/v1/sessions/{id}/events"), ASKER, None, Some("3"));
+    let response = app(s.state.clone()).oneshot(request).await.expect("response");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body();
+    let follower = tokio::spawn(read_sse(body, |events| events.iter().any(|(k, _, _)| k == "stopped")));
+    let (status, _) =
+        call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "once"}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let events = follower.await.expect("follower");
+    let ids: Vec<u64> = events.iter().filter_map(|(_, id, _)| id.parse().ok()).collect();
+    assert_eq!(ids.first(), Some(&4), "{ids:?}");
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "no gap, no repeat: {ids:?}");
+    assert!(ids.last().copied().unwrap_or(0) > last, "new events arrived live: {ids:?}");
+    assert!(events.iter().any(|(k, _, _)| k == "approval_granted"));
+
+    // Someone else's session cannot be followed.
+    let request = streamed("GET", &format!("/v1/sessions/{id}/events"), OTHER, None, None);
+    assert_eq!(app(s.state.clone()).oneshot(request).await.expect("response").status(), StatusCode::NOT_FOUND);
+}

@@ -5,6 +5,7 @@ pub mod citations;
 pub mod fence;
 pub mod links;
 pub mod redact;
+pub mod stream;
 
 /// Text as it may cross a boundary: invisible characters and escapes removed first, so a secret
 /// split by them is whole again, then redacted.

@@ -59,7 +59,8 @@ pub async fn ask(
             return Err(ApiError::bad_request(format!("question must be 1 to {MAX_QUESTION_CHARS} characters")));
         }
         let model = state.model(&state.harness.config.llm.model)?;
-        let mut trace = Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new() }, 200);
+        let mut trace =
+            Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new(), live: None }, 200);
         let run = match state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await {
             Ok(run) => run,
             Err(AskError::Model(e)) => {

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod metrics;
 pub mod ops;
 pub mod sessions;
+pub mod stream;
 pub mod turns;
 
 use std::collections::HashMap;
@@ -51,6 +52,30 @@ pub struct AppState {
     models: Mutex<HashMap<String, Arc<Model>>>,
     /// Slots for requests in flight, shared by every route (`serve.max_concurrent`).
     slots: Arc<tokio::sync::Semaphore>,
+    /// The last sequence number of each session, for streams that follow it.
+    watchers: Arc<Watchers>,
+}
+
+/// Per-session notifications of new events.
+#[derive(Default)]
+pub struct Watchers(Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>);
+
+impl Watchers {
+    /// Session `id` has events up to `seq`: wakes its followers.
+    fn notify(&self, id: &str, seq: u64) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = map.get(id) {
+            tx.send_replace(seq);
+        }
+        // Forget sessions nobody follows any more, so the map does not grow.
+        map.retain(|_, tx| tx.receiver_count() > 0);
+    }
+
+    /// Follows session `id` (subscribe before reading the log, so no append is missed).
+    pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(id.to_string()).or_insert_with(|| tokio::sync::watch::channel(0).0).subscribe()
+    }
 }
 
 impl AppState {
@@ -64,13 +89,23 @@ impl AppState {
             running: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
+            watchers: Arc::new(Watchers::default()),
             harness,
         }
     }
 
-    /// A connection to the session log (one per task: SQLite serialises the writers).
+    /// A connection to the session log (one per task: SQLite serialises the writers); every
+    /// commit wakes the streams following that session.
     pub fn log(&self) -> Result<Log, ApiError> {
-        Ok(Log::open(&self.harness.config.session.log_path)?)
+        let mut log = Log::open(&self.harness.config.session.log_path)?;
+        let watchers = self.watchers.clone();
+        log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
+        Ok(log)
+    }
+
+    /// Follows session `id`'s new events.
+    pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
+        self.watchers.watch(id)
     }
 
     /// The model called `name`, built once.

@@ -13,6 +13,7 @@ use serde_json::json;
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
+use super::stream;
 use super::turns::{self, Start};
 use crate::config::Role;
 use crate::session::state;
@@ -94,11 +95,14 @@ pub struct MessageBody {
     pub text: String,
 }
 
-/// `POST /v1/sessions/{id}/messages`: runs the turn and answers with its outcome.
+/// `POST /v1/sessions/{id}/messages`: runs the turn and answers with its outcome, or, with
+/// `Accept: text/event-stream`, streams it: `tool` steps, guarded `text` deltas, then
+/// `approval_required` or `answer`, and `done` (the outcome) or `error`.
 pub async fn message(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let checked = (|| {
@@ -115,10 +119,30 @@ pub async fn message(
         Ok(text) => text,
         Err(e) => return e.into_response(),
     };
-    match turns::run(state, id, Start::Message(text)).await {
-        Ok(outcome) => Json(outcome).into_response(),
-        Err(e) => e.into_response(),
+    if !stream::wants_stream(&headers) {
+        return match turns::run(state, id, Start::Message(text)).await {
+            Ok(outcome) => Json(outcome).into_response(),
+            Err(e) => e.into_response(),
+        };
     }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        match turns::run_live(state, id, Start::Message(text), Some(tx.clone())).await {
+            Ok(outcome) => {
+                if let Some(approval) = &outcome.approval {
+                    let _ = tx.send(stream::event("approval_required", approval));
+                }
+                if let Some(answer) = &outcome.answer {
+                    let _ = tx.send(stream::event("answer", &json!({"answer": answer})));
+                }
+                let _ = tx.send(stream::event("done", &outcome));
+            }
+            Err(e) => {
+                let _ = tx.send(stream::event("error", &json!({"code": e.code, "message": e.message})));
+            }
+        }
+    });
+    stream::from_channel(rx).into_response()
 }
 
 /// `GET /v1/sessions/{id}/events` query.
@@ -129,13 +153,26 @@ pub struct EventsQuery {
     pub after: u64,
 }
 
-/// `GET /v1/sessions/{id}/events?after=SEQ`: the events a client has not seen yet.
+/// `GET /v1/sessions/{id}/events?after=SEQ`: the events a client has not seen yet; with
+/// `Accept: text/event-stream`, followed live from there (`Last-Event-ID` resumes).
 pub async fn events(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     Query(query): Query<EventsQuery>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
+    if stream::wants_stream(&headers) {
+        let log = match state.log() {
+            Ok(log) => log,
+            Err(e) => return e.into_response(),
+        };
+        if let Err(e) = owned(&log, &id, &principal) {
+            return e.into_response();
+        }
+        let cursor = stream::resume_point(&headers, query.after);
+        return stream::follow(state, log, id, cursor).into_response();
+    }
     let result = (|| {
         let log = state.log()?;
         owned(&log, &id, &principal)?;

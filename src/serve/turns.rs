@@ -66,14 +66,22 @@ pub fn usage(events: &[Stored]) -> Usage {
     })
 }
 
+/// Where a streamed turn's live events go.
+pub type Live = tokio::sync::mpsc::UnboundedSender<axum::response::sse::Event>;
+
 /// Runs session `id`'s turn in its own task and waits for its outcome.
 pub async fn run(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome, ApiError> {
-    tokio::spawn(drive(state, id, start))
+    run_live(state, id, start, None).await
+}
+
+/// Like [`run`], sending tool steps and guarded text to `live` as they happen.
+pub async fn run_live(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
+    tokio::spawn(drive(state, id, start, live))
         .await
         .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
 }
 
-async fn drive(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome, ApiError> {
+async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
     let mut log = state.log()?;
     let _lock = log.lock(&id).map_err(|e| ApiError::conflict("session_busy", e.to_string()))?;
     let events = log.events_after(&id, 0)?;
@@ -99,7 +107,14 @@ async fn drive(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
     let undecided =
         if state.harness.config.approve_all() { Undecided::Decide(Approver::Always) } else { Undecided::Pause };
-    let mut trace = Trace::new(MetricsSink { state: state.clone(), line: Vec::new() }, 200);
+    let mut trace = Trace::new(MetricsSink { state: state.clone(), line: Vec::new(), live: live.clone() }, 200);
+    let text = std::sync::Mutex::new(crate::guard::stream::StreamGuard::new(&state.harness.config.allowed_link_hosts));
+    let send_text = |piece: Option<String>| {
+        if let (Some(live), Some(piece)) = (&live, piece) {
+            let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
+        }
+    };
+    let on_text = |delta: &str| send_text(text.lock().unwrap_or_else(|p| p.into_inner()).push(delta));
     let end = Turn {
         harness: &state.harness,
         model: &model,
@@ -107,10 +122,11 @@ async fn drive(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome
         session: &id,
         trace: &mut trace,
         undecided,
-        on_text: None,
+        on_text: Some(&on_text),
     }
     .drive(&mut cancel)
     .await;
+    send_text(text.lock().unwrap_or_else(|p| p.into_inner()).finish());
     state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     let turn_events = log.events_after(&id, before)?;
     let usage = usage(&turn_events);
@@ -142,12 +158,14 @@ async fn drive(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome
     Ok(outcome)
 }
 
-/// Trace lines, counted by decision for the metrics.
+/// Trace lines, counted by decision for the metrics, and sent as `tool` events to a stream.
 pub struct MetricsSink {
     /// Where the counters are.
     pub state: Arc<AppState>,
     /// The line being written.
     pub line: Vec<u8>,
+    /// A stream following the turn, if any.
+    pub live: Option<Live>,
 }
 
 impl Write for MetricsSink {
@@ -155,10 +173,13 @@ impl Write for MetricsSink {
         for &b in buf {
             if b == b'\n' {
                 let line = std::mem::take(&mut self.line);
-                if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&line)
-                    && let Some(decision) = value.get("decision").and_then(|d| d.as_str())
-                {
-                    self.state.metrics.tool_call(decision);
+                if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&line) {
+                    if let Some(decision) = value.get("decision").and_then(|d| d.as_str()) {
+                        self.state.metrics.tool_call(decision);
+                    }
+                    if let (Some(live), Some(_)) = (&self.live, value.get("tool")) {
+                        let _ = live.send(super::stream::event("tool", &value));
+                    }
                 }
             } else {
                 self.line.push(b);

@@ -39,6 +39,8 @@ pub struct Log {
     kill_after: Option<KillAfter>,
     /// The database file (none in memory): session locks live beside it.
     path: Option<std::path::PathBuf>,
+    /// Told `(session, last seq)` after every commit (a server wakes the streams that follow it).
+    on_append: Option<Box<dyn Fn(&str, u64) + Send>>,
 }
 
 /// The one writer of a session: held while a process drives or decides it, released when
@@ -118,7 +120,7 @@ impl Log {
 
     fn with(conn: Connection, path: Option<std::path::PathBuf>) -> Result<Log, LogError> {
         conn.execute_batch(SCHEMA)?;
-        Ok(Log { conn, kill_after: None, path })
+        Ok(Log { conn, kill_after: None, path, on_append: None })
     }
 
     /// Takes the session's writer lock, or says who holds it.
@@ -142,6 +144,11 @@ impl Log {
             ))),
             Err(std::fs::TryLockError::Error(e)) => Err(LogError(format!("cannot lock session {session}: {e}"))),
         }
+    }
+
+    /// Calls `hook(session, last seq)` after every commit.
+    pub fn on_append(&mut self, hook: Box<dyn Fn(&str, u64) + Send>) {
+        self.on_append = Some(hook);
     }
 
     /// Arms the crash-test hook.
@@ -193,6 +200,9 @@ impl Log {
             }
         }
         tx.commit()?;
+        if let Some(hook) = &self.on_append {
+            hook(session, seq);
+        }
         for (kind, _) in &rows {
             self.reached(kind);
         }

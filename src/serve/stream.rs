@@ -1,0 +1,84 @@
+//! Server-sent events: a turn streamed as it runs (`tool`, `text`, `approval_required`,
+//! `answer`, `done`, `error`), and a session's log followed from a sequence number (each event
+//! with its `id:` = seq, so a client that lost its connection resumes with `Last-Event-ID` or
+//! `?after=`).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::AppState;
+use crate::session::store::Log;
+
+/// Events a follower reads from the log at a time.
+const BATCH: usize = 200;
+
+/// An SSE event of `kind` carrying `data` as JSON.
+pub fn event(kind: &str, data: &impl Serialize) -> Event {
+    Event::default().event(kind).json_data(data).unwrap_or_else(|_| Event::default().event(kind).data("{}"))
+}
+
+/// True when the client asked for a stream.
+pub fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"))
+}
+
+/// The stream of events sent to `rx`, with keep-alive comments.
+pub fn from_channel(rx: mpsc::UnboundedReceiver<Event>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// Where a follower resumes: `Last-Event-ID` wins over `?after=`.
+pub fn resume_point(headers: &HeaderMap, after: u64) -> u64 {
+    headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok()).unwrap_or(after)
+}
+
+/// Follows session `id`'s log after `cursor`: every event as it is committed, until the client
+/// goes away.
+pub fn follow(
+    state: Arc<AppState>,
+    log: Log,
+    id: String,
+    cursor: u64,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    // Subscribe before the first read, so an event committed in between still wakes us.
+    let changes = state.watch(&id);
+    let start = (log, id, cursor, changes, VecDeque::<Event>::new());
+    let stream = futures_util::stream::unfold(start, |(log, id, mut cursor, mut changes, mut ready)| async move {
+        loop {
+            if let Some(event) = ready.pop_front() {
+                return Some((Ok(event), (log, id, cursor, changes, ready)));
+            }
+            match log.events_after(&id, cursor) {
+                Ok(events) if !events.is_empty() => {
+                    for stored in events.into_iter().take(BATCH) {
+                        cursor = stored.seq;
+                        let data = serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": stored.event});
+                        ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let error = event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
+                    return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                }
+            }
+            if cursor == u64::MAX || changes.changed().await.is_err() {
+                return None;
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
