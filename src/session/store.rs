@@ -31,6 +31,9 @@ pub struct Stored {
     pub event: Event,
 }
 
+/// Called with `(session, last seq)` after each commit.
+pub type AppendHook = Box<dyn Fn(&str, u64) + Send>;
+
 /// The log.
 pub struct Log {
     /// The database connection (one per process; SQLite serialises writers).
@@ -40,7 +43,7 @@ pub struct Log {
     /// The database file (none in memory): session locks live beside it.
     path: Option<std::path::PathBuf>,
     /// Told `(session, last seq)` after every commit (a server wakes the streams that follow it).
-    on_append: Option<Box<dyn Fn(&str, u64) + Send>>,
+    on_append: Option<AppendHook>,
 }
 
 /// The one writer of a session: held while a process drives or decides it, released when
@@ -147,7 +150,7 @@ impl Log {
     }
 
     /// Calls `hook(session, last seq)` after every commit.
-    pub fn on_append(&mut self, hook: Box<dyn Fn(&str, u64) + Send>) {
+    pub fn on_append(&mut self, hook: AppendHook) {
         self.on_append = Some(hook);
     }
 
