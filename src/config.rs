@@ -51,6 +51,10 @@ pub struct ServeConfig {
     pub session_idle_secs: u64,
     /// May an approver decide a write asked for in their own session?
     pub allow_self_approval: bool,
+    /// Model failures in a row that open the circuit breaker (answers become retrieval-only).
+    pub breaker_failures: u32,
+    /// Seconds the breaker stays open before one request tries the model again.
+    pub breaker_cooldown_secs: u64,
 }
 
 /// One API token.
@@ -278,6 +282,7 @@ impl Config {
             ("serve.max_concurrent", self.serve.max_concurrent as u64),
             ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
             ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
+            ("serve.breaker_failures", self.serve.breaker_failures as u64),
         ] {
             if value == 0 {
                 return Err(ConfigError(format!("{key} must be at least 1, got 0")));
@@ -345,6 +350,8 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("serve.max_open_sessions", 1000_i64.into()),
         ("serve.session_idle_secs", 86_400_i64.into()),
         ("serve.allow_self_approval", false.into()),
+        ("serve.breaker_failures", 3_i64.into()),
+        ("serve.breaker_cooldown_secs", 30_i64.into()),
     ];
     let mut builder = config::Config::builder();
     for (key, value) in pairs {

@@ -510,3 +510,76 @@ async fn a_client_that_lost_its_stream_resumes_from_its_last_event_and_follows_n
     let request = streamed("GET", &format!("/v1/sessions/{id}/events"), OTHER, None, None);
     assert_eq!(app(s.state.clone()).oneshot(request).await.expect("response").status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn chat_completions_speak_the_openai_api_streaming_too() {
+    let s = server();
+    let (status, models) = call(&s, "GET", "/v1/models", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(models["data"][0]["id"], "docs-agent");
+    let request = json!({"model": "docs-agent", "messages": [
+        {"role": "system", "content": "be nice"},
+        {"role": "user", "content": "how long is the refund window"}
+    ]});
+    let (status, body) = call(&s, "POST", "/v1/chat/completions", Some(ASKER), Some(request.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["choices"][0]["message"]["role"], "assistant");
+    let whole = body["choices"][0]["message"]["content"].as_str().expect("content").to_string();
+    assert!(whole.contains("refunds.md"), "{whole}");
+
+    let mut streamed = request;
+    streamed["stream"] = json!(true);
+    let (status, headers, bytes) =
+        call_raw(&s, "POST", "/v1/chat/completions", Some(ASKER), Some(streamed.to_string())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers[header::CONTENT_TYPE].to_str().unwrap_or("").starts_with("text/event-stream"));
+    let text = String::from_utf8_lossy(&bytes);
+    let datas: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    assert_eq!(datas.last(), Some(&"[DONE]"));
+    let joined: String = datas
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(joined, whole, "the chunks join to the whole answer");
+
+    let (status, _) = call(&s, "POST", "/v1/chat/completions", None, Some(json!({"messages": []}))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = call(&s, "POST", "/v1/chat/completions", Some(ASKER), Some(json!({"messages": []}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_failing_model_server_degrades_answers_to_retrieval_and_trips_the_breaker() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::raw(500, "{\"error\":\"down\"}")]);
+    let s = server_with(&[
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+        ("llm.retries", "0".into()),
+        ("serve.breaker_failures", "2".into()),
+    ]);
+    for round in 0..2 {
+        let (status, body) =
+            call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "how long is the refund window"}))).await;
+        assert_eq!(status, StatusCode::OK, "round {round}: {body}");
+        assert_eq!(body["degraded"], true, "{body}");
+        assert!(body["answer"].as_str().unwrap_or("").starts_with("Retrieval-only answer"), "{body}");
+        assert_eq!(fake.requests().len(), round + 1, "the model was tried");
+    }
+    // Open: the model is not tried any more, and answers still come.
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refunds"}))).await;
+    assert_eq!((status, body["degraded"].as_bool()), (StatusCode::OK, Some(true)), "{body}");
+    assert_eq!(fake.requests().len(), 2, "the breaker kept the request away from the model");
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id");
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "refund window"})))
+            .await;
+    assert_eq!(outcome["degraded"], true, "{outcome}");
+    assert_eq!(outcome["stop"], "answered", "{outcome}");
+    let (_, _, metrics) = call_raw(&s, "GET", "/metrics", Some(ADMIN), None).await;
+    assert!(String::from_utf8_lossy(&metrics).contains("docs_agent_model_errors_total 2"));
+    let (status, body) = call(&s, "GET", "/readyz", None, None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+}

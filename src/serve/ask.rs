@@ -58,17 +58,7 @@ pub async fn ask(
         if question.is_empty() || question.chars().count() > MAX_QUESTION_CHARS {
             return Err(ApiError::bad_request(format!("question must be 1 to {MAX_QUESTION_CHARS} characters")));
         }
-        let model = state.model(&state.harness.config.llm.model)?;
-        let mut trace =
-            Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new(), live: None }, 200);
-        let run = match state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await {
-            Ok(run) => run,
-            Err(AskError::Model(e)) => {
-                state.metrics.model_error();
-                return Err(ApiError::new(axum::http::StatusCode::BAD_GATEWAY, "model_error", e.to_string()));
-            }
-            Err(AskError::Setup(m) | AskError::Log(m)) => return Err(ApiError::internal(m)),
-        };
+        let (run, degraded) = answer(&state, question).await?;
         let used = usage(&run.events);
         state.metrics.tokens(used.prompt_tokens, used.completion_tokens);
         Ok(json!({
@@ -78,6 +68,7 @@ pub async fn ask(
             "citations": citations(&run.answer, &run.events),
             "session_id": run.session,
             "stored": false,
+            "degraded": degraded,
             "usage": used,
         }))
     }
@@ -85,6 +76,27 @@ pub async fn ask(
     match result {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+/// Answers `question` in an ephemeral session with the configured model; while the breaker is
+/// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
+pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::agent::Run, bool), ApiError> {
+    let (model, mut degraded) = state.model_or_fallback(&state.harness.config.llm.model)?;
+    let mut trace = Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new(), live: None }, 200);
+    let mut result = state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await;
+    state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
+    if matches!(result, Err(AskError::Model(_))) {
+        let fallback = state.model(super::FALLBACK_MODEL)?;
+        result = state.harness.ask(&fallback, Approver::NotInOneShot, question, &mut trace).await;
+        degraded = true;
+    }
+    match result {
+        Ok(run) => Ok((run, degraded)),
+        Err(AskError::Model(e)) => {
+            Err(ApiError::new(axum::http::StatusCode::BAD_GATEWAY, "model_error", e.to_string()))
+        }
+        Err(AskError::Setup(m) | AskError::Log(m)) => Err(ApiError::internal(m)),
     }
 }
 

@@ -10,6 +10,8 @@
 pub mod approvals;
 pub mod ask;
 pub mod auth;
+pub mod breaker;
+pub mod chat;
 pub mod error;
 pub mod limits;
 pub mod metrics;
@@ -36,6 +38,9 @@ use crate::session::cancel::Canceller;
 use crate::session::store::Log;
 use error::ApiError;
 
+/// What answers while the model server is down: quotes of the best sections, flagged.
+pub const FALLBACK_MODEL: &str = "extractive";
+
 /// Everything the handlers share.
 pub struct AppState {
     /// Workspace, index, skills, prompt, config.
@@ -54,6 +59,8 @@ pub struct AppState {
     slots: Arc<tokio::sync::Semaphore>,
     /// The last sequence number of each session, for streams that follow it.
     watchers: Arc<Watchers>,
+    /// Trips when the model server keeps failing; answers then come from retrieval alone.
+    pub breaker: breaker::Breaker,
 }
 
 /// Per-session notifications of new events.
@@ -90,6 +97,7 @@ impl AppState {
             models: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             watchers: Arc::new(Watchers::default()),
+            breaker: breaker::Breaker::new(serve.breaker_failures, serve.breaker_cooldown_secs),
             harness,
         }
     }
@@ -106,6 +114,24 @@ impl AppState {
     /// Follows session `id`'s new events.
     pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
         self.watchers.watch(id)
+    }
+
+    /// The model for a new piece of work: `name`, or the retrieval-only model while the breaker
+    /// is open (`true` then: the answer is degraded).
+    pub fn model_or_fallback(&self, name: &str) -> Result<(Arc<Model>, bool), ApiError> {
+        if self.breaker.allows() { Ok((self.model(name)?, false)) } else { Ok((self.model(FALLBACK_MODEL)?, true)) }
+    }
+
+    /// Records how a model call went, for the breaker (built-in models never trip it).
+    pub fn model_result(&self, model: &Model, ok: bool) {
+        if matches!(model, Model::OpenAi(_)) {
+            if ok {
+                self.breaker.success();
+            } else {
+                self.breaker.failure();
+                self.metrics.model_error();
+            }
+        }
     }
 
     /// The model called `name`, built once.
@@ -137,6 +163,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/sessions/{id}/cancel", post(sessions::cancel))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", post(approvals::decide))
+        .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/models", get(chat::models))
         .route("/metrics", get(ops::metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
     let limits = ServiceBuilder::new()

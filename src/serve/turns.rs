@@ -42,6 +42,8 @@ pub struct Outcome {
     /// The write that waits, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<super::approvals::Pending>,
+    /// True when the model server was unavailable and the retrieval-only model answered.
+    pub degraded: bool,
     /// Tokens the turn's model calls used.
     pub usage: Usage,
 }
@@ -102,7 +104,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         log.append(&id, Event::UserMessage { text: text.clone() })?;
     }
     let pinned = state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model).to_string();
-    let model = state.model(&pinned)?;
+    let (model, degraded) = state.model_or_fallback(&pinned)?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
     let undecided =
@@ -128,11 +130,19 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     .await;
     send_text(text.lock().unwrap_or_else(|p| p.into_inner()).finish());
     state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    state.model_result(&model, !matches!(end, Err(TurnError::Model(_))));
     let turn_events = log.events_after(&id, before)?;
     let usage = usage(&turn_events);
     state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens);
-    let mut outcome =
-        Outcome { session_id: id.clone(), stop: String::new(), answer: None, message: None, approval: None, usage };
+    let mut outcome = Outcome {
+        session_id: id.clone(),
+        stop: String::new(),
+        answer: None,
+        message: None,
+        approval: None,
+        degraded,
+        usage,
+    };
     match end {
         Ok(TurnEnd::Answered { answer, .. }) => {
             outcome.stop = StopReason::Answered.as_str().into();
@@ -149,7 +159,6 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         }
         Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),
         Err(TurnError::Model(e)) => {
-            state.metrics.model_error();
             outcome.stop = StopReason::ModelError.as_str().into();
             outcome.message = Some(e.to_string());
         }

@@ -1,0 +1,135 @@
+//! `POST /v1/chat/completions` and `GET /v1/models`, OpenAI-compatible, so chat front ends that
+//! speak that API (Open WebUI and others) can use docs-agent as a model. The last user message
+//! is the question; it is answered like `POST /v1/ask` (ephemeral, no writes, guarded, degraded
+//! to retrieval-only when the model server is down). `"stream": true` sends the answer as
+//! `chat.completion.chunk` events, a paragraph at a time, then `data: [DONE]`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::auth::Principal;
+use super::error::ApiError;
+use crate::agent::Stop;
+use crate::config::Role;
+
+/// The model name docs-agent answers to.
+pub const MODEL_NAME: &str = "docs-agent";
+
+/// The request (fields a front end may send that docs-agent does not use are accepted and ignored).
+#[derive(Debug, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Stream the answer.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// One message.
+#[derive(Debug, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant`, `tool`.
+    pub role: String,
+    /// Text, or a list of parts (`{"type": "text", "text": ...}`).
+    #[serde(default)]
+    pub content: Value,
+}
+
+impl ChatMessage {
+    fn text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => {
+                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// `GET /v1/models`
+pub async fn models(Extension(principal): Extension<Principal>) -> Response {
+    if let Err(e) = principal.require(Role::Ask) {
+        return e.into_response();
+    }
+    Json(json!({"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "docs-agent"}]}))
+        .into_response()
+}
+
+/// `POST /v1/chat/completions`
+pub async fn completions(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let request = match principal.require(Role::Ask).and_then(|()| {
+        body.map_err(|e| {
+            ApiError::body(e, "{\"model\": \"docs-agent\", \"messages\": [{\"role\": \"user\", \"content\": \"...\"}]}")
+        })
+    }) {
+        Ok(Json(request)) => request,
+        Err(e) => return e.into_response(),
+    };
+    let Some(question) = request.messages.iter().rev().find(|m| m.role == "user").map(ChatMessage::text) else {
+        return ApiError::bad_request("messages has no user message").into_response();
+    };
+    if question.trim().is_empty() {
+        return ApiError::bad_request("the last user message is empty").into_response();
+    }
+    let (run, degraded) = match super::ask::answer(&state, question.trim()).await {
+        Ok(done) => done,
+        Err(e) => return e.into_response(),
+    };
+    let usage = super::turns::usage(&run.events);
+    let text = match run.stop {
+        Stop::Answered => run.answer,
+        _ => format!("docs-agent could not answer: {}", run.answer),
+    };
+    let id = format!("chatcmpl-{}", run.session);
+    let created = crate::session::turn::now_ms() / 1000;
+    let usage = json!({"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                       "total_tokens": usage.prompt_tokens + usage.completion_tokens});
+    if !request.stream {
+        return Json(json!({
+            "id": id, "object": "chat.completion", "created": created, "model": MODEL_NAME,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage,
+            "docs_agent": {"degraded": degraded, "stop": run.stop.as_str()},
+        }))
+        .into_response();
+    }
+    let chunk = |delta: Value, finish: Option<&str>| {
+        Event::default().data(
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": MODEL_NAME,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string(),
+        )
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    events.extend(paragraphs(&text).into_iter().map(|p| chunk(json!({"content": p}), None)));
+    events.push(chunk(json!({}), Some("stop")));
+    events.push(Event::default().data("[DONE]"));
+    Sse::new(futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))).into_response()
+}
+
+/// `text` cut after each blank line, so the pieces join back to it exactly.
+fn paragraphs(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\n\n") {
+        out.push(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
