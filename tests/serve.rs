@@ -583,3 +583,42 @@ async fn a_failing_model_server_degrades_answers_to_retrieval_and_trips_the_brea
     let (status, body) = call(&s, "GET", "/readyz", None, None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
 }
+
+#[tokio::test]
+async fn the_page_loads_nothing_from_elsewhere_and_forbids_it() {
+    let s = server();
+    for path in ["/", "/app.js", "/app.css"] {
+        let (status, headers, body) = call_raw(&s, "GET", path, None, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let csp = headers.get(header::CONTENT_SECURITY_POLICY).and_then(|v| v.to_str().ok()).unwrap_or("");
+        for directive in ["default-src 'none'", "script-src 'self'", "img-src 'none'", "connect-src 'self'"] {
+            assert!(csp.contains(directive), "{path}: CSP lacks {directive}: {csp}");
+        }
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{csp}");
+        let text = String::from_utf8_lossy(&body);
+        assert!(!text.contains("http://") && !text.contains("https://"), "{path} names an outside resource");
+        assert!(!text.contains("innerHTML") && !text.contains("insertAdjacentHTML"), "{path} renders HTML");
+    }
+    let (_, _, html) = call_raw(&s, "GET", "/", None, None).await;
+    assert!(!String::from_utf8_lossy(&html).contains("<script>"), "no inline script");
+}
+
+#[tokio::test]
+async fn a_citation_opens_its_section_and_only_docs_are_readable() {
+    let s = server();
+    let (status, section) = call(&s, "GET", "/v1/sections?path=docs/refunds.md&anchor=window", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{section}");
+    assert!(section["text"].as_str().unwrap_or("").contains("14 days"), "{section}");
+    assert!(section["heading"].as_str().unwrap_or("").contains("Window"), "{section}");
+    for bad in [
+        "/v1/sections?path=AGENTS.md",
+        "/v1/sections?path=notes/x.md",
+        "/v1/sections?path=docs/../AGENTS.md",
+        "/v1/sections?path=docs/refunds.md&anchor=nope",
+    ] {
+        let (status, _) = call(&s, "GET", bad, Some(ASKER), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{bad}");
+    }
+    let (status, _) = call(&s, "GET", "/v1/sections?path=docs/refunds.md", None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}

@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
@@ -151,6 +151,56 @@ pub async fn search(
             })
             .collect();
         Ok::<_, ApiError>(json!({"hits": hits}))
+    })();
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /v1/sections` query.
+#[derive(Debug, Deserialize)]
+pub struct SectionQuery {
+    /// `docs/...md`
+    pub path: String,
+    /// The section's anchor (empty: the file's first section).
+    #[serde(default)]
+    pub anchor: String,
+}
+
+/// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
+/// an answer points to). Only docs/ is readable here, through the same policy as `read_file`.
+pub async fn section(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    query: Result<Query<SectionQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let result = (|| -> Result<Value, ApiError> {
+        principal.require(Role::Ask)?;
+        let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?path=docs/x.md&anchor=y")))?;
+        let path = crate::workspace::policy::check_read(&query.path)
+            .ok()
+            .filter(|p| p.area() == crate::workspace::policy::Area::Docs)
+            .ok_or_else(|| ApiError::not_found("section"))?;
+        let text = state
+            .harness
+            .workspace
+            .read_text(&path, state.harness.config.index.max_file_bytes)
+            .map_err(|_| ApiError::not_found("section"))?;
+        let stem = query.path.rsplit('/').next().unwrap_or(&query.path);
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        let chunks = crate::index::chunk::chunk_markdown(&text, stem);
+        let chunk = chunks
+            .iter()
+            .find(|c| c.anchor == query.anchor || query.anchor.is_empty())
+            .ok_or_else(|| ApiError::not_found("section"))?;
+        Ok(json!({
+            "path": query.path,
+            "anchor": chunk.anchor,
+            "heading": guard::scrub(&chunk.heading_path.join(" > ")),
+            "lines": [chunk.start_line, chunk.end_line],
+            "text": guard::scrub(&chunk.body),
+        }))
     })();
     match result {
         Ok(body) => Json(body).into_response(),

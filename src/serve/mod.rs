@@ -16,6 +16,7 @@ pub mod error;
 pub mod limits;
 pub mod metrics;
 pub mod ops;
+pub mod page;
 pub mod sessions;
 pub mod stream;
 pub mod turns;
@@ -156,6 +157,7 @@ pub fn app(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/ask", post(ask::ask))
         .route("/v1/search", get(ask::search))
+        .route("/v1/sections", get(ask::section))
         .route("/v1/sessions", post(sessions::create))
         .route("/v1/sessions/{id}", get(sessions::show))
         .route("/v1/sessions/{id}/messages", post(sessions::message))
@@ -176,6 +178,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/openapi.json", get(ops::openapi))
+        .route("/", get(page::index))
+        .route("/app.js", get(page::script))
+        .route("/app.css", get(page::style))
         .merge(api)
         .fallback(|| async { ApiError::not_found("route").into_response() })
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
