@@ -135,6 +135,13 @@ pub enum Command {
     },
     /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
     HashToken,
+    /// Exit 0 when a running server answers its health check (for container health checks:
+    /// the image has no shell or curl).
+    Health {
+        /// The URL to GET.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080/healthz")]
+        url: String,
+    },
     /// Run the eval and red-team pack (evals/*.toml): a table per category, JUnit and JSON.
     ///
     /// With the built-in models every case must pass; with a real model (`--model URL`, or a

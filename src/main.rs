@@ -50,6 +50,7 @@ fn run(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Sessions { action }) => sessions(&global, action),
         Some(Command::Serve { listen }) => serve(&global, listen),
         Some(Command::HashToken) => hash_token(),
+        Some(Command::Health { url }) => health(&url),
         None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
@@ -149,6 +150,24 @@ async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+fn health(url: &str) -> Result<Exit, Failure> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    let status = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(3))
+            .build()
+            .map_err(|e| (Exit::Failure, format!("cannot start the HTTP client: {e}")))?;
+        let response =
+            client.get(url).send().await.map_err(|e| (Exit::Failure, format!("{url} did not answer: {e}")))?;
+        Ok::<_, Failure>(response.status())
+    })?;
+    if status.is_success() { Ok(Exit::Ok) } else { Err((Exit::Failure, format!("{url} answered {status}"))) }
 }
 
 fn hash_token() -> Result<Exit, Failure> {

@@ -162,6 +162,9 @@ fn uid(svc: &Value) -> Option<String> {
 // compose.yaml: the agent's sandbox
 // ---------------------------------------------------------------------------
 
+/// The services that run docs-agent: the one-shot CLI (`agent`) and the HTTP API (`api`).
+const HARDENED: [&str; 2] = ["agent", "api"];
+
 #[test]
 fn compose_uses_the_compose_specification() {
     let c = compose();
@@ -172,120 +175,152 @@ fn compose_uses_the_compose_specification() {
 #[test]
 fn agent_root_filesystem_is_read_only() {
     let c = compose();
-    assert!(is_true(at(service(&c, "agent"), "read_only")), "agent: `read_only: true` is required");
+    for name in HARDENED {
+        assert!(is_true(at(service(&c, name), "read_only")), "{name}: `read_only: true` is required");
+    }
 }
 
 #[test]
 fn agent_has_a_tmpfs_on_tmp() {
     let c = compose();
-    let agent = service(&c, "agent");
-    let short = strings(at(agent, "tmpfs")).iter().any(|t| t.split(':').next() == Some("/tmp"));
-    let long = mounts(agent).iter().any(|m| m.kind == "tmpfs" && m.target == "/tmp");
-    assert!(short || long, "agent: /tmp must be a tmpfs (the root filesystem is read-only)");
+    for name in HARDENED {
+        let agent = service(&c, name);
+        let short = strings(at(agent, "tmpfs")).iter().any(|t| t.split(':').next() == Some("/tmp"));
+        let long = mounts(agent).iter().any(|m| m.kind == "tmpfs" && m.target == "/tmp");
+        assert!(short || long, "{name}: /tmp must be a tmpfs (the root filesystem is read-only)");
+    }
 }
 
 #[test]
 fn agent_drops_all_capabilities() {
     let c = compose();
-    let agent = service(&c, "agent");
-    let dropped = strings(at(agent, "cap_drop"));
-    assert!(
-        dropped.iter().any(|c| c.eq_ignore_ascii_case("ALL")),
-        "agent: `cap_drop: [ALL]` is required, got {dropped:?}"
-    );
-    let added = strings(at(agent, "cap_add"));
-    assert!(added.is_empty(), "agent: must not add capabilities back, got cap_add {added:?}");
+    for name in HARDENED {
+        let agent = service(&c, name);
+        let dropped = strings(at(agent, "cap_drop"));
+        assert!(
+            dropped.iter().any(|c| c.eq_ignore_ascii_case("ALL")),
+            "{name}: `cap_drop: [ALL]` is required, got {dropped:?}"
+        );
+        let added = strings(at(agent, "cap_add"));
+        assert!(added.is_empty(), "{name}: must not add capabilities back, got cap_add {added:?}");
+    }
 }
 
 #[test]
 fn agent_cannot_gain_privileges() {
     let c = compose();
-    let opts = strings(at(service(&c, "agent"), "security_opt"));
-    let nnp = ["no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"];
-    assert!(
-        opts.iter().any(|o| nnp.contains(&o.as_str())),
-        "agent: `security_opt: [no-new-privileges:true]` is required, got {opts:?}"
-    );
+    for name in HARDENED {
+        let opts = strings(at(service(&c, name), "security_opt"));
+        let nnp = ["no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"];
+        assert!(
+            opts.iter().any(|o| nnp.contains(&o.as_str())),
+            "{name}: `security_opt: [no-new-privileges:true]` is required, got {opts:?}"
+        );
+    }
 }
 
 #[test]
 fn agent_runs_as_uid_10001() {
     let c = compose();
-    let agent_uid = uid(service(&c, "agent"));
-    assert_eq!(agent_uid.as_deref(), Some("10001"), "agent: `user:` must be the non-root 10001 (got {agent_uid:?})");
+    for name in HARDENED {
+        let agent_uid = uid(service(&c, name));
+        assert_eq!(
+            agent_uid.as_deref(),
+            Some("10001"),
+            "{name}: `user:` must be the non-root 10001 (got {agent_uid:?})"
+        );
+    }
 }
 
 #[test]
 fn agent_has_pids_and_memory_limits() {
     let c = compose();
-    let agent = service(&c, "agent");
-    let pids = first_set(agent, &["pids_limit", "deploy.resources.limits.pids"]).and_then(text);
-    assert!(
-        pids.as_deref().and_then(|p| p.parse::<i64>().ok()).is_some_and(|p| p > 0),
-        "agent: a positive `pids_limit` (or deploy.resources.limits.pids) is required, got {pids:?}"
-    );
-    let mem = first_set(agent, &["mem_limit", "deploy.resources.limits.memory"]).and_then(text);
-    assert!(
-        mem.as_deref().is_some_and(|m| !m.trim().is_empty() && m != "0"),
-        "agent: `mem_limit` (or deploy.resources.limits.memory) is required, got {mem:?}"
-    );
+    for name in HARDENED {
+        let agent = service(&c, name);
+        let pids = first_set(agent, &["pids_limit", "deploy.resources.limits.pids"]).and_then(text);
+        assert!(
+            pids.as_deref().and_then(|p| p.parse::<i64>().ok()).is_some_and(|p| p > 0),
+            "{name}: a positive `pids_limit` (or deploy.resources.limits.pids) is required, got {pids:?}"
+        );
+        let mem = first_set(agent, &["mem_limit", "deploy.resources.limits.memory"]).and_then(text);
+        assert!(
+            mem.as_deref().is_some_and(|m| !m.trim().is_empty() && m != "0"),
+            "{name}: `mem_limit` (or deploy.resources.limits.memory) is required, got {mem:?}"
+        );
+    }
 }
 
 #[test]
 fn agent_workspace_is_read_only_and_only_notes_and_the_session_volume_are_writable() {
     let c = compose();
-    let all = mounts(service(&c, "agent"));
-    let workspace = all.iter().find(|m| m.target.trim_end_matches('/') == "/workspace");
-    assert!(workspace.is_some_and(|m| m.read_only), "agent: /workspace must be mounted read-only, mounts are {all:?}");
-    // the /tmp tmpfs (if given in long syntax) is scratch memory, not a mount of the host
-    let is_writable = |m: &&Mount| {
-        let tmp_tmpfs = m.kind == "tmpfs" && m.target == "/tmp";
-        !m.read_only && !tmp_tmpfs
-    };
-    let mut writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
-    writable.sort();
-    assert_eq!(
-        writable,
-        ["/data", "/workspace/notes"],
-        "agent: notes/ and the session log are the only writable mounts"
-    );
-    let notes = all.iter().filter(is_writable).find(|m| m.target.starts_with("/workspace"));
-    assert!(
-        notes.is_some_and(|m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")),
-        "agent: notes must be a bind of ./workspace/notes, got {notes:?}"
-    );
-    let data = all.iter().find(|m| m.target.trim_end_matches('/') == "/data");
-    assert!(
-        data.is_some_and(|m| m.kind == "volume" && !m.source.contains('/') && !m.source.is_empty()),
-        "agent: /data must be a named volume, never a host folder, got {data:?}"
-    );
-    let volumes = names(at(&c, "volumes"));
-    assert!(volumes.contains(&data.map(|m| m.source.clone()).unwrap_or_default()), "the session volume is declared");
-    assert!(
-        at(service(&c, "agent"), "volumes_from").is_none(),
-        "agent: `volumes_from` would bring in other services' (writable) mounts"
-    );
+    for name in HARDENED {
+        let all = mounts(service(&c, name));
+        let workspace = all.iter().find(|m| m.target.trim_end_matches('/') == "/workspace");
+        assert!(
+            workspace.is_some_and(|m| m.read_only),
+            "{name}: /workspace must be mounted read-only, mounts are {all:?}"
+        );
+        // the /tmp tmpfs (if given in long syntax) is scratch memory, not a mount of the host
+        let is_writable = |m: &&Mount| {
+            let tmp_tmpfs = m.kind == "tmpfs" && m.target == "/tmp";
+            !m.read_only && !tmp_tmpfs
+        };
+        let mut writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
+        writable.sort();
+        assert_eq!(
+            writable,
+            ["/data", "/workspace/notes"],
+            "{name}: notes/ and the session log are the only writable mounts"
+        );
+        let notes = all.iter().filter(is_writable).find(|m| m.target.starts_with("/workspace"));
+        assert!(
+            notes.is_some_and(|m| m.kind == "bind" && m.source.trim_end_matches('/').ends_with("workspace/notes")),
+            "{name}: notes must be a bind of ./workspace/notes, got {notes:?}"
+        );
+        let data = all.iter().find(|m| m.target.trim_end_matches('/') == "/data");
+        assert!(
+            data.is_some_and(|m| m.kind == "volume" && !m.source.contains('/') && !m.source.is_empty()),
+            "{name}: /data must be a named volume, never a host folder, got {data:?}"
+        );
+        let volumes = names(at(&c, "volumes"));
+        assert!(
+            volumes.contains(&data.map(|m| m.source.clone()).unwrap_or_default()),
+            "the session volume is declared"
+        );
+        assert!(
+            at(service(&c, name), "volumes_from").is_none(),
+            "{name}: `volumes_from` would bring in other services' (writable) mounts"
+        );
+    }
 }
 
 #[test]
 fn agent_keeps_its_session_log_on_the_volume() {
     let c = compose();
-    let log = at(service(&c, "agent"), "environment.DOCS_AGENT_SESSION_LOG").and_then(text);
-    assert!(
-        log.as_deref().is_some_and(|p| p.starts_with("/data/")),
-        "DOCS_AGENT_SESSION_LOG must be under /data, got {log:?}"
-    );
-    let docker = read("Dockerfile");
-    assert!(docker.contains("chown 10001:10001 /rootfs/data"), "Dockerfile: /data must belong to 10001");
-    assert!(docker.contains("DOCS_AGENT_SESSION_LOG=/data/sessions.db"), "Dockerfile: the image points at /data");
+    for name in HARDENED {
+        let log = at(service(&c, name), "environment.DOCS_AGENT_SESSION_LOG").and_then(text);
+        assert!(
+            log.as_deref().is_some_and(|p| p.starts_with("/data/")),
+            "DOCS_AGENT_SESSION_LOG must be under /data, got {log:?}"
+        );
+        let docker = read("Dockerfile");
+        assert!(docker.contains("chown 10001:10001 /rootfs/data"), "Dockerfile: /data must belong to 10001");
+        assert!(docker.contains("DOCS_AGENT_SESSION_LOG=/data/sessions.db"), "Dockerfile: the image points at /data");
+    }
 }
 
 #[test]
 fn agent_is_only_on_the_sealed_network() {
     let c = compose();
-    let agent = service(&c, "agent");
-    assert_eq!(names(at(agent, "networks")), ["sealed"], "agent: must join the internal `sealed` network and no other");
-    assert!(at(agent, "network_mode").is_none(), "agent: `network_mode` would bypass the sealed network");
+    for name in HARDENED {
+        let agent = service(&c, name);
+        assert_eq!(
+            names(at(agent, "networks")),
+            ["sealed"],
+            "{name}: must join the internal `sealed` network and no other"
+        );
+        assert!(at(agent, "network_mode").is_none(), "{name}: `network_mode` would bypass the sealed network");
+    }
 }
 
 #[test]
@@ -369,8 +404,27 @@ fn no_service_is_privileged_or_shares_host_namespaces() {
 #[test]
 fn agent_publishes_no_ports() {
     let c = compose();
-    let agent = service(&c, "agent");
-    assert!(!is_non_empty(at(agent, "ports")), "agent: must not publish ports");
+    for name in HARDENED {
+        assert!(!is_non_empty(at(service(&c, name), "ports")), "{name}: must not publish ports");
+    }
+}
+
+#[test]
+fn api_serves_with_a_health_check_of_its_own_binary() {
+    let c = compose();
+    let api = service(&c, "api");
+    let command = strings(at(api, "command"));
+    assert_eq!(command.first().map(String::as_str), Some("serve"), "api: must run `serve`, got {command:?}");
+    let test = strings(at(api, "healthcheck.test"));
+    assert!(
+        test.first().is_some_and(|t| t == "CMD")
+            && test.iter().any(|t| t.ends_with("docs-agent"))
+            && test.iter().any(|t| t == "health"),
+        "api: the health check must run `docs-agent health` (the image has no shell or curl), got {test:?}"
+    );
+    let config = at(api, "environment.DOCS_AGENT_CONFIG").and_then(text).unwrap_or_default();
+    let mounted = mounts(api).iter().any(|m| m.target == config && m.read_only);
+    assert!(mounted, "api: its config (tokens) must be mounted read-only at DOCS_AGENT_CONFIG ({config})");
 }
 
 // ---------------------------------------------------------------------------

@@ -45,6 +45,18 @@ fn sigterm(child: &Child) {
 }
 
 #[test]
+fn hash_token_prints_the_digest_and_health_fails_when_nothing_answers() {
+    let ws = common::sample_workspace();
+    let out = common::run_input(ws.path(), &[], &["hash-token"], &format!("{TOKEN}\n"));
+    assert_eq!((out.code, out.stdout.trim()), (0, hash(TOKEN).as_str()), "{}", out.stderr);
+    let out = common::run_input(ws.path(), &[], &["hash-token"], "short\n");
+    assert_eq!(out.code, 2, "a short token is refused: {}", out.stderr);
+    let out = common::run(ws.path(), &[], &["health", "--url", "http://127.0.0.1:9/healthz"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("did not answer"), "{}", out.stderr);
+}
+
+#[test]
 fn serve_refuses_to_start_without_tokens() {
     let ws = common::sample_workspace();
     let out = common::run(ws.path(), &[("LLM_MODEL", "scripted")], &["serve", "--listen", "127.0.0.1:0"]);
@@ -66,6 +78,9 @@ async fn serve_answers_on_a_socket_and_stops_cleanly_on_sigterm_interrupting_a_t
 
     let health: Value = http.get(format!("{url}/healthz")).send().await.expect("healthz").json().await.expect("JSON");
     assert_eq!(health["status"], "ok");
+    // The container's health check: the binary itself (the image has no curl).
+    let probe = common::run(ws.path(), &[], &["health", "--url", &format!("{url}/healthz")]);
+    assert_eq!(probe.code, 0, "{}", probe.stderr);
     let created: Value = http
         .post(format!("{url}/v1/sessions"))
         .bearer_auth(TOKEN)
