@@ -35,6 +35,8 @@ pub struct Harness {
     pub skills: Skills,
     /// The stable system prompt.
     pub system_prompt: String,
+    /// In-memory logs for one-shot questions, reused (a server answers thousands a second).
+    ephemeral: std::sync::Mutex<Vec<Log>>,
 }
 
 /// Why a run stopped: the same closed set a session records.
@@ -91,7 +93,7 @@ impl Harness {
             .filter(|p| p.area() == Area::AgentsMd)
             .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
-        Ok(Harness { config, workspace, index, skills, system_prompt })
+        Ok(Harness { config, workspace, index, skills, system_prompt, ephemeral: Default::default() })
     }
 
     /// Answers one question with the configured model on a single-threaded runtime: what the
@@ -121,7 +123,11 @@ impl Harness {
         trace: &mut Trace<W>,
     ) -> Result<Run, AskError> {
         let log_error = |e: LogError| AskError::Log(e.to_string());
-        let mut log = Log::in_memory().map_err(log_error)?;
+        let pooled = self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut log = match pooled {
+            Some(log) => log,
+            None => Log::in_memory().map_err(log_error)?,
+        };
         let session = session::start(&mut log, &self.config, &model.name()).map_err(log_error)?;
         log.append(&session, Event::UserMessage { text: question.to_string() }).map_err(log_error)?;
         let mut turn = Turn {
@@ -135,6 +141,10 @@ impl Harness {
         };
         let end = turn.drive(&mut Cancel::never()).await;
         let events = log.events_after(&session, 0).map_err(log_error)?;
+        // The session was ephemeral: forget it, and keep the log for the next question.
+        if log.forget(&session).is_ok() {
+            self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).push(log);
+        }
         match end {
             Ok(TurnEnd::Answered { answer, steps }) => Ok(Run { answer, stop: Stop::Answered, steps, session, events }),
             Ok(TurnEnd::Stopped { reason, message, steps }) => {

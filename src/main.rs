@@ -124,6 +124,7 @@ fn serve(global: &docs_agent::cli::Global, listen: Option<String>) -> Result<Exi
         ));
     }
     let listen = config.serve.listen.clone();
+    docs_agent::serve::tune_sqlite();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut harness = open(config)?;
     harness.index = harness.index.with_readers(workers).map_err(|e| (Exit::Failure, e.to_string()))?;

@@ -208,6 +208,16 @@ fn overloaded(error: &tower::BoxError) -> axum::response::Response {
     .into_response()
 }
 
+/// Turns off SQLite's memory statistics, which take one process-wide lock on every allocation
+/// and so serialise the workers' searches and logs. Call before anything opens a database.
+pub fn tune_sqlite() {
+    // SAFETY: sqlite3_config is called before SQLite is initialised (nothing has opened a
+    // database yet), with an option that takes one int; it only returns an error code otherwise.
+    unsafe {
+        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0);
+    }
+}
+
 /// Binds `listen` and serves until `shutdown` completes; then running turns are cancelled
 /// (recorded as interrupted, so they can be resumed) and the server drains.
 pub async fn serve(

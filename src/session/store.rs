@@ -230,6 +230,16 @@ impl Log {
         Ok(out)
     }
 
+    /// Deletes every event of `session`: only for the ephemeral sessions of one-shot questions,
+    /// in logs that live in memory. A log on disk never forgets.
+    pub fn forget(&mut self, session: &str) -> Result<(), LogError> {
+        if self.path.is_some() {
+            return Err(LogError("a session log on disk is append-only; nothing is forgotten".into()));
+        }
+        self.conn.prepare_cached("DELETE FROM events WHERE session = ?1")?.execute([session])?;
+        Ok(())
+    }
+
     /// How many sessions had an event at or after `since_ms`.
     pub fn active_since(&self, since_ms: u64) -> Result<usize, LogError> {
         let mut stmt = self.conn.prepare_cached(
