@@ -626,3 +626,15 @@ async fn a_citation_opens_its_section_and_only_docs_are_readable() {
     let (status, _) = call(&s, "GET", "/v1/sections?path=docs/refunds.md", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_request_over_its_time_is_504_in_the_error_shape() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::text("late").after(Duration::from_secs(30))]);
+    let s = server_with(&[
+        ("serve.request_timeout_secs", "1".into()),
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+    ]);
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refunds"}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::GATEWAY_TIMEOUT, Some("timeout")), "{body}");
+}
