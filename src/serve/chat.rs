@@ -81,8 +81,12 @@ pub async fn completions(
     let Some(question) = request.messages.iter().rev().find(|m| m.role == "user").map(ChatMessage::text) else {
         return ApiError::bad_request("messages has no user message").into_response();
     };
-    if question.trim().is_empty() {
-        return ApiError::bad_request("the last user message is empty").into_response();
+    if question.trim().is_empty() || question.chars().count() > super::ask::MAX_QUESTION_CHARS {
+        return ApiError::bad_request(format!(
+            "the last user message must be 1 to {} characters",
+            super::ask::MAX_QUESTION_CHARS
+        ))
+        .into_response();
     }
     let (run, degraded) = match super::ask::answer(&state, question.trim()).await {
         Ok(done) => done,

@@ -62,6 +62,13 @@ pub struct AppState {
     watchers: Arc<Watchers>,
     /// Trips when the model server keeps failing; answers then come from retrieval alone.
     pub breaker: breaker::Breaker,
+    /// Set when the server shuts down: streams that follow sessions end.
+    stopping: tokio::sync::watch::Sender<bool>,
+    /// Slots for turns running in their own tasks (`serve.max_concurrent`; a streamed turn
+    /// outlives its request).
+    pub turn_slots: Arc<tokio::sync::Semaphore>,
+    /// Slots for streams following a session (4 × `serve.max_concurrent`).
+    pub follower_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Per-session notifications of new events.
@@ -99,6 +106,9 @@ impl AppState {
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             watchers: Arc::new(Watchers::default()),
             breaker: breaker::Breaker::new(serve.breaker_failures, serve.breaker_cooldown_secs),
+            stopping: tokio::sync::watch::channel(false).0,
+            turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
+            follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             harness,
         }
     }
@@ -110,6 +120,11 @@ impl AppState {
         let watchers = self.watchers.clone();
         log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
         Ok(log)
+    }
+
+    /// Becomes true when the server shuts down.
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.subscribe()
     }
 
     /// Follows session `id`'s new events.
@@ -163,6 +178,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/sessions/{id}/messages", post(sessions::message))
         .route("/v1/sessions/{id}/events", get(sessions::events))
         .route("/v1/sessions/{id}/cancel", post(sessions::cancel))
+        .route("/v1/sessions/{id}/resume", post(sessions::resume))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", post(approvals::decide))
         .route("/v1/chat/completions", post(chat::completions))
@@ -183,8 +199,17 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/app.css", get(page::style))
         .merge(api)
         .fallback(|| async { ApiError::not_found("route").into_response() })
-        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method; see /openapi.json",
+            )
+            .into_response()
+        })
         .layer(limits)
+        // Outside the limits, so shed (503) and timed-out (504) requests are counted too.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(DefaultBodyLimit::max(serve.max_body_bytes))
         .with_state(state)
 }
@@ -234,6 +259,7 @@ pub async fn serve(
     let shutdown = async move {
         shutdown.await;
         eprintln!("docs-agent: shutting down: no new requests; interrupting running turns");
+        cancel_all.stopping.send_replace(true);
         for canceller in cancel_all.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
             canceller.cancel();
         }

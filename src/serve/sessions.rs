@@ -145,6 +145,31 @@ pub async fn message(
     stream::from_channel(rx).into_response()
 }
 
+/// `POST /v1/sessions/{id}/resume`: finishes a turn a crash or a shutdown left unfinished.
+pub async fn resume(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    let checked = principal.require(Role::Ask).and_then(|()| {
+        let events = owned(&state.log()?, &id, &principal)?;
+        match state::status(&events) {
+            state::Status::InTurn => Ok(()),
+            other => Err(ApiError::conflict(
+                "nothing_to_resume",
+                format!("session {id} has no unfinished turn (it is {})", other.as_str()),
+            )),
+        }
+    });
+    if let Err(e) = checked {
+        return e.into_response();
+    }
+    match turns::run(state, id, Start::Continue).await {
+        Ok(outcome) => Json(outcome).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
 /// `GET /v1/sessions/{id}/events` query.
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
@@ -159,9 +184,13 @@ pub async fn events(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     headers: axum::http::HeaderMap,
 ) -> Response {
+    let after = match query {
+        Ok(Query(query)) => query.after,
+        Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),
+    };
     if stream::wants_stream(&headers) {
         let log = match state.log() {
             Ok(log) => log,
@@ -170,17 +199,26 @@ pub async fn events(
         if let Err(e) = owned(&log, &id, &principal) {
             return e.into_response();
         }
-        let cursor = stream::resume_point(&headers, query.after);
-        return stream::follow(state, log, id, cursor).into_response();
+        let cursor = stream::resume_point(&headers, after);
+        let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                "too many streams follow sessions; try again shortly",
+            )
+            .retry_after(5)
+            .into_response();
+        };
+        return stream::follow(state, log, id, cursor, slot).into_response();
     }
     let result = (|| {
         let log = state.log()?;
         owned(&log, &id, &principal)?;
         let events: Vec<_> = log
-            .events_after(&id, query.after)?
+            .events_after(&id, after)?
             .into_iter()
             .take(MAX_EVENTS)
-            .map(|s| json!({"seq": s.seq, "at_ms": s.at_ms, "event": s.event}))
+            .map(|s| stream::outward(&s, &state.harness.config.allowed_link_hosts))
             .collect();
         Ok(json!({"session_id": id, "events": events}))
     })();

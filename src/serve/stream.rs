@@ -39,6 +39,21 @@ pub fn from_channel(rx: mpsc::UnboundedReceiver<Event>) -> Sse<impl Stream<Item 
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
+/// An event as it may leave over HTTP: the log holds model-written text scrubbed of secrets,
+/// but with its links as the model wrote them; here they are neutralised like an answer's.
+pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String]) -> serde_json::Value {
+    use crate::session::event::Event;
+    let neutral = |t: &str| crate::guard::links::neutralize_links(t, allowed_hosts).into_owned();
+    let event = match &stored.event {
+        Event::AssistantMessage { text, tool_calls, usage } => {
+            Event::AssistantMessage { text: neutral(text), tool_calls: tool_calls.clone(), usage: *usage }
+        }
+        Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },
+        other => other.clone(),
+    };
+    serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event})
+}
+
 /// Where a follower resumes: `Last-Event-ID` wins over `?after=`.
 pub fn resume_point(headers: &HeaderMap, after: u64) -> u64 {
     headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok()).unwrap_or(after)
@@ -51,32 +66,46 @@ pub fn follow(
     log: Log,
     id: String,
     cursor: u64,
+    slot: tokio::sync::OwnedSemaphorePermit,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);
+    let hosts = Arc::new(state.harness.config.allowed_link_hosts.clone());
+    let stopping = state.stopping();
     let start = (log, id, cursor, changes, VecDeque::<Event>::new());
-    let stream = futures_util::stream::unfold(start, |(log, id, mut cursor, mut changes, mut ready)| async move {
-        loop {
-            if let Some(event) = ready.pop_front() {
-                return Some((Ok(event), (log, id, cursor, changes, ready)));
-            }
-            match log.events_after(&id, cursor) {
-                Ok(events) if !events.is_empty() => {
-                    for stored in events.into_iter().take(BATCH) {
-                        cursor = stored.seq;
-                        let data = serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": stored.event});
-                        ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
+    let stream = futures_util::stream::unfold(start, move |(log, id, mut cursor, mut changes, mut ready)| {
+        // The follower's slot is held for as long as the stream lives.
+        let _held = &slot;
+        let hosts = hosts.clone();
+        let mut stopping = stopping.clone();
+        async move {
+            loop {
+                if let Some(event) = ready.pop_front() {
+                    return Some((Ok(event), (log, id, cursor, changes, ready)));
+                }
+                match log.events_after(&id, cursor) {
+                    Ok(events) if !events.is_empty() => {
+                        for stored in events.into_iter().take(BATCH) {
+                            cursor = stored.seq;
+                            let data = outward(&stored, &hosts);
+                            ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
+                        }
+                        continue;
                     }
-                    continue;
+                    Ok(_) => {}
+                    Err(e) => {
+                        let error = event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
+                        return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                    }
                 }
-                Ok(_) => {}
-                Err(e) => {
-                    let error = event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
-                    return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                if cursor == u64::MAX || *stopping.borrow() {
+                    return None;
                 }
-            }
-            if cursor == u64::MAX || changes.changed().await.is_err() {
-                return None;
+                // Wait for a commit, or for the server to shut down (then the stream ends).
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return None },
+                    _ = stopping.changed() => return None,
+                }
             }
         }
     });

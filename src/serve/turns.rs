@@ -9,21 +9,32 @@ use serde::Serialize;
 
 use super::AppState;
 use super::error::ApiError;
-use crate::approval::Approver;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, StopReason};
 use crate::session::state::{self, Status};
 use crate::session::store::Stored;
-use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided};
+use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError};
 use crate::trace::Trace;
 
 /// How a turn starts.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Start {
     /// With this user message (the session must be idle).
     Message(String),
-    /// From where the log stands (after a decision, or to resume).
+    /// From where the log stands (a turn a crash or a shutdown left unfinished).
     Continue,
+    /// Record a decision on the pending write `call` (under the same lock the turn then runs
+    /// under, so nothing can slip in between), tell `reply` how it went, then go on.
+    Decision {
+        /// The call the approver reviewed.
+        call: String,
+        /// Their decision.
+        verdict: Verdict,
+        /// Who decided (`approver NAME`).
+        by: String,
+        /// Told `granted`/`denied`, or why the decision was not recorded.
+        reply: tokio::sync::oneshot::Sender<Result<&'static str, ApiError>>,
+    },
 }
 
 /// How a turn ended, as the API reports it.
@@ -83,32 +94,130 @@ pub async fn run_live(state: Arc<AppState>, id: String, start: Start, live: Opti
         .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
 }
 
-async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    let mut log = state.log()?;
-    let _lock = log.lock(&id).map_err(|e| ApiError::conflict("session_busy", e.to_string()))?;
-    let events = log.events_after(&id, 0)?;
+/// What a turn needs, checked under the session's lock: the log, the lock, the model (and
+/// whether it is the retrieval-only fallback), the last seq before the turn, a turn slot.
+type Ready = (
+    crate::session::store::Log,
+    crate::session::store::SessionLock,
+    Arc<crate::model::Model>,
+    bool,
+    u64,
+    tokio::sync::OwnedSemaphorePermit,
+);
+
+fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiError> {
+    let busy = || ApiError::conflict("turn_in_progress", format!("session {id} has a turn running"));
+    if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(id) {
+        return fail(start, busy());
+    }
+    let Ok(slot) = state.turn_slots.clone().try_acquire_owned() else {
+        let error = ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "serve.max_concurrent turns are running; try again shortly",
+        )
+        .retry_after(1);
+        return fail(start, error);
+    };
+    let mut log = match state.log() {
+        Ok(log) => log,
+        Err(e) => return fail(start, e),
+    };
+    let lock = match log.lock(id) {
+        Ok(lock) => lock,
+        Err(_) => return fail(start, busy()),
+    };
+    let events = match log.events_after(id, 0) {
+        Ok(events) => events,
+        Err(e) => return fail(start, e.into()),
+    };
     let before = events.last().map_or(0, |s| s.seq);
-    if let Start::Message(text) = &start {
-        match state::status(&events) {
-            Status::Idle => {}
-            Status::AwaitingApproval => {
-                return Err(ApiError::conflict(
-                    "awaiting_approval",
-                    format!("session {id} waits for a decision on a write; see GET /v1/approvals?state=pending"),
-                ));
+    let pinned = state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model).to_string();
+    let (model, degraded) = match state.model_or_fallback(&pinned) {
+        Ok(found) => found,
+        Err(e) => return fail(start, e),
+    };
+    match start {
+        Start::Message(text) => {
+            match state::status(&events) {
+                Status::Idle => {}
+                Status::AwaitingApproval => {
+                    return Err(ApiError::conflict(
+                        "awaiting_approval",
+                        format!("session {id} waits for a decision on a write; see GET /v1/approvals?state=pending"),
+                    ));
+                }
+                Status::InTurn => {
+                    return Err(ApiError::conflict(
+                        "turn_in_progress",
+                        format!("session {id} has an unfinished turn; finish it with POST /v1/sessions/{id}/resume"),
+                    ));
+                }
             }
-            Status::InTurn => {
-                return Err(ApiError::conflict("turn_in_progress", format!("session {id} has a turn in progress")));
+            log.append(id, Event::UserMessage { text })?;
+        }
+        Start::Continue => {}
+        Start::Decision { call, verdict, by, reply } => {
+            let outcome = match &verdict {
+                Verdict::Allow(_) => "granted",
+                Verdict::Deny(_) => "denied",
+            };
+            let mut trace = Trace::new(std::io::sink(), 200);
+            let recorded = Turn {
+                harness: &state.harness,
+                model: &model,
+                log: &mut log,
+                session: id,
+                trace: &mut trace,
+                undecided: Undecided::Pause,
+                on_text: None,
+            }
+            .record_verdict(Some(&call), verdict, &by);
+            let answer = match recorded {
+                Ok(()) => {
+                    state.metrics.approval(outcome);
+                    Ok(outcome)
+                }
+                Err(VerdictError::Expired(message)) => {
+                    state.metrics.approval("expired");
+                    Err(ApiError::conflict("expired", message))
+                }
+                Err(VerdictError::NothingWaits(message)) => Err(ApiError::conflict("not_pending", message)),
+                Err(VerdictError::Log(e)) => Err(e.into()),
+            };
+            let stop = answer.is_err();
+            let _ = reply.send(answer);
+            if stop {
+                return Err(ApiError::conflict("not_pending", "the decision was not recorded"));
             }
         }
-        log.append(&id, Event::UserMessage { text: text.clone() })?;
     }
-    let pinned = state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model).to_string();
-    let (model, degraded) = state.model_or_fallback(&pinned)?;
+    Ok((log, lock, model, degraded, before, slot))
+}
+
+/// Fails a start, telling a waiting decision why.
+fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
+    match start {
+        Start::Decision { reply, .. } => {
+            let copy = ApiError {
+                status: error.status,
+                code: error.code,
+                message: error.message.clone(),
+                retry_after: error.retry_after,
+            };
+            let _ = reply.send(Err(copy));
+            Err(error)
+        }
+        _ => Err(error),
+    }
+}
+
+async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
+    let (mut log, _lock, model, degraded, before, _slot) = prepare(&state, &id, start)?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
-    let undecided =
-        if state.harness.config.approve_all() { Undecided::Decide(Approver::Always) } else { Undecided::Pause };
+    // Over HTTP a write waits for an approver, whatever APPROVE says in the server's environment.
+    let undecided = Undecided::Pause;
     let mut trace = Trace::new(MetricsSink { state: state.clone(), line: Vec::new(), live: live.clone() }, 200);
     let text = std::sync::Mutex::new(crate::guard::stream::StreamGuard::new(&state.harness.config.allowed_link_hosts));
     let send_text = |piece: Option<String>| {
@@ -116,7 +225,16 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
             let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
         }
     };
-    let on_text = |delta: &str| send_text(text.lock().unwrap_or_else(|p| p.into_inner()).push(delta));
+    // Each model call's text is guarded on its own, as its answer would be.
+    let on_text = |delta: &str| {
+        let mut guard = text.lock().unwrap_or_else(|p| p.into_inner());
+        if delta.is_empty() {
+            send_text(guard.finish());
+            *guard = crate::guard::stream::StreamGuard::new(&state.harness.config.allowed_link_hosts);
+        } else {
+            send_text(guard.push(delta));
+        }
+    };
     let end = Turn {
         harness: &state.harness,
         model: &model,

@@ -136,7 +136,8 @@ pub struct Turn<'a, W: Write> {
     /// How an undecided write is handled.
     pub undecided: Undecided,
     /// Called with each piece of the model's text as it streams (progress display; the text
-    /// itself leaves the process only through the outbound guard, once the reply is complete).
+    /// itself leaves the process only through the outbound guard, once the reply is complete),
+    /// and with `""` when a new model call starts, so a stream guard can start afresh.
     pub on_text: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
@@ -245,6 +246,9 @@ impl<W: Write> Turn<'_, W> {
     ) -> Called {
         let partial = std::sync::Mutex::new(String::new());
         let on_text = self.on_text;
+        if let Some(show) = on_text {
+            show("");
+        }
         let mut on_delta = |delta: &str| {
             partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
             if let Some(show) = on_text.filter(|_| !delta.is_empty()) {
