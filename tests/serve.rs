@@ -141,6 +141,7 @@ async fn health_and_the_openapi_document_are_public() {
         "/v1/sessions/{id}/messages",
         "/v1/sessions/{id}/events",
         "/v1/sessions/{id}/cancel",
+        "/v1/sessions/{id}/resume",
         "/v1/approvals",
         "/v1/approvals/{id}",
         "/healthz",
