@@ -134,18 +134,16 @@ async fn drive(client: &reqwest::Client, url: &str, ask: bool, requests: usize, 
     run
 }
 
+/// The JSON body of an authorised request.
+async fn json_of(request: reqwest::RequestBuilder) -> Result<Value, String> {
+    let response = request.bearer_auth(TOKEN).send().await.map_err(|e| e.to_string())?;
+    response.json().await.map_err(|e| e.to_string())
+}
+
 /// One session: a streamed turn, then the log followed over SSE from the start; returns whether
 /// the streamed events equal the session's events, and the turn's latency.
 async fn session(client: &reqwest::Client, url: &str) -> Result<(bool, f64), String> {
-    let created: Value = client
-        .post(format!("{url}/v1/sessions"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
+    let created = json_of(client.post(format!("{url}/v1/sessions"))).await?;
     let id = created["id"].as_str().ok_or("no id")?.to_string();
     let t = Instant::now();
     let turn = client
@@ -163,15 +161,7 @@ async fn session(client: &reqwest::Client, url: &str) -> Result<(bool, f64), Str
     if !turn.contains("event: done") {
         return Err(format!("the streamed turn did not finish: {turn}"));
     }
-    let listed: Value = client
-        .get(format!("{url}/v1/sessions/{id}/events"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
+    let listed = json_of(client.get(format!("{url}/v1/sessions/{id}/events"))).await?;
     let expected: Vec<u64> =
         listed["events"].as_array().ok_or("no events")?.iter().filter_map(|e| e["seq"].as_u64()).collect();
     // Follow from the start until the turn's `stopped` event.
