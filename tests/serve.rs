@@ -715,3 +715,48 @@ async fn odd_requests_get_the_error_shape_too() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn cancel_interrupts_a_running_turn_and_keeps_its_partial_text() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::streamed(&["Refunds take "], true),
+        fake::Canned::streamed(&["Refunds take 14 days."], false),
+    ]);
+    let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let state = s.state.clone();
+    let uri = format!("/v1/sessions/{id}/messages");
+    let turn = tokio::spawn(async move {
+        let request = Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header(header::AUTHORIZATION, format!("Bearer {ASKER}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({"text": "how long do refunds take"}).to_string()))
+            .expect("request");
+        let response = app(state).oneshot(request).await.expect("response");
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
+        serde_json::from_slice::<Value>(&bytes).expect("JSON")
+    });
+    for _ in 0..2_000 {
+        let (_, body) = call(&s, "GET", &format!("/v1/sessions/{id}"), Some(ASKER), None).await;
+        if body["running"] == true && !fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (status, _) = call(&s, "POST", &format!("/v1/sessions/{id}/cancel"), Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another principal cannot cancel it");
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/cancel"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let outcome = turn.await.expect("turn");
+    assert_eq!(outcome["stop"], "cancelled", "{outcome}");
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    assert!(events.to_string().contains("\"type\":\"interrupted\""), "{events}");
+    // The session is ready for its next turn.
+    let (status, next) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "and again?"})))
+            .await;
+    assert_eq!((status, next["stop"].as_str()), (StatusCode::OK, Some("answered")), "{next}");
+}
