@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
+use super::error::{ApiError, respond};
 use super::turns::{self, Start};
 use crate::config::Role;
 use crate::session::event::Scope;
@@ -86,10 +86,7 @@ pub async fn list(
         }
         Ok(json!({"approvals": out}))
     })();
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    respond(result, StatusCode::OK)
 }
 
 /// `POST /v1/approvals/{id}` body.

@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
+use super::error::{ApiError, respond};
 use super::turns::usage;
 use crate::agent::{AskError, Stop};
 use crate::approval::Approver;
@@ -73,10 +74,7 @@ pub async fn ask(
         }))
     }
     .await;
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    respond(result, StatusCode::OK)
 }
 
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is
@@ -96,9 +94,7 @@ pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::age
     }
     match result {
         Ok(run) => Ok((run, degraded)),
-        Err(AskError::Model(e)) => {
-            Err(ApiError::new(axum::http::StatusCode::BAD_GATEWAY, "model_error", e.to_string()))
-        }
+        Err(AskError::Model(e)) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "model_error", e.to_string())),
         Err(AskError::Setup(m) | AskError::Log(m)) => Err(ApiError::internal(m)),
     }
 }
@@ -171,10 +167,7 @@ pub async fn search(
             .collect();
         Ok::<_, ApiError>(json!({"hits": hits}))
     })();
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    respond(result, StatusCode::OK)
 }
 
 /// `GET /v1/sections` query.
@@ -221,8 +214,5 @@ pub async fn section(
             "text": guard::scrub(&chunk.body),
         }))
     })();
-    match result {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => e.into_response(),
-    }
+    respond(result, StatusCode::OK)
 }

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 /// An API error.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
@@ -53,6 +53,14 @@ impl ApiError {
     pub fn retry_after(mut self, secs: u64) -> ApiError {
         self.retry_after = Some(secs);
         self
+    }
+}
+
+/// A handler's JSON body with `status`, or its error in the one error shape.
+pub fn respond(result: Result<serde_json::Value, ApiError>, status: StatusCode) -> Response {
+    match result {
+        Ok(body) => (status, axum::Json(body)).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 

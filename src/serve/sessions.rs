@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
+use super::error::{ApiError, respond};
 use super::stream;
 use super::turns::{self, Start};
 use crate::config::Role;
@@ -34,13 +34,6 @@ pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, 
         return Err(ApiError::not_found("session"));
     }
     Ok(events)
-}
-
-fn respond(result: Result<serde_json::Value, ApiError>, status: StatusCode) -> Response {
-    match result {
-        Ok(body) => (status, Json(body)).into_response(),
-        Err(e) => e.into_response(),
-    }
 }
 
 /// `POST /v1/sessions`: a new session pinned to the configured model.

@@ -199,13 +199,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
 fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
     match start {
         Start::Decision { reply, .. } => {
-            let copy = ApiError {
-                status: error.status,
-                code: error.code,
-                message: error.message.clone(),
-                retry_after: error.retry_after,
-            };
-            let _ = reply.send(Err(copy));
+            let _ = reply.send(Err(error.clone()));
             Err(error)
         }
         _ => Err(error),
