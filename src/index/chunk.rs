@@ -60,6 +60,14 @@ impl Chunk {
 
 /// Splits `source` into chunks, one per heading, in file order.
 ///
+/// The sections of the Markdown file at `path` (its stem titles text before the first heading).
+#[must_use]
+pub fn chunk_file(path: &str, source: &str) -> Vec<Chunk> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    chunk_markdown(source, stem)
+}
+
 /// Text before the first heading becomes a chunk titled by the front matter
 /// `title:` if there is one (invalid YAML is ignored), else `fallback_title`
 /// (the caller passes the file stem), with the anchor "" (the top of the

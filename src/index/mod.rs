@@ -265,11 +265,9 @@ fn create_schema(conn: &Connection) -> Result<(), IndexError> {
 }
 
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
-    let stem = file.path.rsplit('/').next().unwrap_or(&file.path);
-    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
     let path = clean(&file.path);
     let mut rows = Vec::new();
-    for c in chunk::chunk_markdown(&file.text, stem) {
+    for c in chunk::chunk_file(&file.path, &file.text) {
         let heading = clean(&c.heading_text());
         // Redact the whole section before cutting it, so no window holds part of a secret.
         let body = clean(&c.body);

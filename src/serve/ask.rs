@@ -199,9 +199,7 @@ pub async fn section(
             .workspace
             .read_text(&path, state.harness.config.index.max_file_bytes)
             .map_err(|_| ApiError::not_found("section"))?;
-        let stem = query.path.rsplit('/').next().unwrap_or(&query.path);
-        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-        let chunks = crate::index::chunk::chunk_markdown(&text, stem);
+        let chunks = crate::index::chunk::chunk_file(&query.path, &text);
         let chunk = chunks
             .iter()
             .find(|c| c.anchor == query.anchor || query.anchor.is_empty())

@@ -44,6 +44,11 @@ impl ApiError {
         ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
     }
 
+    /// 503 `overloaded`: a capacity limit is reached; try again after `retry_after` seconds.
+    pub fn overloaded(message: impl Into<String>, retry_after: u64) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message).retry_after(retry_after)
+    }
+
     /// 500: something on our side.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)

@@ -224,13 +224,7 @@ fn overloaded(error: &tower::BoxError) -> axum::response::Response {
         )
         .into_response();
     }
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "overloaded",
-        "the server is at serve.max_concurrent requests; try again shortly",
-    )
-    .retry_after(1)
-    .into_response()
+    ApiError::overloaded("the server is at serve.max_concurrent requests; try again shortly", 1).into_response()
 }
 
 /// Turns off SQLite's memory statistics, which take one process-wide lock on every allocation

@@ -194,13 +194,7 @@ pub async fn events(
         }
         let cursor = stream::resume_point(&headers, after);
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
-            return ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded",
-                "too many streams follow sessions; try again shortly",
-            )
-            .retry_after(5)
-            .into_response();
+            return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
         return stream::follow(state, log, id, cursor, slot).into_response();
     }

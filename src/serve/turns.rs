@@ -111,12 +111,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
         return fail(start, busy());
     }
     let Ok(slot) = state.turn_slots.clone().try_acquire_owned() else {
-        let error = ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "serve.max_concurrent turns are running; try again shortly",
-        )
-        .retry_after(1);
+        let error = ApiError::overloaded("serve.max_concurrent turns are running; try again shortly", 1);
         return fail(start, error);
     };
     let mut log = match state.log() {
