@@ -192,8 +192,6 @@ pub struct Toolbox<'a> {
     pub index: &'a Index,
     /// The valid skills.
     pub skills: &'a Skills,
-    /// Who decides writes.
-    pub approver: Approver,
     /// Sections per search.
     pub top_k: usize,
     /// Bytes of a result handed to the model.
@@ -201,13 +199,14 @@ pub struct Toolbox<'a> {
 }
 
 impl Toolbox<'_> {
-    /// Runs one call by name with its raw JSON arguments, deciding a write with `self.approver`;
-    /// never panics on model input.
-    pub fn run(&self, name: &str, arguments: &str) -> (Outcome, u128) {
+    /// Runs one call by name with its raw JSON arguments, `approver` deciding a write at once
+    /// (a session's turn instead plans the call and decides writes through its log); never
+    /// panics on model input.
+    pub fn run(&self, approver: Approver, name: &str, arguments: &str) -> (Outcome, u128) {
         let started = Instant::now();
         let outcome = match self.plan(name, arguments) {
             Planned::Done(outcome) => outcome,
-            Planned::Write(request) => match self.approver.decide(&request.path, &request.content) {
+            Planned::Write(request) => match approver.decide(&request.path, &request.content) {
                 Ok(approved) => self.commit_write(&request, approved),
                 Err(denied) => Outcome::denied(denied),
             },

@@ -23,21 +23,35 @@ fn harness(root: &Path) -> Harness {
     Harness::open(Config::load(&sources).expect("config")).expect("open harness")
 }
 
-fn toolbox(h: &Harness, approver: Approver) -> Toolbox<'_> {
-    Toolbox {
-        workspace: &h.workspace,
-        index: &h.index,
-        skills: &h.skills,
+/// A toolbox whose writes `approver` decides at once.
+struct Tb<'a> {
+    toolbox: Toolbox<'a>,
+    approver: Approver,
+}
+
+impl Tb<'_> {
+    fn run(&self, tool: &str, args: &str) -> (docs_agent::tools::Outcome, u128) {
+        self.toolbox.run(self.approver, tool, args)
+    }
+}
+
+fn toolbox(h: &Harness, approver: Approver) -> Tb<'_> {
+    Tb {
+        toolbox: Toolbox {
+            workspace: &h.workspace,
+            index: &h.index,
+            skills: &h.skills,
+            top_k: 5,
+            max_result_bytes: 12_000,
+        },
         approver,
-        top_k: 5,
-        max_result_bytes: 12_000,
     }
 }
 
 /// `(tool, arguments, expected decision, fragment the result must contain)`
 type Case<'a> = (&'a str, String, Decision, &'a str);
 
-fn check(tb: &Toolbox<'_>, cases: &[Case<'_>]) {
+fn check(tb: &Tb<'_>, cases: &[Case<'_>]) {
     for (tool, args, decision, fragment) in cases {
         let (outcome, _) = tb.run(tool, args);
         assert_eq!(outcome.decision, *decision, "{tool} {args}: {}", outcome.text);

@@ -53,8 +53,12 @@ pub fn tokens(messages: &[Message]) -> u64 {
 
 /// The compaction event to append before the next model call, if one is due and possible.
 pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> Option<Event> {
+    plan_for(config, system_prompt, events, tokens(&project(system_prompt, events)))
+}
+
+/// [`plan`], given the tokens of the request the events project to now (the turn has it).
+pub fn plan_for(config: &SessionConfig, system_prompt: &str, events: &[Stored], now: u64) -> Option<Event> {
     let budget = config.context_budget_tokens;
-    let now = tokens(&project(system_prompt, events));
     if (now as f64) <= config.compact_at * budget as f64 {
         return None;
     }

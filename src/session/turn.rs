@@ -150,7 +150,6 @@ impl<W: Write> Turn<'_, W> {
             workspace: &self.harness.workspace,
             index: &self.harness.index,
             skills: &self.harness.skills,
-            approver: Approver::Never,
             top_k: self.harness.config.index.top_k,
             max_result_bytes: limits.max_tool_result_bytes,
         };
@@ -177,13 +176,13 @@ impl<W: Write> Turn<'_, W> {
                     if Instant::now() >= deadline {
                         return self.stop(StopReason::TimeLimit, steps);
                     }
-                    if let Some(event) =
-                        compact::plan(&self.harness.config.session, &self.harness.system_prompt, &events)
-                    {
+                    let messages = project(&self.harness.system_prompt, &events);
+                    let size = compact::tokens(&messages);
+                    let session = &self.harness.config.session;
+                    if let Some(event) = compact::plan_for(session, &self.harness.system_prompt, &events, size) {
                         self.append(event)?;
                         continue;
                     }
-                    let messages = project(&self.harness.system_prompt, &events);
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
                     match self.call_model(&messages, &specs, deadline, cancel).await {
                         Called::Reply(reply) => self.record_reply(&toolbox, next_seq, reply, steps + 1)?,
