@@ -94,16 +94,21 @@ pub async fn run_live(state: Arc<AppState>, id: String, start: Start, live: Opti
         .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
 }
 
-/// What a turn needs, checked under the session's lock: the log, the lock, the model (and
-/// whether it is the retrieval-only fallback), the last seq before the turn, a turn slot.
-type Ready = (
-    crate::session::store::Log,
-    crate::session::store::SessionLock,
-    Arc<crate::model::Model>,
-    bool,
-    u64,
-    tokio::sync::OwnedSemaphorePermit,
-);
+/// What a turn needs, checked under the session's lock.
+struct Ready {
+    /// The task's own log connection.
+    log: crate::session::store::Log,
+    /// The session's writer lock, held for the turn.
+    _lock: crate::session::store::SessionLock,
+    /// The session's model, or the retrieval-only one.
+    model: Arc<crate::model::Model>,
+    /// True when it is the retrieval-only fallback.
+    degraded: bool,
+    /// The last seq before the turn (its usage is counted after it).
+    before: u64,
+    /// The turn's slot, held for the turn.
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
 
 fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiError> {
     let busy = || ApiError::conflict("turn_in_progress", format!("session {id} has a turn running"));
@@ -187,7 +192,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
             }
         }
     }
-    Ok((log, lock, model, degraded, before, slot))
+    Ok(Ready { log, _lock: lock, model, degraded, before, _slot: slot })
 }
 
 /// Fails a start, telling a waiting decision why.
@@ -202,7 +207,7 @@ fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
 }
 
 async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    let (mut log, _lock, model, degraded, before, _slot) = prepare(&state, &id, start)?;
+    let Ready { mut log, _lock, model, degraded, before, _slot } = prepare(&state, &id, start)?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
     // Over HTTP a write waits for an approver, whatever APPROVE says in the server's environment.
