@@ -86,3 +86,79 @@ fn map_strings(value: Value) -> Value {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Secrets of several formats; each must never reach a trace line, whole or in part.
+    const SECRETS: &[&str] = &[
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+    ];
+
+    /// Each way a secret can reach the trace: the line it makes, from a fresh trace.
+    fn lines_with(secret: &str) -> Vec<(&'static str, String)> {
+        let with = |f: &dyn Fn(&mut Trace<Vec<u8>>)| {
+            let mut trace = Trace::new(Vec::new(), 200);
+            f(&mut trace);
+            String::from_utf8(trace.into_inner()).expect("UTF-8")
+        };
+        vec![
+            ("tool name", with(&|t| t.tool(1, &format!("tool_{secret}"), "{}", "ok", 1, "allowed"))),
+            (
+                "JSON args, a string value",
+                with(&|t| {
+                    t.tool(1, "search_docs", &json!({ "query": format!("is {secret} valid") }).to_string(), "", 1, "")
+                }),
+            ),
+            (
+                "JSON args, nested in an array",
+                with(&|t| t.tool(1, "x", &json!({ "a": [1, { "b": secret }] }).to_string(), "ok", 1, "allowed")),
+            ),
+            ("JSON args, a key", with(&|t| t.tool(1, "x", &json!({ secret: 1 }).to_string(), "ok", 1, "allowed"))),
+            ("args that are not JSON", with(&|t| t.tool(1, "x", &format!("{{query: {secret}"), "ok", 1, "denied"))),
+            ("result", with(&|t| t.tool(1, "read_file", "{}", &format!("key = {secret}\n"), 1, "allowed"))),
+            (
+                "result, the secret across the cut",
+                with(&|t| t.tool(1, "read_file", "{}", &format!("{}{secret}", "a".repeat(190)), 1, "allowed")),
+            ),
+            ("event message", with(&|t| t.event("stop", &format!("model_error: server said Bearer {secret}")))),
+        ]
+    }
+
+    #[test]
+    fn no_secret_reaches_the_trace_from_any_field() {
+        for secret in SECRETS {
+            for (place, out) in lines_with(secret) {
+                // No part as long as a third of the secret (and at least 8 characters) is shown.
+                let part = (secret.len() / 3).max(8);
+                let leaked = (0..=secret.len() - part).map(|i| &secret[i..i + part]).find(|p| out.contains(p));
+                assert_eq!(leaked, None, "{place}: part of {secret} leaked in {out}");
+                let line: Value =
+                    serde_json::from_str(out.trim_end()).unwrap_or_else(|e| panic!("{place}: {e}: {out}"));
+                assert!(line.is_object(), "{place}: one JSON object per line: {out}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_redacted_secret_is_marked_where_it_was() {
+        let (_, out) = lines_with(SECRETS[0]).swap_remove(1);
+        let line: Value = serde_json::from_str(out.trim_end()).expect("JSON");
+        assert_eq!(line["args"]["query"], "is [REDACTED] valid", "{out}");
+    }
+
+    #[test]
+    fn long_strings_are_cut_after_redaction() {
+        let mut trace = Trace::new(Vec::new(), 50);
+        trace.tool(2, "read_file", &json!({ "path": "é".repeat(400) }).to_string(), &"ü".repeat(100), 3, "allowed");
+        let line: Value = serde_json::from_slice(&trace.into_inner()).expect("JSON");
+        let cut = |v: &Value, max: usize| v.as_str().is_some_and(|s| s.len() <= max + 14 && s.ends_with("[truncated]"));
+        assert!(cut(&line["result"], 50), "{line}");
+        assert!(cut(&line["args"]["path"], ARG_CHARS), "{line}");
+        assert_eq!((line["step"].as_u64(), line["ms"].as_u64()), (Some(2), Some(3)));
+    }
+}

@@ -119,3 +119,41 @@ fn citations_of_pages_never_retrieved_are_marked() {
     assert!(out.stdout.contains("docs/refunds.md#window it is"), "{}", out.stdout);
     assert!(out.stdout.contains("docs/secret-roadmap.md [unverified citation]"), "{}", out.stdout);
 }
+
+/// Regression: the trace once cut strings without redacting them. Secrets the model wrote
+/// itself (in a search, in a note's path and content) never reach stderr, even on an
+/// approved write; the note holds only the redacted content.
+#[test]
+fn an_approved_write_with_a_secret_leaves_no_secret_on_stderr() {
+    let key = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let aws = "AKIAIOSFODNN7EXAMPLE";
+    let server = FakeServer::start(vec![
+        Canned::message(json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "search_docs",
+                "arguments": json!({"query": format!("is {key} valid")}).to_string()}},
+            {"id": "b", "type": "function", "function": {"name": "write_file",
+                "arguments": json!({"path": "notes/keys.md", "content": format!("key {key} and {aws}")}).to_string()}},
+            {"id": "c", "type": "function", "function": {"name": "read_file",
+                "arguments": json!({"path": format!("docs/{aws}.md")}).to_string()}},
+        ]})),
+        Canned::text("saved"),
+    ]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let mut env = env(&base);
+    env.push(("APPROVE", "yes"));
+    let out = run(ws.path(), &env, &["save the keys"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let lines = out.tool_lines();
+    let tools: Vec<&str> = lines.iter().filter_map(|l| l["tool"].as_str()).collect();
+    assert_eq!(tools.len(), 3, "one trace line per call: {}", out.stderr);
+    let write = lines.iter().find(|l| l["tool"] == "write_file").expect("the write is traced");
+    assert_eq!(write["decision"], "allowed", "{write}");
+    for secret in [key, aws, &key[4..24], &aws[4..]] {
+        assert!(!out.stderr.contains(secret), "stderr shows {secret}: {}", out.stderr);
+        assert!(!out.stdout.contains(secret), "stdout shows {secret}: {}", out.stdout);
+    }
+    assert!(out.stderr.contains("[REDACTED]"), "the secrets are marked where they were: {}", out.stderr);
+    let note = std::fs::read_to_string(ws.path().join("notes/keys.md")).expect("the approved note exists");
+    assert!(!note.contains(key) && !note.contains(aws) && note.contains("[REDACTED]"), "note: {note}");
+}
