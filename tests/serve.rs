@@ -760,3 +760,88 @@ async fn cancel_interrupts_a_running_turn_and_keeps_its_partial_text() {
             .await;
     assert_eq!((status, next["stop"].as_str()), (StatusCode::OK, Some("answered")), "{next}");
 }
+
+/// Every route under `/v1/sessions/{id}`, as the router lists it, with every method and both
+/// JSON and SSE, asked by another principal: 404, the same as for a session that does not
+/// exist, and nothing happens to the session. Methods the OpenAPI document does not list for a
+/// route must be 405, so a route or method added later is walked here at once.
+#[tokio::test]
+async fn every_session_route_is_404_for_anyone_but_its_owner() {
+    let s = server();
+    let (_, spec) = call(&s, "GET", "/openapi.json", None, None).await;
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    // A write waits in the session, so every route has something it could act on.
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
+            .await;
+    assert_eq!(outcome["stop"], "awaiting_approval", "{outcome}");
+    let (_, before) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+
+    let routes: Vec<&str> = docs_agent::serve::api_routes()
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.starts_with("/v1/sessions/{id}"))
+        .collect();
+    assert!(routes.len() >= 5, "the walk covers the session routes: {routes:?}");
+    let mut probed = 0;
+    for route in &routes {
+        let documented =
+            spec["paths"][route].as_object().unwrap_or_else(|| panic!("{route} is not in the OpenAPI document"));
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            for accept in ["application/json", "text/event-stream"] {
+                let mut answers = Vec::new();
+                for session in [id.as_str(), "s-no-such-session"] {
+                    let request = Request::builder()
+                        .method(method)
+                        .uri(route.replace("{id}", session))
+                        .header(header::AUTHORIZATION, format!("Bearer {OTHER}"))
+                        .header(header::ACCEPT, accept)
+                        .header(header::CONTENT_TYPE, "application/json")
+                        .body(Body::from(json!({"text": "what does the other session hold"}).to_string()))
+                        .expect("request");
+                    let response = app(s.state.clone()).oneshot(request).await.expect("response");
+                    let status = response.status();
+                    // Only the head is read: a stream that should not exist would never end.
+                    let body = if status == StatusCode::OK {
+                        Value::Null
+                    } else {
+                        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
+                        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+                    };
+                    answers.push((status, body));
+                }
+                let what = format!("{method} {route} (Accept: {accept}) by another principal");
+                if documented.contains_key(&method.to_ascii_lowercase()) {
+                    assert_eq!(answers[0].0, StatusCode::NOT_FOUND, "{what}: {:?}", answers[0].1);
+                    assert_eq!(answers[0].1["error"]["code"], "not_found", "{what}");
+                    assert_eq!(answers[0], answers[1], "{what}: the same answer as for no session at all");
+                    probed += 1;
+                } else {
+                    assert_eq!(answers[0].0, StatusCode::METHOD_NOT_ALLOWED, "{what}: a method the document lacks");
+                }
+            }
+        }
+    }
+    assert_eq!(probed, 2 * routes.len(), "each route answers one method, asked as JSON and as SSE");
+
+    let (_, after) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    assert_eq!(before, after, "nothing the other principal asked reached the session");
+    let (_, shown) = call(&s, "GET", &format!("/v1/sessions/{id}"), Some(ASKER), None).await;
+    assert_eq!(shown["status"], "awaiting_approval", "{shown}");
+}
+
+/// The router and the OpenAPI document list the same API routes and methods.
+#[tokio::test]
+async fn the_openapi_document_lists_every_api_route() {
+    let s = server();
+    let (_, spec) = call(&s, "GET", "/openapi.json", None, None).await;
+    for (path, _) in docs_agent::serve::api_routes() {
+        assert!(spec["paths"].get(path).is_some(), "{path} is served but not in the OpenAPI document");
+        // Served: without a token it is 401, not 404 (no such route).
+        let uri = path.replace("{id}", "x");
+        let method = spec["paths"][path].as_object().and_then(|m| m.keys().next()).expect("a method").to_uppercase();
+        let (status, _) = call(&s, &method, &uri, None, None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}");
+    }
+}

@@ -30,7 +30,7 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use tower::ServiceBuilder;
 
 use crate::agent::Harness;
@@ -165,25 +165,35 @@ impl AppState {
     }
 }
 
+/// Every route behind a bearer token, in one list: `app` serves exactly these, and the tests
+/// walk it (every route under `/v1/sessions/{id}` must be 404 for anyone but the owner, and
+/// every route must be in the OpenAPI document), so a route added here is checked at once.
+pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
+    vec![
+        ("/v1/ask", post(ask::ask)),
+        ("/v1/search", get(ask::search)),
+        ("/v1/sections", get(ask::section)),
+        ("/v1/sessions", post(sessions::create)),
+        ("/v1/sessions/{id}", get(sessions::show)),
+        ("/v1/sessions/{id}/messages", post(sessions::message)),
+        ("/v1/sessions/{id}/events", get(sessions::events)),
+        ("/v1/sessions/{id}/cancel", post(sessions::cancel)),
+        ("/v1/sessions/{id}/resume", post(sessions::resume)),
+        ("/v1/approvals", get(approvals::list)),
+        ("/v1/approvals/{id}", post(approvals::decide)),
+        ("/v1/chat/completions", post(chat::completions)),
+        ("/v1/models", get(chat::models)),
+        ("/metrics", get(ops::metrics)),
+    ]
+}
+
 /// The router: public routes (health, readiness, the OpenAPI document), then the API behind a
 /// bearer token, all behind the limits.
 pub fn app(state: Arc<AppState>) -> Router {
     let serve = &state.harness.config.serve;
-    let api = Router::new()
-        .route("/v1/ask", post(ask::ask))
-        .route("/v1/search", get(ask::search))
-        .route("/v1/sections", get(ask::section))
-        .route("/v1/sessions", post(sessions::create))
-        .route("/v1/sessions/{id}", get(sessions::show))
-        .route("/v1/sessions/{id}/messages", post(sessions::message))
-        .route("/v1/sessions/{id}/events", get(sessions::events))
-        .route("/v1/sessions/{id}/cancel", post(sessions::cancel))
-        .route("/v1/sessions/{id}/resume", post(sessions::resume))
-        .route("/v1/approvals", get(approvals::list))
-        .route("/v1/approvals/{id}", post(approvals::decide))
-        .route("/v1/chat/completions", post(chat::completions))
-        .route("/v1/models", get(chat::models))
-        .route("/metrics", get(ops::metrics))
+    let api = api_routes()
+        .into_iter()
+        .fold(Router::new(), |router, (path, route)| router.route(path, route))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
     let limits = ServiceBuilder::new()
         .layer(HandleErrorLayer::new(|error: tower::BoxError| async move { overloaded(&error) }))
