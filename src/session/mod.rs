@@ -14,6 +14,9 @@ pub mod state;
 pub mod store;
 pub mod turn;
 
+#[cfg(test)]
+mod tests;
+
 use crate::config::Config;
 
 /// Longest session id accepted.

@@ -1,0 +1,150 @@
+//! Exactly-once writes on resume, at the level of the turn: a log that holds a granted write and
+//! no result is what a crash between the grant and the result leaves. Resuming it checks the
+//! note before writing and never writes twice, however often it is resumed. (The SIGKILL test
+//! in `tests/session_crash.rs` checks the same through the binary.)
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::agent::Harness;
+use crate::config::{Config, Sources};
+use crate::model::Model;
+use crate::trace::Trace;
+
+use super::cancel::Cancel;
+use super::event::{CallRecord, Event, Scope, StopReason};
+use super::store::Log;
+use super::turn::{Turn, TurnEnd, Undecided};
+
+/// The note the logged call writes, and what it writes.
+const NOTE: &str = "notes/answer.md";
+const CONTENT: &str = "Refunds: 14 days.\n";
+
+/// A harness on a copy of the sample workspace; one model step per turn, so a turn whose
+/// write is done stops at the step limit without calling the model again.
+fn harness() -> (tempfile::TempDir, Harness) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"), dir.path());
+    let flags = vec![
+        ("workspace", dir.path().display().to_string()),
+        ("llm.model", "scripted".to_string()),
+        ("limits.max_steps", "1".to_string()),
+    ];
+    let config = Config::load(&Sources { file: None, env: Default::default(), flags }).expect("config");
+    let harness = Harness::open(config).expect("harness");
+    (dir, harness)
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A session whose log ends with a granted write and no result: what a crash between the
+/// grant and the write's result leaves.
+fn granted_write(log: &mut Log, harness: &Harness) -> String {
+    let session = super::start(log, &harness.config, "scripted").expect("start");
+    let arguments = serde_json::json!({ "path": NOTE, "content": CONTENT }).to_string();
+    log.append(&session, Event::UserMessage { text: "save the refund window".into() }).expect("user");
+    let call = CallRecord { id: "call_3_0".into(), name: "write_file".into(), arguments };
+    let seq = log
+        .append(&session, Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None })
+        .expect("assistant");
+    let key = format!("{session}/{seq}/call_3_0");
+    log.append(&session, Event::ApprovalRequested { call_id: "call_3_0".into(), path: NOTE.into(), key })
+        .expect("request");
+    log.append(&session, Event::ApprovalGranted { call_id: "call_3_0".into(), scope: Scope::Once, by: "user".into() })
+        .expect("grant");
+    session
+}
+
+/// Resumes the session's turn, as `sessions resume` and `POST .../resume` do.
+fn resume(harness: &Harness, log: &mut Log, session: &str) -> TurnEnd {
+    let model = Model::from_config(&harness.config.llm, 64).expect("model");
+    let mut trace = Trace::new(Vec::new(), 200);
+    let mut turn =
+        Turn { harness, model: &model, log, session, trace: &mut trace, undecided: Undecided::Pause, on_text: None };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(turn.drive(&mut Cancel::never())).expect("the turn runs")
+}
+
+/// The results logged for the write call.
+fn results(log: &Log, session: &str) -> Vec<String> {
+    let events = log.events_after(session, 0).expect("events");
+    events
+        .into_iter()
+        .filter_map(|s| match s.event {
+            Event::ToolResult { call_id, text, decision } if call_id == "call_3_0" => {
+                Some(format!("{decision}: {text}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The note's inode: a write replaces the file (temporary file, then rename), so a new inode
+/// means it was written again.
+fn inode(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join(NOTE)).expect("the note exists").ino()
+}
+
+#[test]
+fn a_write_found_done_on_resume_is_recorded_and_not_redone() {
+    let (dir, harness) = harness();
+    let mut log = Log::in_memory().expect("log");
+    let session = granted_write(&mut log, &harness);
+    // The write happened; the crash came before its result was logged.
+    std::fs::write(dir.path().join(NOTE), CONTENT).expect("the earlier write");
+    let before = inode(dir.path());
+
+    let end = resume(&harness, &mut log, &session);
+    assert!(matches!(end, TurnEnd::Stopped { reason: StopReason::StepLimit, .. }), "{end:?}");
+    assert_eq!(inode(dir.path()), before, "the note was written again");
+    let results = results(&log, &session);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].starts_with("allowed: OK:") && results[0].contains("not written again"), "{results:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join(NOTE)).expect("note"), CONTENT);
+}
+
+#[test]
+fn a_granted_write_is_done_once_however_often_it_is_resumed() {
+    let (dir, harness) = harness();
+    let mut log = Log::in_memory().expect("log");
+    let session = granted_write(&mut log, &harness);
+    assert!(!dir.path().join(NOTE).exists());
+
+    resume(&harness, &mut log, &session);
+    let written = inode(dir.path());
+    assert_eq!(std::fs::read_to_string(dir.path().join(NOTE)).expect("note"), CONTENT);
+    for _ in 0..3 {
+        assert_eq!(resume(&harness, &mut log, &session), TurnEnd::Idle);
+        assert_eq!(inode(dir.path()), written, "a resumed turn wrote again");
+    }
+    let results = results(&log, &session);
+    assert_eq!(results.len(), 1, "one result for the one write: {results:?}");
+    assert!(results[0].starts_with("allowed: OK:") && !results[0].contains("not written again"), "{results:?}");
+}
+
+#[test]
+fn a_note_that_differs_is_written_once_with_the_granted_content() {
+    let (dir, harness) = harness();
+    let mut log = Log::in_memory().expect("log");
+    let session = granted_write(&mut log, &harness);
+    std::fs::write(dir.path().join(NOTE), "an older note\n").expect("an older note");
+    let before = inode(dir.path());
+
+    resume(&harness, &mut log, &session);
+    assert_ne!(inode(dir.path()), before, "the granted write replaces the older note");
+    assert_eq!(std::fs::read_to_string(dir.path().join(NOTE)).expect("note"), CONTENT);
+    let written = inode(dir.path());
+    assert_eq!(resume(&harness, &mut log, &session), TurnEnd::Idle);
+    assert_eq!(inode(dir.path()), written);
+    assert_eq!(results(&log, &session).len(), 1);
+}
