@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use crate::config::Config;
 use crate::session::event::Event;
 use crate::workspace::policy::{Denied, ModelPath};
 
@@ -35,15 +36,35 @@ pub enum Approver {
     NotInOneShot,
 }
 
-impl Approver {
-    /// `APPROVE=yes` approves; otherwise ask when stdin and stderr are terminals; otherwise deny.
-    pub fn new(approve_all: bool) -> Approver {
-        if approve_all {
-            Approver::Always
-        } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-            Approver::AskOnTerminal
+/// Whether a person can be asked: stdin and stderr are both terminals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terminal {
+    /// A person is at a terminal and can answer a prompt.
+    Attached,
+    /// Nobody can be asked (a pipe, a file, CI, the eval runner).
+    Absent,
+}
+
+impl Terminal {
+    /// This process's terminal, read from stdin and stderr.
+    pub fn detect() -> Terminal {
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+            Terminal::Attached
         } else {
-            Approver::Never
+            Terminal::Absent
+        }
+    }
+}
+
+impl Approver {
+    /// The approver of a question asked outside the server, as the CLI builds it and the eval
+    /// runner too: only `APPROVE=yes` approves; otherwise ask when a person is at the terminal;
+    /// otherwise deny.
+    pub fn new(config: &Config, terminal: Terminal) -> Approver {
+        match (config.approve_all(), terminal) {
+            (true, _) => Approver::Always,
+            (false, Terminal::Attached) => Approver::AskOnTerminal,
+            (false, Terminal::Absent) => Approver::Never,
         }
     }
 
@@ -121,5 +142,40 @@ mod tests {
         let path = check_write("notes/a.md").expect("valid path");
         assert!(Approver::Never.decide(&path, "x").is_err());
         assert!(Approver::Always.decide(&path, "x").is_ok());
+    }
+
+    /// The approver as the CLI and the eval runner build it, from `APPROVE` as the environment
+    /// gives it: without a terminal, anything but exactly `yes` denies.
+    #[test]
+    fn without_a_terminal_only_approve_yes_allows() {
+        let path = check_write("notes/a.md").expect("valid path");
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, false),
+            (Some(""), false),
+            (Some("no"), false),
+            (Some("YES"), false),
+            (Some("Yes"), false),
+            (Some("yes "), false),
+            (Some(" yes"), false),
+            (Some("y"), false),
+            (Some("true"), false),
+            (Some("1"), false),
+            (Some("yes\n"), false),
+            (Some("yes"), true),
+        ];
+        for &(approve, allowed) in cases {
+            let config = config_with(approve);
+            let approver = Approver::new(&config, Terminal::Absent);
+            assert_eq!(approver.decide(&path, "x").is_ok(), allowed, "APPROVE={approve:?} gave {approver:?}");
+            let at_terminal = Approver::new(&config, Terminal::Attached);
+            let want = if allowed { Approver::Always } else { Approver::AskOnTerminal };
+            assert_eq!(at_terminal, want, "APPROVE={approve:?} at a terminal");
+        }
+    }
+
+    fn config_with(approve: Option<&str>) -> Config {
+        let env = approve.map(|v| ("APPROVE".to_string(), v.to_string())).into_iter().collect();
+        let sources = crate::config::Sources { file: None, env, flags: vec![("workspace", ".".to_string())] };
+        Config::load(&sources).expect("config")
     }
 }

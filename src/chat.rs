@@ -2,11 +2,12 @@
 //! is in the log before it is acted on, so Ctrl-C, a crash or closing the terminal loses
 //! nothing: `chat --session ID` or `sessions resume ID` picks it up.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::mpsc;
 
+use crate::approval::Terminal;
 use crate::cli::{Exit, Failure};
 use crate::guard;
 use crate::model::Model;
@@ -38,7 +39,7 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
     };
     let _lock = desk.lock(&id)?;
     let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
-    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let terminal = Terminal::detect() == Terminal::Attached;
     eprintln!("session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer", model.name());
     let mut lines = read_lines();
     if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use docs_agent::agent::{AskError, Harness, Stop};
-use docs_agent::approval::Approver;
+use docs_agent::approval::{Approver, Terminal};
 use docs_agent::cli::{Cli, Command, Exit, Failure, SessionsAction};
 use docs_agent::config::{Config, ENV_KEYS, Sources};
 use docs_agent::guard::redact;
@@ -199,7 +199,7 @@ fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     if question.trim().is_empty() {
         return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
     }
-    let approver = Approver::new(config.approve_all());
+    let approver = Approver::new(&config, Terminal::detect());
     let harness = open(config)?;
     let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);

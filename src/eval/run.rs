@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{AskError, Harness, Stop};
-use crate::approval::Approver;
+use crate::approval::{Approver, Terminal};
 use crate::config::{Config, Sources};
 use crate::trace::Trace;
 
@@ -126,8 +126,9 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     }
     let env: HashMap<String, String> = case.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let config = Config::load(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
-    // The eval never waits for a person: only APPROVE=yes approves.
-    let approver = if config.approve_all() { Approver::Always } else { Approver::Never };
+    // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
+    // person, so only APPROVE=yes approves.
+    let approver = Approver::new(&config, Terminal::Absent);
     let harness = Harness::open(config).map_err(|e| e.to_string())?;
     let mut trace = Trace::new(Vec::new(), harness.config.limits.trace_result_chars);
     let outcome = harness.ask_blocking(approver, question, &mut trace);
