@@ -323,3 +323,25 @@ fn an_area_that_is_a_symlink_is_not_used() {
         );
     }
 }
+
+/// Defence in depth: `Workspace::write_note` itself refuses a path that is not under notes/,
+/// even one the read policy accepted and with an approval in hand, and writes nothing anywhere.
+/// (The tools never hand it such a path; this holds if one day they do.)
+#[test]
+fn write_note_refuses_a_read_path_with_an_approval_and_writes_nothing() {
+    use docs_agent::workspace::{FileError, Workspace, policy::check_read};
+    for raw in ["docs/x.md", "docs/refunds.md", "skills/save-note/SKILL.md", "AGENTS.md"] {
+        let ws = sample_workspace();
+        let before = common::files_under(ws.path());
+        let workspace = Workspace::open(ws.path()).expect("open");
+        let path = check_read(raw).expect("readable");
+        let approved = Approver::Always.decide(&path, "pwned").expect("approved");
+        let result = workspace.write_note(&path, "pwned", approved);
+        assert!(matches!(result, Err(FileError::Denied(_))), "{raw}: {result:?}");
+        let mut after = common::files_under(ws.path());
+        let mut before = before.clone();
+        before.sort();
+        after.sort();
+        assert_eq!(after, before, "{raw}: a file changed or appeared");
+    }
+}

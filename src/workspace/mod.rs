@@ -5,6 +5,9 @@
 
 pub mod policy;
 
+#[cfg(test)]
+mod tests;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
