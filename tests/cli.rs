@@ -19,6 +19,26 @@ fn search_prints_ranked_path_anchor_heading_score_lines() {
     assert!(fields[2].parse::<f64>().expect("score is a number") > 0.0);
 }
 
+/// A `#` line in code is not a heading: search finds the code inside the section that holds it,
+/// never a section (or citation anchor) made from a comment in a shell script.
+#[test]
+fn search_never_cites_a_comment_in_code_as_a_section() {
+    let ws = sample_workspace();
+    let doc = "# Deploying\nRotate first.\n\n```sh\n# Rotate the signing key\nrotate --now\n```\n\n\
+               ~~~~\n# Rollback the release\n~~~~\n\n- steps:\n\n  ```\n  # Drain the queue\n  ```\n\n\
+               ```\n# Unclosed fence at the end\n";
+    std::fs::write(ws.path().join("docs/deploying.md"), doc).expect("write doc");
+    for query in ["rotate signing key", "rollback release", "drain queue", "unclosed fence"] {
+        let out = run(ws.path(), &[], &["search", query]);
+        assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+        let first = out.stdout.lines().next().unwrap_or_default();
+        assert!(first.starts_with("docs/deploying.md#deploying  Deploying  "), "{query}: {}", out.stdout);
+        for anchor in ["#rotate", "#rollback", "#drain", "#unclosed"] {
+            assert!(!out.stdout.contains(anchor), "{query}: a code comment became {anchor}: {}", out.stdout);
+        }
+    }
+}
+
 #[test]
 fn search_survives_fts_syntax_and_huge_queries() {
     let ws = sample_workspace();

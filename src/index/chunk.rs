@@ -418,6 +418,67 @@ mod tests {
         ]);
     }
 
+    /// Code is never a heading, however it is fenced or indented; a heading right after the
+    /// code still is.
+    #[test]
+    fn code_is_never_a_heading() {
+        check(&[
+            ("tilde fence", "# A\n~~~\n# not\n~~~\nafter\n", &[("A", "a", 1, 5, "~~~\n# not\n~~~\nafter")]),
+            (
+                "a longer fence holds a shorter one",
+                "# A\n````md\n```\n# not\n```\n````\n# B\nb\n",
+                &[("A", "a", 1, 6, "````md\n```\n# not\n```\n````"), ("B", "b", 7, 8, "b")],
+            ),
+            (
+                "a shorter fence does not close a longer one",
+                "# A\n````\n# not\n```\n# still not\n````\n",
+                &[("A", "a", 1, 6, "````\n# not\n```\n# still not\n````")],
+            ),
+            (
+                "backticks do not close a tilde fence",
+                "# A\n~~~\n# not\n```\n# still not\n~~~\n",
+                &[("A", "a", 1, 6, "~~~\n# not\n```\n# still not\n~~~")],
+            ),
+            (
+                "fence in a list item",
+                "# A\n- item\n\n  ```\n  # not\n  ```\n- next\n",
+                &[("A", "a", 1, 7, "- item\n\n  ```\n  # not\n  ```\n- next")],
+            ),
+            (
+                "an unclosed fence runs to the end of the file",
+                "# A\n```\n# not\n## neither\n",
+                &[("A", "a", 1, 4, "```\n# not\n## neither")],
+            ),
+            (
+                "an unclosed fence in a list item ends with the item",
+                "# A\n- ```\n  # not\n# B\nb\n",
+                &[("A", "a", 1, 3, "- ```\n  # not"), ("B", "b", 4, 5, "b")],
+            ),
+            (
+                "indented code",
+                "# A\n\n    # not\n    ## neither\n\nafter\n",
+                &[("A", "a", 1, 6, "# not\n    ## neither\n\nafter")],
+            ),
+            (
+                "fence indented by three spaces",
+                "# A\n   ```\n# not\n   ```\n",
+                &[("A", "a", 1, 4, "```\n# not\n   ```")],
+            ),
+            (
+                "four spaces make code, not a fence",
+                "# A\n\n    ```\n# B\nb\n",
+                &[("A", "a", 1, 3, "```"), ("B", "b", 4, 5, "b")],
+            ),
+            ("fence in a block quote", "# A\n> ```\n> # not\n> ```\n", &[("A", "a", 1, 4, "> ```\n> # not\n> ```")]),
+            ("setext underline in a fence", "# A\n```\nTitle\n===\n```\n", &[("A", "a", 1, 5, "```\nTitle\n===\n```")]),
+            (
+                "a heading right after a closed fence counts",
+                "```\n# not\n```\n# Real\nr\n",
+                &[("stem", "", 1, 3, "```\n# not\n```"), ("Real", "real", 4, 5, "r")],
+            ),
+        ]);
+    }
+
     #[test]
     fn preamble_and_front_matter() {
         check(&[
