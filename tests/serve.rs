@@ -215,6 +215,7 @@ async fn sessions_belong_to_their_principal_and_writes_wait_for_an_approver() {
         ("GET", format!("/v1/sessions/{id}")),
         ("GET", format!("/v1/sessions/{id}/events")),
         ("POST", format!("/v1/sessions/{id}/cancel")),
+        ("POST", format!("/v1/sessions/{id}/resume")),
     ] {
         let (status, _) = call(&s, method, &uri, Some(OTHER), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}");
