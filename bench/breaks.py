@@ -113,7 +113,9 @@ def copy_checkout() -> None:
             continue
         target = TREE / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
+        # A plain copy, stamped now: cargo must see every file as newer than what it built
+        # from a broken tree in an earlier run (copy2 would keep the old times).
+        shutil.copy(source, target)
     for step in (["init", "-q"], ["add", "-A"], ["-c", "user.name=breaks", "-c", "user.email=breaks@localhost",
                                                   "commit", "-q", "-m", "unbroken"]):
         result = git(*step)
