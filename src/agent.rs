@@ -106,10 +106,8 @@ impl Harness {
     ) -> Result<Run, AskError> {
         let model =
             Model::from_config(&self.config.llm, self.config.limits.max_output_tokens).map_err(AskError::Setup)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| AskError::Setup(format!("cannot start the async runtime: {e}")))?;
+        let runtime =
+            crate::runtime::build(crate::runtime::Flavor::OneThread).map_err(|e| AskError::Setup(e.to_string()))?;
         runtime.block_on(self.ask(&model, approver, question, trace))
     }
 

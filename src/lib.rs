@@ -24,7 +24,6 @@ macro_rules! message_error {
 
 pub mod agent;
 pub mod approval;
-pub mod chat;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -33,9 +32,9 @@ pub mod guard;
 pub mod index;
 pub mod model;
 pub mod prompt;
+pub mod runtime;
 pub mod serve;
 pub mod session;
-pub mod sessions;
 pub mod skills;
 pub mod tools;
 pub mod trace;

@@ -1,5 +1,5 @@
 //! The models that can answer: an OpenAI-compatible server, or one of the built-in,
-//! deterministic ones. The model only *asks* for tools; the loop in `agent` decides.
+//! deterministic ones. The model only *asks* for tools; the turn (`session::turn`) decides.
 
 pub mod adversary;
 pub mod builtin;
@@ -144,14 +144,6 @@ impl Model {
         match builtin::Builtin::from_name(&llm.model) {
             Some(b) => Ok(Model::Builtin(b)),
             None => openai::Client::new(llm, max_output_tokens).map(Model::OpenAi),
-        }
-    }
-
-    /// Asks the model for its next reply to `messages`.
-    pub async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, ModelError> {
-        match self {
-            Model::OpenAi(client) => client.complete(messages, tools).await,
-            Model::Builtin(b) => Ok(b.complete(messages)),
         }
     }
 

@@ -85,36 +85,19 @@ impl Client {
         &self.model
     }
 
-    /// One chat completion, retried on 429, 5xx and connect errors.
-    pub async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Reply, ModelError> {
-        self.request(messages, tools, false, &mut |_| {}).await
-    }
-
-    /// One chat completion, streamed (SSE): `on_delta` gets the text as it arrives. Retried like
-    /// [`Client::complete`] when the server fails before it starts answering; a stream that
-    /// breaks halfway is an error, never retried (its text was already handed on). A server that
-    /// ignores `stream` and sends one JSON reply is read as such.
+    /// One chat completion, streamed (SSE): `on_delta` gets the text as it arrives. Retried on
+    /// 429, 5xx and connect errors when the server fails before it starts answering; a stream
+    /// that breaks halfway is an error, never retried (its text was already handed on). A server
+    /// that ignores `stream` and sends one JSON reply is read as such.
     pub async fn complete_streaming(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Reply, ModelError> {
-        self.request(messages, tools, true, on_delta).await
-    }
-
-    async fn request(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        stream: bool,
-        on_delta: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Reply, ModelError> {
         let mut body = self.request_body(messages, tools);
-        if stream {
-            body["stream"] = json!(true);
-            body["stream_options"] = json!({"include_usage": true});
-        }
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
         let mut delay = BACKOFF_START;
         let mut attempt = 0;
         loop {

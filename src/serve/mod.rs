@@ -11,7 +11,7 @@ pub mod approvals;
 pub mod ask;
 pub mod auth;
 pub mod breaker;
-pub mod chat;
+pub mod completions;
 pub mod error;
 pub mod limits;
 pub mod metrics;
@@ -181,8 +181,8 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/sessions/{id}/resume", post(sessions::resume)),
         ("/v1/approvals", get(approvals::list)),
         ("/v1/approvals/{id}", post(approvals::decide)),
-        ("/v1/chat/completions", post(chat::completions)),
-        ("/v1/models", get(chat::models)),
+        ("/v1/chat/completions", post(completions::completions)),
+        ("/v1/models", get(completions::models)),
         ("/metrics", get(ops::metrics)),
     ]
 }

@@ -53,13 +53,7 @@ impl From<Denied> for FileError {
 }
 
 /// Flags that keep `open` from blocking on a FIFO or taking a terminal.
-const NONBLOCKING: i32 = libc_flags::O_NONBLOCK | libc_flags::O_NOCTTY;
-
-/// The two open(2) flags we need, without pulling in the libc crate (Linux values).
-mod libc_flags {
-    pub const O_NONBLOCK: i32 = 0o4000;
-    pub const O_NOCTTY: i32 = 0o400;
-}
+const NONBLOCKING: i32 = libc::O_NONBLOCK | libc::O_NOCTTY;
 
 impl Workspace {
     /// Opens the workspace at `path`; its areas are optional, the root is not.

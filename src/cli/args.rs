@@ -1,4 +1,5 @@
-//! The command line: flags, subcommands, help text and exit codes. Parsing only; `main` runs it.
+//! The command line's words: flags, subcommands, help text and exit codes. Parsing only;
+//! `cli::run` runs what was parsed.
 
 use std::path::PathBuf;
 

@@ -6,11 +6,12 @@ use std::io::Write;
 
 use serde_json::json;
 
+use super::{Exit, Failure, Global, ScopeArg, SessionsAction};
 use crate::agent::Harness;
-use crate::cli::{Exit, Failure, ScopeArg};
 use crate::config::Config;
 use crate::guard;
 use crate::model::Model;
+use crate::runtime::{self, Flavor};
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Next};
@@ -18,6 +19,41 @@ use crate::session::store::{KillAfter, Log, SessionLock, Stored};
 use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
 use crate::session::{self, check_id};
 use crate::trace::Trace;
+
+/// `docs-agent sessions ACTION`.
+pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
+    let mut out = std::io::stdout().lock();
+    // Reading commands open the log alone; the others need the harness (index, model).
+    let log_only = || -> Result<(Config, Log), Failure> {
+        let config = super::load_config(global)?;
+        let log = open_log(&config)?;
+        Ok((config, log))
+    };
+    let repin = global.model.as_deref();
+    match action {
+        SessionsAction::List => {
+            let (config, log) = log_only()?;
+            list(&log, &config, &mut out)
+        }
+        SessionsAction::Show { id } => {
+            let (config, log) = log_only()?;
+            show(&log, &config, &id, &mut out)
+        }
+        SessionsAction::Export { id } => {
+            let (config, log) = log_only()?;
+            export(&log, &config, &id, &mut out)
+        }
+        SessionsAction::Resume { id } => continue_turn(&mut super::desk(global)?, &id, None, repin),
+        SessionsAction::Approve { id, scope, prefix, call } => {
+            let decision = Decision::Approve { scope, prefix };
+            continue_turn(&mut super::desk(global)?, &id, Some((decision, call)), repin)
+        }
+        SessionsAction::Deny { id, reason, call } => {
+            let decision = Decision::Deny { reason };
+            continue_turn(&mut super::desk(global)?, &id, Some((decision, call)), repin)
+        }
+    }
+}
 
 /// Characters of an event's text shown by `sessions show`.
 const SHOW_CHARS: usize = 160;
@@ -280,10 +316,7 @@ pub fn continue_turn(
             Err(VerdictError::Log(e)) => return Err((Exit::Failure, e.to_string())),
         }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let end = runtime.block_on(desk.drive(id, &model, &mut Cancel::never(), None));
     let exit = report(id, end)?;
     // The person's approval did not take effect: say so in the exit code too.

@@ -7,23 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::mpsc;
 
+use super::sessions::{self, Desk};
+use super::{Exit, Failure};
 use crate::approval::Terminal;
-use crate::cli::{Exit, Failure};
 use crate::guard;
 use crate::model::Model;
+use crate::runtime::{self, Flavor};
 use crate::session;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Status};
 use crate::session::turn::{TurnEnd, TurnError, Verdict};
-use crate::sessions::{self, Desk};
 
 /// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
 pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| (Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(run(desk, session, repin))
 }
 

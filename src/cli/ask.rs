@@ -1,0 +1,57 @@
+//! A one-shot question (`docs-agent "question"`), and the commands that read the docs without
+//! a model: `search` and `check`.
+
+use std::io::Write;
+
+use super::{Exit, Failure, open, warn_skipped};
+use crate::agent::{AskError, Stop};
+use crate::approval::{Approver, Terminal};
+use crate::config::Config;
+use crate::trace::Trace;
+use crate::{check as checks, guard};
+
+pub fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
+    if question.trim().is_empty() {
+        return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
+    }
+    let approver = Approver::new(&config, Terminal::detect());
+    let harness = open(config)?;
+    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
+    warn_skipped(&harness, &mut trace);
+    let run = harness.ask_blocking(approver, question, &mut trace).map_err(|e| match e {
+        AskError::Setup(message) | AskError::Log(message) => (Exit::Failure, message),
+        AskError::Model(error) => (Exit::Model, error.to_string()),
+    })?;
+    match run.stop {
+        Stop::Answered => {
+            println!("{}", run.answer);
+            Ok(Exit::Ok)
+        }
+        Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),
+        Stop::ModelError | Stop::Cancelled => Err((Exit::Failure, run.answer)),
+    }
+}
+
+pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
+    let harness = open(config)?;
+    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
+    warn_skipped(&harness, &mut trace);
+    let hits = harness.index.search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    for hit in hits {
+        let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);
+        let _ = writeln!(out, "{}", guard::scrub(&line));
+    }
+    Ok(Exit::Ok)
+}
+
+pub fn check(config: Config) -> Result<Exit, Failure> {
+    let harness = open(config)?;
+    let report = checks::check(&harness);
+    let mut out = std::io::stdout().lock();
+    for problem in &report.problems {
+        let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));
+    }
+    let _ = writeln!(out, "{}", report.summary);
+    Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failure })
+}

@@ -1,0 +1,47 @@
+//! Small commands for operators: `redact` (a filter for logs), `hash-token` (for a
+//! `[[serve.tokens]]` entry) and `health` (the container's health check).
+
+use std::io::{Read, Write};
+
+use super::{Exit, Failure};
+use crate::guard::redact;
+use crate::runtime::{self, Flavor};
+
+pub fn redact_stdin() -> Result<Exit, Failure> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| (Exit::Failure, format!("cannot read stdin as UTF-8 text: {e}")))?;
+    std::io::stdout()
+        .write_all(redact::redact(&input).as_bytes())
+        .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
+    Ok(Exit::Ok)
+}
+
+pub fn hash_token() -> Result<Exit, Failure> {
+    let mut token = String::new();
+    std::io::stdin()
+        .read_line(&mut token)
+        .map_err(|e| (Exit::Failure, format!("cannot read the token from stdin: {e}")))?;
+    let token = token.trim();
+    if token.len() < 16 {
+        return Err((Exit::Usage, "a token must be at least 16 characters (e.g. `openssl rand -hex 24`)".into()));
+    }
+    println!("{}", crate::serve::auth::hash(token));
+    Ok(Exit::Ok)
+}
+
+pub fn health(url: &str) -> Result<Exit, Failure> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let status = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(3))
+            .build()
+            .map_err(|e| (Exit::Failure, format!("cannot start the HTTP client: {e}")))?;
+        let response =
+            client.get(url).send().await.map_err(|e| (Exit::Failure, format!("{url} did not answer: {e}")))?;
+        Ok::<_, Failure>(response.status())
+    })?;
+    if status.is_success() { Ok(Exit::Ok) } else { Err((Exit::Failure, format!("{url} answered {status}"))) }
+}

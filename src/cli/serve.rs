@@ -1,0 +1,48 @@
+//! `docs-agent serve`: checks the configuration, builds the shared state and the worker
+//! runtime, and serves until SIGTERM or Ctrl-C (see `crate::serve` for the service itself).
+
+use std::sync::Arc;
+
+use super::{Exit, Failure, open};
+use crate::config::Config;
+use crate::runtime::{self, Flavor};
+
+/// Serves until a shutdown signal; `listen` (from `--listen`) wins over `serve.listen`.
+pub fn serve(mut config: Config, listen: Option<String>) -> Result<Exit, Failure> {
+    if let Some(listen) = listen {
+        config.serve.listen = listen;
+    }
+    if config.serve.tokens.is_empty() {
+        return Err((
+            Exit::Usage,
+            "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to docs-agent.toml; \
+             `docs-agent hash-token` prints the sha256 of a token"
+                .into(),
+        ));
+    }
+    let listen = config.serve.listen.clone();
+    crate::serve::tune_sqlite();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut harness = open(config)?;
+    harness.index = harness.index.with_readers(workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let state = Arc::new(crate::serve::AppState::new(harness));
+    let runtime = runtime::build(Flavor::Workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
+    Ok(Exit::Ok)
+}
+
+/// Completes on SIGTERM (a container stop) or Ctrl-C.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
