@@ -30,7 +30,7 @@ fn event(i: usize) -> Event {
             call_id: format!("c{}", i - 1),
             text: "<untrusted source=\"docs/refunds.md#window\">\nRefunds are possible within 14 days.\n</untrusted>"
                 .repeat(4),
-            decision: "allowed".into(),
+            decision: docs_agent::tools::Decision::Allowed,
         },
     }
 }

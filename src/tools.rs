@@ -93,8 +93,9 @@ pub fn specs() -> Vec<ToolSpec> {
     ALL.into_iter().map(Tool::spec).collect()
 }
 
-/// What the harness decided about one call, for the trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the harness decided about one call: in the trace, the log and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// Run, and it worked.
     Allowed,
@@ -105,13 +106,19 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The word in the trace.
+    /// The word in the trace and the log.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allowed => "allowed",
             Decision::Denied => "denied",
             Decision::Error => "error",
         }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

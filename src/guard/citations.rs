@@ -16,9 +16,6 @@ pub const UNVERIFIED: &str = " [unverified citation]";
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"docs/[A-Za-z0-9_./-]+\.(?:md|markdown)(?:#[A-Za-z0-9_-]*)?").expect("constant regex CITATION")
 });
-/// The source attribute of a fenced result.
-static SOURCE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"<untrusted source="([^"]*)">"#).expect("constant regex SOURCE"));
 
 /// The files (without anchors) of every fenced result in a tool's output.
 pub fn sources_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
@@ -27,9 +24,7 @@ pub fn sources_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The sources (`path#anchor`) of every fenced result in a tool's output.
 pub fn handles_in(tool_output: &str) -> impl Iterator<Item = String> + '_ {
-    SOURCE
-        .captures_iter(tool_output)
-        .map(|c| c[1].replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    super::fence::found_in(tool_output).map(|found| found.source)
 }
 
 /// Every `docs/…md[#anchor]` the answer cites, in order, once each.

@@ -15,10 +15,6 @@ use super::{Message, Reply};
 /// The instruction the compromised model obeys (regex from the contract).
 static WRITE_ORDER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"WRITE (\S+) :: (.+)").expect("constant regex WRITE_ORDER"));
-/// One fenced result: its source and body.
-static FENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?s)<untrusted source="([^"]*)">\n(.*?)\n</untrusted>"#).expect("constant regex FENCE")
-});
 
 /// Characters of the first result that `scripted` answers with.
 const SCRIPTED_ANSWER_CHARS: usize = 400;
@@ -119,9 +115,9 @@ pub fn extractive_answer(result: &str) -> String {
         "Retrieval-only answer (no language model was used): the best-matching sections of the docs, quoted.\n",
     );
     let mut quoted = 0;
-    for fence in FENCE.captures_iter(result).take(EXTRACTIVE_SECTIONS) {
+    for fence in crate::guard::fence::found_in(result).filter(|f| f.closed).take(EXTRACTIVE_SECTIONS) {
         quoted += 1;
-        let (source, body) = (&fence[1], &fence[2]);
+        let (source, body) = (crate::guard::fence::escape_attr(&fence.source), fence.body);
         let mut lines = body.lines();
         let heading = lines.next().unwrap_or("").trim_start_matches('#').trim();
         out.push_str(&format!("\n{quoted}. {heading} ({source})\n"));

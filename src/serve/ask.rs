@@ -122,7 +122,7 @@ pub fn citations(answer: &str, events: &[Stored]) -> Vec<Citation> {
         .filter_map(|cited| {
             let (path, anchor) = cited.split_once('#').unwrap_or((cited.as_str(), ""));
             let heading = events.iter().find_map(|s| match &s.event {
-                Event::ToolResult { text, decision, .. } if decision == "allowed" => heading_in(text, &cited),
+                Event::ToolResult { text, decision: crate::tools::Decision::Allowed, .. } => heading_in(text, &cited),
                 _ => None,
             })?;
             Some(Citation { path: path.to_string(), anchor: anchor.to_string(), heading })
@@ -132,9 +132,8 @@ pub fn citations(answer: &str, events: &[Stored]) -> Vec<Citation> {
 
 /// The heading of the fenced result whose source is `source`, in a tool's output.
 fn heading_in(text: &str, source: &str) -> Option<String> {
-    let fence = format!("<untrusted source=\"{}\">\n", guard::fence::escape_attr(source));
-    let at = text.find(&fence)? + fence.len();
-    let line = text[at..].lines().next()?;
+    let found = guard::fence::found_in(text).find(|found| found.source == source)?;
+    let line = found.body.lines().next()?;
     Some(line.trim_start_matches('#').trim().to_string())
 }
 

@@ -154,7 +154,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             Event::ToolResult { call_id, text, decision } => {
                 let found: Vec<String> = guard::citations::handles_in(text).collect();
                 let what = calls.iter().find(|(c, _, _)| c == call_id).map_or("a tool", |(_, w, _)| w.as_str());
-                let detail = if found.is_empty() { decision.clone() } else { found.join(", ") };
+                let detail = if found.is_empty() { decision.to_string() } else { found.join(", ") };
                 tools_used.push(guard::clip(&format!("{what} → {detail}"), ITEM_CHARS));
                 handles.extend(found);
             }

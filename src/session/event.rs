@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::guard;
+use crate::tools::Decision;
 
 /// One tool call as the model asked for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +113,7 @@ pub enum Event {
         /// What the model was shown.
         text: String,
         /// allowed, denied or error.
-        decision: String,
+        decision: Decision,
     },
     /// A write waits for a person.
     ApprovalRequested {

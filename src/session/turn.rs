@@ -303,7 +303,7 @@ impl<W: Write> Turn<'_, W> {
         events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
             call_id: record.id.clone(),
             text: outcome.text.clone(),
-            decision: outcome.decision.as_str().to_string(),
+            decision: outcome.decision,
         }));
         self.log.append_all(self.session, events)?;
         for (record, outcome, ms) in &early {
@@ -424,7 +424,7 @@ impl<W: Write> Turn<'_, W> {
         self.append(Event::ToolResult {
             call_id: call.record.id.clone(),
             text: outcome.text.clone(),
-            decision: outcome.decision.as_str().to_string(),
+            decision: outcome.decision,
         })?;
         self.trace_call(call, &outcome.text, ms, outcome.decision);
         Ok(())
@@ -482,7 +482,7 @@ fn retrieved(events: &[Stored]) -> std::collections::BTreeSet<String> {
     events
         .iter()
         .filter_map(|s| match &s.event {
-            Event::ToolResult { text, decision, .. } if decision == Decision::Allowed.as_str() => Some(text),
+            Event::ToolResult { text, decision: Decision::Allowed, .. } => Some(text),
             _ => None,
         })
         .flat_map(|text| guard::citations::sources_in(text))
