@@ -846,3 +846,34 @@ async fn the_openapi_document_lists_every_api_route() {
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}");
     }
 }
+
+/// Regression: any failure to take a session's lock was reported as 409 "turn in progress".
+/// Now a session held by another writer is 409, and storage that fails is a 500 that says so.
+#[tokio::test]
+async fn a_lock_that_cannot_be_taken_is_409_only_when_another_writer_holds_it() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let log_path = s.state.harness.config.session.log_path.clone();
+    let message = || json!({"text": "how long is the refund window"});
+
+    // Another writer (another process, say) holds the session.
+    let other = docs_agent::session::store::Log::open(&log_path).expect("a second connection");
+    let held = other.lock(&id).expect("the lock");
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(message())).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("turn_in_progress")), "{body}");
+    drop(held);
+
+    // The lock folder cannot be made: the storage failed, and the answer says so.
+    let locks = log_path.with_extension("locks");
+    std::fs::remove_dir_all(&locks).expect("remove the lock folder");
+    std::fs::write(&locks, "not a folder").expect("a file where the folder goes");
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(message())).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(body["error"]["code"], "storage_error", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("lock folder"), "{body}");
+
+    std::fs::remove_file(&locks).expect("remove the file");
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(message())).await;
+    assert_eq!(status, StatusCode::OK, "the session works again: {body}");
+}

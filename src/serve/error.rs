@@ -5,6 +5,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::session::store::LogError;
+
 /// An API error.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -94,8 +96,21 @@ impl ApiError {
     }
 }
 
-impl From<crate::session::store::LogError> for ApiError {
-    fn from(e: crate::session::store::LogError) -> Self {
-        ApiError::internal(e.to_string())
+/// Each kind of log failure has its status: a session another request holds is 409 (try
+/// again when it is done); storage that fails is a 500 that says so, never a 409.
+impl From<LogError> for ApiError {
+    fn from(e: LogError) -> Self {
+        match &e {
+            LogError::Busy { session } => {
+                ApiError::conflict("turn_in_progress", format!("session {session} has a turn running"))
+            }
+            LogError::Io { .. } | LogError::Sql { .. } => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage_error",
+                format!("the session log could not be read or written: {e}"),
+            ),
+            LogError::Corrupt { .. } => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "corrupt_log", e.to_string()),
+            LogError::AppendOnly => ApiError::internal(e.to_string()),
+        }
     }
 }

@@ -125,7 +125,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
     };
     let lock = match log.lock(id) {
         Ok(lock) => lock,
-        Err(_) => return fail(start, busy()),
+        Err(e) => return fail(start, e.into()),
     };
     let events = match log.events_after(id, 0) {
         Ok(events) => events,

@@ -9,14 +9,81 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::event::Event;
 
-crate::message_error!(
-    /// The session log could not be opened, read or written.
-    LogError
-);
+/// What to do when the log file cannot be opened.
+const OPEN_HINT: &str = "set session.log_path (DOCS_AGENT_SESSION_LOG) to a writable file";
+
+/// Why the session log failed. Each kind has its own handling: a busy session is the caller's
+/// turn to wait (409 over HTTP), anything else is a failure on our side (500), said clearly.
+#[derive(Debug)]
+pub enum LogError {
+    /// Another process or task holds the session's writer lock.
+    Busy {
+        /// The session.
+        session: String,
+    },
+    /// The file system refused: the log's folder or file, or a session's lock file.
+    Io {
+        /// What was being done, on which file.
+        what: String,
+        /// What to do about it, when there is something to say.
+        hint: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// SQLite failed (the disk is full, the file is locked for too long, it is not a database).
+    Sql {
+        /// What was being done.
+        what: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// A stored event cannot be read back (or a new one cannot be encoded).
+    Corrupt {
+        /// The session.
+        session: String,
+        /// The event's sequence number (0 for an event not yet stored).
+        seq: u64,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// Forgetting a session was asked of a log on disk, which never forgets.
+    AppendOnly,
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::Busy { session } => write!(
+                f,
+                "session {session} is in use by another docs-agent process or request; wait for it to finish, or stop it"
+            ),
+            LogError::Io { what, hint: "", source } => write!(f, "{what}: {source}"),
+            LogError::Io { what, hint, source } => write!(f, "{what}: {source}; {hint}"),
+            LogError::Sql { what, source } => write!(f, "session log: {what}: {source}"),
+            LogError::Corrupt { session, seq: 0, detail } => {
+                write!(f, "session {session}: an event cannot be stored ({detail})")
+            }
+            LogError::Corrupt { session, seq, detail } => {
+                write!(f, "session {session}: event {seq} cannot be read ({detail}); the log file is damaged")
+            }
+            LogError::AppendOnly => f.write_str("a session log on disk is append-only; nothing is forgotten"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LogError::Io { source, .. } => Some(source),
+            LogError::Sql { source, .. } => Some(source),
+            LogError::Busy { .. } | LogError::Corrupt { .. } | LogError::AppendOnly => None,
+        }
+    }
+}
 
 impl From<rusqlite::Error> for LogError {
-    fn from(e: rusqlite::Error) -> Self {
-        LogError(format!("session log: {e}"))
+    fn from(source: rusqlite::Error) -> Self {
+        LogError::Sql { what: "a query failed".into(), source }
     }
 }
 
@@ -97,20 +164,17 @@ const SCHEMA: &str = "
 impl Log {
     /// Opens (creating it and its folder) the log at `path`.
     pub fn open(path: &Path) -> Result<Log, LogError> {
-        let cannot = |e: &dyn std::fmt::Display| {
-            LogError(format!(
-                "cannot open the session log {}: {e}; set session.log_path (DOCS_AGENT_SESSION_LOG) to a writable file",
-                path.display()
-            ))
-        };
+        let what = format!("cannot open the session log {}", path.display());
+        let io = |source| LogError::Io { what: what.clone(), hint: OPEN_HINT, source };
+        let sql = |source| LogError::Sql { what: format!("{what} ({OPEN_HINT})"), source };
         // The log holds conversations: private to its owner (SQLite gives the -wal and -shm
         // files the database file's mode).
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(|e| cannot(&e))?;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(io)?;
         }
-        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(|e| cannot(&e))?;
-        let conn = Connection::open(path).map_err(|e| cannot(&e))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| cannot(&e))?;
+        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Self::with(conn, Some(path.to_path_buf()))
@@ -132,20 +196,27 @@ impl Log {
             return Ok(SessionLock { _file: None });
         };
         let folder = path.with_extension("locks");
-        std::fs::create_dir_all(&folder)
-            .map_err(|e| LogError(format!("cannot create the lock folder {}: {e}", folder.display())))?;
+        std::fs::create_dir_all(&folder).map_err(|source| LogError::Io {
+            what: format!("cannot create the lock folder {}", folder.display()),
+            hint: "",
+            source,
+        })?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(folder.join(format!("{session}.lock")))
-            .map_err(|e| LogError(format!("cannot open the lock of session {session}: {e}")))?;
+            .map_err(|source| LogError::Io {
+                what: format!("cannot open the lock of session {session}"),
+                hint: "",
+                source,
+            })?;
         match file.try_lock() {
             Ok(()) => Ok(SessionLock { _file: Some(file) }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(LogError(format!(
-                "session {session} is in use by another docs-agent process; wait for it to finish, or stop it"
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => Err(LogError(format!("cannot lock session {session}: {e}"))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(LogError::Busy { session: session.to_string() }),
+            Err(std::fs::TryLockError::Error(source)) => {
+                Err(LogError::Io { what: format!("cannot lock session {session}"), hint: "", source })
+            }
         }
     }
 
@@ -185,7 +256,11 @@ impl Log {
         let mut rows = Vec::with_capacity(events.len());
         for event in events {
             let event = event.scrubbed();
-            let body = serde_json::to_string(&event).map_err(|e| LogError(format!("cannot encode an event: {e}")))?;
+            let body = serde_json::to_string(&event).map_err(|e| LogError::Corrupt {
+                session: session.to_string(),
+                seq: 0,
+                detail: e.to_string(),
+            })?;
             rows.push((event.kind(), body));
         }
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -223,8 +298,11 @@ impl Log {
         let mut out = Vec::new();
         for row in rows {
             let (seq, at_ms, body) = row?;
-            let event = serde_json::from_str(&body)
-                .map_err(|e| LogError(format!("session {session}: event {seq} cannot be read ({e})")))?;
+            let event = serde_json::from_str(&body).map_err(|e| LogError::Corrupt {
+                session: session.to_string(),
+                seq: seq as u64,
+                detail: e.to_string(),
+            })?;
             out.push(Stored { seq: seq as u64, at_ms: at_ms as u64, event });
         }
         Ok(out)
@@ -234,7 +312,7 @@ impl Log {
     /// in logs that live in memory. A log on disk never forgets.
     pub fn forget(&mut self, session: &str) -> Result<(), LogError> {
         if self.path.is_some() {
-            return Err(LogError("a session log on disk is append-only; nothing is forgotten".into()));
+            return Err(LogError::AppendOnly);
         }
         self.conn.prepare_cached("DELETE FROM events WHERE session = ?1")?.execute([session])?;
         Ok(())
