@@ -103,36 +103,30 @@ fn turns(dir: &std::path::Path) -> Result<(), String> {
     use docs_agent::agent::Harness;
     use docs_agent::config::{Config, Sources};
     use docs_agent::model::Model;
-    use docs_agent::session::{cancel::Cancel, turn::Turn, turn::Undecided};
+    use docs_agent::runtime::{self, Flavor};
+    use docs_agent::session::cancel::Cancel;
     let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace");
     let sources = Sources {
         file: None,
         env: Default::default(),
         flags: vec![("workspace", workspace.display().to_string()), ("llm.model", "scripted".into())],
     };
-    let harness = Harness::open(Config::load(&sources).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-    let model = Model::from_config(&harness.config.llm, 256)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let config = Config::load(&sources).map_err(|e| e.to_string())?;
+    let harness = Harness::open(&config).map_err(|e| e.to_string())?;
+    let deps = harness.deps(&config);
+    let model = Model::from_config(&config.llm, 256).map_err(|e| e.to_string())?;
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| e.to_string())?;
     let mut on_disk = Log::open(&dir.join("turns.db")).map_err(|e| e.to_string())?;
     let mut in_memory = Log::in_memory().map_err(|e| e.to_string())?;
     let mut times = [Vec::new(), Vec::new()];
     for (which, log) in [&mut on_disk, &mut in_memory].into_iter().enumerate() {
         for _ in 0..TURNS {
-            let id = docs_agent::session::start(log, &harness.config, "scripted").map_err(|e| e.to_string())?;
+            let id = docs_agent::session::start(log, &config, "scripted").map_err(|e| e.to_string())?;
             let t = Instant::now();
             log.append(&id, Event::UserMessage { text: "how long is the refund window".into() })
                 .map_err(|e| e.to_string())?;
-            let mut trace = docs_agent::trace::Trace::new(std::io::sink(), 200);
-            let mut turn = Turn {
-                harness: &harness,
-                model: &model,
-                log,
-                session: &id,
-                trace: &mut trace,
-                undecided: Undecided::Pause,
-                on_text: None,
-            };
-            let end = runtime.block_on(turn.drive(&mut Cancel::never())).map_err(|e| e.to_string())?;
+            let end =
+                runtime.block_on(deps.turn(&model, log, &id).drive(&mut Cancel::never())).map_err(|e| e.to_string())?;
             times[which].push(t.elapsed().as_secs_f64() * 1e3);
             std::hint::black_box(end);
         }

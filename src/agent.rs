@@ -1,32 +1,33 @@
 //! The harness: everything built once per process (workspace handles, index, skills, prompt),
-//! and the one-shot question, which runs as an ephemeral session through `session::turn`.
-
-use std::io::Write;
+//! what a turn needs from it (`deps`), and the one-shot question, which runs as an ephemeral
+//! session through `session::turn`. The configuration is not kept here: front ends hold it and
+//! pass it in.
 
 use crate::approval::Approver;
 use crate::config::Config;
 use crate::index::Index;
-use crate::model::{Model, ModelError};
+use crate::model::{Model, ModelError, SetupError};
 use crate::prompt;
+use crate::runtime::{self, Flavor, RuntimeError};
 use crate::session::{
     self,
     cancel::Cancel,
+    deps::Deps,
     event::Event,
+    progress::Observer,
     store::{Log, LogError, Stored},
-    turn::{Turn, TurnEnd, TurnError, Undecided},
+    turn::{TurnEnd, TurnError, Undecided},
 };
 use crate::skills::Skills;
-use crate::trace::Trace;
+use crate::tools::Toolbox;
 use crate::workspace::policy::{Area, check_read};
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// Largest AGENTS.md read into the prompt.
 const MAX_AGENTS_MD_BYTES: u64 = 64 * 1024;
 
-/// Everything built once per process: config, workspace handles, index, skills, prompt.
+/// Everything built once per process: workspace handles, index, skills, prompt.
 pub struct Harness {
-    /// The merged configuration.
-    pub config: Config,
     /// The workspace's area handles.
     pub workspace: Workspace,
     /// The docs index.
@@ -60,27 +61,52 @@ pub struct Run {
 /// Why a question could not be answered at all.
 #[derive(Debug)]
 pub enum AskError {
-    /// The model or the async runtime could not be set up.
-    Setup(String),
+    /// The model's client could not be made.
+    Setup(SetupError),
+    /// The async runtime could not start.
+    Runtime(RuntimeError),
     /// The model server failed.
     Model(ModelError),
     /// The session log failed.
-    Log(String),
+    Log(LogError),
+    /// The turn ended neither with an answer nor with a stop (a bug: a one-shot question
+    /// decides its writes at once, so it never waits).
+    Unfinished,
 }
 
 impl std::fmt::Display for AskError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AskError::Setup(message) => f.write_str(message),
+            AskError::Setup(error) => write!(f, "{error}"),
+            AskError::Runtime(error) => write!(f, "{error}"),
             AskError::Model(error) => write!(f, "{error}"),
-            AskError::Log(message) => f.write_str(message),
+            AskError::Log(error) => write!(f, "{error}"),
+            AskError::Unfinished => f.write_str("the one-shot question ended without an answer or a stop"),
         }
+    }
+}
+
+impl std::error::Error for AskError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AskError::Setup(e) => Some(e),
+            AskError::Runtime(e) => Some(e),
+            AskError::Model(e) => Some(e),
+            AskError::Log(e) => Some(e),
+            AskError::Unfinished => None,
+        }
+    }
+}
+
+impl From<LogError> for AskError {
+    fn from(e: LogError) -> Self {
+        AskError::Log(e)
     }
 }
 
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
-    pub fn open(config: Config) -> Result<Harness, WorkspaceError> {
+    pub fn open(config: &Config) -> Result<Harness, WorkspaceError> {
         let workspace = Workspace::open(&config.workspace)?;
         let index = match workspace.docs() {
             Some(docs) => Index::build(docs, config.index.max_file_bytes),
@@ -93,52 +119,64 @@ impl Harness {
             .filter(|p| p.area() == Area::AgentsMd)
             .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
-        Ok(Harness { config, workspace, index, skills, system_prompt, ephemeral: Default::default() })
+        Ok(Harness { workspace, index, skills, system_prompt, ephemeral: Default::default() })
+    }
+
+    /// What a turn needs from the harness and `config`: the one place it is put together.
+    pub fn deps<'a>(&'a self, config: &'a Config) -> Deps<'a> {
+        Deps {
+            toolbox: Toolbox {
+                workspace: &self.workspace,
+                index: &self.index,
+                skills: &self.skills,
+                top_k: config.index.top_k,
+                max_result_bytes: config.limits.max_tool_result_bytes,
+            },
+            system_prompt: &self.system_prompt,
+            limits: &config.limits,
+            session: &config.session,
+            link_hosts: &config.allowed_link_hosts,
+        }
     }
 
     /// Answers one question with the configured model on a single-threaded runtime: what the
     /// CLI and the eval runner both do.
-    pub fn ask_blocking<W: Write>(
+    pub fn ask_blocking(
         &self,
+        config: &Config,
         approver: Approver,
         question: &str,
-        trace: &mut Trace<W>,
+        observer: Option<Observer<'_>>,
     ) -> Result<Run, AskError> {
-        let model =
-            Model::from_config(&self.config.llm, self.config.limits.max_output_tokens).map_err(AskError::Setup)?;
-        let runtime =
-            crate::runtime::build(crate::runtime::Flavor::OneThread).map_err(|e| AskError::Setup(e.to_string()))?;
-        runtime.block_on(self.ask(&model, approver, question, trace))
+        let model = Model::from_config(&config.llm, config.limits.max_output_tokens).map_err(AskError::Setup)?;
+        let runtime = runtime::build(Flavor::OneThread).map_err(AskError::Runtime)?;
+        runtime.block_on(self.ask(config, &model, approver, question, observer))
     }
 
-    /// Answers one question with `model` in an ephemeral session (a log in memory), writing a
-    /// trace line per tool call. A write is decided at once by `approver`.
-    pub async fn ask<W: Write>(
+    /// Answers one question with `model` in an ephemeral session (a log in memory), telling
+    /// `observer` what happens. A write is decided at once by `approver`.
+    pub async fn ask(
         &self,
+        config: &Config,
         model: &Model,
         approver: Approver,
         question: &str,
-        trace: &mut Trace<W>,
+        observer: Option<Observer<'_>>,
     ) -> Result<Run, AskError> {
-        let log_error = |e: LogError| AskError::Log(e.to_string());
         let pooled = self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut log = match pooled {
             Some(log) => log,
-            None => Log::in_memory().map_err(log_error)?,
+            None => Log::in_memory()?,
         };
-        let session = session::start(&mut log, &self.config, &model.name()).map_err(log_error)?;
-        log.append(&session, Event::UserMessage { text: question.to_string() }).map_err(log_error)?;
-        let mut turn = Turn {
-            harness: self,
-            model,
-            log: &mut log,
-            session: &session,
-            trace,
-            undecided: Undecided::Decide(approver),
-            on_text: None,
-        };
+        let session = session::start(&mut log, config, &model.name())?;
+        log.append(&session, Event::UserMessage { text: question.to_string() })?;
+        let deps = self.deps(config);
+        let mut turn = deps.turn(model, &mut log, &session).undecided(Undecided::Decide(approver));
+        if let Some(observer) = observer {
+            turn = turn.observed(observer);
+        }
         let end = turn.drive(&mut Cancel::never()).await;
-        let events = log.events_after(&session, 0).map_err(log_error)?;
+        let events = log.events_after(&session, 0)?;
         // The session was ephemeral: forget it, and keep the log for the next question.
         if log.forget(&session).is_ok() {
             self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).push(log);
@@ -148,11 +186,9 @@ impl Harness {
             Ok(TurnEnd::Stopped { reason, message, steps }) => {
                 Ok(Run { answer: message, stop: reason, steps, session, events })
             }
-            Ok(TurnEnd::AwaitingApproval { .. } | TurnEnd::Idle) => {
-                Err(AskError::Setup("the one-shot question ended without an answer or a stop".into()))
-            }
+            Ok(TurnEnd::AwaitingApproval { .. } | TurnEnd::Idle) => Err(AskError::Unfinished),
             Err(TurnError::Model(e)) => Err(AskError::Model(e)),
-            Err(TurnError::Log(e)) => Err(log_error(e)),
+            Err(TurnError::Log(e)) => Err(AskError::Log(e)),
         }
     }
 }

@@ -1,12 +1,16 @@
 //! The trace: one JSON line per tool call on stderr (`step`, `tool`, `args`, `result`, `ms`,
-//! `decision`), plus `event` lines for warnings and stops. Every string is redacted first, the
-//! person's own question included, and long strings are cut on a character boundary.
+//! `decision`), plus `event` lines for warnings and stops. It listens to a turn's events
+//! ([`Trace::observe`]); [`tool_line`] is the same line for other listeners (the API's streams).
+//! Every string is redacted first, the person's own question included, and long strings are
+//! cut on a character boundary.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 
 use crate::guard::{fence, redact};
+use crate::session::progress::{Call, TurnEvent};
+use crate::tools::Decision;
 
 /// Bytes past the cut that are still cleaned, so a secret straddling the cut is seen whole.
 const PRE_CUT_MARGIN: usize = 16 * 1024;
@@ -29,17 +33,21 @@ impl<W: Write> Trace<W> {
         Trace { out, result_bytes }
     }
 
-    /// Records one tool call.
-    pub fn tool(&mut self, step: u32, tool: &str, args: &str, result: &str, ms: u128, decision: &str) {
-        let line = json!({
-            "step": step,
-            "tool": clean(tool, 64),
-            "args": clean_args(args),
-            "result": clean(result, self.result_bytes),
-            "ms": ms,
-            "decision": decision,
-        });
-        self.write(&line);
+    /// Writes the lines a turn's event makes: a tool line per decided call, an `event` line
+    /// per stop; nothing for the rest.
+    pub fn observe(&mut self, event: &TurnEvent<'_>) {
+        match event {
+            TurnEvent::ToolResult { call, result, ms, decision } => {
+                let line = tool_line(call, result, *ms, *decision, self.result_bytes);
+                self.write(&line);
+            }
+            TurnEvent::Stopped { reason, message } => self.event("stop", &format!("{}: {message}", reason.as_str())),
+            TurnEvent::ModelCall { .. }
+            | TurnEvent::TextDelta(_)
+            | TurnEvent::ToolCall(_)
+            | TurnEvent::ApprovalRequired { .. }
+            | TurnEvent::Answer(_) => {}
+        }
     }
 
     /// Records a harness event (a warning, a stop).
@@ -56,6 +64,19 @@ impl<W: Write> Trace<W> {
     pub fn into_inner(self) -> W {
         self.out
     }
+}
+
+/// One decided tool call as a trace line, every string cleaned; `result_bytes` of the result
+/// are kept.
+pub fn tool_line(call: &Call<'_>, result: &str, ms: u128, decision: Decision, result_bytes: usize) -> Value {
+    json!({
+        "step": call.step,
+        "tool": clean(call.name, 64),
+        "args": clean_args(call.arguments),
+        "result": clean(result, result_bytes),
+        "ms": ms,
+        "decision": decision.as_str(),
+    })
 }
 
 /// Redacted, sanitised and cut.
@@ -90,6 +111,7 @@ fn map_strings(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::event::StopReason;
 
     /// Secrets of several formats; each must never reach a trace line, whole or in part.
     const SECRETS: &[&str] = &[
@@ -99,6 +121,12 @@ mod tests {
         "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
     ];
 
+    /// A decided call, as a turn tells it.
+    fn tool(t: &mut Trace<Vec<u8>>, name: &str, arguments: &str, result: &str, decision: Decision) {
+        let call = Call { step: 1, name, arguments };
+        t.observe(&TurnEvent::ToolResult { call, result, ms: 1, decision });
+    }
+
     /// Each way a secret can reach the trace: the line it makes, from a fresh trace.
     fn lines_with(secret: &str) -> Vec<(&'static str, String)> {
         let with = |f: &dyn Fn(&mut Trace<Vec<u8>>)| {
@@ -107,25 +135,38 @@ mod tests {
             String::from_utf8(trace.into_inner()).expect("UTF-8")
         };
         vec![
-            ("tool name", with(&|t| t.tool(1, &format!("tool_{secret}"), "{}", "ok", 1, "allowed"))),
+            ("tool name", with(&|t| tool(t, &format!("tool_{secret}"), "{}", "ok", Decision::Allowed))),
             (
                 "JSON args, a string value",
                 with(&|t| {
-                    t.tool(1, "search_docs", &json!({ "query": format!("is {secret} valid") }).to_string(), "", 1, "")
+                    tool(
+                        t,
+                        "search_docs",
+                        &json!({ "query": format!("is {secret} valid") }).to_string(),
+                        "",
+                        Decision::Allowed,
+                    )
                 }),
             ),
             (
                 "JSON args, nested in an array",
-                with(&|t| t.tool(1, "x", &json!({ "a": [1, { "b": secret }] }).to_string(), "ok", 1, "allowed")),
+                with(&|t| tool(t, "x", &json!({ "a": [1, { "b": secret }] }).to_string(), "ok", Decision::Allowed)),
             ),
-            ("JSON args, a key", with(&|t| t.tool(1, "x", &json!({ secret: 1 }).to_string(), "ok", 1, "allowed"))),
-            ("args that are not JSON", with(&|t| t.tool(1, "x", &format!("{{query: {secret}"), "ok", 1, "denied"))),
-            ("result", with(&|t| t.tool(1, "read_file", "{}", &format!("key = {secret}\n"), 1, "allowed"))),
+            ("JSON args, a key", with(&|t| tool(t, "x", &json!({ secret: 1 }).to_string(), "ok", Decision::Allowed))),
+            ("args that are not JSON", with(&|t| tool(t, "x", &format!("{{query: {secret}"), "ok", Decision::Denied))),
+            ("result", with(&|t| tool(t, "read_file", "{}", &format!("key = {secret}\n"), Decision::Allowed))),
             (
                 "result, the secret across the cut",
-                with(&|t| t.tool(1, "read_file", "{}", &format!("{}{secret}", "a".repeat(190)), 1, "allowed")),
+                with(&|t| tool(t, "read_file", "{}", &format!("{}{secret}", "a".repeat(190)), Decision::Allowed)),
             ),
-            ("event message", with(&|t| t.event("stop", &format!("model_error: server said Bearer {secret}")))),
+            ("event message", with(&|t| t.event("warning", &format!("skipped a file: Bearer {secret}")))),
+            (
+                "stop message",
+                with(&|t| {
+                    let message = format!("the server said Bearer {secret}");
+                    t.observe(&TurnEvent::Stopped { reason: StopReason::TimeLimit, message: &message })
+                }),
+            ),
         ]
     }
 
@@ -154,7 +195,10 @@ mod tests {
     #[test]
     fn long_strings_are_cut_after_redaction() {
         let mut trace = Trace::new(Vec::new(), 50);
-        trace.tool(2, "read_file", &json!({ "path": "é".repeat(400) }).to_string(), &"ü".repeat(100), 3, "allowed");
+        let arguments = json!({ "path": "é".repeat(400) }).to_string();
+        let call = Call { step: 2, name: "read_file", arguments: &arguments };
+        let result = "ü".repeat(100);
+        trace.observe(&TurnEvent::ToolResult { call, result: &result, ms: 3, decision: Decision::Allowed });
         let line: Value = serde_json::from_slice(&trace.into_inner()).expect("JSON");
         let cut = |v: &Value, max: usize| v.as_str().is_some_and(|s| s.len() <= max + 14 && s.ends_with("[truncated]"));
         assert!(cut(&line["result"], 50), "{line}");

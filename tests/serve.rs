@@ -67,8 +67,8 @@ roles = ["admin"]
     flags.extend(extra.iter().cloned());
     let sources = Sources { file: Some(config_file), env: Default::default(), flags };
     let config = Config::load(&sources).expect("config");
-    let harness = Harness::open(config).expect("harness");
-    Server { state: Arc::new(AppState::new(harness)), _ws: ws }
+    let harness = Harness::open(&config).expect("harness");
+    Server { state: Arc::new(AppState::new(config, harness)), _ws: ws }
 }
 
 fn server() -> Server {
@@ -196,7 +196,7 @@ async fn a_one_shot_question_never_writes() {
     let s = server();
     let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": WRITING_QUESTION}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    assert!(!s.state.config.workspace.join("notes/leak.txt").exists());
     let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": ""}))).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")));
     let (status, _) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"q": "typo"}))).await;
@@ -257,7 +257,7 @@ async fn sessions_belong_to_their_principal_and_writes_wait_for_an_approver() {
 
     // The turn goes on by itself; the note is written once, by the approver's grant.
     until_idle(&s, &id, ASKER).await;
-    assert!(s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    assert!(s.state.config.workspace.join("notes/leak.txt").exists());
     let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
     let events = events["events"].as_array().expect("events").clone();
     assert!(events.iter().any(|e| e["event"]["type"] == "approval_granted" && e["event"]["by"] == "approver cy"));
@@ -289,7 +289,7 @@ async fn an_approver_cannot_decide_in_their_own_session() {
         call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "once"}))).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(body["error"]["message"].as_str().unwrap_or("").contains("allow_self_approval"));
-    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    assert!(!s.state.config.workspace.join("notes/leak.txt").exists());
 }
 
 #[tokio::test]
@@ -313,7 +313,7 @@ async fn a_denied_write_is_not_done_and_cancel_needs_a_running_turn() {
     .await;
     assert_eq!(status, StatusCode::OK);
     until_idle(&s, &id, ASKER).await;
-    assert!(!s.state.harness.config.workspace.join("notes/leak.txt").exists());
+    assert!(!s.state.config.workspace.join("notes/leak.txt").exists());
 }
 
 #[tokio::test]
@@ -680,7 +680,7 @@ async fn an_unfinished_turn_is_resumed_over_http() {
     let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
     let id = created["id"].as_str().expect("id").to_string();
     // A crash right after the question was logged: the turn is unfinished.
-    let mut log = docs_agent::session::store::Log::open(&s.state.harness.config.session.log_path).expect("log");
+    let mut log = docs_agent::session::store::Log::open(&s.state.config.session.log_path).expect("log");
     log.append(&id, docs_agent::session::event::Event::UserMessage { text: "how long is the refund window".into() })
         .expect("append");
     let (status, body) =
@@ -854,7 +854,7 @@ async fn a_lock_that_cannot_be_taken_is_409_only_when_another_writer_holds_it() 
     let s = server();
     let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
     let id = created["id"].as_str().expect("id").to_string();
-    let log_path = s.state.harness.config.session.log_path.clone();
+    let log_path = s.state.config.session.log_path.clone();
     let message = || json!({"text": "how long is the refund window"});
 
     // Another writer (another process, say) holds the session.

@@ -14,12 +14,13 @@ use common::{Run, run_input, sample_workspace};
 use docs_agent::agent::Harness;
 use docs_agent::config::{Config, Sources};
 use docs_agent::model::{Message, Model};
+use docs_agent::runtime::{self, Flavor};
 use docs_agent::session::cancel::Cancel;
 use docs_agent::session::event::{Event, StopReason};
+use docs_agent::session::progress::TurnEvent;
 use docs_agent::session::projection::project;
 use docs_agent::session::store::Log;
-use docs_agent::session::turn::{Turn, TurnEnd, Undecided};
-use docs_agent::trace::Trace;
+use docs_agent::session::turn::TurnEnd;
 use fake::{Canned, FakeServer};
 
 /// A question whose retrieved doc orders a write (`WRITE notes/leak.txt :: ...`).
@@ -216,7 +217,7 @@ fn unknown_sessions_and_bad_ids_are_usage_errors_that_say_what_to_do() {
     assert!(out.stderr.contains("must be a folder under notes/"), "{}", out.stderr);
 }
 
-fn harness(ws: &Path, base_url: &str) -> Harness {
+fn harness(ws: &Path, base_url: &str) -> (Config, Harness) {
     let sources = Sources {
         file: None,
         env: HashMap::new(),
@@ -226,7 +227,9 @@ fn harness(ws: &Path, base_url: &str) -> Harness {
             ("llm.base_url", base_url.to_string()),
         ],
     };
-    Harness::open(Config::load(&sources).expect("config")).expect("harness")
+    let config = Config::load(&sources).expect("config");
+    let harness = Harness::open(&config).expect("harness");
+    (config, harness)
 }
 
 #[test]
@@ -236,33 +239,26 @@ fn a_cancel_mid_stream_keeps_the_partial_text_and_the_session_goes_on() {
         Canned::streamed(&["Still 14 days."], false),
     ]);
     let ws = sample_workspace();
-    let harness = harness(ws.path(), &server.base_url());
-    let model = Model::from_config(&harness.config.llm, 256).expect("model");
+    let (config, harness) = harness(ws.path(), &server.base_url());
+    let deps = harness.deps(&config);
+    let model = Model::from_config(&config.llm, 256).expect("model");
     let mut log = Log::in_memory().expect("log");
-    let id = docs_agent::session::start(&mut log, &harness.config, "test-model").expect("start");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let id = docs_agent::session::start(&mut log, &config, "test-model").expect("start");
+    let runtime = runtime::build(Flavor::OneThread).expect("runtime");
     let (canceller, mut cancel) = Cancel::pair();
     // Cancel as soon as the whole first piece arrived, as Ctrl-C would.
-    let seen = std::sync::Mutex::new(String::new());
-    let on_text = |piece: &str| {
-        let mut seen = seen.lock().expect("lock");
-        seen.push_str(piece);
-        if seen.ends_with("14 days") {
-            canceller.cancel();
+    let mut seen = String::new();
+    let mut on_text = |event: &TurnEvent<'_>| {
+        if let TurnEvent::TextDelta(piece) = event {
+            seen.push_str(piece);
+            if seen.ends_with("14 days") {
+                canceller.cancel();
+            }
         }
     };
-    let mut sink = Trace::new(Vec::new(), 200);
     for question in ["how long do refunds take", "and again?"] {
         log.append(&id, Event::UserMessage { text: question.into() }).expect("append");
-        let mut turn = Turn {
-            harness: &harness,
-            model: &model,
-            log: &mut log,
-            session: &id,
-            trace: &mut sink,
-            undecided: Undecided::Pause,
-            on_text: Some(&on_text),
-        };
+        let mut turn = deps.turn(&model, &mut log, &id).observed(&mut on_text);
         let end = runtime.block_on(turn.drive(&mut cancel)).expect("turn");
         if question.starts_with("how") {
             assert!(matches!(end, TurnEnd::Stopped { reason: StopReason::Cancelled, .. }), "{end:?}");

@@ -14,13 +14,17 @@ use docs_agent::tools::{Decision, Toolbox};
 
 use common::{ONBOARDING_KEY, sample_workspace};
 
-fn harness(root: &Path) -> Harness {
+fn config(root: &Path) -> Config {
     let sources = Sources {
         file: None,
         env: HashMap::new(),
         flags: vec![("workspace", root.display().to_string()), ("llm.model", "scripted".into())],
     };
-    Harness::open(Config::load(&sources).expect("config")).expect("open harness")
+    Config::load(&sources).expect("config")
+}
+
+fn harness(root: &Path) -> Harness {
+    Harness::open(&config(root)).expect("open harness")
 }
 
 /// A toolbox whose writes `approver` decides at once.
@@ -315,7 +319,7 @@ fn an_area_that_is_a_symlink_is_not_used() {
         let outcome = tb.run(tool, &args).0;
         assert_ne!(outcome.decision, Decision::Allowed, "{area} -> {target}: {}", outcome.text);
         assert_eq!(std::fs::read(root.join("AGENTS.md")).expect("read"), agents_before);
-        let report = docs_agent::check::check(&h);
+        let report = docs_agent::check::check(&h, &config(root));
         assert!(
             report.problems.iter().any(|p| p.file == area && p.message.contains("symbolic link")),
             "{area} -> {target}: {:?}",

@@ -6,6 +6,7 @@ mod docs;
 use std::fmt;
 
 use crate::agent::Harness;
+use crate::config::Config;
 use crate::workspace::FileError;
 use crate::workspace::policy::check_read;
 
@@ -43,7 +44,7 @@ fn problem(file: &str, line: Option<usize>, message: impl Into<String>) -> Probl
 }
 
 /// Checks AGENTS.md, the skills, docs/ and notes/.
-pub fn check(harness: &Harness) -> Report {
+pub fn check(harness: &Harness, config: &Config) -> Report {
     let mut problems = Vec::new();
     let workspace = &harness.workspace;
     match check_read("AGENTS.md").map(|p| workspace.read_text(&p, 64 * 1024)) {
@@ -73,7 +74,7 @@ pub fn check(harness: &Harness) -> Report {
         problems.push(problem(file, None, message));
     }
     if let Some(dir) = workspace.docs() {
-        let walk = crate::index::walk::walk_docs(dir, harness.config.index.max_file_bytes);
+        let walk = crate::index::walk::walk_docs(dir, config.index.max_file_bytes);
         problems.extend(docs::check_docs(&walk.files));
     }
     for file in &harness.index.stats.empty_files {

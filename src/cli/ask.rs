@@ -7,20 +7,23 @@ use super::{Exit, Failure, open, warn_skipped};
 use crate::agent::{AskError, Stop};
 use crate::approval::{Approver, Terminal};
 use crate::config::Config;
+use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
 use crate::{check as checks, guard};
 
+/// `docs-agent "question"`: the answer on stdout, the trace on stderr.
 pub fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     if question.trim().is_empty() {
         return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
     }
     let approver = Approver::new(&config, Terminal::detect());
-    let harness = open(config)?;
-    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
+    let harness = open(&config)?;
+    let mut trace = Trace::new(std::io::stderr(), config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
-    let run = harness.ask_blocking(approver, question, &mut trace).map_err(|e| match e {
-        AskError::Setup(message) | AskError::Log(message) => (Exit::Failure, message),
+    let mut observe = |event: &TurnEvent<'_>| trace.observe(event);
+    let run = harness.ask_blocking(&config, approver, question, Some(&mut observe)).map_err(|e| match e {
         AskError::Model(error) => (Exit::Model, error.to_string()),
+        other => (Exit::Failure, other.to_string()),
     })?;
     match run.stop {
         Stop::Answered => {
@@ -32,9 +35,10 @@ pub fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     }
 }
 
+/// `docs-agent search QUERY`: ranked sections, no model.
 pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
-    let harness = open(config)?;
-    let mut trace = Trace::new(std::io::stderr().lock(), harness.config.limits.trace_result_chars);
+    let harness = open(&config)?;
+    let mut trace = Trace::new(std::io::stderr().lock(), config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     let hits = harness.index.search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = std::io::stdout().lock();
@@ -45,9 +49,10 @@ pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure
     Ok(Exit::Ok)
 }
 
+/// `docs-agent check`: every problem in the workspace, one line each.
 pub fn check(config: Config) -> Result<Exit, Failure> {
-    let harness = open(config)?;
-    let report = checks::check(&harness);
+    let harness = open(&config)?;
+    let report = checks::check(&harness, &config);
     let mut out = std::io::stdout().lock();
     for problem in &report.problems {
         let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));

@@ -3,7 +3,6 @@
 //! nothing: `chat --session ID` or `sessions resume ID` picks it up.
 
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::mpsc;
 
@@ -16,6 +15,7 @@ use crate::runtime::{self, Flavor};
 use crate::session;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
+use crate::session::progress::TurnEvent;
 use crate::session::state::{self, Status};
 use crate::session::turn::{TurnEnd, TurnError, Verdict};
 
@@ -73,7 +73,7 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
         }
         let mut events = vec![Event::UserMessage { text: text.to_string() }];
         if unstarted {
-            events.insert(0, session::started(&desk.harness.config, &model.name(), None));
+            events.insert(0, session::started(&desk.config, &model.name(), None));
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;
@@ -98,13 +98,13 @@ async fn turn(
                 canceller.cancel();
             }
         });
-        let started = AtomicBool::new(false);
-        let on_text = |piece: &str| {
-            if !piece.is_empty() && !started.swap(true, Ordering::Relaxed) {
+        let mut started = false;
+        let mut on_text = |event: &TurnEvent<'_>| {
+            if matches!(event, TurnEvent::TextDelta(_)) && !std::mem::replace(&mut started, true) {
                 eprintln!("(answering…)");
             }
         };
-        let end = desk.drive(id, model, &mut cancel, Some(&on_text)).await;
+        let end = desk.drive(id, model, &mut cancel, Some(&mut on_text)).await;
         watcher.abort();
         let (call_id, path, content) = match end {
             Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => (call_id, path, content),

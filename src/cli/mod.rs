@@ -73,7 +73,7 @@ fn desk(global: &Global) -> Result<sessions::Desk, Failure> {
 }
 
 /// Opens the harness (workspace, index, skills, prompt).
-fn open(config: Config) -> Result<Harness, Failure> {
+fn open(config: &Config) -> Result<Harness, Failure> {
     Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))
 }
 

@@ -14,9 +14,10 @@ use crate::model::Model;
 use crate::runtime::{self, Flavor};
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
+use crate::session::progress::{Observer, TurnEvent};
 use crate::session::state::{self, Next};
 use crate::session::store::{KillAfter, Log, SessionLock, Stored};
-use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
+use crate::session::turn::{TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
 use crate::session::{self, check_id};
 use crate::trace::Trace;
 
@@ -60,6 +61,8 @@ const SHOW_CHARS: usize = 160;
 
 /// The harness with the session log open.
 pub struct Desk {
+    /// The configuration, read once.
+    pub config: Config,
     /// Everything built once.
     pub harness: Harness,
     /// The session log.
@@ -75,14 +78,14 @@ impl Desk {
         if let Some(hook) = kill_after {
             log.kill_after(hook);
         }
-        let harness = Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))?;
-        let trace = Trace::new(std::io::stderr(), harness.config.limits.trace_result_chars);
-        Ok(Desk { harness, log, trace })
+        let harness = Harness::open(&config).map_err(|e| (Exit::Failure, e.to_string()))?;
+        let trace = Trace::new(std::io::stderr(), config.limits.trace_result_chars);
+        Ok(Desk { config, harness, log, trace })
     }
 
     /// The events of session `id`, which must exist.
     pub fn events(&self, id: &str) -> Result<Vec<Stored>, Failure> {
-        events(&self.log, &self.harness.config, id)
+        events(&self.log, &self.config, id)
     }
 
     /// Session `id`'s events, after checking that it belongs to this workspace: its grants,
@@ -91,7 +94,7 @@ impl Desk {
     pub fn events_here(&self, id: &str) -> Result<Vec<Stored>, Failure> {
         let events = self.events(id)?;
         if let Some(Event::SessionStarted { workspace, config_fingerprint, .. }) = events.first().map(|s| &s.event) {
-            let here = session::workspace_of(&self.harness.config);
+            let here = session::workspace_of(&self.config);
             if *workspace != here {
                 return Err((
                     Exit::Usage,
@@ -100,7 +103,7 @@ impl Desk {
                     ),
                 ));
             }
-            if *config_fingerprint != session::fingerprint(&self.harness.config) {
+            if *config_fingerprint != session::fingerprint(&self.config) {
                 eprintln!(
                     "docs-agent: note: the configuration changed since session {id} started (limits, model server or index settings)"
                 );
@@ -116,19 +119,19 @@ impl Desk {
 
     /// The configured model, for a new session.
     pub fn configured_model(&self) -> Result<Model, Failure> {
-        Model::from_config(&self.harness.config.llm, self.harness.config.limits.max_output_tokens)
-            .map_err(|e| (Exit::Failure, e))
+        Model::from_config(&self.config.llm, self.config.limits.max_output_tokens)
+            .map_err(|e| (Exit::Failure, e.to_string()))
     }
 
     /// The model session `id` uses: its pinned one, or `repin` (recorded, and said) when the
     /// user named another with --model.
     pub fn model(&mut self, id: &str, repin: Option<&str>) -> Result<Model, Failure> {
         let events = self.events_here(id)?;
-        let pinned = state::pinned_model(&events).unwrap_or(&self.harness.config.llm.model).to_string();
+        let pinned = state::pinned_model(&events).unwrap_or(&self.config.llm.model).to_string();
         let name = repin.unwrap_or(&pinned).to_string();
-        let llm = crate::config::LlmConfig { model: name.clone(), ..self.harness.config.llm.clone() };
-        let model =
-            Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(|e| (Exit::Failure, e))?;
+        let llm = crate::config::LlmConfig { model: name.clone(), ..self.config.llm.clone() };
+        let model = Model::from_config(&llm, self.config.limits.max_output_tokens)
+            .map_err(|e| (Exit::Failure, e.to_string()))?;
         if name != pinned {
             self.log
                 .append(id, Event::ModelPinned { model: name.clone() })
@@ -141,42 +144,28 @@ impl Desk {
     /// How a write nobody decided is handled outside a terminal prompt: `APPROVE=yes` allows it,
     /// anything else pauses the session.
     pub fn undecided(&self) -> Undecided {
-        if self.harness.config.approve_all() {
-            Undecided::Decide(crate::approval::Approver::Always)
-        } else {
-            Undecided::Pause
-        }
+        if self.config.approve_all() { Undecided::Decide(crate::approval::Approver::Always) } else { Undecided::Pause }
     }
 
-    /// A turn of session `id`, tracing to stderr.
-    fn turn<'a>(
-        &'a mut self,
-        id: &'a str,
-        model: &'a Model,
-        undecided: Undecided,
-        on_text: Option<&'a (dyn Fn(&str) + Sync)>,
-    ) -> Turn<'a, std::io::Stderr> {
-        Turn {
-            harness: &self.harness,
-            model,
-            log: &mut self.log,
-            session: id,
-            trace: &mut self.trace,
-            undecided,
-            on_text,
-        }
-    }
-
-    /// Drives session `id`'s open turn to its end.
+    /// Drives session `id`'s open turn to its end, tracing to stderr and telling `terminal`
+    /// (the chat's progress display) what happens too.
     pub async fn drive(
         &mut self,
         id: &str,
         model: &Model,
         cancel: &mut Cancel,
-        on_text: Option<&(dyn Fn(&str) + Sync)>,
+        mut terminal: Option<Observer<'_>>,
     ) -> Result<TurnEnd, TurnError> {
         let undecided = self.undecided();
-        self.turn(id, model, undecided, on_text).drive(cancel).await
+        let Desk { config, harness, log, trace } = self;
+        let mut observe = |event: &TurnEvent<'_>| {
+            trace.observe(event);
+            if let Some(terminal) = terminal.as_mut() {
+                terminal(event);
+            }
+        };
+        let deps = harness.deps(config);
+        deps.turn(model, log, id).undecided(undecided).observed(&mut observe).drive(cancel).await
     }
 
     /// Records a decision on the write session `id` waits for (`call`, when given, must be it).
@@ -187,7 +176,8 @@ impl Desk {
         call: Option<&str>,
         verdict: Verdict,
     ) -> Result<(), VerdictError> {
-        self.turn(id, model, Undecided::Pause, None).record_verdict(call, verdict, "user")
+        let deps = self.harness.deps(&self.config);
+        deps.turn(model, &mut self.log, id).record_verdict(call, verdict, "user")
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::agent::{AskError, Harness, Stop};
 use crate::approval::{Approver, Terminal};
 use crate::config::{Config, Sources};
+use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
 
 use super::case::{Action, Case};
@@ -129,9 +130,10 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
     // person, so only APPROVE=yes approves.
     let approver = Approver::new(&config, Terminal::Absent);
-    let harness = Harness::open(config).map_err(|e| e.to_string())?;
-    let mut trace = Trace::new(Vec::new(), harness.config.limits.trace_result_chars);
-    let outcome = harness.ask_blocking(approver, question, &mut trace);
+    let harness = Harness::open(&config).map_err(|e| e.to_string())?;
+    let mut trace = Trace::new(Vec::new(), config.limits.trace_result_chars);
+    let mut observe = |event: &TurnEvent<'_>| trace.observe(event);
+    let outcome = harness.ask_blocking(&config, approver, question, Some(&mut observe));
     let trace = String::from_utf8_lossy(&trace.into_inner()).into_owned();
     Ok(match outcome {
         Ok(run) => Asked {
@@ -148,7 +150,7 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
         Err(AskError::Model(_)) => {
             Asked { stop: "model_error".to_string(), answer: String::new(), trace, session_log: String::new() }
         }
-        Err(AskError::Setup(message) | AskError::Log(message)) => return Err(message),
+        Err(other) => return Err(other.to_string()),
     })
 }
 

@@ -130,6 +130,29 @@ impl std::fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
+/// The client for a model server could not be made (the TLS stack or the HTTP client would
+/// not start): nothing was asked of the server yet.
+#[derive(Debug)]
+pub struct SetupError(reqwest::Error);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot start the HTTP client for the model server: {}", self.0)
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl From<reqwest::Error> for SetupError {
+    fn from(e: reqwest::Error) -> Self {
+        SetupError(e)
+    }
+}
+
 /// The closed set of models.
 pub enum Model {
     /// Any OpenAI-compatible `/v1/chat/completions` server (Ollama, vLLM, llama.cpp...).
@@ -140,7 +163,7 @@ pub enum Model {
 
 impl Model {
     /// Picks the model for `name`: a built-in name, or an OpenAI-compatible client.
-    pub fn from_config(llm: &crate::config::LlmConfig, max_output_tokens: u32) -> Result<Model, String> {
+    pub fn from_config(llm: &crate::config::LlmConfig, max_output_tokens: u32) -> Result<Model, SetupError> {
         match builtin::Builtin::from_name(&llm.model) {
             Some(b) => Ok(Model::Builtin(b)),
             None => openai::Client::new(llm, max_output_tokens).map(Model::OpenAi),

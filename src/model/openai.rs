@@ -40,14 +40,13 @@ pub struct Client {
 
 impl Client {
     /// Builds a client; fails only when the TLS stack cannot start.
-    pub fn new(llm: &LlmConfig, max_tokens: u32) -> Result<Client, String> {
+    pub fn new(llm: &LlmConfig, max_tokens: u32) -> Result<Client, super::SetupError> {
         // reqwest is built without a default TLS provider; a second install attempt is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(llm.request_timeout_secs))
             .connect_timeout(Duration::from_secs(llm.request_timeout_secs.min(10)))
-            .build()
-            .map_err(|e| format!("cannot start the HTTP client: {e}"))?;
+            .build()?;
         Ok(Client {
             http,
             url: format!("{}/chat/completions", llm.base_url.trim_end_matches('/')),

@@ -46,7 +46,7 @@ pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending>
     let Next::Decide(p) = state::next(events) else {
         return None;
     };
-    let ttl_ms = state.harness.config.session.approval_ttl_secs.saturating_mul(1000);
+    let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
     Some(Pending {
         id: format!("{id}.{}", p.call.record.id),
         session_id: id.to_string(),
@@ -122,9 +122,7 @@ pub async fn decide(
         else {
             return Err(ApiError::not_found("pending approval"));
         };
-        if waiting.principal.as_deref() == Some(principal.name.as_str())
-            && !state.harness.config.serve.allow_self_approval
-        {
+        if waiting.principal.as_deref() == Some(principal.name.as_str()) && !state.config.serve.allow_self_approval {
             return Err(ApiError::forbidden(format!(
                 "{} cannot decide a write asked for in their own session (serve.allow_self_approval)",
                 principal.name

@@ -19,8 +19,8 @@ use crate::approval::Approver;
 use crate::config::Role;
 use crate::guard;
 use crate::session::event::Event;
+use crate::session::progress::TurnEvent;
 use crate::session::store::Stored;
-use crate::trace::Trace;
 
 /// Longest question accepted.
 pub const MAX_QUESTION_CHARS: usize = 8_000;
@@ -80,22 +80,29 @@ pub async fn ask(
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is
 /// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
 pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::agent::Run, bool), ApiError> {
-    let (model, mut degraded) = state.model_or_fallback(&state.harness.config.llm.model)?;
-    let mut trace = Trace::new(super::turns::MetricsSink { state: state.clone(), line: Vec::new(), live: None }, 200);
+    let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
+    let mut count = |event: &TurnEvent<'_>| {
+        if let TurnEvent::ToolResult { decision, .. } = event {
+            state.metrics.tool_call(*decision);
+        }
+    };
     // A request that times out drops this future mid-call: the model counts as failed then.
     let mut pending = ModelCall { state, model: &model, done: false };
-    let mut result = state.harness.ask(&model, Approver::NotInOneShot, question, &mut trace).await;
+    let mut result = state.harness.ask(&state.config, &model, Approver::NotInOneShot, question, Some(&mut count)).await;
     pending.done = true;
     state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
     if matches!(result, Err(AskError::Model(_))) {
         let fallback = state.model(super::FALLBACK_MODEL)?;
-        result = state.harness.ask(&fallback, Approver::NotInOneShot, question, &mut trace).await;
+        result = state.harness.ask(&state.config, &fallback, Approver::NotInOneShot, question, Some(&mut count)).await;
         degraded = true;
     }
     match result {
         Ok(run) => Ok((run, degraded)),
         Err(AskError::Model(e)) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "model_error", e.to_string())),
-        Err(AskError::Setup(m) | AskError::Log(m)) => Err(ApiError::internal(m)),
+        Err(AskError::Log(e)) => Err(e.into()),
+        Err(e @ (AskError::Setup(_) | AskError::Runtime(_) | AskError::Unfinished)) => {
+            Err(ApiError::internal(e.to_string()))
+        }
     }
 }
 
@@ -155,7 +162,7 @@ pub async fn search(
     let result = (|| {
         principal.require(Role::Ask)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
-        let k = query.k.unwrap_or(state.harness.config.index.top_k).clamp(1, MAX_K);
+        let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
         let hits = state.harness.index.search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
         let hits: Vec<_> = hits
             .iter()
@@ -196,7 +203,7 @@ pub async fn section(
         let text = state
             .harness
             .workspace
-            .read_text(&path, state.harness.config.index.max_file_bytes)
+            .read_text(&path, state.config.index.max_file_bytes)
             .map_err(|_| ApiError::not_found("section"))?;
         let chunks = crate::index::chunk::chunk_file(&query.path, &text);
         let chunk = chunks

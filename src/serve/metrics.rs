@@ -55,8 +55,8 @@ impl Metrics {
     }
 
     /// One tool call, by decision (allowed, denied, error).
-    pub fn tool_call(&self, decision: &str) {
-        bump(&self.tool_calls, decision);
+    pub fn tool_call(&self, decision: crate::tools::Decision) {
+        bump(&self.tool_calls, decision.as_str());
     }
 
     /// One approval outcome (granted, denied, expired).

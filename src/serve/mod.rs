@@ -34,6 +34,7 @@ use axum::routing::{MethodRouter, get, post};
 use tower::ServiceBuilder;
 
 use crate::agent::Harness;
+use crate::config::Config;
 use crate::model::Model;
 use crate::session::cancel::Canceller;
 use crate::session::store::Log;
@@ -44,7 +45,9 @@ pub const FALLBACK_MODEL: &str = "extractive";
 
 /// Everything the handlers share.
 pub struct AppState {
-    /// Workspace, index, skills, prompt, config.
+    /// The configuration, read once at start.
+    pub config: Config,
+    /// Workspace, index, skills, prompt.
     pub harness: Harness,
     /// Who may call.
     pub tokens: auth::Tokens,
@@ -95,8 +98,8 @@ impl Watchers {
 
 impl AppState {
     /// The state for `harness` (its config's `serve` section sets tokens and limits).
-    pub fn new(harness: Harness) -> AppState {
-        let serve = &harness.config.serve;
+    pub fn new(config: Config, harness: Harness) -> AppState {
+        let serve = &config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
@@ -110,13 +113,14 @@ impl AppState {
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             harness,
+            config,
         }
     }
 
     /// A connection to the session log (one per task: SQLite serialises the writers); every
     /// commit wakes the streams following that session.
     pub fn log(&self) -> Result<Log, ApiError> {
-        let mut log = Log::open(&self.harness.config.session.log_path)?;
+        let mut log = Log::open(&self.config.session.log_path)?;
         let watchers = self.watchers.clone();
         log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
         Ok(log)
@@ -156,9 +160,10 @@ impl AppState {
         if let Some(model) = models.get(name) {
             return Ok(model.clone());
         }
-        let llm = crate::config::LlmConfig { model: name.to_string(), ..self.harness.config.llm.clone() };
+        let llm = crate::config::LlmConfig { model: name.to_string(), ..self.config.llm.clone() };
         let model = Arc::new(
-            Model::from_config(&llm, self.harness.config.limits.max_output_tokens).map_err(ApiError::internal)?,
+            Model::from_config(&llm, self.config.limits.max_output_tokens)
+                .map_err(|e| ApiError::internal(e.to_string()))?,
         );
         models.insert(name.to_string(), model.clone());
         Ok(model)
@@ -190,7 +195,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
 /// The router: public routes (health, readiness, the OpenAPI document), then the API behind a
 /// bearer token, all behind the limits.
 pub fn app(state: Arc<AppState>) -> Router {
-    let serve = &state.harness.config.serve;
+    let serve = &state.config.serve;
     let api = api_routes()
         .into_iter()
         .fold(Router::new(), |router, (path, route)| router.route(path, route))
@@ -258,7 +263,7 @@ pub async fn serve(
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}; set serve.listen (DOCS_AGENT_LISTEN) or --listen"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.harness.config.workspace.display());
+    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;

@@ -25,7 +25,7 @@ pub async fn healthz() -> Response {
 /// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let stats = &state.harness.index.stats;
-    let model = match state.model(&state.harness.config.llm.model) {
+    let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
     };

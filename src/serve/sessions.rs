@@ -40,7 +40,7 @@ pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, 
 pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
     let result = (|| {
         principal.require(Role::Ask)?;
-        let serve = &state.harness.config.serve;
+        let serve = &state.config.serve;
         let mut log = state.log()?;
         let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
         if log.active_since(since)? >= serve.max_open_sessions {
@@ -52,8 +52,8 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
             .retry_after(60));
         }
         let id = crate::session::new_id();
-        let model = state.harness.config.llm.model.clone();
-        log.append(&id, crate::session::started(&state.harness.config, &model, Some(&principal.name)))?;
+        let model = state.config.llm.model.clone();
+        log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
         Ok(json!({"id": id, "model": model, "status": "idle"}))
     })();
     respond(result, StatusCode::CREATED)
@@ -205,7 +205,7 @@ pub async fn events(
             .events_after(&id, after)?
             .into_iter()
             .take(MAX_EVENTS)
-            .map(|s| stream::outward(&s, &state.harness.config.allowed_link_hosts))
+            .map(|s| stream::outward(&s, &state.config.allowed_link_hosts))
             .collect();
         Ok(json!({"session_id": id, "events": events}))
     })();

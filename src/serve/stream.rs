@@ -70,7 +70,7 @@ pub fn follow(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);
-    let hosts = Arc::new(state.harness.config.allowed_link_hosts.clone());
+    let hosts = Arc::new(state.config.allowed_link_hosts.clone());
     let stopping = state.stopping();
     let start = (log, id, cursor, changes, VecDeque::<Event>::new());
     let stream = futures_util::stream::unfold(start, move |(log, id, mut cursor, mut changes, mut ready)| {

@@ -1,20 +1,21 @@
 //! Running a session's turn for the API: in its own task (a client that disconnects does not
 //! stop it), with its own log connection, under the session's writer lock, registered so a
-//! cancel can reach it. Trace lines feed the metrics.
+//! cancel can reach it. The turn's events feed the metrics and, when a client streams it, the
+//! client's `tool` and `text` events.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::AppState;
 use super::error::ApiError;
+use crate::guard::stream::StreamGuard;
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, StopReason};
+use crate::session::progress::TurnEvent;
 use crate::session::state::{self, Status};
 use crate::session::store::Stored;
-use crate::session::turn::{Turn, TurnEnd, TurnError, Undecided, Verdict, VerdictError};
-use crate::trace::Trace;
+use crate::session::turn::{TurnEnd, TurnError, Verdict, VerdictError};
 
 /// How a turn starts.
 #[derive(Debug)]
@@ -132,7 +133,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
         Err(e) => return fail(start, e.into()),
     };
     let before = events.last().map_or(0, |s| s.seq);
-    let pinned = state::pinned_model(&events).unwrap_or(&state.harness.config.llm.model).to_string();
+    let pinned = state::pinned_model(&events).unwrap_or(&state.config.llm.model).to_string();
     let (model, degraded) = match state.model_or_fallback(&pinned) {
         Ok(found) => found,
         Err(e) => return fail(start, e),
@@ -162,17 +163,8 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                 Verdict::Allow(_) => "granted",
                 Verdict::Deny(_) => "denied",
             };
-            let mut trace = Trace::new(std::io::sink(), 200);
-            let recorded = Turn {
-                harness: &state.harness,
-                model: &model,
-                log: &mut log,
-                session: id,
-                trace: &mut trace,
-                undecided: Undecided::Pause,
-                on_text: None,
-            }
-            .record_verdict(Some(&call), verdict, &by);
+            let deps = state.harness.deps(&state.config);
+            let recorded = deps.turn(&model, &mut log, id).record_verdict(Some(&call), verdict, &by);
             let answer = match recorded {
                 Ok(()) => {
                     state.metrics.approval(outcome);
@@ -210,37 +202,13 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     let Ready { mut log, _lock, model, degraded, before, _slot } = prepare(&state, &id, start)?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
-    // Over HTTP a write waits for an approver, whatever APPROVE says in the server's environment.
-    let undecided = Undecided::Pause;
-    let mut trace = Trace::new(MetricsSink { state: state.clone(), line: Vec::new(), live: live.clone() }, 200);
-    let text = std::sync::Mutex::new(crate::guard::stream::StreamGuard::new(&state.harness.config.allowed_link_hosts));
-    let send_text = |piece: Option<String>| {
-        if let (Some(live), Some(piece)) = (&live, piece) {
-            let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
-        }
-    };
-    // Each model call's text is guarded on its own, as its answer would be.
-    let on_text = |delta: &str| {
-        let mut guard = text.lock().unwrap_or_else(|p| p.into_inner());
-        if delta.is_empty() {
-            send_text(guard.finish());
-            *guard = crate::guard::stream::StreamGuard::new(&state.harness.config.allowed_link_hosts);
-        } else {
-            send_text(guard.push(delta));
-        }
-    };
-    let end = Turn {
-        harness: &state.harness,
-        model: &model,
-        log: &mut log,
-        session: &id,
-        trace: &mut trace,
-        undecided,
-        on_text: Some(&on_text),
-    }
-    .drive(&mut cancel)
-    .await;
-    send_text(text.lock().unwrap_or_else(|p| p.into_inner()).finish());
+    let mut listener =
+        Listener { state: &state, live: live.as_ref(), text: StreamGuard::new(&state.config.allowed_link_hosts) };
+    // Over HTTP a write waits for an approver (the turn's default), whatever APPROVE says in the
+    // server's environment.
+    let deps = state.harness.deps(&state.config);
+    let end = deps.turn(&model, &mut log, &id).observed(&mut |event| listener.hear(event)).drive(&mut cancel).await;
+    listener.finish_text();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     state.model_result(&model, !matches!(end, Err(TurnError::Model(_))));
     let turn_events = log.events_after(&id, before)?;
@@ -279,37 +247,53 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     Ok(outcome)
 }
 
-/// Trace lines, counted by decision for the metrics, and sent as `tool` events to a stream.
-pub struct MetricsSink {
+/// What a turn over HTTP tells: tool calls counted by decision for the metrics, and, when a
+/// client streams the turn, its `tool` steps and its text, guarded one model call at a time as
+/// the call's answer would be.
+struct Listener<'a> {
     /// Where the counters are.
-    pub state: Arc<AppState>,
-    /// The line being written.
-    pub line: Vec<u8>,
+    state: &'a AppState,
     /// A stream following the turn, if any.
-    pub live: Option<Live>,
+    live: Option<&'a Live>,
+    /// The current model call's text, let out only as far as guarding it whole allows.
+    text: StreamGuard,
 }
 
-impl Write for MetricsSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for &b in buf {
-            if b == b'\n' {
-                let line = std::mem::take(&mut self.line);
-                if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&line) {
-                    if let Some(decision) = value.get("decision").and_then(|d| d.as_str()) {
-                        self.state.metrics.tool_call(decision);
-                    }
-                    if let (Some(live), Some(_)) = (&self.live, value.get("tool")) {
-                        let _ = live.send(super::stream::event("tool", &value));
-                    }
+impl Listener<'_> {
+    fn hear(&mut self, event: &TurnEvent<'_>) {
+        match event {
+            TurnEvent::ToolResult { call, result, ms, decision } => {
+                self.state.metrics.tool_call(*decision);
+                if let Some(live) = self.live {
+                    let chars = self.state.config.limits.trace_result_chars;
+                    let line = crate::trace::tool_line(call, result, *ms, *decision, chars);
+                    let _ = live.send(super::stream::event("tool", &line));
                 }
-            } else {
-                self.line.push(b);
             }
+            TurnEvent::ModelCall { .. } => {
+                self.finish_text();
+                self.text = StreamGuard::new(&self.state.config.allowed_link_hosts);
+            }
+            TurnEvent::TextDelta(delta) => {
+                let piece = self.text.push(delta);
+                self.send_text(piece);
+            }
+            TurnEvent::ToolCall(_)
+            | TurnEvent::ApprovalRequired { .. }
+            | TurnEvent::Answer(_)
+            | TurnEvent::Stopped { .. } => {}
         }
-        Ok(buf.len())
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+    /// Lets out what the guard still holds of the current call's text.
+    fn finish_text(&mut self) {
+        let piece = self.text.finish();
+        self.send_text(piece);
+    }
+
+    fn send_text(&self, piece: Option<String>) {
+        if let (Some(live), Some(piece)) = (self.live, piece) {
+            let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
+        }
     }
 }

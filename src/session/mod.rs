@@ -4,11 +4,14 @@
 //!   returns, scrubbed on the way in) and the one-writer-per-session lock;
 //! - `state`: what to do next, read from the events alone; `turn`: the loop that does it;
 //! - `projection`: events → a valid model request; `compact`: the summary that keeps it small;
+//! - `deps`: what a turn uses, built in one place; `progress`: what a turn tells its front end;
 //! - `cancel`: interrupting a turn.
 
 pub mod cancel;
 pub mod compact;
+pub mod deps;
 pub mod event;
+pub mod progress;
 pub mod projection;
 pub mod state;
 pub mod store;

@@ -9,12 +9,12 @@ use std::path::Path;
 use crate::agent::Harness;
 use crate::config::{Config, Sources};
 use crate::model::Model;
-use crate::trace::Trace;
+use crate::runtime::{self, Flavor};
 
 use super::cancel::Cancel;
 use super::event::{CallRecord, Event, Scope, StopReason};
 use super::store::Log;
-use super::turn::{Turn, TurnEnd, Undecided};
+use super::turn::TurnEnd;
 
 /// The note the logged call writes, and what it writes.
 const NOTE: &str = "notes/answer.md";
@@ -22,7 +22,7 @@ const CONTENT: &str = "Refunds: 14 days.\n";
 
 /// A harness on a copy of the sample workspace; one model step per turn, so a turn whose
 /// write is done stops at the step limit without calling the model again.
-fn harness() -> (tempfile::TempDir, Harness) {
+fn harness() -> (tempfile::TempDir, Config, Harness) {
     let dir = tempfile::tempdir().expect("temp dir");
     copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"), dir.path());
     let flags = vec![
@@ -31,8 +31,8 @@ fn harness() -> (tempfile::TempDir, Harness) {
         ("limits.max_steps", "1".to_string()),
     ];
     let config = Config::load(&Sources { file: None, env: Default::default(), flags }).expect("config");
-    let harness = Harness::open(config).expect("harness");
-    (dir, harness)
+    let harness = Harness::open(&config).expect("harness");
+    (dir, config, harness)
 }
 
 fn copy(from: &Path, to: &Path) {
@@ -49,8 +49,8 @@ fn copy(from: &Path, to: &Path) {
 
 /// A session whose log ends with a granted write and no result: what a crash between the
 /// grant and the write's result leaves.
-fn granted_write(log: &mut Log, harness: &Harness) -> String {
-    let session = super::start(log, &harness.config, "scripted").expect("start");
+fn granted_write(log: &mut Log, config: &Config) -> String {
+    let session = super::start(log, config, "scripted").expect("start");
     let arguments = serde_json::json!({ "path": NOTE, "content": CONTENT }).to_string();
     log.append(&session, Event::UserMessage { text: "save the refund window".into() }).expect("user");
     let call = CallRecord { id: "call_3_0".into(), name: "write_file".into(), arguments };
@@ -66,13 +66,11 @@ fn granted_write(log: &mut Log, harness: &Harness) -> String {
 }
 
 /// Resumes the session's turn, as `sessions resume` and `POST .../resume` do.
-fn resume(harness: &Harness, log: &mut Log, session: &str) -> TurnEnd {
-    let model = Model::from_config(&harness.config.llm, 64).expect("model");
-    let mut trace = Trace::new(Vec::new(), 200);
-    let mut turn =
-        Turn { harness, model: &model, log, session, trace: &mut trace, undecided: Undecided::Pause, on_text: None };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    runtime.block_on(turn.drive(&mut Cancel::never())).expect("the turn runs")
+fn resume(config: &Config, harness: &Harness, log: &mut Log, session: &str) -> TurnEnd {
+    let model = Model::from_config(&config.llm, 64).expect("model");
+    let deps = harness.deps(config);
+    let runtime = runtime::build(Flavor::OneThread).expect("runtime");
+    runtime.block_on(deps.turn(&model, log, session).drive(&mut Cancel::never())).expect("the turn runs")
 }
 
 /// The results logged for the write call.
@@ -97,14 +95,14 @@ fn inode(dir: &Path) -> u64 {
 
 #[test]
 fn a_write_found_done_on_resume_is_recorded_and_not_redone() {
-    let (dir, harness) = harness();
+    let (dir, config, harness) = harness();
     let mut log = Log::in_memory().expect("log");
-    let session = granted_write(&mut log, &harness);
+    let session = granted_write(&mut log, &config);
     // The write happened; the crash came before its result was logged.
     std::fs::write(dir.path().join(NOTE), CONTENT).expect("the earlier write");
     let before = inode(dir.path());
 
-    let end = resume(&harness, &mut log, &session);
+    let end = resume(&config, &harness, &mut log, &session);
     assert!(matches!(end, TurnEnd::Stopped { reason: StopReason::StepLimit, .. }), "{end:?}");
     assert_eq!(inode(dir.path()), before, "the note was written again");
     let results = results(&log, &session);
@@ -115,16 +113,16 @@ fn a_write_found_done_on_resume_is_recorded_and_not_redone() {
 
 #[test]
 fn a_granted_write_is_done_once_however_often_it_is_resumed() {
-    let (dir, harness) = harness();
+    let (dir, config, harness) = harness();
     let mut log = Log::in_memory().expect("log");
-    let session = granted_write(&mut log, &harness);
+    let session = granted_write(&mut log, &config);
     assert!(!dir.path().join(NOTE).exists());
 
-    resume(&harness, &mut log, &session);
+    resume(&config, &harness, &mut log, &session);
     let written = inode(dir.path());
     assert_eq!(std::fs::read_to_string(dir.path().join(NOTE)).expect("note"), CONTENT);
     for _ in 0..3 {
-        assert_eq!(resume(&harness, &mut log, &session), TurnEnd::Idle);
+        assert_eq!(resume(&config, &harness, &mut log, &session), TurnEnd::Idle);
         assert_eq!(inode(dir.path()), written, "a resumed turn wrote again");
     }
     let results = results(&log, &session);
@@ -134,17 +132,17 @@ fn a_granted_write_is_done_once_however_often_it_is_resumed() {
 
 #[test]
 fn a_note_that_differs_is_written_once_with_the_granted_content() {
-    let (dir, harness) = harness();
+    let (dir, config, harness) = harness();
     let mut log = Log::in_memory().expect("log");
-    let session = granted_write(&mut log, &harness);
+    let session = granted_write(&mut log, &config);
     std::fs::write(dir.path().join(NOTE), "an older note\n").expect("an older note");
     let before = inode(dir.path());
 
-    resume(&harness, &mut log, &session);
+    resume(&config, &harness, &mut log, &session);
     assert_ne!(inode(dir.path()), before, "the granted write replaces the older note");
     assert_eq!(std::fs::read_to_string(dir.path().join(NOTE)).expect("note"), CONTENT);
     let written = inode(dir.path());
-    assert_eq!(resume(&harness, &mut log, &session), TurnEnd::Idle);
+    assert_eq!(resume(&config, &harness, &mut log, &session), TurnEnd::Idle);
     assert_eq!(inode(dir.path()), written);
     assert_eq!(results(&log, &session).len(), 1);
 }

@@ -4,20 +4,19 @@
 //! A write happens only after its grant is durable, and is checked against the note before it
 //! is done again, so it happens exactly once.
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
-use crate::agent::Harness;
 use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::model::{Message, Model, ModelError};
 use crate::tools::{self, Decision, Outcome, Planned, Toolbox};
-use crate::trace::Trace;
 
 use super::cancel::Cancel;
 use super::compact;
+use super::deps::Deps;
 use super::event::{CallRecord, Event, Scope, StopReason, Tokens};
-use super::projection::project;
+use super::progress::{self, Observer, TurnEvent};
+use super::projection::{self, project};
 use super::state::{self, Call, Next, Pending};
 use super::store::{Log, LogError, Stored};
 
@@ -80,6 +79,15 @@ impl std::fmt::Display for TurnError {
     }
 }
 
+impl std::error::Error for TurnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TurnError::Model(e) => Some(e),
+            TurnError::Log(e) => Some(e),
+        }
+    }
+}
+
 impl From<LogError> for TurnError {
     fn from(e: LogError) -> Self {
         TurnError::Log(e)
@@ -106,6 +114,15 @@ impl std::fmt::Display for VerdictError {
     }
 }
 
+impl std::error::Error for VerdictError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            VerdictError::Log(e) => Some(e),
+            VerdictError::NothingWaits(_) | VerdictError::Expired(_) => None,
+        }
+    }
+}
+
 impl From<LogError> for VerdictError {
     fn from(e: LogError) -> Self {
         VerdictError::Log(e)
@@ -121,52 +138,61 @@ pub enum Verdict {
     Deny(String),
 }
 
-/// Everything one turn uses.
-pub struct Turn<'a, W: Write> {
-    /// The harness (workspace, index, config).
-    pub harness: &'a Harness,
+/// One turn of one session: made by [`Deps::turn`], then driven. It holds no state of its
+/// own: every step is read from the log.
+pub struct Turn<'a> {
+    /// The toolbox, prompt, limits and settings.
+    deps: &'a Deps<'a>,
     /// The session's model.
-    pub model: &'a Model,
+    model: &'a Model,
     /// The log.
-    pub log: &'a mut Log,
+    log: &'a mut Log,
     /// The session id.
-    pub session: &'a str,
-    /// Trace lines go here.
-    pub trace: &'a mut Trace<W>,
+    session: &'a str,
     /// How an undecided write is handled.
-    pub undecided: Undecided,
-    /// Called with each piece of the model's text as it streams (progress display; the text
-    /// itself leaves the process only through the outbound guard, once the reply is complete),
-    /// and with `""` when a new model call starts, so a stream guard can start afresh.
-    pub on_text: Option<&'a (dyn Fn(&str) + Sync)>,
+    undecided: Undecided,
+    /// Who is told what happens (the trace, metrics, a stream, the terminal), if anyone.
+    observer: Option<Observer<'a>>,
 }
 
-impl<W: Write> Turn<'_, W> {
+impl<'a> Turn<'a> {
+    /// A turn of `session` in `log`, answered by `model`; an undecided write pauses it, and
+    /// nobody is told of its progress until [`Turn::observed`].
+    pub fn new(deps: &'a Deps<'a>, model: &'a Model, log: &'a mut Log, session: &'a str) -> Turn<'a> {
+        Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None }
+    }
+
+    /// Decides an undecided write this way instead of pausing.
+    pub fn undecided(mut self, undecided: Undecided) -> Turn<'a> {
+        self.undecided = undecided;
+        self
+    }
+
+    /// Tells `observer` what happens, as it happens.
+    pub fn observed(mut self, observer: Observer<'a>) -> Turn<'a> {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Drives the session's open turn until it answers, stops, or waits for a person.
     pub async fn drive(&mut self, cancel: &mut Cancel) -> Result<TurnEnd, TurnError> {
-        let limits = &self.harness.config.limits;
+        let limits = self.deps.limits;
         let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
-        let toolbox = Toolbox {
-            workspace: &self.harness.workspace,
-            index: &self.harness.index,
-            skills: &self.harness.skills,
-            top_k: self.harness.config.index.top_k,
-            max_result_bytes: limits.max_tool_result_bytes,
-        };
+        let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
         loop {
             let events = self.log.events_after(self.session, 0)?;
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
                 Next::Finish { text, answered, steps } => {
-                    let answer =
-                        guard::outbound_answer(text, &self.harness.config.allowed_link_hosts, &retrieved(&events));
+                    let answer = guard::outbound_answer(text, self.deps.link_hosts, &retrieved(&events));
                     // The answer and the turn's end are durable together (one commit).
                     let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
                     if !answered {
                         end.insert(0, Event::Answer { text: answer.clone() });
                     }
                     self.log.append_all(self.session, end)?;
+                    self.emit(TurnEvent::Answer(&answer));
                     return Ok(TurnEnd::Answered { answer, steps });
                 }
                 Next::CallModel { steps } => {
@@ -176,16 +202,15 @@ impl<W: Write> Turn<'_, W> {
                     if Instant::now() >= deadline {
                         return self.stop(StopReason::TimeLimit, steps);
                     }
-                    let messages = project(&self.harness.system_prompt, &events);
+                    let messages = project(self.deps.system_prompt, &events);
                     let size = compact::tokens(&messages);
-                    let session = &self.harness.config.session;
-                    if let Some(event) = compact::plan_for(session, &self.harness.system_prompt, &events, size) {
+                    if let Some(event) = compact::plan_for(self.deps.session, self.deps.system_prompt, &events, size) {
                         self.append(event)?;
                         continue;
                     }
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
-                    match self.call_model(&messages, &specs, deadline, cancel).await {
-                        Called::Reply(reply) => self.record_reply(&toolbox, next_seq, reply, steps + 1)?,
+                    match self.call_model(&messages, &specs, deadline, steps + 1, cancel).await {
+                        Called::Reply(reply) => self.record_reply(toolbox, next_seq, reply, steps + 1)?,
                         Called::Failed(error) => {
                             self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
                             return Err(TurnError::Model(error));
@@ -198,14 +223,14 @@ impl<W: Write> Turn<'_, W> {
                     if cancel.is_cancelled() {
                         return self.interrupted(String::new(), call.step);
                     }
-                    self.run(&toolbox, call)?;
+                    self.run(toolbox, call)?;
                 }
                 Next::Decide(pending) => {
                     if let Some(end) = self.decide(&events, pending)? {
                         return Ok(end);
                     }
                 }
-                Next::Write { call, key } => self.write(&toolbox, &events, call, key)?,
+                Next::Write { call, key } => self.write(toolbox, &events, call, key)?,
             }
         }
     }
@@ -225,7 +250,7 @@ impl<W: Write> Turn<'_, W> {
                 )));
             }
         };
-        let ttl = self.harness.config.session.approval_ttl_secs;
+        let ttl = self.deps.session.approval_ttl_secs;
         if pending.expired(now_ms(), ttl) {
             self.expire(pending)?;
             return Err(VerdictError::Expired(format!(
@@ -241,17 +266,16 @@ impl<W: Write> Turn<'_, W> {
         messages: &[Message],
         specs: &[crate::model::ToolSpec],
         deadline: Instant,
+        step: u32,
         cancel: &mut Cancel,
     ) -> Called {
+        self.emit(TurnEvent::ModelCall { step });
         let partial = std::sync::Mutex::new(String::new());
-        let on_text = self.on_text;
-        if let Some(show) = on_text {
-            show("");
-        }
+        let observer = &mut self.observer;
         let mut on_delta = |delta: &str| {
             partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
-            if let Some(show) = on_text.filter(|_| !delta.is_empty()) {
-                show(delta);
+            if let Some(observe) = observer.as_mut().filter(|_| !delta.is_empty()) {
+                observe(&TurnEvent::TextDelta(delta));
             }
         };
         let result = tokio::select! {
@@ -280,7 +304,7 @@ impl<W: Write> Turn<'_, W> {
         reply: crate::model::Reply,
         step: u32,
     ) -> Result<(), LogError> {
-        let allowed = self.harness.config.limits.max_tool_calls_per_step as usize;
+        let allowed = self.deps.limits.max_tool_calls_per_step as usize;
         let mut early = Vec::new();
         let tool_calls: Vec<CallRecord> = reply
             .tool_calls
@@ -307,13 +331,16 @@ impl<W: Write> Turn<'_, W> {
         }));
         self.log.append_all(self.session, events)?;
         for (record, outcome, ms) in &early {
-            self.trace.tool(step, &record.name, &record.arguments, &outcome.text, *ms, outcome.decision.as_str());
+            let call = progress::Call { step, name: &record.name, arguments: &record.arguments };
+            self.emit(TurnEvent::ToolCall(call));
+            self.emit(TurnEvent::ToolResult { call, result: &outcome.text, ms: *ms, decision: outcome.decision });
         }
         Ok(())
     }
 
     fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>) -> Result<(), LogError> {
-        let allowed = self.harness.config.limits.max_tool_calls_per_step as usize;
+        let allowed = self.deps.limits.max_tool_calls_per_step as usize;
+        self.emit(TurnEvent::ToolCall(shown(call)));
         let started = Instant::now();
         let outcome = if call.index >= allowed {
             Outcome::error(format!(
@@ -354,10 +381,11 @@ impl<W: Write> Turn<'_, W> {
             }
         };
         match self.undecided {
-            Undecided::Pause if pending.expired(now_ms(), self.harness.config.session.approval_ttl_secs) => {
+            Undecided::Pause if pending.expired(now_ms(), self.deps.session.approval_ttl_secs) => {
                 self.expire(pending)?;
             }
             Undecided::Pause => {
+                self.emit(TurnEvent::ApprovalRequired { call_id: &pending.call.record.id, path: pending.path });
                 return Ok(Some(TurnEnd::AwaitingApproval {
                     call_id: pending.call.record.id.clone(),
                     path: pending.path.to_string(),
@@ -392,7 +420,7 @@ impl<W: Write> Turn<'_, W> {
 
     fn expire(&mut self, pending: Pending<'_>) -> Result<(), LogError> {
         self.append(Event::ApprovalExpired { call_id: pending.call.record.id.clone() })?;
-        self.trace_call(pending.call, super::projection::EXPIRED, 0, Decision::Denied);
+        self.trace_call(pending.call, projection::EXPIRED, 0, Decision::Denied);
         Ok(())
     }
 
@@ -430,12 +458,20 @@ impl<W: Write> Turn<'_, W> {
         Ok(())
     }
 
+    /// Tells the observer how a call was decided.
     fn trace_call(&mut self, call: Call<'_>, text: &str, ms: u128, decision: Decision) {
-        self.trace.tool(call.step, &call.record.name, &call.record.arguments, text, ms, decision.as_str());
+        self.emit(TurnEvent::ToolResult { call: shown(call), result: text, ms, decision });
+    }
+
+    /// Tells the observer, if there is one.
+    fn emit(&mut self, event: TurnEvent<'_>) {
+        if let Some(observe) = self.observer.as_mut() {
+            observe(&event);
+        }
     }
 
     fn stop(&mut self, reason: StopReason, steps: u32) -> Result<TurnEnd, TurnError> {
-        let limits = &self.harness.config.limits;
+        let limits = self.deps.limits;
         let message = match reason {
             StopReason::StepLimit => format!(
                 "stopped: the model used all {} steps without answering (limits.max_steps); it may be looping",
@@ -450,7 +486,7 @@ impl<W: Write> Turn<'_, W> {
             StopReason::Answered | StopReason::ModelError => String::new(),
         };
         self.append(Event::Stopped { reason, detail: message.clone() })?;
-        self.trace.event("stop", &format!("{}: {message}", reason.as_str()));
+        self.emit(TurnEvent::Stopped { reason, message: &message });
         Ok(TurnEnd::Stopped { reason, message, steps })
     }
 
@@ -470,6 +506,11 @@ enum Called {
     Failed(ModelError),
     TimedOut,
     Cancelled(String),
+}
+
+/// A call from the log as the observer sees it.
+fn shown<'c>(call: Call<'c>) -> progress::Call<'c> {
+    progress::Call { step: call.step, name: &call.record.name, arguments: &call.record.arguments }
 }
 
 /// The text a denied call is answered with.

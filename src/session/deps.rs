@@ -1,0 +1,34 @@
+//! What a turn uses besides its log and its model, built in one place (`Harness::deps`) from
+//! the harness and the configuration, so the turn reaches for neither: the toolbox, the prompt,
+//! the limits, the session settings and the hosts answers may link to.
+
+use crate::config::{Limits, SessionConfig};
+use crate::model::Model;
+use crate::tools::Toolbox;
+
+use super::store::Log;
+use super::turn::Turn;
+
+/// A turn's dependencies.
+pub struct Deps<'a> {
+    /// Runs the tools (workspace, index, skills, result sizes).
+    pub toolbox: Toolbox<'a>,
+    /// The stable system prompt.
+    pub system_prompt: &'a str,
+    /// Steps, wall time, tool calls per step, output tokens.
+    pub limits: &'a Limits,
+    /// Approval expiry, context budget, compaction.
+    pub session: &'a SessionConfig,
+    /// Hosts that links in an answer may point to.
+    pub link_hosts: &'a [String],
+}
+
+impl<'a> Deps<'a> {
+    /// A turn of `session` in `log`, answered by `model`.
+    pub fn turn<'t>(&'t self, model: &'t Model, log: &'t mut Log, session: &'t str) -> Turn<'t>
+    where
+        'a: 't,
+    {
+        Turn::new(self, model, log, session)
+    }
+}

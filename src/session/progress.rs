@@ -1,0 +1,64 @@
+//! What a turn tells its front end as it happens: one typed channel that the trace (stderr),
+//! the metrics, the HTTP streams and the terminal all listen to, so nothing is parsed back
+//! from text. The log records what happened; this only shows it. Every text here comes from
+//! the log or from the tools, so it is already scrubbed, except streamed model text, which a
+//! listener must guard before it shows it (`guard::stream`).
+
+use crate::session::event::StopReason;
+use crate::tools::Decision;
+
+/// One thing that happened in a turn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TurnEvent<'a> {
+    /// A model call starts (its streamed text follows; a stream guard starts afresh).
+    ModelCall {
+        /// The call's number in the turn, from 1.
+        step: u32,
+    },
+    /// A piece of the model's text, as it streams: progress only, never the answer itself.
+    TextDelta(&'a str),
+    /// The harness is about to decide and run a tool call.
+    ToolCall(Call<'a>),
+    /// A tool call was decided, and done when allowed.
+    ToolResult {
+        /// The call.
+        call: Call<'a>,
+        /// What the model is shown (redacted).
+        result: &'a str,
+        /// How long it took.
+        ms: u128,
+        /// Allowed, denied or error.
+        decision: Decision,
+    },
+    /// A write waits for a person (the session pauses).
+    ApprovalRequired {
+        /// The call that asked.
+        call_id: &'a str,
+        /// Where it wants to write.
+        path: &'a str,
+    },
+    /// The turn answered; the text passed the outbound guard.
+    Answer(&'a str),
+    /// The turn stopped without an answer: a limit or a cancel.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+        /// What to tell the person.
+        message: &'a str,
+    },
+}
+
+/// A tool call as the front ends show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// The model call that asked for it.
+    pub step: u32,
+    /// The tool's name, as the model wrote it.
+    pub name: &'a str,
+    /// The arguments, as the model wrote them (JSON text, perhaps malformed; not yet redacted
+    /// when the harness decided on the raw arguments).
+    pub arguments: &'a str,
+}
+
+/// Where a turn's events go: a front end's listener. It must be quick: the turn waits for it.
+pub type Observer<'a> = &'a mut (dyn FnMut(&TurnEvent<'_>) + Send + 'a);
