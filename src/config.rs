@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+/// The `[llm]` section belongs to `model`, which reads it (so `model` never needs `config`).
+pub use crate::model::LlmConfig;
+
 /// Everything the harness needs to know, after all sources are merged.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,24 +107,6 @@ pub struct SessionConfig {
     pub context_budget_tokens: u64,
     /// The fraction of the budget at which the older middle of a conversation is compacted.
     pub compact_at: f64,
-}
-
-/// The model server or built-in model.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LlmConfig {
-    /// Base URL of an OpenAI-compatible API, e.g. `http://localhost:11434/v1`.
-    pub base_url: String,
-    /// Model name; `scripted` and `extractive` are built in and need no server.
-    pub model: String,
-    /// Bearer key for the server, if it wants one.
-    pub api_key: Option<String>,
-    /// Seconds one HTTP request may take.
-    pub request_timeout_secs: u64,
-    /// How many times a 429, 5xx or connect error is retried, with backoff.
-    pub retries: u32,
-    /// Sampling temperature sent to the model.
-    pub temperature: f32,
 }
 
 /// Limits of one run.

@@ -153,6 +153,24 @@ impl From<reqwest::Error> for SetupError {
     }
 }
 
+/// The model server or built-in model: the `[llm]` section of the configuration.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL of an OpenAI-compatible API, e.g. `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// Model name; `scripted` and `extractive` are built in and need no server.
+    pub model: String,
+    /// Bearer key for the server, if it wants one.
+    pub api_key: Option<String>,
+    /// Seconds one HTTP request may take.
+    pub request_timeout_secs: u64,
+    /// How many times a 429, 5xx or connect error is retried, with backoff.
+    pub retries: u32,
+    /// Sampling temperature sent to the model.
+    pub temperature: f32,
+}
+
 /// The closed set of models.
 pub enum Model {
     /// Any OpenAI-compatible `/v1/chat/completions` server (Ollama, vLLM, llama.cpp...).
@@ -163,7 +181,7 @@ pub enum Model {
 
 impl Model {
     /// Picks the model for `name`: a built-in name, or an OpenAI-compatible client.
-    pub fn from_config(llm: &crate::config::LlmConfig, max_output_tokens: u32) -> Result<Model, SetupError> {
+    pub fn from_config(llm: &LlmConfig, max_output_tokens: u32) -> Result<Model, SetupError> {
         match builtin::Builtin::from_name(&llm.model) {
             Some(b) => Ok(Model::Builtin(b)),
             None => openai::Client::new(llm, max_output_tokens).map(Model::OpenAi),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::LlmConfig;
 use super::{Message, ModelError, Reply, ToolCall, ToolSpec, Usage, textcall};
-use crate::config::LlmConfig;
 
 /// First retry delay; doubled each time.
 const BACKOFF_START: Duration = Duration::from_millis(200);

@@ -52,7 +52,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             }
             Event::ToolResult { call_id, text, .. } => answer(&mut open, &mut out, call_id, text.clone()),
             Event::ApprovalDenied { call_id, reason } => {
-                answer(&mut open, &mut out, call_id, super::turn::denial(reason));
+                answer(&mut open, &mut out, call_id, denial(reason));
             }
             Event::ApprovalExpired { call_id } => {
                 answer(&mut open, &mut out, call_id, EXPIRED.into());
@@ -92,4 +92,9 @@ fn close(open: &mut Vec<String>, out: &mut Vec<Message>, text: &str) {
     for id in open.drain(..) {
         out.push(Message::Tool { call_id: id, content: text.to_string() });
     }
+}
+
+/// The text a denied call is answered with.
+pub fn denial(reason: &str) -> String {
+    format!("DENIED: {reason}")
 }

@@ -410,7 +410,7 @@ impl<'a> Turn<'a> {
                 self.append(Event::ApprovalGranted { call_id, scope, by: by.to_string() })?;
             }
             Verdict::Deny(reason) => {
-                let shown = denial(&reason);
+                let shown = projection::denial(&reason);
                 self.append(Event::ApprovalDenied { call_id, reason })?;
                 self.trace_call(pending.call, &shown, 0, Decision::Denied);
             }
@@ -511,11 +511,6 @@ enum Called {
 /// A call from the log as the observer sees it.
 fn shown<'c>(call: Call<'c>) -> progress::Call<'c> {
     progress::Call { step: call.step, name: &call.record.name, arguments: &call.record.arguments }
-}
-
-/// The text a denied call is answered with.
-pub fn denial(reason: &str) -> String {
-    format!("DENIED: {reason}")
 }
 
 /// Files whose text a tool showed the model in this session: what an answer may cite.
