@@ -7,6 +7,7 @@ use super::{Exit, Failure};
 use crate::guard::redact;
 use crate::runtime::{self, Flavor};
 
+/// `docs-agent redact`: stdin to stdout through the redactor.
 pub fn redact_stdin() -> Result<Exit, Failure> {
     let mut input = String::new();
     std::io::stdin()
@@ -18,6 +19,7 @@ pub fn redact_stdin() -> Result<Exit, Failure> {
     Ok(Exit::Ok)
 }
 
+/// `docs-agent hash-token`: the SHA-256 of the token on stdin, for `[[serve.tokens]]`.
 pub fn hash_token() -> Result<Exit, Failure> {
     let mut token = String::new();
     std::io::stdin()
@@ -31,6 +33,7 @@ pub fn hash_token() -> Result<Exit, Failure> {
     Ok(Exit::Ok)
 }
 
+/// `docs-agent health`: exit 0 when the server at `url` answers 2xx.
 pub fn health(url: &str) -> Result<Exit, Failure> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;

@@ -28,9 +28,19 @@ pub enum Message {
     /// The person's question.
     User(String),
     /// A model reply: text, tool calls, or both.
-    Assistant { content: String, tool_calls: Vec<ToolCall> },
+    Assistant {
+        /// The reply's text.
+        content: String,
+        /// The tools it asked for.
+        tool_calls: Vec<ToolCall>,
+    },
     /// The result of one tool call.
-    Tool { call_id: String, content: String },
+    Tool {
+        /// The call it answers.
+        call_id: String,
+        /// What the tool returned (fenced and redacted).
+        content: String,
+    },
 }
 
 /// What one model call returned.
@@ -89,15 +99,42 @@ pub struct ToolSpec {
 #[derive(Debug)]
 pub enum ModelError {
     /// Could not connect at all.
-    Unreachable { url: String, detail: String },
+    Unreachable {
+        /// Where it tried.
+        url: String,
+        /// The connection error's root cause.
+        detail: String,
+    },
     /// The server does not know the model.
-    UnknownModel { model: String, detail: String },
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// What the server said.
+        detail: String,
+    },
     /// Any other HTTP error status, after retries.
-    Http { url: String, status: u16, body: String },
+    Http {
+        /// Where it asked.
+        url: String,
+        /// The status.
+        status: u16,
+        /// The start of the error body.
+        body: String,
+    },
     /// The server answered with something that is not a chat completion.
-    Malformed { url: String, detail: String },
+    Malformed {
+        /// Where it asked.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
     /// No answer within the request timeout.
-    Timeout { url: String, secs: u64 },
+    Timeout {
+        /// Where it asked.
+        url: String,
+        /// The timeout.
+        secs: u64,
+    },
 }
 
 impl std::fmt::Display for ModelError {

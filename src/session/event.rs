@@ -34,7 +34,10 @@ pub enum Scope {
     /// This one write.
     Once,
     /// Writes under this path prefix, in this session only.
-    Session { prefix: String },
+    Session {
+        /// The folder (`notes/faq/`), matched component by component.
+        prefix: String,
+    },
 }
 
 impl std::fmt::Display for Scope {
