@@ -1,7 +1,20 @@
 //! docs-agent: answers questions about a product's Markdown docs with an LLM that may only *ask*
 //! for tools. The harness decides, executes and records, and every guarantee (confinement,
 //! approval, redaction, fencing, limits) lives in this code, not in the prompt.
-//! See ARCHITECTURE.md for the map.
+//!
+//! # Layout
+//!
+//! Two front ends over one core (ARCHITECTURE.md has the map and its invariants):
+//!
+//! - Front ends: [`cli`] (the command line; only it knows exit codes and printing) and
+//!   [`serve`] (the HTTP API and web page; only it knows status codes).
+//! - The core, along a question's path: [`config`] (read once, passed down) → [`agent`] (the
+//!   harness built once, a turn's dependencies, the one-shot question) → [`session`] (the turn
+//!   loop over the durable log, and its typed events) → [`model`] and [`tools`] (with
+//!   [`approval`]) → [`workspace`], [`index`], [`skills`] → [`guard`] (what text passes at a
+//!   boundary).
+//! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`runtime`], [`prompt`],
+//!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine).
 
 /// An error that is one message, written for the person who meets it: what failed, on which
 /// input, what to do. Each module names its own, so callers can tell them apart.

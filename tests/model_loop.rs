@@ -157,3 +157,21 @@ fn an_approved_write_with_a_secret_leaves_no_secret_on_stderr() {
     let note = std::fs::read_to_string(ws.path().join("notes/keys.md")).expect("the approved note exists");
     assert!(!note.contains(key) && !note.contains(aws) && note.contains("[REDACTED]"), "note: {note}");
 }
+
+/// A model can write a secret it was never shown (remembered, made up, or assembled). The
+/// answer is redacted on its way out, whatever the model wrote.
+#[test]
+fn a_secret_the_model_writes_in_its_answer_never_reaches_stdout() {
+    let server = FakeServer::start(vec![Canned::text(
+        "Use AKIAIOSFODNN7EXAMPLE with ghp_abcdefghijklmnopqrstuvwxyz0123456789 (docs/api-keys.md).",
+    )]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base), &["which key do I use"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    for secret in ["AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"] {
+        assert!(!out.stdout.contains(secret), "stdout: {}", out.stdout);
+        assert!(!out.stderr.contains(secret), "stderr: {}", out.stderr);
+    }
+    assert!(out.stdout.starts_with("Use [REDACTED] with [REDACTED]"), "stdout: {}", out.stdout);
+}

@@ -877,3 +877,28 @@ async fn a_lock_that_cannot_be_taken_is_409_only_when_another_writer_holds_it() 
     let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(message())).await;
     assert_eq!(status, StatusCode::OK, "the session works again: {body}");
 }
+
+/// A secret the model writes itself leaves no API response: not the one-shot answer, not a
+/// session's answer, not the streamed text or the `answer` event, not the stored events.
+#[tokio::test]
+async fn a_secret_the_model_writes_never_leaves_over_http() {
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["The key is AKIAIOSF", "ODNN7EXAMPLE."], false)]);
+    let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "which key"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["answer"], "The key is [REDACTED].", "{body}");
+
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "which key"}))).await;
+    assert_eq!(outcome["answer"], "The key is [REDACTED].", "{outcome}");
+    let request = streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": "again"})), None);
+    let events = read_sse(app(s.state.clone()).oneshot(request).await.expect("response").into_body(), |_| false).await;
+    assert!(events.iter().any(|(k, _, _)| k == "answer"), "{events:?}");
+    let (_, stored) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    for shown in [body.to_string(), outcome.to_string(), format!("{events:?}"), stored.to_string()] {
+        assert!(!shown.contains(secret) && !shown.contains("ODNN7EXAMPLE"), "{shown}");
+    }
+}

@@ -35,3 +35,43 @@ pub fn outbound_answer(
     let linked = links::neutralize_links(&scrubbed, allowed_hosts);
     citations::mark_unverified(&linked, retrieved).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer is the last boundary before stdout and the API: whatever the model wrote,
+    /// no secret leaves, whole or split by invisible characters, in text, code or a link.
+    #[test]
+    fn no_secret_leaves_in_an_answer() {
+        let retrieved = std::collections::BTreeSet::from(["docs/refunds.md".to_string()]);
+        let cases = [
+            ("plain", "The key is AKIAIOSFODNN7EXAMPLE.", "AKIAIOSFODNN7EXAMPLE"),
+            (
+                "github token",
+                "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 here",
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+            ("stripe key in code", "```\nsk_live_4eC39HqLyjWDarjtT1zdp7dc\n```", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+            ("split by a zero-width space", "AKIAIOSF\u{200B}ODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+            (
+                "in a link's text",
+                "see [xoxb-2361587123-2361587456-AbCdEfGhIjKlMnOpQrStUvWx](docs/refunds.md)",
+                "AbCdEfGhIjKlMnOpQrStUvWx",
+            ),
+            ("a password in a URL", "connect to postgres://app:hunter2secret@db.internal/prod", "hunter2secret"),
+        ];
+        for (name, answer, secret) in cases {
+            let out = outbound_answer(answer, &[], &retrieved);
+            assert!(!out.contains(secret), "{name}: {out}");
+            assert!(out.contains(redact::REDACTED), "{name}: the secret is marked where it was: {out}");
+        }
+    }
+
+    #[test]
+    fn an_answer_without_secrets_passes_as_written() {
+        let retrieved = std::collections::BTreeSet::from(["docs/refunds.md".to_string()]);
+        let answer = "Refunds are possible within 14 days (docs/refunds.md#window).";
+        assert_eq!(outbound_answer(answer, &[], &retrieved), answer);
+    }
+}

@@ -17,7 +17,9 @@ pub enum Adversary {
     /// Answers at once, citing a page it never retrieved.
     FalseCite,
     /// Searches once, then answers with the question verbatim (to push any payload through
-    /// the outbound guards: links, images, secrets, escapes).
+    /// the outbound guards: links, images, secrets, escapes), `\uXXXX` decoded: the log scrubs
+    /// the question, so a secret reaches the answer only this way, as a real model could write
+    /// one it was never shown.
     Echo,
     /// Writes `pwned` to the path given as the question, then answers. `\uXXXX` in the question
     /// is decoded first: the session log scrubs the question, so a control character or a
@@ -88,7 +90,7 @@ impl Adversary {
             },
             Adversary::Echo => match step {
                 0 => calls(&[("search_docs", json!({ "query": question }).to_string())]),
-                _ => answer(question.to_string()),
+                _ => answer(unescape(question)),
             },
         }
     }

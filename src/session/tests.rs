@@ -1,7 +1,8 @@
-//! Exactly-once writes on resume, at the level of the turn: a log that holds a granted write and
-//! no result is what a crash between the grant and the result leaves. Resuming it checks the
-//! note before writing and never writes twice, however often it is resumed. (The SIGKILL test
-//! in `tests/session_crash.rs` checks the same through the binary.)
+//! The turn over logs that tests write by hand. Exactly-once writes on resume: a log that
+//! holds a granted write and no result is what a crash between the grant and the result
+//! leaves; resuming it checks the note before writing and never writes twice, however often it
+//! is resumed (the SIGKILL test in `tests/session_crash.rs` checks the same through the
+//! binary). And the guards behind the log's scrub: an unscrubbed log still answers redacted.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -145,4 +146,21 @@ fn a_note_that_differs_is_written_once_with_the_granted_content() {
     assert_eq!(resume(&config, &harness, &mut log, &session), TurnEnd::Idle);
     assert_eq!(inode(dir.path()), written);
     assert_eq!(results(&log, &session).len(), 1);
+}
+
+/// Defence in depth behind the log's scrub: a log written by hand, or by a version from before
+/// the scrub, may hold a secret in the model's reply; the answer made from it is still guarded.
+#[test]
+fn an_answer_from_an_unscrubbed_log_is_redacted_on_its_way_out() {
+    let (_dir, config, harness) = harness();
+    let mut log = Log::in_memory().expect("log");
+    let session = super::start(&mut log, &config, "scripted").expect("start");
+    log.append(&session, Event::UserMessage { text: "which key".into() }).expect("user");
+    let text = "The key is AKIAIOSFODNN7EXAMPLE.".to_string();
+    log.append_unscrubbed(&session, Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None })
+        .expect("an unscrubbed reply");
+    match resume(&config, &harness, &mut log, &session) {
+        TurnEnd::Answered { answer, .. } => assert_eq!(answer, "The key is [REDACTED]."),
+        other => panic!("the turn should answer from the log: {other:?}"),
+    }
 }
