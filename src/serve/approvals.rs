@@ -71,7 +71,7 @@ pub async fn list(
     Extension(principal): Extension<Principal>,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         principal.require(Role::Approve)?;
         if query.state.as_deref().is_some_and(|s| s != "pending") {
             return Err(ApiError::bad_request("state must be `pending` (decided writes are in each session's events)"));
@@ -85,7 +85,7 @@ pub async fn list(
             }
         }
         Ok(json!({"approvals": out}))
-    })();
+    });
     respond(result, StatusCode::OK)
 }
 
@@ -109,7 +109,7 @@ pub async fn decide(
     Path(approval): Path<String>,
     body: Result<Json<DecideBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let checked = (|| {
+    let checked = crate::runtime::blocking(|| {
         principal.require(Role::Approve)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"decision\": \"once|session|deny\"}"))?;
         let (session, call) = approval.split_once('.').ok_or_else(|| ApiError::not_found("approval"))?;
@@ -129,7 +129,7 @@ pub async fn decide(
             )));
         }
         Ok((session.to_string(), call.to_string(), verdict(&body, &waiting.path)?))
-    })();
+    });
     let (session, call, verdict) = match checked {
         Ok(checked) => checked,
         Err(e) => return e.into_response(),

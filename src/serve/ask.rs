@@ -159,7 +159,7 @@ pub async fn search(
     Extension(principal): Extension<Principal>,
     query: Result<Query<SearchQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         principal.require(Role::Ask)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
         let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
@@ -172,7 +172,7 @@ pub async fn search(
             })
             .collect();
         Ok::<_, ApiError>(json!({"hits": hits}))
-    })();
+    });
     respond(result, StatusCode::OK)
 }
 
@@ -193,7 +193,7 @@ pub async fn section(
     Extension(principal): Extension<Principal>,
     query: Result<Query<SectionQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let result = (|| -> Result<Value, ApiError> {
+    let result = crate::runtime::blocking(|| -> Result<Value, ApiError> {
         principal.require(Role::Ask)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?path=docs/x.md&anchor=y")))?;
         let path = crate::workspace::policy::check_read(&query.path)
@@ -217,6 +217,6 @@ pub async fn section(
             "lines": [chunk.start_line, chunk.end_line],
             "text": guard::scrub(&chunk.body),
         }))
-    })();
+    });
     respond(result, StatusCode::OK)
 }

@@ -38,7 +38,7 @@ pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, 
 
 /// `POST /v1/sessions`: a new session pinned to the configured model.
 pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         principal.require(Role::Ask)?;
         let serve = &state.config.serve;
         let mut log = state.log()?;
@@ -55,7 +55,7 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
         let model = state.config.llm.model.clone();
         log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
         Ok(json!({"id": id, "model": model, "status": "idle"}))
-    })();
+    });
     respond(result, StatusCode::CREATED)
 }
 
@@ -65,7 +65,7 @@ pub async fn show(
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         let events = owned(&state.log()?, &id, &principal)?;
         Ok(json!({
             "id": id,
@@ -76,7 +76,7 @@ pub async fn show(
             "approval": super::approvals::pending(&state, &id, &events),
             "running": state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
         }))
-    })();
+    });
     respond(result, StatusCode::OK)
 }
 
@@ -98,7 +98,7 @@ pub async fn message(
     headers: axum::http::HeaderMap,
     body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let checked = (|| {
+    let checked = crate::runtime::blocking(|| {
         principal.require(Role::Ask)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"text\": \"...\"}"))?;
         let text = body.text.trim().to_string();
@@ -107,7 +107,7 @@ pub async fn message(
         }
         owned(&state.log()?, &id, &principal)?;
         Ok(text)
-    })();
+    });
     let text = match checked {
         Ok(text) => text,
         Err(e) => return e.into_response(),
@@ -145,7 +145,7 @@ pub async fn resume(
     Path(id): Path<String>,
 ) -> Response {
     let checked = principal.require(Role::Ask).and_then(|()| {
-        let events = owned(&state.log()?, &id, &principal)?;
+        let events = crate::runtime::blocking(|| owned(&state.log()?, &id, &principal))?;
         match state::status(&events) {
             state::Status::InTurn => Ok(()),
             other => Err(ApiError::conflict(
@@ -185,20 +185,21 @@ pub async fn events(
         Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),
     };
     if stream::wants_stream(&headers) {
-        let log = match state.log() {
+        let log = match crate::runtime::blocking(|| {
+            let log = state.log()?;
+            owned(&log, &id, &principal)?;
+            Ok::<_, ApiError>(log)
+        }) {
             Ok(log) => log,
             Err(e) => return e.into_response(),
         };
-        if let Err(e) = owned(&log, &id, &principal) {
-            return e.into_response();
-        }
         let cursor = stream::resume_point(&headers, after);
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
         return stream::follow(state, log, id, cursor, slot).into_response();
     }
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         let log = state.log()?;
         owned(&log, &id, &principal)?;
         let events: Vec<_> = log
@@ -208,7 +209,7 @@ pub async fn events(
             .map(|s| stream::outward(&s, &state.config.allowed_link_hosts))
             .collect();
         Ok(json!({"session_id": id, "events": events}))
-    })();
+    });
     respond(result, StatusCode::OK)
 }
 
@@ -218,7 +219,7 @@ pub async fn cancel(
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
-    let result = (|| {
+    let result = crate::runtime::blocking(|| {
         owned(&state.log()?, &id, &principal)?;
         match state.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
             Some(canceller) => {
@@ -227,6 +228,6 @@ pub async fn cancel(
             }
             None => Err(ApiError::conflict("not_running", format!("session {id} has no turn running"))),
         }
-    })();
+    });
     respond(result, StatusCode::ACCEPTED)
 }

@@ -199,7 +199,8 @@ fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
 }
 
 async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    let Ready { mut log, _lock, model, degraded, before, _slot } = prepare(&state, &id, start)?;
+    let Ready { mut log, _lock, model, degraded, before, _slot } =
+        crate::runtime::blocking(|| prepare(&state, &id, start))?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
     let mut listener =
@@ -211,7 +212,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     listener.finish_text();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     state.model_result(&model, !matches!(end, Err(TurnError::Model(_))));
-    let turn_events = log.events_after(&id, before)?;
+    let turn_events = crate::runtime::blocking(|| log.events_after(&id, before))?;
     let usage = usage(&turn_events);
     state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens);
     let mut outcome = Outcome {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::model::{Message, Model, ModelError};
+use crate::runtime;
 use crate::tools::{self, Decision, Outcome, Planned, Toolbox};
 
 use super::cancel::Cancel;
@@ -181,7 +182,7 @@ impl<'a> Turn<'a> {
         let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
         loop {
-            let events = self.log.events_after(self.session, 0)?;
+            let events = self.events()?;
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
                 Next::Finish { text, answered, steps } => {
@@ -191,7 +192,7 @@ impl<'a> Turn<'a> {
                     if !answered {
                         end.insert(0, Event::Answer { text: answer.clone() });
                     }
-                    self.log.append_all(self.session, end)?;
+                    self.append_all(end)?;
                     self.emit(TurnEvent::Answer(&answer));
                     return Ok(TurnEnd::Answered { answer, steps });
                 }
@@ -238,7 +239,7 @@ impl<'a> Turn<'a> {
     /// Records a person's decision on the pending write (`call_id`, when given, must be it).
     /// Refuses when nothing waits, or when the request has expired (the expiry is recorded).
     pub fn record_verdict(&mut self, call_id: Option<&str>, verdict: Verdict, by: &str) -> Result<(), VerdictError> {
-        let events = self.log.events_after(self.session, 0)?;
+        let events = self.events()?;
         let pending = match state::next(&events) {
             Next::Decide(pending) if call_id.is_none_or(|id| id == pending.call.record.id) => pending,
             _ => {
@@ -329,7 +330,7 @@ impl<'a> Turn<'a> {
             text: outcome.text.clone(),
             decision: outcome.decision,
         }));
-        self.log.append_all(self.session, events)?;
+        self.append_all(events)?;
         for (record, outcome, ms) in &early {
             let call = progress::Call { step, name: &record.name, arguments: &record.arguments };
             self.emit(TurnEvent::ToolCall(call));
@@ -435,12 +436,11 @@ impl<'a> Turn<'a> {
             (Ok(_), None) => Outcome::denied("write not approved: no grant in the session log"),
             // A crash between the write and its result leaves the note holding the content:
             // the write happened, so it is only recorded (an identical note is never rewritten).
-            (Ok(request), Some(_)) if toolbox.already_written(&request) => Outcome::allowed(format!(
-                "OK: {} already holds exactly this content; not written again (write {key})",
-                request.path
-            )),
+            (Ok(request), Some(_)) if runtime::blocking(|| toolbox.already_written(&request)) => Outcome::allowed(
+                format!("OK: {} already holds exactly this content; not written again (write {key})", request.path),
+            ),
             (Ok(request), Some(approved)) => {
-                let outcome = toolbox.commit_write(&request, approved);
+                let outcome = runtime::blocking(|| toolbox.commit_write(&request, approved));
                 self.log.reached("write");
                 outcome
             }
@@ -496,7 +496,24 @@ impl<'a> Turn<'a> {
     }
 
     fn append(&mut self, event: Event) -> Result<u64, LogError> {
-        self.log.append(self.session, event)
+        self.append_all(vec![event])
+    }
+
+    /// Appends `events` in one commit. A commit to a log on disk waits for the disk, so it runs
+    /// off the async workers (`runtime::blocking`); one in memory is too quick to bother.
+    fn append_all(&mut self, events: Vec<Event>) -> Result<u64, LogError> {
+        let (log, session) = (&mut *self.log, self.session);
+        if log.on_disk() {
+            runtime::blocking(|| log.append_all(session, events))
+        } else {
+            log.append_all(session, events)
+        }
+    }
+
+    /// Every event of the session. A read does not wait on the disk's sync (the pages are
+    /// cached), so it stays on the worker: moving it off measured no better.
+    fn events(&self) -> Result<Vec<Stored>, LogError> {
+        self.log.events_after(self.session, 0)
     }
 }
 
