@@ -5,7 +5,7 @@
 
 use crate::approval::Approver;
 use crate::config::Config;
-use crate::index::Index;
+use crate::index::{Index, IndexError};
 use crate::model::{Model, ModelError, SetupError};
 use crate::prompt;
 use crate::runtime::{self, Flavor, RuntimeError};
@@ -98,6 +98,33 @@ impl std::error::Error for AskError {
     }
 }
 
+/// Why the harness could not be built.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The workspace folder cannot be opened.
+    Workspace(WorkspaceError),
+    /// The docs could not be indexed.
+    Index(IndexError),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Workspace(e) => write!(f, "{e}"),
+            OpenError::Index(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OpenError::Workspace(e) => Some(e),
+            OpenError::Index(e) => Some(e),
+        }
+    }
+}
+
 impl From<LogError> for AskError {
     fn from(e: LogError) -> Self {
         AskError::Log(e)
@@ -106,13 +133,13 @@ impl From<LogError> for AskError {
 
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
-    pub fn open(config: &Config) -> Result<Harness, WorkspaceError> {
-        let workspace = Workspace::open(&config.workspace)?;
+    pub fn open(config: &Config) -> Result<Harness, OpenError> {
+        let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let index = match workspace.docs() {
             Some(docs) => Index::build(docs, config.index.max_file_bytes),
             None => Index::empty(),
         }
-        .map_err(|e| WorkspaceError(e.to_string()))?;
+        .map_err(OpenError::Index)?;
         let skills = Skills::load(workspace.root());
         let agents_md = check_read("AGENTS.md")
             .ok()
