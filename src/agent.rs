@@ -59,76 +59,35 @@ pub struct Run {
 }
 
 /// Why a question could not be answered at all.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AskError {
     /// The model's client could not be made.
+    #[error(transparent)]
     Setup(SetupError),
     /// The async runtime could not start.
+    #[error(transparent)]
     Runtime(RuntimeError),
     /// The model server failed.
+    #[error(transparent)]
     Model(ModelError),
     /// The session log failed.
-    Log(LogError),
+    #[error(transparent)]
+    Log(#[from] LogError),
     /// The turn ended neither with an answer nor with a stop (a bug: a one-shot question
     /// decides its writes at once, so it never waits).
+    #[error("the one-shot question ended without an answer or a stop")]
     Unfinished,
 }
 
-impl std::fmt::Display for AskError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AskError::Setup(error) => write!(f, "{error}"),
-            AskError::Runtime(error) => write!(f, "{error}"),
-            AskError::Model(error) => write!(f, "{error}"),
-            AskError::Log(error) => write!(f, "{error}"),
-            AskError::Unfinished => f.write_str("the one-shot question ended without an answer or a stop"),
-        }
-    }
-}
-
-impl std::error::Error for AskError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AskError::Setup(e) => Some(e),
-            AskError::Runtime(e) => Some(e),
-            AskError::Model(e) => Some(e),
-            AskError::Log(e) => Some(e),
-            AskError::Unfinished => None,
-        }
-    }
-}
-
 /// Why the harness could not be built.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The workspace folder cannot be opened.
+    #[error(transparent)]
     Workspace(WorkspaceError),
     /// The docs could not be indexed.
+    #[error(transparent)]
     Index(IndexError),
-}
-
-impl std::fmt::Display for OpenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OpenError::Workspace(e) => write!(f, "{e}"),
-            OpenError::Index(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for OpenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OpenError::Workspace(e) => Some(e),
-            OpenError::Index(e) => Some(e),
-        }
-    }
-}
-
-impl From<LogError> for AskError {
-    fn from(e: LogError) -> Self {
-        AskError::Log(e)
-    }
 }
 
 impl Harness {

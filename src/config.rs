@@ -169,10 +169,11 @@ pub struct Sources {
     pub flags: Vec<(&'static str, String)>,
 }
 
-crate::message_error!(
-    /// A configuration problem, written for the person who has to fix it.
-    ConfigError
-);
+/// A configuration problem, written for the person who has to fix it. One message, written for the person who meets it: what failed, on which input,
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
 
 impl Config {
     /// Merges defaults, the file, the environment and the flags, in rising precedence.

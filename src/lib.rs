@@ -16,25 +16,6 @@
 //! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`runtime`], [`prompt`],
 //!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine).
 
-/// An error that is one message, written for the person who meets it: what failed, on which
-/// input, what to do. Each module names its own, so callers can tell them apart.
-#[macro_export]
-macro_rules! message_error {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub struct $name(pub String);
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl std::error::Error for $name {}
-    };
-}
-
 pub mod agent;
 pub mod approval;
 pub mod check;

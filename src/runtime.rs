@@ -1,8 +1,6 @@
 //! The async runtimes, built in one place: one thread for what the command line runs (a
 //! question, a chat, a session's turn, a health check), a pool of workers for the HTTP service.
 
-use std::fmt;
-
 /// Threads the worker pool may hand blocking work to ([`blocking`]): commits wait on one disk
 /// and SQLite lets one writer in at a time, so more would only queue there, holding memory.
 const BLOCKING_THREADS: usize = 8;
@@ -17,20 +15,9 @@ pub enum Flavor {
 }
 
 /// The runtime could not start (the OS refused a thread or an event queue).
-#[derive(Debug)]
-pub struct RuntimeError(std::io::Error);
-
-impl fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot start the async runtime: {}", self.0)
-    }
-}
-
-impl std::error::Error for RuntimeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the async runtime: {0}")]
+pub struct RuntimeError(#[source] std::io::Error);
 
 /// Builds a runtime of `flavor`, with timers and IO enabled.
 pub fn build(flavor: Flavor) -> Result<tokio::runtime::Runtime, RuntimeError> {

@@ -82,10 +82,11 @@ pub struct Index {
     pub stats: Stats,
 }
 
-crate::message_error!(
-    /// The index could not be built or queried.
-    IndexError
-);
+/// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexError(pub String);
 
 impl From<rusqlite::Error> for IndexError {
     fn from(e: rusqlite::Error) -> Self {

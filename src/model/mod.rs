@@ -169,26 +169,9 @@ impl std::error::Error for ModelError {}
 
 /// The client for a model server could not be made (the TLS stack or the HTTP client would
 /// not start): nothing was asked of the server yet.
-#[derive(Debug)]
-pub struct SetupError(reqwest::Error);
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot start the HTTP client for the model server: {}", self.0)
-    }
-}
-
-impl std::error::Error for SetupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
-
-impl From<reqwest::Error> for SetupError {
-    fn from(e: reqwest::Error) -> Self {
-        SetupError(e)
-    }
-}
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the HTTP client for the model server: {0}")]
+pub struct SetupError(#[from] reqwest::Error);
 
 /// The model server or built-in model: the `[llm]` section of the configuration.
 #[derive(Debug, Clone, serde::Deserialize)]

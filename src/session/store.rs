@@ -14,14 +14,16 @@ const OPEN_HINT: &str = "set session.log_path (DOCS_AGENT_SESSION_LOG) to a writ
 
 /// Why the session log failed. Each kind has its own handling: a busy session is the caller's
 /// turn to wait (409 over HTTP), anything else is a failure on our side (500), said clearly.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LogError {
     /// Another process or task holds the session's writer lock.
+    #[error("session {session} is in use by another docs-agent process or request; wait for it to finish, or stop it")]
     Busy {
         /// The session.
         session: String,
     },
     /// The file system refused: the log's folder or file, or a session's lock file.
+    #[error("{what}: {source}{}", if hint.is_empty() { String::new() } else { format!("; {hint}") })]
     Io {
         /// What was being done, on which file.
         what: String,
@@ -31,6 +33,7 @@ pub enum LogError {
         source: std::io::Error,
     },
     /// SQLite failed (the disk is full, the file is locked for too long, it is not a database).
+    #[error("session log: {what}: {source}")]
     Sql {
         /// What was being done.
         what: String,
@@ -38,6 +41,11 @@ pub enum LogError {
         source: rusqlite::Error,
     },
     /// A stored event cannot be read back (or a new one cannot be encoded).
+    #[error("session {session}: {}", if *seq == 0 {
+        format!("an event cannot be stored ({detail})")
+    } else {
+        format!("event {seq} cannot be read ({detail}); the log file is damaged")
+    })]
     Corrupt {
         /// The session.
         session: String,
@@ -47,38 +55,8 @@ pub enum LogError {
         detail: String,
     },
     /// Forgetting a session was asked of a log on disk, which never forgets.
+    #[error("a session log on disk is append-only; nothing is forgotten")]
     AppendOnly,
-}
-
-impl std::fmt::Display for LogError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LogError::Busy { session } => write!(
-                f,
-                "session {session} is in use by another docs-agent process or request; wait for it to finish, or stop it"
-            ),
-            LogError::Io { what, hint: "", source } => write!(f, "{what}: {source}"),
-            LogError::Io { what, hint, source } => write!(f, "{what}: {source}; {hint}"),
-            LogError::Sql { what, source } => write!(f, "session log: {what}: {source}"),
-            LogError::Corrupt { session, seq: 0, detail } => {
-                write!(f, "session {session}: an event cannot be stored ({detail})")
-            }
-            LogError::Corrupt { session, seq, detail } => {
-                write!(f, "session {session}: event {seq} cannot be read ({detail}); the log file is damaged")
-            }
-            LogError::AppendOnly => f.write_str("a session log on disk is append-only; nothing is forgotten"),
-        }
-    }
-}
-
-impl std::error::Error for LogError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LogError::Io { source, .. } => Some(source),
-            LogError::Sql { source, .. } => Some(source),
-            LogError::Busy { .. } | LogError::Corrupt { .. } | LogError::AppendOnly => None,
-        }
-    }
 }
 
 impl From<rusqlite::Error> for LogError {

@@ -63,71 +63,28 @@ pub enum TurnEnd {
 }
 
 /// Why a turn could not go on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum TurnError {
     /// The model server failed (recorded as a `model_error` stop).
+    #[error(transparent)]
     Model(ModelError),
     /// The log could not be read or written: nothing was done past the last durable event.
-    Log(LogError),
-}
-
-impl std::fmt::Display for TurnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TurnError::Model(e) => write!(f, "{e}"),
-            TurnError::Log(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for TurnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TurnError::Model(e) => Some(e),
-            TurnError::Log(e) => Some(e),
-        }
-    }
-}
-
-impl From<LogError> for TurnError {
-    fn from(e: LogError) -> Self {
-        TurnError::Log(e)
-    }
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// Why a decision was not recorded.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum VerdictError {
     /// No write waits (or not the one named).
+    #[error("{0}")]
     NothingWaits(String),
     /// The request expired first; the expiry was recorded instead.
+    #[error("{0}")]
     Expired(String),
     /// The log failed.
-    Log(LogError),
-}
-
-impl std::fmt::Display for VerdictError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            VerdictError::NothingWaits(m) | VerdictError::Expired(m) => f.write_str(m),
-            VerdictError::Log(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for VerdictError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            VerdictError::Log(e) => Some(e),
-            VerdictError::NothingWaits(_) | VerdictError::Expired(_) => None,
-        }
-    }
-}
-
-impl From<LogError> for VerdictError {
-    fn from(e: LogError) -> Self {
-        VerdictError::Log(e)
-    }
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// A person's decision on a pending write.

@@ -32,10 +32,11 @@ pub struct Workspace {
     notes: Option<Dir>,
 }
 
-crate::message_error!(
-    /// The workspace could not be opened at all.
-    WorkspaceError
-);
+/// The workspace could not be opened at all. One message, written for the person who meets it: what failed, on which input,
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WorkspaceError(pub String);
 
 /// Why a file could not be read or written: a policy denial or an ordinary failure.
 #[derive(Debug)]
