@@ -78,7 +78,7 @@ impl Desk {
         if let Some(hook) = kill_after {
             log.kill_after(hook);
         }
-        let harness = Harness::open(&config).map_err(|e| (Exit::Failure, e.to_string()))?;
+        let harness = super::open(&config)?;
         let trace = Trace::new(std::io::stderr(), config.limits.trace_result_chars);
         Ok(Desk { config, harness, log, trace })
     }

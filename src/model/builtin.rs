@@ -117,6 +117,7 @@ pub fn extractive_answer(result: &str) -> String {
     let mut quoted = 0;
     for fence in crate::guard::fence::found_in(result).filter(|f| f.closed).take(EXTRACTIVE_SECTIONS) {
         quoted += 1;
+        // Quoted as the fence wrote it (escaped), as this answer always showed sources.
         let (source, body) = (crate::guard::fence::escape_attr(&fence.source), fence.body);
         let mut lines = body.lines();
         let heading = lines.next().unwrap_or("").trim_start_matches('#').trim();

@@ -1,8 +1,9 @@
 //! What a turn tells its front end as it happens: one typed channel that the trace (stderr),
 //! the metrics, the HTTP streams and the terminal all listen to, so nothing is parsed back
-//! from text. The log records what happened; this only shows it. Every text here comes from
-//! the log or from the tools, so it is already scrubbed, except streamed model text, which a
-//! listener must guard before it shows it (`guard::stream`).
+//! from text. The log records what happened; this only shows it. Texts are given as they are,
+//! not all scrubbed (a call decided on its raw arguments, the model's streamed text): a listener
+//! that lets one leave the process guards it first (`trace` redacts every string, streamed text
+//! goes through `guard::stream`).
 
 use crate::session::event::StopReason;
 use crate::tools::Decision;

@@ -116,7 +116,7 @@ pub struct Turn<'a> {
 impl<'a> Turn<'a> {
     /// A turn of `session` in `log`, answered by `model`; an undecided write pauses it, and
     /// nobody is told of its progress until [`Turn::observed`].
-    pub fn new(deps: &'a Deps<'a>, model: &'a Model, log: &'a mut Log, session: &'a str) -> Turn<'a> {
+    pub(super) fn new(deps: &'a Deps<'a>, model: &'a Model, log: &'a mut Log, session: &'a str) -> Turn<'a> {
         Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None }
     }
 
@@ -139,7 +139,7 @@ impl<'a> Turn<'a> {
         let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
         loop {
-            let events = self.events()?;
+            let events = self.log.events_after(self.session, 0)?;
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
                 Next::Finish { text, answered, steps } => {
@@ -196,7 +196,7 @@ impl<'a> Turn<'a> {
     /// Records a person's decision on the pending write (`call_id`, when given, must be it).
     /// Refuses when nothing waits, or when the request has expired (the expiry is recorded).
     pub fn record_verdict(&mut self, call_id: Option<&str>, verdict: Verdict, by: &str) -> Result<(), VerdictError> {
-        let events = self.events()?;
+        let events = self.log.events_after(self.session, 0)?;
         let pending = match state::next(&events) {
             Next::Decide(pending) if call_id.is_none_or(|id| id == pending.call.record.id) => pending,
             _ => {
@@ -289,7 +289,7 @@ impl<'a> Turn<'a> {
         }));
         self.append_all(events)?;
         for (record, outcome, ms) in &early {
-            let call = progress::Call { step, name: &record.name, arguments: &record.arguments };
+            let call = shown(step, record);
             self.emit(TurnEvent::ToolCall(call));
             self.emit(TurnEvent::ToolResult { call, result: &outcome.text, ms: *ms, decision: outcome.decision });
         }
@@ -298,7 +298,7 @@ impl<'a> Turn<'a> {
 
     fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>) -> Result<(), LogError> {
         let allowed = self.deps.limits.max_tool_calls_per_step as usize;
-        self.emit(TurnEvent::ToolCall(shown(call)));
+        self.emit(TurnEvent::ToolCall(shown(call.step, call.record)));
         let started = Instant::now();
         let outcome = if call.index >= allowed {
             Outcome::error(format!(
@@ -370,7 +370,7 @@ impl<'a> Turn<'a> {
             Verdict::Deny(reason) => {
                 let shown = projection::denial(&reason);
                 self.append(Event::ApprovalDenied { call_id, reason })?;
-                self.trace_call(pending.call, &shown, 0, Decision::Denied);
+                self.tell_result(pending.call, &shown, 0, Decision::Denied);
             }
         }
         Ok(())
@@ -378,7 +378,7 @@ impl<'a> Turn<'a> {
 
     fn expire(&mut self, pending: Pending<'_>) -> Result<(), LogError> {
         self.append(Event::ApprovalExpired { call_id: pending.call.record.id.clone() })?;
-        self.trace_call(pending.call, projection::EXPIRED, 0, Decision::Denied);
+        self.tell_result(pending.call, projection::EXPIRED, 0, Decision::Denied);
         Ok(())
     }
 
@@ -411,13 +411,13 @@ impl<'a> Turn<'a> {
             text: outcome.text.clone(),
             decision: outcome.decision,
         })?;
-        self.trace_call(call, &outcome.text, ms, outcome.decision);
+        self.tell_result(call, &outcome.text, ms, outcome.decision);
         Ok(())
     }
 
     /// Tells the observer how a call was decided.
-    fn trace_call(&mut self, call: Call<'_>, text: &str, ms: u128, decision: Decision) {
-        self.emit(TurnEvent::ToolResult { call: shown(call), result: text, ms, decision });
+    fn tell_result(&mut self, call: Call<'_>, text: &str, ms: u128, decision: Decision) {
+        self.emit(TurnEvent::ToolResult { call: shown(call.step, call.record), result: text, ms, decision });
     }
 
     /// Tells the observer, if there is one.
@@ -457,7 +457,8 @@ impl<'a> Turn<'a> {
     }
 
     /// Appends `events` in one commit. A commit to a log on disk waits for the disk, so it runs
-    /// off the async workers (`runtime::blocking`); one in memory is too quick to bother.
+    /// off the async workers (`runtime::blocking`); one in memory is too quick to bother, and so
+    /// are the turn's reads (cached pages: moving them off measured no better).
     fn append_all(&mut self, events: Vec<Event>) -> Result<u64, LogError> {
         let (log, session) = (&mut *self.log, self.session);
         if log.on_disk() {
@@ -465,12 +466,6 @@ impl<'a> Turn<'a> {
         } else {
             log.append_all(session, events)
         }
-    }
-
-    /// Every event of the session. A read does not wait on the disk's sync (the pages are
-    /// cached), so it stays on the worker: moving it off measured no better.
-    fn events(&self) -> Result<Vec<Stored>, LogError> {
-        self.log.events_after(self.session, 0)
     }
 }
 
@@ -482,9 +477,9 @@ enum Called {
     Cancelled(String),
 }
 
-/// A call from the log as the observer sees it.
-fn shown<'c>(call: Call<'c>) -> progress::Call<'c> {
-    progress::Call { step: call.step, name: &call.record.name, arguments: &call.record.arguments }
+/// A logged call of model call `step`, as the observer sees it.
+fn shown(step: u32, record: &CallRecord) -> progress::Call<'_> {
+    progress::Call { step, name: &record.name, arguments: &record.arguments }
 }
 
 /// Files whose text a tool showed the model in this session: what an answer may cite.
