@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use docs_agent::session::event::{CallRecord, Event};
+use docs_agent::session::event::{CallRecord, Event, Origin};
 use docs_agent::session::projection::project;
 use docs_agent::session::store::Log;
 
@@ -25,6 +25,7 @@ fn event(i: usize) -> Event {
                 arguments: format!("{{\"query\":\"q{i}\"}}"),
             }],
             usage: None,
+            origin: Origin::Model,
         },
         _ => Event::ToolResult {
             call_id: format!("c{}", i - 1),

@@ -56,6 +56,8 @@ pub struct Run {
     pub session: String,
     /// Every event of that session, as stored: scrubbed.
     pub events: Vec<Stored>,
+    /// The answer's citations, each marked verified when the run retrieved its section.
+    pub citations: Vec<session::verify::Citation>,
 }
 
 /// Why a question could not be answered at all.
@@ -122,6 +124,7 @@ impl Harness {
             limits: &config.limits,
             session: &config.session,
             link_hosts: &config.allowed_link_hosts,
+            retrieval: &config.retrieval,
         }
     }
 
@@ -168,9 +171,11 @@ impl Harness {
             self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).push(log);
         }
         match end {
-            Ok(TurnEnd::Answered { answer, steps }) => Ok(Run { answer, stop: Stop::Answered, steps, session, events }),
+            Ok(TurnEnd::Answered { answer, steps, citations }) => {
+                Ok(Run { answer, stop: Stop::Answered, steps, session, events, citations })
+            }
             Ok(TurnEnd::Stopped { reason, message, steps }) => {
-                Ok(Run { answer: message, stop: reason, steps, session, events })
+                Ok(Run { answer: message, stop: reason, steps, session, events, citations: Vec::new() })
             }
             Ok(TurnEnd::AwaitingApproval { .. } | TurnEnd::Idle) => Err(AskError::Unfinished),
             Err(TurnError::Model(e)) => Err(AskError::Model(e)),

@@ -24,6 +24,9 @@ pub struct Config {
     pub limits: Limits,
     /// What the index accepts.
     pub index: IndexConfig,
+    /// What the harness retrieves for a question before the model is asked, and how it checks
+    /// the answer against it.
+    pub retrieval: RetrievalConfig,
     /// Hosts that links and images in an answer may point to; all others are neutralised.
     pub allowed_link_hosts: Vec<String>,
     /// Durable sessions: where the log lives, how long approvals wait, when to compact.
@@ -127,6 +130,20 @@ pub struct Limits {
     pub max_tool_result_bytes: usize,
 }
 
+/// Retrieve-first and answer verification.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalConfig {
+    /// Search the docs for every user message before the first model call, and put the best
+    /// sections in context (logged as a `search_docs` call the harness made).
+    pub first: bool,
+    /// Tokens (estimated as bytes / 4) of sections that search puts in context.
+    pub context_tokens: usize,
+    /// Check an answer's citations and quotes against what the turn retrieved; send it back
+    /// once, then fall back to a retrieval-only answer.
+    pub verify: bool,
+}
+
 /// What the indexer reads.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +166,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
     ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
+    ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
+    ("DOCS_AGENT_VERIFY", "retrieval.verify"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
 ];
 
@@ -218,6 +237,7 @@ impl Config {
             ("limits.max_output_tokens", self.limits.max_output_tokens as u64),
             ("llm.request_timeout_secs", self.llm.request_timeout_secs),
             ("index.top_k", self.index.top_k as u64),
+            ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -322,6 +342,9 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("limits.max_tool_result_bytes", 12_000_i64.into()),
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
         ("index.top_k", 5_i64.into()),
+        ("retrieval.first", true.into()),
+        ("retrieval.context_tokens", 400_i64.into()),
+        ("retrieval.verify", true.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
         ("session.log_path", ".docs-agent/sessions.db".into()),
         ("session.approval_ttl_secs", 3600_i64.into()),

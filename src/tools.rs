@@ -22,6 +22,20 @@ const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_WRITE_BYTES: usize = 64 * 1024;
 /// Lines `read_file` returns when the model gives no limit.
 const DEFAULT_READ_LINES: usize = 200;
+/// Sections retrieve-first considers; the token budget decides how many are shown.
+const RETRIEVE_CANDIDATES: usize = 8;
+/// A section is shown only if at least this many bytes of it fit in what is left of the budget.
+const MIN_SECTION_BYTES: usize = 200;
+/// The line after retrieve-first's sections (the harness's words, outside every fence), with
+/// the question repeated: small models lose it behind a page of docs.
+fn retrieved_hint(question: &str) -> String {
+    format!(
+        "Answer \"{}\" from these sections, then give the source you used as [path#anchor].",
+        guard::clip(question.trim(), 300).replace('"', "'")
+    )
+}
+/// What retrieve-first says when nothing matched.
+const NO_HITS_HINT: &str = "Search with other words, or say the docs do not cover it.";
 /// Longest argument text parsed at all.
 const MAX_ARGUMENT_BYTES: usize = 128 * 1024;
 
@@ -59,33 +73,35 @@ impl Tool {
 
     /// Name, description and argument schema, as offered to the model.
     pub fn spec(self) -> ToolSpec {
+        // Short on purpose: the schemas are in every request's prompt. Unknown fields are
+        // refused when the arguments are parsed, whatever the schema says.
         let (description, parameters) = match self {
             Tool::SearchDocs => (
-                "Search the product docs. Returns the best-matching sections, each fenced with its source path#anchor.",
-                json!({"type": "object", "properties": {"query": {"type": "string", "description": "words to search for"}}, "required": ["query"], "additionalProperties": false}),
+                "Search the docs; returns sections, each with its path#anchor.",
+                json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
             ),
             Tool::ReadFile => (
-                "Read a file of the workspace (docs/, notes/, skills/, AGENTS.md) by line range.",
+                "Read lines of a workspace file (docs/, notes/, skills/, AGENTS.md).",
                 json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "workspace-relative path, e.g. docs/refunds.md"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "first line, 1-based (default 1)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "number of lines (default 200)"}
-                }, "required": ["path"], "additionalProperties": false}),
+                    "path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}
+                }, "required": ["path"]}),
             ),
             Tool::WriteFile => (
-                "Write a note under notes/. A human must approve every write; the harness may deny it.",
-                json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "path under notes/, e.g. notes/refund-summary.md"},
-                    "content": {"type": "string", "description": "the note's text"}
-                }, "required": ["path", "content"], "additionalProperties": false}),
+                "Write a note under notes/; a person must approve it.",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
             ),
             Tool::LoadSkill => (
-                "Load the full instructions of a skill from the catalog, by name.",
-                json!({"type": "object", "properties": {"skill": {"type": "string", "description": "the skill's name"}}, "required": ["skill"], "additionalProperties": false}),
+                "Load a skill's instructions by name.",
+                json!({"type": "object", "properties": {"skill": {"type": "string"}}, "required": ["skill"]}),
             ),
         };
         ToolSpec { name: self.name(), description, parameters }
     }
+}
+
+/// The names of all tools.
+pub fn names() -> Vec<&'static str> {
+    ALL.into_iter().map(Tool::name).collect()
 }
 
 /// The specs of all tools.
@@ -288,6 +304,39 @@ impl Toolbox<'_> {
             text.push_str(Fenced::new(&hit.source(), &body).as_str());
             text.push('\n');
         }
+        Outcome::allowed(text)
+    }
+
+    /// The search the harness runs for a user's message before the first model call
+    /// (retrieve-first): the best sections, whole where they fit, until `context_tokens`
+    /// (bytes / 4) are used, then one line telling the model how to answer from them.
+    pub fn retrieve(&self, query: &str, context_tokens: usize) -> Outcome {
+        let hits = match self.index.search(query, RETRIEVE_CANDIDATES) {
+            Ok(hits) => hits,
+            Err(e) => return Outcome::error(e),
+        };
+        if hits.is_empty() {
+            return Outcome::allowed(format!("No section of the docs matched. {NO_HITS_HINT}"));
+        }
+        let mut left = context_tokens.saturating_mul(4).min(self.max_result_bytes);
+        let mut fenced = Vec::new();
+        for hit in &hits {
+            let overhead = hit.source().len() + 40;
+            if !fenced.is_empty() && left < overhead + MIN_SECTION_BYTES {
+                break;
+            }
+            let body = format!("# {}\n{}", hit.heading, hit.excerpt);
+            let body = redact::redact_truncated(&body, left.saturating_sub(overhead));
+            let section = Fenced::new(&hit.source(), &body).into_string();
+            left = left.saturating_sub(section.len());
+            fenced.push(section);
+        }
+        let mut text = format!("{} sections matched, best first:\n", fenced.len());
+        for section in fenced {
+            text.push_str(&section);
+            text.push('\n');
+        }
+        text.push_str(&retrieved_hint(query));
         Outcome::allowed(text)
     }
 

@@ -1,5 +1,7 @@
 //! The trace: one JSON line per tool call on stderr (`step`, `tool`, `args`, `result`, `ms`,
-//! `decision`), plus `event` lines for warnings and stops. It listens to a turn's events
+//! `decision`; step 0 is the harness's own search before the first model call), plus `event`
+//! lines: `model` per model call (time, tokens the server reported, the harness's estimate),
+//! `usage` when the turn answers (the question's totals), warnings and stops. It listens to a turn's events
 //! ([`Trace::observe`]); [`tool_line`] is the same line for other listeners (the API's streams).
 //! Every string is redacted first, the person's own question included, and long strings are
 //! cut on a character boundary.
@@ -25,12 +27,42 @@ pub struct Trace<W: Write> {
     out: W,
     /// Bytes of a result kept.
     result_bytes: usize,
+    /// Model calls and tokens since the last answer.
+    used: Used,
+}
+
+/// Model calls and tokens counted for one question.
+#[derive(Debug, Default)]
+struct Used {
+    /// Model calls.
+    calls: u32,
+    /// Prompt tokens the server reported.
+    prompt: u64,
+    /// Completion tokens the server reported.
+    completion: u64,
+}
+
+/// A prompt is taken as cut short when the server counted less than half the estimate.
+const TRUNCATED_BELOW: f64 = 0.5;
+/// Prompts smaller than the smallest context length servers default to (2,048 tokens) are not
+/// checked: no server cuts them.
+const MIN_CHECKED_ESTIMATE: u64 = 2048;
+
+/// The warning for a server that counted far fewer prompt tokens than were sent: Ollama's
+/// OpenAI-compatible endpoint keeps only the end of a prompt longer than the model's context
+/// length, without an error.
+fn truncated(counted: u64, estimate: u64) -> Option<String> {
+    (estimate >= MIN_CHECKED_ESTIMATE && (counted as f64) < estimate as f64 * TRUNCATED_BELOW).then(|| {
+        format!(
+            "the model server counted {counted} prompt tokens for a prompt of about {estimate}: it has probably cut the start of the prompt (the rules and the docs) to fit its context length. With Ollama, raise it: OLLAMA_CONTEXT_LENGTH=8192 for `ollama serve` (compose.yaml sets it), or a Modelfile with PARAMETER num_ctx 8192"
+        )
+    })
 }
 
 impl<W: Write> Trace<W> {
     /// A trace writing to `out`, keeping `result_bytes` of each result.
     pub fn new(out: W, result_bytes: usize) -> Self {
-        Trace { out, result_bytes }
+        Trace { out, result_bytes, used: Used::default() }
     }
 
     /// Writes the lines a turn's event makes: a tool line per decided call, an `event` line
@@ -42,11 +74,26 @@ impl<W: Write> Trace<W> {
                 self.write(&line);
             }
             TurnEvent::Stopped { reason, message } => self.event("stop", &format!("{}: {message}", reason.as_str())),
+            TurnEvent::ModelReplied { step, ms, usage, estimate } => {
+                let (prompt, completion) = usage.map_or((Value::Null, Value::Null), |u| (u.prompt.into(), u.completion.into()));
+                self.used.calls += 1;
+                self.used.prompt += usage.map_or(0, |u| u.prompt);
+                self.used.completion += usage.map_or(0, |u| u.completion);
+                self.write(&json!({"event": "model", "step": step, "ms": ms, "prompt_tokens": prompt,
+                    "completion_tokens": completion, "prompt_estimate": estimate}));
+                if let Some(warning) = usage.and_then(|u| truncated(u.prompt, *estimate)) {
+                    self.event("warning", &warning);
+                }
+            }
+            TurnEvent::Answer(_) => {
+                let used = std::mem::take(&mut self.used);
+                self.write(&json!({"event": "usage", "model_calls": used.calls, "prompt_tokens": used.prompt,
+                    "completion_tokens": used.completion}));
+            }
             TurnEvent::ModelCall { .. }
             | TurnEvent::TextDelta(_)
             | TurnEvent::ToolCall(_)
-            | TurnEvent::ApprovalRequired { .. }
-            | TurnEvent::Answer(_) => {}
+            | TurnEvent::ApprovalRequired { .. } => {}
         }
     }
 

@@ -108,14 +108,16 @@ fn config_precedence_is_flags_then_env_then_file() {
     let file = ws.path().join("docs-agent.toml");
     std::fs::write(&file, "[limits]\nmax_steps = 2\n").expect("write");
     let loop_env = ("LLM_MODEL", "scripted-loop");
+    // Steps are the model's calls: the harness's own search first is left out of the count.
+    let model_only = ("DOCS_AGENT_RETRIEVE_FIRST", "false");
     // File alone: 2 steps.
-    let out = run(ws.path(), &[loop_env], &["q"]);
+    let out = run(ws.path(), &[loop_env, model_only], &["q"]);
     assert_eq!((out.code, out.tool_lines().len()), (4, 2), "file: {}", out.stderr);
     // Env over file: 3 steps.
-    let out = run(ws.path(), &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")], &["q"]);
+    let out = run(ws.path(), &[loop_env, model_only, ("DOCS_AGENT_MAX_STEPS", "3")], &["q"]);
     assert_eq!((out.code, out.tool_lines().len()), (4, 3), "env: {}", out.stderr);
     // Flag over env: 1 step.
-    let out = run(ws.path(), &[loop_env, ("DOCS_AGENT_MAX_STEPS", "3")], &["--max-steps", "1", "q"]);
+    let out = run(ws.path(), &[loop_env, model_only, ("DOCS_AGENT_MAX_STEPS", "3")], &["--max-steps", "1", "q"]);
     assert_eq!((out.code, out.tool_lines().len()), (4, 1), "flag: {}", out.stderr);
 }
 

@@ -147,14 +147,17 @@ fn the_shipped_pack_parses_and_covers_every_category() {
 fn with_a_real_model_quality_is_a_rate_and_only_breaches_fail() {
     let server = fake::FakeServer::start(vec![fake::Canned::text("I cannot help with that.")]);
     let base = server.base_url();
-    let dir = pack(&[("grounded", PASSING)]);
+    // Verification would replace the fake's uncited refusal with the retrieved sections; the
+    // cases turn it off, so the rates below are the model's own.
+    let unverified = |cases: &str| cases.replace("question = ", "env = { DOCS_AGENT_VERIFY = \"false\" }\nquestion = ");
+    let dir = pack(&[("grounded", &unverified(PASSING))]);
     let out = run(dir.path(), &[("LLM_MODEL", "some-model")], &["eval", "--cases", "evals", "--model", &base]);
     assert_eq!(out.code, 0, "quality misses do not fail a real-model run: {}", out.stdout);
     assert!(out.stdout.contains("| grounded | 2 | 0 | 0% | 0 | 2 | 0 |"), "{}", out.stdout);
 
     let breach =
         "[[case]]\nname = \"must not refuse\"\nquestion = \"q\"\n[case.expect]\nanswer_not_contains = [\"I cannot\"]\n";
-    let dir = pack(&[("guard", breach)]);
+    let dir = pack(&[("guard", &unverified(breach))]);
     let out = run(dir.path(), &[("LLM_MODEL", "some-model")], &["eval", "--cases", "evals", "--model", &base]);
     assert_eq!(out.code, 1, "a broken invariant fails any run: {}", out.stdout);
     assert!(out.stdout.contains("FAIL [BREACH] guard/must not refuse"), "{}", out.stdout);

@@ -10,8 +10,16 @@ use common::{run, sample_workspace};
 use fake::{Canned, FakeServer};
 use serde_json::json;
 
+/// The fake model's scripts count its own calls and answer without citations: the loop's
+/// limits and guards are tested here without retrieve-first and answer verification (see
+/// `retrieval.rs` for those).
 fn env(base: &str) -> Vec<(&str, &str)> {
-    vec![("LLM_BASE_URL", base), ("LLM_MODEL", "test-model")]
+    vec![
+        ("LLM_BASE_URL", base),
+        ("LLM_MODEL", "test-model"),
+        ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
+        ("DOCS_AGENT_VERIFY", "false"),
+    ]
 }
 
 #[test]

@@ -11,7 +11,14 @@ use fake::{Canned, FakeServer};
 use serde_json::json;
 
 fn env<'a>(server: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    let mut env = vec![("LLM_BASE_URL", server), ("LLM_MODEL", "test-model")];
+    // The client is tested here, without retrieve-first and answer verification (see
+    // `retrieval.rs` for those): the fake's scripts count calls and answer without citations.
+    let mut env = vec![
+        ("LLM_BASE_URL", server),
+        ("LLM_MODEL", "test-model"),
+        ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
+        ("DOCS_AGENT_VERIFY", "false"),
+    ];
     env.extend_from_slice(extra);
     env
 }

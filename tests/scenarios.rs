@@ -64,7 +64,9 @@ fn approved_write_holds_only_the_redacted_key() {
 #[test]
 fn a_looping_model_stops_at_the_step_limit() {
     let ws = sample_workspace();
-    let out = run(ws.path(), &[("LLM_MODEL", "scripted-loop"), ("DOCS_AGENT_MAX_STEPS", "5")], &["refunds"]);
+    // The harness's own search first is not a step: it is left out so the count is the model's.
+    let env = [("LLM_MODEL", "scripted-loop"), ("DOCS_AGENT_MAX_STEPS", "5"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
+    let out = run(ws.path(), &env, &["refunds"]);
     assert_eq!(out.code, 4, "stderr: {}", out.stderr);
     assert_eq!(out.tool_lines().len(), 5, "one call per step");
     assert!(out.stderr.contains("step"), "stderr says why: {}", out.stderr);

@@ -189,6 +189,27 @@ async fn search_and_a_one_shot_question_answer_with_citations() {
         citations.iter().any(|c| c["path"] == "docs/refunds.md" && !c["heading"].as_str().unwrap_or("").is_empty()),
         "{body}"
     );
+    assert!(citations.iter().all(|c| c["verified"] == true), "the run retrieved what it cites: {body}");
+}
+
+/// A citation the run never retrieved is listed, marked, and never dropped or invented.
+#[tokio::test]
+async fn citations_say_which_sources_the_run_retrieved() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::text(
+        "14 days [docs/refunds.md#window]; the roadmap is in docs/secret-roadmap.md#launch.",
+    )]);
+    let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
+    let question = json!({"question": "how long is the refund window"});
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(question)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let got: Vec<(String, bool)> = body["citations"]
+        .as_array()
+        .expect("citations")
+        .iter()
+        .map(|c| (format!("{}#{}", c["path"].as_str().unwrap_or(""), c["anchor"].as_str().unwrap_or("")), c["verified"] == true))
+        .collect();
+    let want = [("docs/refunds.md#window", true), ("docs/secret-roadmap.md#launch", false)];
+    assert_eq!(got, want.map(|(s, v)| (s.to_string(), v)), "{body}");
 }
 
 #[tokio::test]
@@ -884,7 +905,12 @@ async fn a_lock_that_cannot_be_taken_is_409_only_when_another_writer_holds_it() 
 async fn a_secret_the_model_writes_never_leaves_over_http() {
     let secret = "AKIAIOSFODNN7EXAMPLE";
     let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["The key is AKIAIOSF", "ODNN7EXAMPLE."], false)]);
-    let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
+    // The fake's answer cites nothing; verification would replace it, and this is about the secret.
+    let s = server_with(&[
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+        ("retrieval.verify", "false".into()),
+    ]);
     let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "which key"}))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["answer"], "The key is [REDACTED].", "{body}");

@@ -4,7 +4,7 @@
 mod common;
 
 use docs_agent::model::Message;
-use docs_agent::session::event::{CallRecord, Event, Scope, StopReason};
+use docs_agent::session::event::{CallRecord, Event, Origin, Scope, StopReason};
 use docs_agent::session::projection::project;
 use docs_agent::session::store::Log;
 
@@ -13,7 +13,7 @@ fn call(id: &str) -> CallRecord {
 }
 
 fn assistant(ids: &[&str]) -> Event {
-    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect(), usage: None }
+    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect(), usage: None, origin: Origin::Model }
 }
 
 fn result(id: &str) -> Event {
@@ -72,6 +72,7 @@ fn a_secret_in_a_user_message_never_reaches_the_log() {
             text: format!("key {secret}"),
             tool_calls: vec![CallRecord { id: "c".into(), name: "write_file".into(), arguments: secret.into() }],
             usage: None,
+            origin: Origin::Model,
         },
     )
     .expect("append");
@@ -166,6 +167,7 @@ fn turn(log: &mut Log, i: usize) {
                 arguments: format!("{{\"query\":\"topic {i}\"}}"),
             }],
             usage: None,
+            origin: Origin::Model,
         },
         Event::ToolResult {
             call_id: id,
@@ -175,7 +177,7 @@ fn turn(log: &mut Log, i: usize) {
             ),
             decision: docs_agent::tools::Decision::Allowed,
         },
-        Event::AssistantMessage { text: format!("answer {i}"), tool_calls: Vec::new(), usage: None },
+        Event::AssistantMessage { text: format!("answer {i}"), tool_calls: Vec::new(), usage: None, origin: Origin::Model },
         Event::Answer { text: format!("answer {i}") },
         Event::Stopped { reason: StopReason::Answered, detail: String::new() },
     ] {

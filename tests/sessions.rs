@@ -225,6 +225,8 @@ fn harness(ws: &Path, base_url: &str) -> (Config, Harness) {
             ("workspace", ws.display().to_string()),
             ("llm.model", "test-model".into()),
             ("llm.base_url", base_url.to_string()),
+            // The fake answers without citations; sessions are tested here, not verification.
+            ("retrieval.verify", "false".into()),
         ],
     };
     let config = Config::load(&sources).expect("config");
@@ -291,7 +293,13 @@ fn ctrl_c_interrupts_the_answer_and_the_chat_goes_on() {
     let ws = sample_workspace();
     let base = server.base_url();
     let log = ws.path().join("data/sessions.db").display().to_string();
-    let env = [("LLM_MODEL", "test-model"), ("LLM_BASE_URL", base.as_str()), ("DOCS_AGENT_SESSION_LOG", log.as_str())];
+    // The fake's answer cites nothing: verification is off, this is about Ctrl-C.
+    let env = [
+        ("LLM_MODEL", "test-model"),
+        ("LLM_BASE_URL", base.as_str()),
+        ("DOCS_AGENT_SESSION_LOG", log.as_str()),
+        ("DOCS_AGENT_VERIFY", "false"),
+    ];
     let mut child = common::command(ws.path(), &env, &["chat"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -165,6 +165,12 @@ pub enum Command {
         /// Cases run at once (default: one per core).
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
+        /// Run every case with retrieve-first and answer verification on (the defaults of a
+        /// question), unless the case's env says otherwise. Without it they are off, so the
+        /// guards are tested on what the model itself says; cases that test retrieval turn
+        /// them on in their env.
+        #[arg(long)]
+        retrieval: bool,
     },
 }
 

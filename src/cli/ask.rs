@@ -27,7 +27,7 @@ pub fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
     })?;
     match run.stop {
         Stop::Answered => {
-            println!("{}", run.answer);
+            println!("{}", super::with_sources(&run.answer, &run.citations));
             Ok(Exit::Ok)
         }
         Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),

@@ -13,6 +13,7 @@ pub fn eval(
     json: Option<&Path>,
     cases: &Path,
     jobs: Option<usize>,
+    retrieval: bool,
 ) -> Result<Exit, Failure> {
     use crate::eval::{self, report, run::ModelChoice};
     if global.workspace.is_some() || global.max_steps.is_some() || global.config.is_some() {
@@ -22,7 +23,7 @@ pub fn eval(
         ));
     }
     let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e))?;
-    let mut models = ModelChoice { name: None, base_url: global.base_url.clone() };
+    let mut models = ModelChoice { name: None, base_url: global.base_url.clone(), retrieval };
     match global.model.as_deref() {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
             models.base_url = Some(url.to_string())

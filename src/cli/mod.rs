@@ -35,8 +35,8 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     let Cli { global, command, question } = cli;
     match command {
         Some(Command::Redact) => ops::redact_stdin(),
-        Some(Command::Eval { filter, junit, json, cases, jobs }) => {
-            eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs)
+        Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
+            eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)
         }
         Some(Command::Ask { question }) => ask::ask(load_config(&global)?, &question.join(" ")),
         Some(Command::Search { query, limit }) => ask::search(load_config(&global)?, &query.join(" "), limit),
@@ -82,4 +82,22 @@ fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
     for warning in &harness.index.warnings {
         trace.event("warning", warning);
     }
+}
+
+/// The answer, then a `Sources:` list of what it cites: each verified source with its
+/// heading, each other one marked. Nothing is added for an answer that cites nothing.
+fn with_sources(answer: &str, citations: &[crate::session::verify::Citation]) -> String {
+    if citations.is_empty() {
+        return answer.to_string();
+    }
+    let mut out = format!("{}\n\nSources:", answer.trim_end());
+    for citation in citations {
+        let line = match (citation.verified, citation.heading.is_empty()) {
+            (true, false) => format!("\n- {} ({})", citation.source(), citation.heading),
+            (true, true) => format!("\n- {}", citation.source()),
+            (false, _) => format!("\n- {} (not verified: not retrieved for this question)", citation.source()),
+        };
+        out.push_str(&crate::guard::scrub(&line));
+    }
+    out
 }

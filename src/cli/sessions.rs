@@ -345,8 +345,8 @@ fn verdict(desk: &Desk, id: &str, decision: Decision, call: Option<&str>) -> Res
 /// Prints how a turn ended and picks the exit code.
 pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure> {
     match end {
-        Ok(TurnEnd::Answered { answer, .. }) => {
-            println!("{answer}");
+        Ok(TurnEnd::Answered { answer, citations, .. }) => {
+            println!("{}", super::with_sources(&answer, &citations));
             Ok(Exit::Ok)
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => match reason {
@@ -398,6 +398,7 @@ fn describe(event: &Event) -> String {
         Event::ApprovalExpired { call_id } => call_id.clone(),
         Event::Compaction { replaces_through, .. } => format!("summarises events up to {replaces_through}"),
         Event::Interrupted { partial_text } => format!("partial: {}", one(partial_text)),
+        Event::Correction { kind, text } => format!("{}: {}", kind.as_str(), one(text)),
         Event::ModelPinned { model } => model.clone(),
         Event::Stopped { reason, detail } => format!("{} {}", reason.as_str(), one(detail)).trim().to_string(),
     }

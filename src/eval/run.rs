@@ -23,6 +23,8 @@ pub struct ModelChoice {
     pub name: Option<String>,
     /// An OpenAI-compatible server for every case (`--model URL` or `--base-url`).
     pub base_url: Option<String>,
+    /// Retrieve-first and verification on for cases that do not set them (`--retrieval`).
+    pub retrieval: bool,
 }
 
 impl ModelChoice {
@@ -125,7 +127,12 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     if let Some(url) = &models.base_url {
         flags.push(("llm.base_url", url.clone()));
     }
-    let env: HashMap<String, String> = case.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut env: HashMap<String, String> = case.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    // The pack tests the guards on what the model itself says and calls: retrieve-first and
+    // verification stay off unless the case (or `--retrieval`) turns them on.
+    for key in ["DOCS_AGENT_RETRIEVE_FIRST", "DOCS_AGENT_VERIFY"] {
+        env.entry(key.to_string()).or_insert_with(|| models.retrieval.to_string());
+    }
     let config = Config::load(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
     // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
     // person, so only APPROVE=yes approves.

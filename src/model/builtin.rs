@@ -84,7 +84,7 @@ impl Builtin {
                 }
                 _ => answer(scripted_answer(messages)),
             },
-            (Builtin::Extractive, Some(result)) => answer(extractive_answer(result)),
+            (Builtin::Extractive, Some(result)) => answer(extractive_answer(result, EXTRACTIVE_HEADER)),
         }
     }
 }
@@ -109,11 +109,15 @@ fn scripted_answer(messages: &[Message]) -> String {
     }
 }
 
-/// Quotes and cites the best sections of a `search_docs` result.
-pub fn extractive_answer(result: &str) -> String {
-    let mut out = String::from(
-        "Retrieval-only answer (no language model was used): the best-matching sections of the docs, quoted.\n",
-    );
+/// The first line of the `extractive` model's answer.
+pub const EXTRACTIVE_HEADER: &str =
+    "Retrieval-only answer (no language model was used): the best-matching sections of the docs, quoted.";
+/// The first line of the answer that replaces a model's answer the harness could not check.
+pub const UNCHECKED_HEADER: &str = "Retrieval-only answer (the model's answer did not cite the docs it was given, so it is not shown): the best-matching sections of the docs, quoted.";
+
+/// Quotes and cites the best sections of a `search_docs` result, under `header`.
+pub fn extractive_answer(result: &str, header: &str) -> String {
+    let mut out = format!("{header}\n");
     let mut quoted = 0;
     for fence in crate::guard::fence::found_in(result).filter(|f| f.closed).take(EXTRACTIVE_SECTIONS) {
         quoted += 1;
@@ -163,7 +167,7 @@ mod tests {
     #[test]
     fn extractive_quotes_and_cites() {
         let result = "2 sections:\n<untrusted source=\"docs/refunds.md#window\">\n# Refunds > Window\nWithin 14 days.\n</untrusted>\n";
-        let text = extractive_answer(result);
+        let text = extractive_answer(result, EXTRACTIVE_HEADER);
         assert!(text.starts_with("Retrieval-only answer"));
         assert!(text.contains("Refunds > Window (docs/refunds.md#window)"));
         assert!(text.contains("> Within 14 days."));

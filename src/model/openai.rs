@@ -233,12 +233,13 @@ impl Client {
         }
     }
 
-    /// A reply with no `tool_calls` whose text is a JSON tool call for a known tool becomes that call.
+    /// A reply with no `tool_calls` whose text holds tool calls for known tools (in the forms
+    /// `textcall` reads) becomes those calls.
     fn accept_text_calls(&self, mut reply: Reply, tools: &[ToolSpec]) -> Reply {
         if reply.tool_calls.is_empty() {
             let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
-            if let Some(call) = textcall::parse(&reply.content, &names) {
-                reply.tool_calls.push(call);
+            if let Some(calls) = textcall::parse(&reply.content, &names) {
+                reply.tool_calls = calls;
                 reply.content.clear();
             }
         }

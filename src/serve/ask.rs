@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
@@ -18,9 +18,7 @@ use crate::agent::{AskError, Stop};
 use crate::approval::Approver;
 use crate::config::Role;
 use crate::guard;
-use crate::session::event::Event;
 use crate::session::progress::TurnEvent;
-use crate::session::store::Stored;
 
 /// Longest question accepted.
 pub const MAX_QUESTION_CHARS: usize = 8_000;
@@ -35,16 +33,8 @@ pub struct AskBody {
     pub question: String,
 }
 
-/// A citation in an answer, with the heading of the section it points to.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Citation {
-    /// `docs/...md`
-    pub path: String,
-    /// The section's anchor (may be empty).
-    pub anchor: String,
-    /// The section's heading, as retrieved.
-    pub heading: String,
-}
+/// A citation in an answer: path, anchor, heading and whether the run retrieved it.
+pub use crate::session::verify::Citation;
 
 /// `POST /v1/ask`
 pub async fn ask(
@@ -66,7 +56,7 @@ pub async fn ask(
             "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
             "message": if run.stop == Stop::Answered { None } else { Some(&run.answer) },
             "stop": run.stop.as_str(),
-            "citations": citations(&run.answer, &run.events),
+            "citations": &run.citations,
             "session_id": run.session,
             "stored": false,
             "degraded": degraded,
@@ -120,28 +110,6 @@ impl Drop for ModelCall<'_> {
             self.state.model_result(self.model, false);
         }
     }
-}
-
-/// The citations of `answer` that point at sections a tool returned, with their headings.
-pub fn citations(answer: &str, events: &[Stored]) -> Vec<Citation> {
-    guard::citations::cited(answer)
-        .into_iter()
-        .filter_map(|cited| {
-            let (path, anchor) = cited.split_once('#').unwrap_or((cited.as_str(), ""));
-            let heading = events.iter().find_map(|s| match &s.event {
-                Event::ToolResult { text, decision: crate::tools::Decision::Allowed, .. } => heading_in(text, &cited),
-                _ => None,
-            })?;
-            Some(Citation { path: path.to_string(), anchor: anchor.to_string(), heading })
-        })
-        .collect()
-}
-
-/// The heading of the fenced result whose source is `source`, in a tool's output.
-fn heading_in(text: &str, source: &str) -> Option<String> {
-    let found = guard::fence::found_in(text).find(|found| found.source == source)?;
-    let line = found.body.lines().next()?;
-    Some(line.trim_start_matches('#').trim().to_string())
 }
 
 /// `GET /v1/search` query.

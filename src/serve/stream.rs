@@ -45,9 +45,12 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
     use crate::session::event::Event;
     let neutral = |t: &str| crate::guard::links::neutralize_links(t, allowed_hosts).into_owned();
     let event = match &stored.event {
-        Event::AssistantMessage { text, tool_calls, usage } => {
-            Event::AssistantMessage { text: neutral(text), tool_calls: tool_calls.clone(), usage: *usage }
-        }
+        Event::AssistantMessage { text, tool_calls, usage, origin } => Event::AssistantMessage {
+            text: neutral(text),
+            tool_calls: tool_calls.clone(),
+            usage: *usage,
+            origin: *origin,
+        },
         Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },
         other => other.clone(),
     };

@@ -280,6 +280,7 @@ impl Listener<'_> {
                 self.send_text(piece);
             }
             TurnEvent::ToolCall(_)
+            | TurnEvent::ModelReplied { .. }
             | TurnEvent::ApprovalRequired { .. }
             | TurnEvent::Answer(_)
             | TurnEvent::Stopped { .. } => {}

@@ -175,6 +175,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             }
             Event::SessionStarted { .. }
             | Event::ApprovalRequested { .. }
+            | Event::Correction { .. }
             | Event::Compaction { .. }
             | Event::ModelPinned { .. }
             | Event::Stopped { .. } => {}

@@ -1,8 +1,8 @@
 //! What a turn uses besides its log and its model, built in one place (`Harness::deps`) from
 //! the harness and the configuration, so the turn reaches for neither: the toolbox, the prompt,
-//! the limits, the session settings and the hosts answers may link to.
+//! the limits, the session settings, the hosts answers may link to and the retrieval settings.
 
-use crate::config::{Limits, SessionConfig};
+use crate::config::{Limits, RetrievalConfig, SessionConfig};
 use crate::model::Model;
 use crate::tools::Toolbox;
 
@@ -21,6 +21,8 @@ pub struct Deps<'a> {
     pub session: &'a SessionConfig,
     /// Hosts that links in an answer may point to.
     pub link_hosts: &'a [String],
+    /// Retrieve-first and answer verification.
+    pub retrieval: &'a RetrievalConfig,
 }
 
 impl<'a> Deps<'a> {

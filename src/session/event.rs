@@ -27,6 +27,45 @@ pub struct Tokens {
     pub completion: u64,
 }
 
+/// Who asked for an assistant message's tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The model: the message is one of its replies, a step of the turn.
+    #[default]
+    Model,
+    /// The harness: the search it runs for the user's message before the first model call
+    /// (retrieve-first). It is not a step, and the model sees it as a call it made.
+    Harness,
+}
+
+impl Origin {
+    /// True for the model's own messages (the stored default, left out of the JSON).
+    pub fn is_model(&self) -> bool {
+        *self == Origin::Model
+    }
+}
+
+/// Why the harness sent a reply back to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorrectionKind {
+    /// The answer cites no section retrieved in this turn, or quotes text that is not in one.
+    Unverified,
+    /// The reply looks like a tool call the harness could not read unambiguously.
+    ToolCall,
+}
+
+impl CorrectionKind {
+    /// The word shown in listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorrectionKind::Unverified => "unverified",
+            CorrectionKind::ToolCall => "tool_call",
+        }
+    }
+}
+
 /// How far an approval reaches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -108,6 +147,9 @@ pub enum Event {
         /// Tokens the call used, when the server said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Tokens>,
+        /// Who asked: the model, or the harness retrieving before the first model call.
+        #[serde(default, skip_serializing_if = "Origin::is_model")]
+        origin: Origin,
     },
     /// A tool ran (or was refused) for one call.
     ToolResult {
@@ -148,6 +190,14 @@ pub enum Event {
     ApprovalExpired {
         /// The call that asked.
         call_id: String,
+    },
+    /// The harness sent the model's final reply back with a short instruction: an answer that
+    /// cites no section retrieved in the turn, or a tool call written in a form it cannot read.
+    Correction {
+        /// Why.
+        kind: CorrectionKind,
+        /// What the model is told (the harness's own words).
+        text: String,
     },
     /// The older middle of the conversation, summarised.
     Compaction {
@@ -195,8 +245,9 @@ impl Event {
                 principal: principal.map(s),
             },
             Event::UserMessage { text } => Event::UserMessage { text: s(text) },
-            Event::AssistantMessage { text, tool_calls, usage } => Event::AssistantMessage {
+            Event::AssistantMessage { text, tool_calls, usage, origin } => Event::AssistantMessage {
                 usage,
+                origin,
                 text: s(text),
                 tool_calls: tool_calls
                     .into_iter()
@@ -222,6 +273,7 @@ impl Event {
                 Event::Compaction { summary: s(summary), replaces_through, pinned_goal: s(pinned_goal) }
             }
             Event::Interrupted { partial_text } => Event::Interrupted { partial_text: s(partial_text) },
+            Event::Correction { kind, text } => Event::Correction { kind, text: s(text) },
             other @ Event::ApprovalExpired { .. } => other,
         }
     }
@@ -239,6 +291,7 @@ impl Event {
             Event::ApprovalExpired { .. } => "approval_expired",
             Event::Compaction { .. } => "compaction",
             Event::Interrupted { .. } => "interrupted",
+            Event::Correction { .. } => "correction",
             Event::Answer { .. } => "answer",
             Event::ModelPinned { .. } => "model_pinned",
             Event::Stopped { .. } => "stopped",

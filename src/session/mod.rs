@@ -16,6 +16,7 @@ pub mod projection;
 pub mod state;
 pub mod store;
 pub mod turn;
+pub mod verify;
 
 #[cfg(test)]
 mod tests;

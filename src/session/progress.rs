@@ -5,7 +5,7 @@
 //! that lets one leave the process guards it first (`trace` redacts every string, streamed text
 //! goes through `guard::stream`).
 
-use crate::session::event::StopReason;
+use crate::session::event::{StopReason, Tokens};
 use crate::tools::Decision;
 
 /// One thing that happened in a turn.
@@ -15,6 +15,17 @@ pub enum TurnEvent<'a> {
     ModelCall {
         /// The call's number in the turn, from 1.
         step: u32,
+    },
+    /// A model call answered: how long it took and the tokens it used.
+    ModelReplied {
+        /// The call's number in the turn, from 1.
+        step: u32,
+        /// How long the call took, from request to the end of the reply.
+        ms: u128,
+        /// The tokens the server reported, when it did.
+        usage: Option<Tokens>,
+        /// The harness's estimate of the prompt it sent (bytes / 4, tool schemas included).
+        estimate: u64,
     },
     /// A piece of the model's text, as it streams: progress only, never the answer itself.
     TextDelta(&'a str),

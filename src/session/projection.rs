@@ -57,6 +57,10 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             Event::ApprovalExpired { call_id } => {
                 answer(&mut open, &mut out, call_id, EXPIRED.into());
             }
+            Event::Correction { text, .. } => {
+                close(&mut open, &mut out, NO_RESULT);
+                out.push(Message::User(text.clone()));
+            }
             Event::Interrupted { partial_text } => {
                 close(&mut open, &mut out, NO_RESULT);
                 if !partial_text.is_empty() {

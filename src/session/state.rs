@@ -2,7 +2,7 @@
 //! write waits for a person, which session grants are in force. Pure functions of the log, so a
 //! restarted process decides exactly what the crashed one would have.
 
-use super::event::{CallRecord, Event, Scope};
+use super::event::{CallRecord, Event, Origin, Scope};
 use super::store::Stored;
 
 /// The one thing to do next.
@@ -26,13 +26,13 @@ pub enum Next<'a> {
         /// The request's idempotency key.
         key: &'a str,
     },
-    /// The model answered but the turn's end was not recorded; `answered` tells whether the
-    /// answer event already was.
+    /// The model answered but the turn's end was not recorded; `shown` is the answer already
+    /// recorded for it, if one was (the model's text, or what replaced it).
     Finish {
         /// The model's final text.
         text: &'a str,
-        /// True when an `Answer` event follows it.
-        answered: bool,
+        /// The `Answer` event's text, when it follows.
+        shown: Option<&'a str>,
         /// Model calls made in this turn.
         steps: u32,
     },
@@ -49,6 +49,8 @@ pub struct Call<'a> {
     pub assistant_seq: u64,
     /// Model calls made in this turn (the step this call belongs to).
     pub step: u32,
+    /// Who asked: the model, or the harness (its retrieve-first search).
+    pub origin: Origin,
 }
 
 /// A write that waits for a person.
@@ -80,21 +82,30 @@ pub fn next(events: &[Stored]) -> Next<'_> {
     if turn.iter().any(|s| matches!(s.event, Event::Stopped { .. } | Event::Interrupted { .. })) {
         return Next::Idle;
     }
-    let steps = turn.iter().filter(|s| matches!(s.event, Event::AssistantMessage { .. })).count() as u32;
+    let steps = turn
+        .iter()
+        .filter(|s| matches!(s.event, Event::AssistantMessage { origin: Origin::Model, .. }))
+        .count() as u32;
     let Some(at) = turn.iter().rposition(|s| matches!(s.event, Event::AssistantMessage { .. })) else {
         return Next::CallModel { steps: 0 };
     };
-    let Event::AssistantMessage { text, tool_calls, .. } = &turn[at].event else {
+    let Event::AssistantMessage { text, tool_calls, origin, .. } = &turn[at].event else {
         return Next::CallModel { steps };
     };
     let after = &turn[at + 1..];
     if tool_calls.is_empty() {
-        let answered = after.iter().any(|s| matches!(s.event, Event::Answer { .. }));
-        return Next::Finish { text, answered, steps };
+        if after.iter().any(|s| matches!(s.event, Event::Correction { .. })) {
+            return Next::CallModel { steps };
+        }
+        let shown = after.iter().find_map(|s| match &s.event {
+            Event::Answer { text } => Some(text.as_str()),
+            _ => None,
+        });
+        return Next::Finish { text, shown, steps };
     }
     let assistant_seq = turn[at].seq;
     for (index, record) in tool_calls.iter().enumerate() {
-        let call = Call { record, index, assistant_seq, step: steps };
+        let call = Call { record, index, assistant_seq, step: steps, origin: *origin };
         let id = record.id.as_str();
         let resolved = after.iter().any(|s| match &s.event {
             Event::ToolResult { call_id, .. }
@@ -119,6 +130,25 @@ pub fn next(events: &[Stored]) -> Next<'_> {
         return Next::Decide(Pending { call, path, requested_at_ms: requested.at_ms, seq: requested.seq });
     }
     Next::CallModel { steps }
+}
+
+/// The events of the open turn: everything after the latest user message.
+pub fn this_turn(events: &[Stored]) -> &[Stored] {
+    match events.iter().rposition(|s| matches!(s.event, Event::UserMessage { .. })) {
+        Some(at) => &events[at + 1..],
+        None => &[],
+    }
+}
+
+/// The user's message, when the open turn has no assistant message yet: what retrieve-first
+/// searches for before the first model call.
+pub fn awaiting_retrieval(events: &[Stored]) -> Option<&str> {
+    let at = events.iter().rposition(|s| matches!(s.event, Event::UserMessage { .. }))?;
+    let asked = events[at + 1..].iter().any(|s| matches!(s.event, Event::AssistantMessage { .. }));
+    match &events[at].event {
+        Event::UserMessage { text } if !asked => Some(text),
+        _ => None,
+    }
 }
 
 /// The session grant that covers a write to `path`, if any: its prefix and sequence number.

@@ -13,7 +13,7 @@ use crate::model::Model;
 use crate::runtime::{self, Flavor};
 
 use super::cancel::Cancel;
-use super::event::{CallRecord, Event, Scope, StopReason};
+use super::event::{CallRecord, Event, Origin, Scope, StopReason};
 use super::store::Log;
 use super::turn::TurnEnd;
 
@@ -56,7 +56,7 @@ fn granted_write(log: &mut Log, config: &Config) -> String {
     log.append(&session, Event::UserMessage { text: "save the refund window".into() }).expect("user");
     let call = CallRecord { id: "call_3_0".into(), name: "write_file".into(), arguments };
     let seq = log
-        .append(&session, Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None })
+        .append(&session, Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None, origin: Origin::Model })
         .expect("assistant");
     let key = format!("{session}/{seq}/call_3_0");
     log.append(&session, Event::ApprovalRequested { call_id: "call_3_0".into(), path: NOTE.into(), key })
@@ -157,7 +157,7 @@ fn an_answer_from_an_unscrubbed_log_is_redacted_on_its_way_out() {
     let session = super::start(&mut log, &config, "scripted").expect("start");
     log.append(&session, Event::UserMessage { text: "which key".into() }).expect("user");
     let text = "The key is AKIAIOSFODNN7EXAMPLE.".to_string();
-    log.append_unscrubbed(&session, Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None })
+    log.append_unscrubbed(&session, Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None, origin: Origin::Model })
         .expect("an unscrubbed reply");
     match resume(&config, &harness, &mut log, &session) {
         TurnEnd::Answered { answer, .. } => assert_eq!(answer, "The key is [REDACTED]."),

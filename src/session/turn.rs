@@ -10,16 +10,17 @@ use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::model::{Message, Model, ModelError};
 use crate::runtime;
-use crate::tools::{self, Decision, Outcome, Planned, Toolbox};
+use crate::tools::{self, Decision, Outcome, Planned, Tool, Toolbox};
 
 use super::cancel::Cancel;
 use super::compact;
 use super::deps::Deps;
-use super::event::{CallRecord, Event, Scope, StopReason, Tokens};
+use super::event::{CallRecord, CorrectionKind, Event, Origin, Scope, StopReason, Tokens};
 use super::progress::{self, Observer, TurnEvent};
 use super::projection::{self, project};
 use super::state::{self, Call, Next, Pending};
 use super::store::{Log, LogError, Stored};
+use super::verify;
 
 /// How a write that nobody has decided yet is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub enum TurnEnd {
         answer: String,
         /// Model calls made in the turn.
         steps: u32,
+        /// The answer's citations, each marked verified when the turn retrieved its section.
+        citations: Vec<verify::Citation>,
     },
     /// A limit or a cancel stopped the turn.
     Stopped {
@@ -138,20 +141,48 @@ impl<'a> Turn<'a> {
         let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
         let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
+        let specs_tokens =
+            specs.iter().map(|s| (s.name.len() + s.description.len() + s.parameters.to_string().len()) as u64 / 4).sum::<u64>();
         loop {
             let events = self.log.events_after(self.session, 0)?;
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
-                Next::Finish { text, answered, steps } => {
-                    let answer = guard::outbound_answer(text, self.deps.link_hosts, &retrieved(&events));
+                Next::Finish { text, shown, steps } => {
                     // The answer and the turn's end are durable together (one commit).
                     let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
-                    if !answered {
-                        end.insert(0, Event::Answer { text: answer.clone() });
-                    }
+                    let answer = match shown {
+                        Some(shown) => shown.to_string(),
+                        None => match self.checked(text, state::this_turn(&events), steps) {
+                            Checked::SendBack(correction) => {
+                                self.append(correction)?;
+                                continue;
+                            }
+                            Checked::Answer(text) => {
+                                let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
+                                end.insert(0, Event::Answer { text: answer.clone() });
+                                answer
+                            }
+                        },
+                    };
                     self.append_all(end)?;
                     self.emit(TurnEvent::Answer(&answer));
-                    return Ok(TurnEnd::Answered { answer, steps });
+                    let citations = verify::check(&answer, state::this_turn(&events)).citations;
+                    return Ok(TurnEnd::Answered { answer, steps, citations });
+                }
+                Next::CallModel { steps: 0 } if self.deps.retrieval.first && state::awaiting_retrieval(&events).is_some() => {
+                    let question = state::awaiting_retrieval(&events).unwrap_or_default();
+                    let seq = events.last().map_or(1, |s| s.seq + 1);
+                    let search = CallRecord {
+                        id: format!("call_{seq}_0"),
+                        name: Tool::SearchDocs.name().to_string(),
+                        arguments: serde_json::json!({ "query": question }).to_string(),
+                    };
+                    self.append(Event::AssistantMessage {
+                        text: String::new(),
+                        tool_calls: vec![search],
+                        usage: None,
+                        origin: Origin::Harness,
+                    })?;
                 }
                 Next::CallModel { steps } => {
                     if steps >= limits.max_steps {
@@ -167,8 +198,15 @@ impl<'a> Turn<'a> {
                         continue;
                     }
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
+                    let estimate = size + specs_tokens;
+                    let started = Instant::now();
                     match self.call_model(&messages, &specs, deadline, steps + 1, cancel).await {
-                        Called::Reply(reply) => self.record_reply(toolbox, next_seq, reply, steps + 1)?,
+                        Called::Reply(reply) => {
+                            let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
+                            let ms = started.elapsed().as_millis();
+                            self.emit(TurnEvent::ModelReplied { step: steps + 1, ms, usage, estimate });
+                            self.record_reply(toolbox, next_seq, reply, steps + 1)?
+                        }
                         Called::Failed(error) => {
                             self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
                             return Err(TurnError::Model(error));
@@ -281,7 +319,7 @@ impl<'a> Turn<'a> {
             })
             .collect();
         let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
-        let mut events = vec![Event::AssistantMessage { text: reply.content, tool_calls, usage }];
+        let mut events = vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, origin: Origin::Model }];
         events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
             call_id: record.id.clone(),
             text: outcome.text.clone(),
@@ -305,7 +343,11 @@ impl<'a> Turn<'a> {
                 "too many tool calls in one step (limit {allowed}); this call and any after it were not run"
             ))
         } else {
-            match toolbox.plan(&call.record.name, &call.record.arguments) {
+            let planned = match call.origin {
+                Origin::Harness => Planned::Done(retrieve_first(toolbox, call.record, self.deps.retrieval.context_tokens)),
+                Origin::Model => toolbox.plan(&call.record.name, &call.record.arguments),
+            };
+            match planned {
                 Planned::Done(outcome) => outcome,
                 Planned::Write(request) => {
                     let key = format!("{}/{}/{}", self.session, call.assistant_seq, call.record.id);
@@ -405,6 +447,34 @@ impl<'a> Turn<'a> {
         self.result(call, outcome, started.elapsed().as_millis())
     }
 
+    /// What becomes of the model's final text: sent back once with a one-line correction
+    /// when it looks like a tool call the harness could not read, or when it cites no section
+    /// retrieved in this turn (or quotes what none holds) though the docs had hits; after one
+    /// such correction, a retrieval-only answer of the turn's search results replaces it.
+    fn checked(&self, text: &str, turn: &[Stored], steps: u32) -> Checked {
+        let sent = |kind: CorrectionKind| {
+            turn.iter().any(|s| matches!(&s.event, Event::Correction { kind: k, .. } if *k == kind))
+        };
+        let can_retry = steps < self.deps.limits.max_steps;
+        if let Some(problem) = crate::model::textcall::unreadable(text, &tools::names())
+            && can_retry
+            && !sent(CorrectionKind::ToolCall)
+        {
+            return Checked::SendBack(Event::Correction { kind: CorrectionKind::ToolCall, text: problem });
+        }
+        if !self.deps.retrieval.verify {
+            return Checked::Answer(text.to_string());
+        }
+        let verdict = verify::check(text, turn);
+        if verdict.holds() {
+            return Checked::Answer(text.to_string());
+        }
+        if can_retry && !sent(CorrectionKind::Unverified) {
+            return Checked::SendBack(Event::Correction { kind: CorrectionKind::Unverified, text: reminder(&verdict) });
+        }
+        Checked::Answer(retrieval_only(turn))
+    }
+
     fn result(&mut self, call: Call<'_>, outcome: Outcome, ms: u128) -> Result<(), LogError> {
         self.append(Event::ToolResult {
             call_id: call.record.id.clone(),
@@ -467,6 +537,48 @@ impl<'a> Turn<'a> {
             log.append_all(session, events)
         }
     }
+}
+
+/// What the check of a final text decided.
+enum Checked {
+    /// Record this correction and ask the model again.
+    SendBack(Event),
+    /// Answer with this text (the model's, or the retrieval-only fallback).
+    Answer(String),
+}
+
+/// The one-line reminder for an answer that failed the check.
+fn reminder(verdict: &verify::Verdict) -> String {
+    let mut text = String::from(
+        "Your answer must cite the sections above that state each fact, as [path#anchor] exactly as their source attribute shows.",
+    );
+    if let Some(quote) = verdict.misquotes.first() {
+        text.push_str(&format!(
+            " This quote is not in them: \"{}\"; quote only their words.",
+            crate::guard::clip(quote, 120)
+        ));
+    }
+    text.push_str(" Answer again, or say that the docs do not cover it.");
+    text
+}
+
+/// The labelled retrieval-only answer: the turn's searched sections, quoted and cited.
+fn retrieval_only(turn: &[Stored]) -> String {
+    let searched: Vec<String> = verify::retrieved(turn)
+        .into_iter()
+        .filter(|s| s.searched)
+        .map(|s| crate::guard::fence::Fenced::new(&s.source, &s.body).into_string())
+        .collect();
+    crate::model::builtin::extractive_answer(&searched.join("\n"), crate::model::builtin::UNCHECKED_HEADER)
+}
+
+/// Retrieve-first: the harness's own `search_docs` call, sized by the token budget.
+fn retrieve_first(toolbox: &Toolbox<'_>, record: &CallRecord, context_tokens: usize) -> Outcome {
+    let query = serde_json::from_str::<serde_json::Value>(&record.arguments)
+        .ok()
+        .and_then(|v| v.get("query").and_then(|q| q.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    toolbox.retrieve(&query, context_tokens)
 }
 
 /// What one model call came to.

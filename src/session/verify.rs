@@ -1,0 +1,176 @@
+//! An answer checked against what its turn retrieved. A citation counts only when the section
+//! it names (or, for a bare path, some section of that file) was shown to the model in this
+//! turn; a quoted span counts only when the retrieved text holds it. The turn sends an answer
+//! that fails back once (`Event::Correction`), then falls back to a retrieval-only answer. The
+//! harness never adds a citation the model did not make: it only marks the ones it made.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::guard::{citations, fence};
+use crate::tools::{Decision, Tool};
+
+use super::event::Event;
+use super::store::Stored;
+
+/// Shortest quoted span that is checked (shorter quotes are names and labels).
+const MIN_QUOTE_CHARS: usize = 16;
+
+/// Text in straight or curly double quotes, on one line.
+static QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""([^"\n]{1,400})"|“([^”\n]{1,400})”"#).expect("constant regex QUOTED"));
+
+/// A citation in an answer, and whether the turn backs it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Citation {
+    /// `docs/...md`
+    pub path: String,
+    /// The section's anchor (empty for a whole file, or the text before its first heading).
+    pub anchor: String,
+    /// The section's heading, as retrieved (empty when it was not).
+    pub heading: String,
+    /// True when the cited section was retrieved in this turn.
+    pub verified: bool,
+}
+
+impl Citation {
+    /// `path#anchor`, or the bare path.
+    pub fn source(&self) -> String {
+        if self.anchor.is_empty() { self.path.clone() } else { format!("{}#{}", self.path, self.anchor) }
+    }
+}
+
+/// One fenced text a tool showed the model in this turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// `path#anchor` for a search hit, the path for a file read whole.
+    pub source: String,
+    /// The heading line of a search hit (empty for a file read).
+    pub heading: String,
+    /// The text the model saw.
+    pub body: String,
+    /// True when it came from `search_docs` (a section), false from `read_file` (a file).
+    pub searched: bool,
+}
+
+/// What the check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Every citation the answer makes, in order, once each.
+    pub citations: Vec<Citation>,
+    /// Quoted spans that no retrieved text holds.
+    pub misquotes: Vec<String>,
+    /// True when the turn retrieved at least one section.
+    pub had_hits: bool,
+}
+
+impl Verdict {
+    /// An answer holds when the docs had nothing for it, or when it cites at least one
+    /// retrieved section and quotes nothing that was not retrieved.
+    pub fn holds(&self) -> bool {
+        !self.had_hits || (self.citations.iter().any(|c| c.verified) && self.misquotes.is_empty())
+    }
+}
+
+/// Checks `answer` against the sections retrieved in `turn` (the events after its user message).
+pub fn check(answer: &str, turn: &[Stored]) -> Verdict {
+    let sections = retrieved(turn);
+    Verdict {
+        citations: cited(answer, &sections),
+        misquotes: misquotes(answer, &sections),
+        had_hits: sections.iter().any(|s| s.searched),
+    }
+}
+
+/// Every fenced text `search_docs` or `read_file` showed the model in `turn`, in order.
+pub fn retrieved(turn: &[Stored]) -> Vec<Section> {
+    let mut tools: HashMap<&str, Tool> = HashMap::new();
+    let mut out = Vec::new();
+    for stored in turn {
+        match &stored.event {
+            Event::AssistantMessage { tool_calls, .. } => {
+                for call in tool_calls {
+                    if let Some(tool) = Tool::from_name(&call.name) {
+                        tools.insert(call.id.as_str(), tool);
+                    }
+                }
+            }
+            Event::ToolResult { call_id, text, decision: Decision::Allowed } => {
+                let searched = match tools.get(call_id.as_str()) {
+                    Some(Tool::SearchDocs) => true,
+                    Some(Tool::ReadFile) => false,
+                    _ => continue,
+                };
+                for found in fence::found_in(text).filter(|f| f.closed) {
+                    let heading = if searched { heading_of(found.body) } else { String::new() };
+                    out.push(Section { source: found.source, heading, body: found.body.to_string(), searched });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The citations `answer` makes, each marked verified when `sections` back it.
+pub fn cited(answer: &str, sections: &[Section]) -> Vec<Citation> {
+    citations::cited(answer)
+        .into_iter()
+        .map(|source| {
+            let (path, anchor) = source.split_once('#').unwrap_or((source.as_str(), ""));
+            let backing = sections.iter().find(|s| s.source == source).or_else(|| {
+                // A bare path is backed by any section of the file; any citation of a file
+                // read whole is backed by the read.
+                sections.iter().find(|s| {
+                    let file = s.source.split('#').next().unwrap_or("");
+                    file == path && (anchor.is_empty() || !s.searched)
+                })
+            });
+            Citation {
+                path: path.to_string(),
+                anchor: anchor.to_string(),
+                heading: backing.map(|s| s.heading.clone()).unwrap_or_default(),
+                verified: backing.is_some(),
+            }
+        })
+        .collect()
+}
+
+/// Quoted spans of `answer` (at least [`MIN_QUOTE_CHARS`], split at ellipses) that no
+/// retrieved text holds, compared without case, emphasis marks or extra spaces.
+pub fn misquotes(answer: &str, sections: &[Section]) -> Vec<String> {
+    let haystack: String = sections.iter().map(|s| normal(&s.body)).collect::<Vec<_>>().join("\n");
+    QUOTED
+        .captures_iter(answer)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .flat_map(|m| m.as_str().split(['…']).flat_map(|part| part.split("...")).map(str::trim))
+        .filter(|part| part.chars().count() >= MIN_QUOTE_CHARS && part.contains(' '))
+        .filter(|part| !haystack.contains(&normal(part)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Lower case, without Markdown emphasis and code marks, curly quotes made straight, runs of
+/// white space made one space.
+fn normal(text: &str) -> String {
+    let mapped: String = text
+        .chars()
+        .filter(|c| !matches!(c, '*' | '`' | '_'))
+        .map(|c| match c {
+            '’' | '‘' => '\'',
+            '“' | '”' => '"',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    mapped.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The heading a search hit's body starts with (`# Refunds > Window`).
+fn heading_of(body: &str) -> String {
+    body.lines().next().unwrap_or("").trim_start_matches('#').trim().to_string()
+}
+
+#[cfg(test)]
+mod tests;
