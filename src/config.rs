@@ -168,6 +168,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
     ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
     ("DOCS_AGENT_VERIFY", "retrieval.verify"),
+    ("DOCS_AGENT_CONTEXT_TOKENS", "retrieval.context_tokens"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
 ];
 
@@ -337,7 +338,7 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("limits.max_steps", 8_i64.into()),
         ("limits.max_tool_calls_per_step", 4_i64.into()),
         ("limits.max_wall_secs", 300_i64.into()),
-        ("limits.max_output_tokens", 1024_i64.into()),
+        ("limits.max_output_tokens", 512_i64.into()),
         ("limits.trace_result_chars", 200_i64.into()),
         ("limits.max_tool_result_bytes", 12_000_i64.into()),
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),

@@ -30,8 +30,8 @@ const MIN_SECTION_BYTES: usize = 200;
 /// the question repeated: small models lose it behind a page of docs.
 fn retrieved_hint(question: &str) -> String {
     format!(
-        "Answer \"{}\" from these sections, then give the source you used as [path#anchor].",
-        guard::clip(question.trim(), 300).replace('"', "'")
+        "Question: {}\nAnswer it in one or two sentences from these sections, then give the source you used as [path#anchor].",
+        guard::clip(question.trim(), 300).replace('\n', " ")
     )
 }
 /// What retrieve-first says when nothing matched.

@@ -74,7 +74,7 @@ fn request_carries_max_tokens_and_a_stable_system_prompt_with_only_the_catalog()
     let second = run(ws.path(), &env(&base), &["another question entirely"]);
     assert_eq!((first.code, second.code), (0, 0), "{}", first.stderr);
     let requests = server.requests();
-    assert_eq!(requests[0]["max_tokens"], 1024);
+    assert_eq!(requests[0]["max_tokens"], 512, "limits.max_output_tokens, by default");
     let system = |i: usize| requests[i]["messages"][0]["content"].as_str().unwrap_or("").to_string();
     assert_eq!(system(0), system(1), "the system prompt does not change with the question");
     let prompt = system(0);

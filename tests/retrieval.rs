@@ -49,7 +49,7 @@ fn the_harness_searches_first_and_one_model_call_answers() {
     let context = sent[3]["content"].as_str().unwrap_or("");
     assert!(context.contains("<untrusted source=\"docs/refunds.md#window\">"), "{context}");
     assert!(context.trim_end().ends_with("as [path#anchor]."), "the harness's hint closes it: {context}");
-    assert!(context.contains("\"how long is the refund window\""), "the question is repeated: {context}");
+    assert!(context.contains("\nQuestion: how long is the refund window\n"), "the question is repeated: {context}");
 
     // The answer, then its verified source with the heading.
     assert!(out.stdout.starts_with("Refunds are possible within 14 days [docs/refunds.md#window]."), "{}", out.stdout);
