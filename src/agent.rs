@@ -40,6 +40,33 @@ pub struct Harness {
     ephemeral: std::sync::Mutex<Vec<Log>>,
 }
 
+/// One earlier exchange of a conversation a client keeps itself: what the user said, and what
+/// the assistant answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// The user's message.
+    pub user: String,
+    /// The assistant's answer (empty when the client sent none).
+    pub assistant: String,
+}
+
+impl Exchange {
+    /// The events of a finished turn: the message, the answer, the stop.
+    fn events(&self) -> Vec<Event> {
+        vec![
+            Event::UserMessage { text: self.user.clone() },
+            Event::AssistantMessage {
+                text: self.assistant.clone(),
+                tool_calls: Vec::new(),
+                usage: None,
+                origin: session::event::Origin::Model,
+            },
+            Event::Answer { text: self.assistant.clone() },
+            Event::Stopped { reason: Stop::Answered, detail: String::new() },
+        ]
+    }
+}
+
 /// Why a run stopped: the same closed set a session records.
 pub use crate::session::event::StopReason as Stop;
 
@@ -152,12 +179,30 @@ impl Harness {
         question: &str,
         observer: Option<Observer<'_>>,
     ) -> Result<Run, AskError> {
+        self.ask_after(config, model, approver, &[], question, observer).await
+    }
+
+    /// [`Harness::ask`], after `earlier` exchanges of a conversation the client kept (the
+    /// OpenAI-compatible API): they are the ephemeral session's first turns, so the model sees
+    /// them and retrieve-first reads a short follow-up with the question before it.
+    pub async fn ask_after(
+        &self,
+        config: &Config,
+        model: &Model,
+        approver: Approver,
+        earlier: &[Exchange],
+        question: &str,
+        observer: Option<Observer<'_>>,
+    ) -> Result<Run, AskError> {
         let pooled = self.ephemeral.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut log = match pooled {
             Some(log) => log,
             None => Log::in_memory()?,
         };
         let session = session::start(&mut log, config, &model.name())?;
+        for exchange in earlier {
+            log.append_all(&session, exchange.events())?;
+        }
         log.append(&session, Event::UserMessage { text: question.to_string() })?;
         let deps = self.deps(config);
         let mut turn = deps.turn(model, &mut log, &session).undecided(Undecided::Decide(approver));

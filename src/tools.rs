@@ -308,9 +308,9 @@ impl Toolbox<'_> {
     }
 
     /// The search the harness runs for a user's message before the first model call
-    /// (retrieve-first): the best sections, whole where they fit, until `context_tokens`
-    /// (bytes / 4) are used, then one line telling the model how to answer from them.
-    pub fn retrieve(&self, query: &str, context_tokens: usize) -> Outcome {
+    /// (retrieve-first): the best sections for `query`, whole where they fit, until
+    /// `context_tokens` (bytes / 4) are used, then the `question` and how to answer it.
+    pub fn retrieve(&self, query: &str, question: &str, context_tokens: usize) -> Outcome {
         let hits = match self.index.search(query, RETRIEVE_CANDIDATES) {
             Ok(hits) => hits,
             Err(e) => return Outcome::error(e),
@@ -336,7 +336,7 @@ impl Toolbox<'_> {
             text.push_str(&section);
             text.push('\n');
         }
-        text.push_str(&retrieved_hint(query));
+        text.push_str(&retrieved_hint(question));
         Outcome::allowed(text)
     }
 

@@ -565,3 +565,13 @@ fn dockerfile_never_pipes_a_download_into_a_shell() {
         }
     }
 }
+
+/// Ollama's OpenAI-compatible endpoint cuts a prompt longer than its context from the start,
+/// silently: the context length is set for the prompts the harness sends (rules, docs, history).
+#[test]
+fn ollama_serves_a_context_long_enough_for_the_harness() {
+    let c = compose();
+    let ollama = service(&c, "ollama");
+    let length = text(req(ollama, "environment.OLLAMA_CONTEXT_LENGTH")).and_then(|v| v.parse::<u64>().ok());
+    assert!(length.is_some_and(|n| n >= 8192), "OLLAMA_CONTEXT_LENGTH must be at least 8192, got {length:?}");
+}

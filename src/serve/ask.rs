@@ -70,6 +70,15 @@ pub async fn ask(
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is
 /// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
 pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::agent::Run, bool), ApiError> {
+    answer_after(state, &[], question).await
+}
+
+/// [`answer`], after the `earlier` exchanges of a conversation the client keeps.
+pub async fn answer_after(
+    state: &Arc<AppState>,
+    earlier: &[crate::agent::Exchange],
+    question: &str,
+) -> Result<(crate::agent::Run, bool), ApiError> {
     let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
     let mut count = |event: &TurnEvent<'_>| {
         if let TurnEvent::ToolResult { decision, .. } = event {
@@ -78,12 +87,18 @@ pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::age
     };
     // A request that times out drops this future mid-call: the model counts as failed then.
     let mut pending = ModelCall { state, model: &model, done: false };
-    let mut result = state.harness.ask(&state.config, &model, Approver::NotInOneShot, question, Some(&mut count)).await;
+    let mut result = state
+        .harness
+        .ask_after(&state.config, &model, Approver::NotInOneShot, earlier, question, Some(&mut count))
+        .await;
     pending.done = true;
     state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
     if matches!(result, Err(AskError::Model(_))) {
         let fallback = state.model(super::FALLBACK_MODEL)?;
-        result = state.harness.ask(&state.config, &fallback, Approver::NotInOneShot, question, Some(&mut count)).await;
+        result = state
+            .harness
+            .ask_after(&state.config, &fallback, Approver::NotInOneShot, earlier, question, Some(&mut count))
+            .await;
         degraded = true;
     }
     match result {

@@ -1,8 +1,11 @@
 //! `POST /v1/chat/completions` and `GET /v1/models`, OpenAI-compatible, so chat front ends that
 //! speak that API (Open WebUI and others) can use docs-agent as a model. The last user message
-//! is the question; it is answered like `POST /v1/ask` (ephemeral, no writes, guarded, degraded
-//! to retrieval-only when the model server is down). `"stream": true` sends the answer as
-//! `chat.completion.chunk` events, a paragraph at a time, then `data: [DONE]`.
+//! is the question; the client's earlier user and assistant messages are the conversation
+//! before it (a short follow-up is retrieved for with the question before it). It is answered
+//! like `POST /v1/ask` (ephemeral, no writes, guarded, degraded to retrieval-only when the model
+//! server is down). Client-sent `system` (and `developer`, `tool`) messages are dropped: the
+//! operator's rules and AGENTS.md are the only instructions. `"stream": true` sends the answer
+//! as `chat.completion.chunk` events, a paragraph at a time, then `data: [DONE]`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
-use crate::agent::Stop;
+use crate::agent::{Exchange, Stop};
 use crate::config::Role;
 
 /// The model name docs-agent answers to.
@@ -78,9 +81,11 @@ pub async fn completions(
         Ok(Json(request)) => request,
         Err(e) => return e.into_response(),
     };
-    let Some(question) = request.messages.iter().rev().find(|m| m.role == "user").map(ChatMessage::text) else {
+    let Some(last) = request.messages.iter().rposition(|m| m.role == "user") else {
         return ApiError::bad_request("messages has no user message").into_response();
     };
+    let question = request.messages[last].text();
+    let earlier = exchanges(&request.messages[..last]);
     if question.trim().is_empty() || question.chars().count() > super::ask::MAX_QUESTION_CHARS {
         return ApiError::bad_request(format!(
             "the last user message must be 1 to {} characters",
@@ -88,7 +93,7 @@ pub async fn completions(
         ))
         .into_response();
     }
-    let (run, degraded) = match super::ask::answer(&state, question.trim()).await {
+    let (run, degraded) = match super::ask::answer_after(&state, &earlier, question.trim()).await {
         Ok(done) => done,
         Err(e) => return e.into_response(),
     };
@@ -122,6 +127,32 @@ pub async fn completions(
     events.push(chunk(json!({}), Some("stop")));
     events.push(Event::default().data("[DONE]"));
     Sse::new(futures_util::stream::iter(events.into_iter().map(Ok::<_, Infallible>))).into_response()
+}
+
+/// Most earlier exchanges kept from a client's conversation (the newest); older ones are left
+/// out, as compaction would summarise them anyway.
+const MAX_EXCHANGES: usize = 20;
+
+/// The client's conversation before its last user message, as exchanges: each user message
+/// with the assistant messages after it. System, developer and tool messages are dropped.
+fn exchanges(messages: &[ChatMessage]) -> Vec<Exchange> {
+    let mut out: Vec<Exchange> = Vec::new();
+    for message in messages {
+        match message.role.as_str() {
+            "user" => out.push(Exchange { user: message.text(), assistant: String::new() }),
+            "assistant" => {
+                if let Some(last) = out.last_mut() {
+                    if !last.assistant.is_empty() {
+                        last.assistant.push_str("\n\n");
+                    }
+                    last.assistant.push_str(&message.text());
+                }
+            }
+            _ => {}
+        }
+    }
+    let skip = out.len().saturating_sub(MAX_EXCHANGES);
+    out.into_iter().skip(skip).filter(|e| !e.user.trim().is_empty()).collect()
 }
 
 /// `text` cut after each blank line, so the pieces join back to it exactly.

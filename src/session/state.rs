@@ -140,14 +140,36 @@ pub fn this_turn(events: &[Stored]) -> &[Stored] {
     }
 }
 
-/// The user's message, when the open turn has no assistant message yet: what retrieve-first
-/// searches for before the first model call.
-pub fn awaiting_retrieval(events: &[Stored]) -> Option<&str> {
+/// The text of the latest user message.
+pub fn latest_user_message(events: &[Stored]) -> Option<&str> {
+    events.iter().rev().find_map(|s| match &s.event {
+        Event::UserMessage { text } => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// A user message shorter than this many words is a follow-up: retrieve-first searches for it
+/// together with the user's message before it ("and for annual plans?").
+const FOLLOW_UP_WORDS: usize = 6;
+
+/// What retrieve-first searches for, when the open turn has no assistant message yet: the
+/// user's message, with the one before it when it is a short follow-up.
+pub fn retrieval_query(events: &[Stored]) -> Option<String> {
     let at = events.iter().rposition(|s| matches!(s.event, Event::UserMessage { .. }))?;
     let asked = events[at + 1..].iter().any(|s| matches!(s.event, Event::AssistantMessage { .. }));
-    match &events[at].event {
-        Event::UserMessage { text } if !asked => Some(text),
+    let Event::UserMessage { text } = &events[at].event else {
+        return None;
+    };
+    if asked {
+        return None;
+    }
+    let before = events[..at].iter().rev().find_map(|s| match &s.event {
+        Event::UserMessage { text } => Some(text.as_str()),
         _ => None,
+    });
+    match before {
+        Some(before) if text.split_whitespace().count() < FOLLOW_UP_WORDS => Some(format!("{text} {before}")),
+        _ => Some(text.clone()),
     }
 }
 
@@ -234,6 +256,46 @@ pub fn status(events: &[Stored]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn user(seq: u64, text: &str) -> Stored {
+        Stored { seq, at_ms: 0, event: Event::UserMessage { text: text.into() } }
+    }
+
+    #[test]
+    fn retrieve_first_searches_a_short_follow_up_with_the_question_before_it() {
+        let answered = |seq| Stored { seq, at_ms: 0, event: Event::Answer { text: "14 days".into() } };
+        let cases: &[(Vec<Stored>, Option<&str>)] = &[
+            (vec![], None),
+            (vec![user(1, "how long is the refund window")], Some("how long is the refund window")),
+            (
+                vec![user(1, "how long is the refund window"), answered(2), user(3, "and for annual plans?")],
+                Some("and for annual plans? how long is the refund window"),
+            ),
+            (
+                vec![user(1, "refunds"), answered(2), user(3, "which webhook events are sent when an invoice is paid")],
+                Some("which webhook events are sent when an invoice is paid"),
+            ),
+            (
+                vec![
+                    user(1, "q"),
+                    Stored {
+                        seq: 2,
+                        at_ms: 0,
+                        event: Event::AssistantMessage {
+                            text: String::new(),
+                            tool_calls: Vec::new(),
+                            usage: None,
+                            origin: Origin::Harness,
+                        },
+                    },
+                ],
+                None,
+            ),
+        ];
+        for (events, expected) in cases {
+            assert_eq!(retrieval_query(events).as_deref(), *expected, "{events:?}");
+        }
+    }
 
     #[test]
     fn prefixes_cover_whole_components() {

@@ -169,8 +169,8 @@ impl<'a> Turn<'a> {
                     let citations = verify::check(&answer, state::this_turn(&events)).citations;
                     return Ok(TurnEnd::Answered { answer, steps, citations });
                 }
-                Next::CallModel { steps: 0 } if self.deps.retrieval.first && state::awaiting_retrieval(&events).is_some() => {
-                    let question = state::awaiting_retrieval(&events).unwrap_or_default();
+                Next::CallModel { steps: 0 } if self.deps.retrieval.first && state::retrieval_query(&events).is_some() => {
+                    let question = state::retrieval_query(&events).unwrap_or_default();
                     let seq = events.last().map_or(1, |s| s.seq + 1);
                     let search = CallRecord {
                         id: format!("call_{seq}_0"),
@@ -219,7 +219,8 @@ impl<'a> Turn<'a> {
                     if cancel.is_cancelled() {
                         return self.interrupted(String::new(), call.step);
                     }
-                    self.run(toolbox, call)?;
+                    let question = state::latest_user_message(&events).unwrap_or_default();
+                    self.run(toolbox, call, question)?;
                 }
                 Next::Decide(pending) => {
                     if let Some(end) = self.decide(&events, pending)? {
@@ -334,7 +335,9 @@ impl<'a> Turn<'a> {
         Ok(())
     }
 
-    fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>) -> Result<(), LogError> {
+    /// Runs one call; `question` is the user's message the turn answers (retrieve-first's
+    /// hint repeats it).
+    fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>, question: &str) -> Result<(), LogError> {
         let allowed = self.deps.limits.max_tool_calls_per_step as usize;
         self.emit(TurnEvent::ToolCall(shown(call.step, call.record)));
         let started = Instant::now();
@@ -344,7 +347,9 @@ impl<'a> Turn<'a> {
             ))
         } else {
             let planned = match call.origin {
-                Origin::Harness => Planned::Done(retrieve_first(toolbox, call.record, self.deps.retrieval.context_tokens)),
+                Origin::Harness => {
+                    Planned::Done(retrieve_first(toolbox, call.record, question, self.deps.retrieval.context_tokens))
+                }
                 Origin::Model => toolbox.plan(&call.record.name, &call.record.arguments),
             };
             match planned {
@@ -573,12 +578,12 @@ fn retrieval_only(turn: &[Stored]) -> String {
 }
 
 /// Retrieve-first: the harness's own `search_docs` call, sized by the token budget.
-fn retrieve_first(toolbox: &Toolbox<'_>, record: &CallRecord, context_tokens: usize) -> Outcome {
+fn retrieve_first(toolbox: &Toolbox<'_>, record: &CallRecord, question: &str, context_tokens: usize) -> Outcome {
     let query = serde_json::from_str::<serde_json::Value>(&record.arguments)
         .ok()
         .and_then(|v| v.get("query").and_then(|q| q.as_str()).map(str::to_string))
         .unwrap_or_default();
-    toolbox.retrieve(&query, context_tokens)
+    toolbox.retrieve(&query, question, context_tokens)
 }
 
 /// What one model call came to.
