@@ -108,6 +108,11 @@ pub enum Command {
     Check,
     /// Copy stdin to stdout with secrets replaced by [REDACTED].
     Redact,
+    /// Ask Ollama to pull the configured model (llm.model, --model), with progress on stderr.
+    ///
+    /// Uses Ollama's own API (`/api/pull` beside llm.base_url's `/v1`); other
+    /// OpenAI-compatible servers are named as such. Built-in models need no pull.
+    Pull,
     /// Talk with the docs over many turns, in a durable session (saved after every step).
     ///
     /// Type a question per line; `/quit` or Ctrl-D leaves, Ctrl-C interrupts the answer being

@@ -35,6 +35,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     let Cli { global, command, question } = cli;
     match command {
         Some(Command::Redact) => ops::redact_stdin(),
+        Some(Command::Pull) => ops::pull(load_config(&global)?),
         Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
             eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)
         }

@@ -1,5 +1,6 @@
 //! Small commands for operators: `redact` (a filter for logs), `hash-token` (for a
-//! `[[serve.tokens]]` entry) and `health` (the container's health check).
+//! `[[serve.tokens]]` entry), `health` (the container's health check) and `pull` (the model,
+//! through Ollama).
 
 use std::io::{Read, Write};
 
@@ -47,4 +48,52 @@ pub fn health(url: &str) -> Result<Exit, Failure> {
         Ok::<_, Failure>(response.status())
     })?;
     if status.is_success() { Ok(Exit::Ok) } else { Err((Exit::Failure, format!("{url} answered {status}"))) }
+}
+
+/// `docs-agent pull`: Ollama pulls `llm.model`; progress on stderr (one line redrawn on a
+/// terminal, a line per step otherwise).
+pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
+    use std::io::IsTerminal;
+
+    use crate::model::pull::{self, Progress};
+    let llm = &config.llm;
+    if crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
+        eprintln!("nothing to pull: `{}` is built into docs-agent", llm.model);
+        return Ok(Exit::Ok);
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let terminal = std::io::stderr().is_terminal();
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let mut last = String::new();
+    let mut on = |progress: Progress| {
+        let line = match progress {
+            Progress::Status(status) => status,
+            Progress::Bytes { status, completed, total } => {
+                let percent = completed.saturating_mul(100) / total.max(1);
+                // Without a terminal, a line per tenth is enough.
+                let shown = if terminal { percent } else { percent / 10 * 10 };
+                format!("{status}: {shown}% of {:.1} MB", total as f64 / 1e6)
+            }
+        };
+        if line == last {
+            return;
+        }
+        if terminal {
+            eprint!("\r\x1b[K{}: {line}", llm.model);
+        } else {
+            eprintln!("{}: {line}", llm.model);
+        }
+        last = line;
+    };
+    let result = runtime.block_on(pull::pull(llm, &mut on));
+    if terminal {
+        eprintln!();
+    }
+    match result {
+        Ok(()) => {
+            eprintln!("pulled {}; ask with `docs-agent \"your question\"`", llm.model);
+            Ok(Exit::Ok)
+        }
+        Err(e) => Err((Exit::Model, e.to_string())),
+    }
 }

@@ -4,6 +4,7 @@
 pub mod adversary;
 pub mod builtin;
 pub mod openai;
+pub mod pull;
 pub mod sse;
 pub mod textcall;
 
@@ -149,7 +150,7 @@ impl std::fmt::Display for ModelError {
             ModelError::UnknownModel { model, detail } => write!(
                 f,
                 "the model server does not have the model `{model}` ({detail}). Run `ollama pull {model}` \
-                 or set LLM_MODEL to a model it has"
+                 (or `docs-agent pull`, which asks the Ollama at LLM_BASE_URL), or set LLM_MODEL to a model it has"
             ),
             ModelError::Http { url, status, body } => {
                 write!(f, "the model server at {url} answered HTTP {status}: {body}")

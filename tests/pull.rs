@@ -1,0 +1,79 @@
+//! `docs-agent pull` against a fake Ollama on 127.0.0.1: progress as it streams, Ollama's errors
+//! named, a server without the pull API named as not Ollama.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::routing::post;
+use common::{run, sample_workspace};
+
+/// A fake `/api/pull` answering `status` with `body`; records the request bodies.
+fn fake_ollama(status: u16, body: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let app = Router::new().route(
+        "/api/pull",
+        post(move |request: String| {
+            let record = record.clone();
+            async move {
+                record.lock().expect("lock").push(request);
+                (axum::http::StatusCode::from_u16(status).expect("status"), body)
+            }
+        }),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await.expect("serve");
+        });
+    });
+    (format!("http://{addr}/v1"), seen)
+}
+
+const PROGRESS: &str = "{\"status\":\"pulling manifest\"}\n\
+{\"status\":\"pulling 6a0746a1ec1a\",\"digest\":\"sha256:6a07\",\"total\":2000000,\"completed\":1000000}\n\
+{\"status\":\"pulling 6a0746a1ec1a\",\"digest\":\"sha256:6a07\",\"total\":2000000,\"completed\":2000000}\n\
+{\"status\":\"verifying sha256 digest\"}\n{\"status\":\"success\"}\n";
+
+#[test]
+fn pull_reports_progress_and_succeeds() {
+    let (base, seen) = fake_ollama(200, PROGRESS);
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "qwen2.5:1.5b")], &["pull"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    for step in ["pulling manifest", "pulling 6a0746a1ec1a: 50% of 2.0 MB", "100% of 2.0 MB", "success", "pulled qwen2.5:1.5b"] {
+        assert!(out.stderr.contains(step), "{step} missing: {}", out.stderr);
+    }
+    let request: serde_json::Value =
+        serde_json::from_str(seen.lock().expect("lock").first().expect("one request")).expect("JSON request");
+    assert_eq!(request["model"], "qwen2.5:1.5b");
+}
+
+#[test]
+fn pull_names_what_went_wrong() {
+    let ws = sample_workspace();
+    let cases: &[(u16, &'static str, &str)] = &[
+        (200, "{\"status\":\"pulling manifest\"}\n{\"error\":\"pull model manifest: file does not exist\"}\n", "file does not exist"),
+        (200, "{\"status\":\"pulling manifest\"}\n", "ended before `success`"),
+        (500, "{\"error\":\"disk full\"}", "disk full"),
+        (404, "404 page not found", "it is not Ollama"),
+    ];
+    for (status, body, says) in cases {
+        let (base, _) = fake_ollama(*status, body);
+        let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "nope:1b")], &["pull"]);
+        assert_eq!(out.code, 3, "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{body}: {}", out.stderr);
+    }
+    let out = run(ws.path(), &[("LLM_BASE_URL", "http://127.0.0.1:9/v1"), ("LLM_MODEL", "nope:1b")], &["pull"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("ollama serve"), "{}", out.stderr);
+    let out = run(ws.path(), &[("LLM_MODEL", "extractive")], &["pull"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("built into docs-agent"), "{}", out.stderr);
+}
