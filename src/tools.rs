@@ -27,13 +27,16 @@ const RETRIEVE_CANDIDATES: usize = 8;
 /// A section is shown only if at least this many bytes of it fit in what is left of the budget.
 const MIN_SECTION_BYTES: usize = 200;
 /// The line after retrieve-first's sections (the harness's words, outside every fence), with
-/// the question repeated: small models lose it behind a page of docs.
+/// the question repeated: small models lose it behind a page of docs. The question's tags are
+/// neutralised, so it cannot forge a fence (a "retrieved" section) in the tool result.
 fn retrieved_hint(question: &str) -> String {
+    let question = guard::clip(question.trim(), 300).replace('\n', " ");
     format!(
         "Question: {}\nAnswer it in one or two sentences from these sections, then give the source you used as [path#anchor].",
-        guard::clip(question.trim(), 300).replace('\n', " ")
+        fence::neutralize_tags(&question)
     )
 }
+
 /// What retrieve-first says when nothing matched.
 const NO_HITS_HINT: &str = "Search with other words, or say the docs do not cover it.";
 /// Longest argument text parsed at all.
