@@ -113,7 +113,7 @@ fn scripted_answer(messages: &[Message]) -> String {
 pub const EXTRACTIVE_HEADER: &str =
     "Retrieval-only answer (no language model was used): the best-matching sections of the docs, quoted.";
 /// The first line of the answer that replaces a model's answer the harness could not check.
-pub const UNCHECKED_HEADER: &str = "Retrieval-only answer (the model's answer did not cite the docs it was given, so it is not shown): the best-matching sections of the docs, quoted.";
+pub const UNCHECKED_HEADER: &str = "Retrieval-only answer (the model's answer did not cite the docs it was given, or quoted what they do not say, so it is not shown): the best-matching sections of the docs, quoted.";
 
 /// Quotes and cites the best sections of a `search_docs` result, under `header`.
 pub fn extractive_answer(result: &str, header: &str) -> String {

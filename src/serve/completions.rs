@@ -86,6 +86,14 @@ pub async fn completions(
     };
     let question = request.messages[last].text();
     let earlier = exchanges(&request.messages[..last]);
+    let limit = super::ask::MAX_QUESTION_CHARS;
+    if earlier.iter().any(|e| e.user.chars().count() > limit || e.assistant.chars().count() > 4 * limit) {
+        return ApiError::bad_request(format!(
+            "an earlier message is too long: user messages may be at most {limit} characters, assistant messages {}",
+            4 * limit
+        ))
+        .into_response();
+    }
     if question.trim().is_empty() || question.chars().count() > super::ask::MAX_QUESTION_CHARS {
         return ApiError::bad_request(format!(
             "the last user message must be 1 to {} characters",

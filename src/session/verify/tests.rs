@@ -49,7 +49,10 @@ fn a_citation_counts_only_when_its_section_was_retrieved_in_the_turn() {
         ("See docs/refunds.md.", &[("docs/refunds.md", true, "Refunds > Window")]),
         ("See docs/refunds.md#how-to-issue.", &[("docs/refunds.md#how-to-issue", false, "")]),
         ("VAT (docs/taxes.md).", &[("docs/taxes.md", true, "Taxes")]),
-        ("A fee (docs/disputes.md#how-disputes-work).", &[("docs/disputes.md#how-disputes-work", true, "")]),
+        ("A fee (docs/disputes.md#disputes).", &[("docs/disputes.md#disputes", true, "")]),
+        // A file read in part backs only the sections whose headings it showed.
+        ("A fee (docs/disputes.md#how-disputes-work).", &[("docs/disputes.md#how-disputes-work", false, "")]),
+        ("A fee (docs/disputes.md).", &[("docs/disputes.md", true, "")]),
         ("Made up: docs/roadmap.md#launch.", &[("docs/roadmap.md#launch", false, "")]),
         ("Only a skill showed it: docs/secret.md#x.", &[("docs/secret.md#x", false, "")]),
         (
@@ -59,7 +62,7 @@ fn a_citation_counts_only_when_its_section_was_retrieved_in_the_turn() {
         ("No citation at all.", &[]),
     ];
     for (answer, expected) in cases {
-        let verdict = check(answer, &events);
+        let verdict = check(answer, "how long is the refund window", &events);
         let got: Vec<(String, bool, String)> =
             verdict.citations.iter().map(|c| (c.source(), c.verified, c.heading.clone())).collect();
         let want: Vec<(String, bool, String)> =
@@ -80,9 +83,11 @@ fn a_quoted_span_must_be_in_the_retrieved_text() {
             &["refunds are possible within 30 days of any payment"],
         ),
         ("Click \"Refund\" or \"Issue a refund\" (docs/refunds.md).", &[]),
+        // The user's own words quoted back are not a misquote.
+        ("You asked what \"refund in thirty days\" means: it is 14 days (docs/refunds.md).", &[]),
     ];
     for (answer, expected) in cases {
-        assert_eq!(check(answer, &events).misquotes, *expected, "answer {answer:?}");
+        assert_eq!(check(answer, "what does \"refund in thirty days\" mean", &events).misquotes, *expected, "answer {answer:?}");
     }
 }
 
@@ -97,7 +102,7 @@ fn an_answer_holds_with_a_verified_citation_and_no_misquote_or_when_nothing_was_
         ("I could not find this in the docs.", false),
     ];
     for (answer, holds) in cases {
-        assert_eq!(check(answer, &events).holds(), *holds, "answer {answer:?}");
+        assert_eq!(check(answer, "q", &events).holds(), *holds, "answer {answer:?}");
     }
     let nothing = vec![stored(
         3,
@@ -108,6 +113,6 @@ fn an_answer_holds_with_a_verified_citation_and_no_misquote_or_when_nothing_was_
         },
     )];
     let nothing = [turn()[..1].to_vec(), nothing].concat();
-    assert!(check("I could not find this in the docs.", &nothing).holds(), "no hits: nothing to cite");
-    assert!(!check("x", &nothing).had_hits);
+    assert!(check("I could not find this in the docs.", "q", &nothing).holds(), "no hits: nothing to cite");
+    assert!(!check("x", "q", &nothing).had_hits);
 }
