@@ -24,9 +24,7 @@ pub fn system_prompt(agents_md: Option<&str>, catalog: &str) -> String {
         prompt.push_str("\n</project_instructions>");
     }
     if !catalog.is_empty() {
-        prompt.push_str(
-            "\n\nSkills (load_skill NAME gives a skill's instructions):\n",
-        );
+        prompt.push_str("\n\nSkills (load_skill NAME gives a skill's instructions):\n");
         prompt.push_str(&crate::guard::scrub(catalog));
     }
     prompt

@@ -79,7 +79,8 @@ impl<W: Write> Trace<W> {
                 self.event("stop", &format!("{}: {message}", reason.as_str()));
             }
             TurnEvent::ModelReplied { step, ms, usage, estimate } => {
-                let (prompt, completion) = usage.map_or((Value::Null, Value::Null), |u| (u.prompt.into(), u.completion.into()));
+                let (prompt, completion) =
+                    usage.map_or((Value::Null, Value::Null), |u| (u.prompt.into(), u.completion.into()));
                 self.used.calls += 1;
                 self.used.prompt += usage.map_or(0, |u| u.prompt);
                 self.used.completion += usage.map_or(0, |u| u.completion);
@@ -169,18 +170,29 @@ mod tests {
     #[test]
     fn usage_is_counted_per_question() {
         let mut trace = Trace::new(Vec::new(), 200);
-        let replied =
-            |prompt| TurnEvent::ModelReplied { step: 1, ms: 5, usage: Some(Tokens { prompt, completion: 3 }), estimate: 100 };
+        let replied = |prompt| TurnEvent::ModelReplied {
+            step: 1,
+            ms: 5,
+            usage: Some(Tokens { prompt, completion: 3 }),
+            estimate: 100,
+        };
         trace.observe(&replied(1000));
         trace.observe(&TurnEvent::Stopped { reason: StopReason::StepLimit, message: "stopped" });
         trace.observe(&replied(40));
         trace.observe(&replied(60));
         trace.observe(&TurnEvent::Answer("ok"));
         let text = String::from_utf8(trace.into_inner()).expect("UTF-8");
-        let usage: Vec<Value> =
-            text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v["event"] == "usage").collect();
+        let usage: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["event"] == "usage")
+            .collect();
         assert_eq!(usage.len(), 1, "{text}");
-        assert_eq!((usage[0]["model_calls"].as_u64(), usage[0]["prompt_tokens"].as_u64()), (Some(2), Some(100)), "{text}");
+        assert_eq!(
+            (usage[0]["model_calls"].as_u64(), usage[0]["prompt_tokens"].as_u64()),
+            (Some(2), Some(100)),
+            "{text}"
+        );
     }
 
     /// Secrets of several formats; each must never reach a trace line, whole or in part.

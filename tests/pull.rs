@@ -47,7 +47,9 @@ fn pull_reports_progress_and_succeeds() {
     let ws = sample_workspace();
     let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "qwen2.5:1.5b")], &["pull"]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    for step in ["pulling manifest", "pulling 6a0746a1ec1a: 50% of 2.0 MB", "100% of 2.0 MB", "success", "pulled qwen2.5:1.5b"] {
+    for step in
+        ["pulling manifest", "pulling 6a0746a1ec1a: 50% of 2.0 MB", "100% of 2.0 MB", "success", "pulled qwen2.5:1.5b"]
+    {
         assert!(out.stderr.contains(step), "{step} missing: {}", out.stderr);
     }
     let request: serde_json::Value =
@@ -59,7 +61,11 @@ fn pull_reports_progress_and_succeeds() {
 fn pull_names_what_went_wrong() {
     let ws = sample_workspace();
     let cases: &[(u16, &'static str, &str)] = &[
-        (200, "{\"status\":\"pulling manifest\"}\n{\"error\":\"pull model manifest: file does not exist\"}\n", "file does not exist"),
+        (
+            200,
+            "{\"status\":\"pulling manifest\"}\n{\"error\":\"pull model manifest: file does not exist\"}\n",
+            "file does not exist",
+        ),
         (200, "{\"status\":\"pulling manifest\"}\n", "ended before `success`"),
         (500, "{\"error\":\"disk full\"}", "disk full"),
         (404, "404 page not found", "it is not Ollama"),

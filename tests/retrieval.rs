@@ -17,11 +17,7 @@ fn env(base: &str) -> Vec<(&str, &str)> {
 
 /// The `event` lines of the trace with this name.
 fn events(stderr: &str, name: &str) -> Vec<Value> {
-    stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == name)
-        .collect()
+    stderr.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v["event"] == name).collect()
 }
 
 fn messages(request: &Value) -> Vec<Value> {
@@ -119,7 +115,9 @@ fn a_citation_of_a_section_not_retrieved_is_listed_as_not_verified_and_never_add
 fn a_quote_that_is_not_in_the_retrieved_text_sends_the_answer_back() {
     let server = FakeServer::start(vec![
         Canned::text("The docs say \"refunds are possible within 90 days of any payment\" [docs/refunds.md#window]."),
-        Canned::text("The docs say \"Refunds are possible within 14 days of the first payment\" [docs/refunds.md#window]."),
+        Canned::text(
+            "The docs say \"Refunds are possible within 14 days of the first payment\" [docs/refunds.md#window].",
+        ),
     ]);
     let ws = sample_workspace();
     let base = server.base_url();

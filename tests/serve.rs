@@ -206,7 +206,12 @@ async fn citations_say_which_sources_the_run_retrieved() {
         .as_array()
         .expect("citations")
         .iter()
-        .map(|c| (format!("{}#{}", c["path"].as_str().unwrap_or(""), c["anchor"].as_str().unwrap_or("")), c["verified"] == true))
+        .map(|c| {
+            (
+                format!("{}#{}", c["path"].as_str().unwrap_or(""), c["anchor"].as_str().unwrap_or("")),
+                c["verified"] == true,
+            )
+        })
         .collect();
     let want = [("docs/refunds.md#window", true), ("docs/secret-roadmap.md#launch", false)];
     assert_eq!(got, want.map(|(s, v)| (s.to_string(), v)), "{body}");
@@ -573,7 +578,10 @@ async fn chat_completions_keep_the_clients_conversation_but_not_its_system_promp
     );
     let search = sent.iter().filter_map(|m| m["tool_calls"].as_array()).flatten().last().cloned().unwrap_or_default();
     let query = search["function"]["arguments"].as_str().unwrap_or("");
-    assert!(query.contains("annual plans") && query.contains("refund window"), "a follow-up is searched with the question before it: {query}");
+    assert!(
+        query.contains("annual plans") && query.contains("refund window"),
+        "a follow-up is searched with the question before it: {query}"
+    );
 }
 
 #[tokio::test]

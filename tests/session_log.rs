@@ -13,7 +13,12 @@ fn call(id: &str) -> CallRecord {
 }
 
 fn assistant(ids: &[&str]) -> Event {
-    Event::AssistantMessage { text: String::new(), tool_calls: ids.iter().map(|i| call(i)).collect(), usage: None, origin: Origin::Model }
+    Event::AssistantMessage {
+        text: String::new(),
+        tool_calls: ids.iter().map(|i| call(i)).collect(),
+        usage: None,
+        origin: Origin::Model,
+    }
 }
 
 fn result(id: &str) -> Event {
@@ -177,7 +182,12 @@ fn turn(log: &mut Log, i: usize) {
             ),
             decision: docs_agent::tools::Decision::Allowed,
         },
-        Event::AssistantMessage { text: format!("answer {i}"), tool_calls: Vec::new(), usage: None, origin: Origin::Model },
+        Event::AssistantMessage {
+            text: format!("answer {i}"),
+            tool_calls: Vec::new(),
+            usage: None,
+            origin: Origin::Model,
+        },
         Event::Answer { text: format!("answer {i}") },
         Event::Stopped { reason: StopReason::Answered, detail: String::new() },
     ] {

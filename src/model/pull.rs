@@ -31,7 +31,9 @@ pub enum Progress {
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
     /// Nothing answered.
-    #[error("cannot reach the model server at {url} ({detail}); start it with `ollama serve`, or set llm.base_url (LLM_BASE_URL)")]
+    #[error(
+        "cannot reach the model server at {url} ({detail}); start it with `ollama serve`, or set llm.base_url (LLM_BASE_URL)"
+    )]
     Unreachable {
         /// Where it tried.
         url: String,
@@ -93,7 +95,8 @@ pub async fn pull(llm: &LlmConfig, mut on: impl FnMut(Progress)) -> Result<(), P
     if status == reqwest::StatusCode::NOT_FOUND || status == reqwest::StatusCode::METHOD_NOT_ALLOWED {
         return Err(PullError::NotOllama { url, status: status.as_u16(), model: llm.model.clone() });
     }
-    let failed = |detail: String| PullError::Failed { model: llm.model.clone(), detail: crate::guard::clip(&detail, 500) };
+    let failed =
+        |detail: String| PullError::Failed { model: llm.model.clone(), detail: crate::guard::clip(&detail, 500) };
     if !status.is_success() {
         let body = response.text().await.unwrap_or_default();
         let detail = serde_json::from_str::<Line>(&body).ok().and_then(|l| l.error).unwrap_or(body);
@@ -153,9 +156,15 @@ mod tests {
         let mut seen = Vec::new();
         let mut on = |p: Progress| seen.push(p);
         assert_eq!(report(br#"{"status":"pulling manifest"}"#, &mut on), Ok(false));
-        assert_eq!(report(br#"{"status":"pulling 6a07","digest":"sha256:6a07","total":200,"completed":50}"#, &mut on), Ok(false));
+        assert_eq!(
+            report(br#"{"status":"pulling 6a07","digest":"sha256:6a07","total":200,"completed":50}"#, &mut on),
+            Ok(false)
+        );
         assert_eq!(report(br#"{"status":"success"}"#, &mut on), Ok(true));
-        assert_eq!(report(br#"{"error":"pull model manifest: file does not exist"}"#, &mut on), Err("pull model manifest: file does not exist".into()));
+        assert_eq!(
+            report(br#"{"error":"pull model manifest: file does not exist"}"#, &mut on),
+            Err("pull model manifest: file does not exist".into())
+        );
         assert!(report(b"<html>", &mut on).is_err());
         assert_eq!(
             seen,

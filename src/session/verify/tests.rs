@@ -14,7 +14,8 @@ fn turn() -> Vec<Stored> {
     let search = "2 sections matched, best first:\n\
         <untrusted source=\"docs/refunds.md#window\">\n# Refunds > Window\nRefunds are possible within **14 days** of the first payment.\n</untrusted>\n\
         <untrusted source=\"docs/taxes.md\">\n# Taxes\nVAT is charged at the customer's rate.\n</untrusted>\n";
-    let read = "<untrusted source=\"docs/disputes.md\">\nlines 1-3 of 3\n# Disputes\nA 15 EUR fee applies.\n</untrusted>";
+    let read =
+        "<untrusted source=\"docs/disputes.md\">\nlines 1-3 of 3\n# Disputes\nA 15 EUR fee applies.\n</untrusted>";
     vec![
         stored(
             2,
@@ -87,7 +88,11 @@ fn a_quoted_span_must_be_in_the_retrieved_text() {
         ("You asked what \"refund in thirty days\" means: it is 14 days (docs/refunds.md).", &[]),
     ];
     for (answer, expected) in cases {
-        assert_eq!(check(answer, "what does \"refund in thirty days\" mean", &events).misquotes, *expected, "answer {answer:?}");
+        assert_eq!(
+            check(answer, "what does \"refund in thirty days\" mean", &events).misquotes,
+            *expected,
+            "answer {answer:?}"
+        );
     }
 }
 
