@@ -26,17 +26,6 @@ const DEFAULT_READ_LINES: usize = 200;
 const RETRIEVE_CANDIDATES: usize = 8;
 /// A section is shown only if at least this many bytes of it fit in what is left of the budget.
 const MIN_SECTION_BYTES: usize = 200;
-/// The line after retrieve-first's sections (the harness's words, outside every fence), with
-/// the question repeated: small models lose it behind a page of docs. The question's tags are
-/// neutralised, so it cannot forge a fence (a "retrieved" section) in the tool result.
-fn retrieved_hint(question: &str) -> String {
-    let question = guard::clip(question.trim(), 300).replace('\n', " ");
-    format!(
-        "Question: {}\nAnswer it in one or two sentences from these sections, then give the source you used as [path#anchor].",
-        fence::neutralize_tags(&question)
-    )
-}
-
 /// What retrieve-first says when nothing matched.
 const NO_HITS_HINT: &str = "Search with other words, or say the docs do not cover it.";
 /// Longest argument text parsed at all.
@@ -300,21 +289,20 @@ impl Toolbox<'_> {
             return Outcome::allowed("No section of the docs matched. Try other words.".to_string());
         }
         let budget = self.max_result_bytes / hits.len();
-        let mut text = format!("{} sections matched, best first:\n", hits.len());
-        for hit in &hits {
-            let body = format!("# {}\n{}", hit.heading, hit.excerpt);
-            let body = redact::redact_truncated(&body, budget.saturating_sub(hit.source().len() + 40));
-            text.push_str(Fenced::new(&hit.source(), &body).as_str());
-            text.push('\n');
-        }
-        Outcome::allowed(text)
+        let fenced: Vec<String> = hits.iter().map(|hit| fence_hit(hit, budget)).collect();
+        Outcome::allowed(listing(&fenced))
     }
 
     /// The search the harness runs for a user's message before the first model call
-    /// (retrieve-first): the best sections for `query`, whole where they fit, until
-    /// `context_tokens` (bytes / 4) are used, then the `question` and how to answer it.
-    pub fn retrieve(&self, query: &str, question: &str, context_tokens: usize) -> Outcome {
-        let hits = match self.index.search(query, RETRIEVE_CANDIDATES) {
+    /// (retrieve-first), from its logged `search_docs` arguments: the best sections for the
+    /// query, whole where they fit, until `context_tokens` (bytes / 4) are used, then the
+    /// `question` and how to answer it.
+    pub fn retrieve(&self, arguments: &str, question: &str, context_tokens: usize) -> Outcome {
+        let query = match parse::<SearchArgs>(Tool::SearchDocs, arguments) {
+            Ok(args) => args.query,
+            Err(outcome) => return outcome,
+        };
+        let hits = match self.index.search(&query, RETRIEVE_CANDIDATES) {
             Ok(hits) => hits,
             Err(e) => return Outcome::error(e),
         };
@@ -324,21 +312,14 @@ impl Toolbox<'_> {
         let mut left = context_tokens.saturating_mul(4).min(self.max_result_bytes);
         let mut fenced = Vec::new();
         for hit in &hits {
-            let overhead = hit.source().len() + 40;
-            if !fenced.is_empty() && left < overhead + MIN_SECTION_BYTES {
+            if !fenced.is_empty() && left < hit.source().len() + FENCE_OVERHEAD + MIN_SECTION_BYTES {
                 break;
             }
-            let body = format!("# {}\n{}", hit.heading, hit.excerpt);
-            let body = redact::redact_truncated(&body, left.saturating_sub(overhead));
-            let section = Fenced::new(&hit.source(), &body).into_string();
+            let section = fence_hit(hit, left);
             left = left.saturating_sub(section.len());
             fenced.push(section);
         }
-        let mut text = format!("{} sections matched, best first:\n", fenced.len());
-        for section in fenced {
-            text.push_str(&section);
-            text.push('\n');
-        }
+        let mut text = listing(&fenced);
         text.push_str(&retrieved_hint(question));
         Outcome::allowed(text)
     }
@@ -384,6 +365,37 @@ impl Toolbox<'_> {
             }
         }
     }
+}
+
+/// Bytes a fence and its heading line add around a section's text, at most.
+const FENCE_OVERHEAD: usize = 40;
+
+/// One search hit, its heading line first, redacted and cut to fit in `bytes` with its fence.
+fn fence_hit(hit: &crate::index::Hit, bytes: usize) -> String {
+    let body = format!("# {}\n{}", hit.heading, hit.excerpt);
+    let body = redact::redact_truncated(&body, bytes.saturating_sub(hit.source().len() + FENCE_OVERHEAD));
+    Fenced::new(&hit.source(), &body).into_string()
+}
+
+/// Fenced sections as a search result shows them: a count, then each, best first.
+fn listing(fenced: &[String]) -> String {
+    let mut text = format!("{} sections matched, best first:\n", fenced.len());
+    for section in fenced {
+        text.push_str(section);
+        text.push('\n');
+    }
+    text
+}
+
+/// The line after retrieve-first's sections (the harness's words, outside every fence), with
+/// the question repeated: small models lose it behind a page of docs. The question's tags are
+/// neutralised, so it cannot forge a fence (a "retrieved" section) in the tool result.
+fn retrieved_hint(question: &str) -> String {
+    let question = guard::clip(question.trim(), 300).replace('\n', " ");
+    format!(
+        "Question: {}\nAnswer it in one or two sentences from these sections, then give the source you used as [path#anchor].",
+        fence::neutralize_tags(&question)
+    )
 }
 
 /// Checks a write's path and size; the content is scrubbed here, once, so the approval prompt,

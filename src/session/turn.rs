@@ -150,16 +150,13 @@ impl<'a> Turn<'a> {
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
                 Next::Finish { text, shown, steps } => {
+                    let question = state::latest_user_message(&events).unwrap_or_default();
+                    let turn = state::this_turn(&events);
                     // The answer and the turn's end are durable together (one commit).
                     let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
                     let answer = match shown {
                         Some(shown) => shown.to_string(),
-                        None => match self.checked(
-                            text,
-                            state::latest_user_message(&events).unwrap_or_default(),
-                            state::this_turn(&events),
-                            steps,
-                        ) {
+                        None => match self.checked(text, question, turn, steps) {
                             Checked::SendBack(correction) => {
                                 self.append(correction)?;
                                 continue;
@@ -173,28 +170,27 @@ impl<'a> Turn<'a> {
                     };
                     self.append_all(end)?;
                     self.emit(TurnEvent::Answer(&answer));
-                    let question = state::latest_user_message(&events).unwrap_or_default();
-                    let citations = verify::check(&answer, question, state::this_turn(&events)).citations;
+                    let citations = verify::check(&answer, question, turn).citations;
                     return Ok(TurnEnd::Answered { answer, steps, citations });
                 }
-                Next::CallModel { steps: 0 }
-                    if self.deps.retrieval.first && state::retrieval_query(&events).is_some() =>
-                {
-                    let question = state::retrieval_query(&events).unwrap_or_default();
-                    let seq = events.last().map_or(1, |s| s.seq + 1);
-                    let search = CallRecord {
-                        id: format!("call_{seq}_0"),
-                        name: Tool::SearchDocs.name().to_string(),
-                        arguments: serde_json::json!({ "query": question }).to_string(),
-                    };
-                    self.append(Event::AssistantMessage {
-                        text: String::new(),
-                        tool_calls: vec![search],
-                        usage: None,
-                        origin: Origin::Harness,
-                    })?;
-                }
                 Next::CallModel { steps } => {
+                    if self.deps.retrieval.first
+                        && let Some(query) = state::retrieval_query(&events)
+                    {
+                        let seq = events.last().map_or(1, |s| s.seq + 1);
+                        let search = CallRecord {
+                            id: format!("call_{seq}_0"),
+                            name: Tool::SearchDocs.name().to_string(),
+                            arguments: serde_json::json!({ "query": query }).to_string(),
+                        };
+                        self.append(Event::AssistantMessage {
+                            text: String::new(),
+                            tool_calls: vec![search],
+                            usage: None,
+                            origin: Origin::Harness,
+                        })?;
+                        continue;
+                    }
                     if steps >= limits.max_steps {
                         return self.stop(StopReason::StepLimit, steps);
                     }
@@ -358,9 +354,11 @@ impl<'a> Turn<'a> {
             ))
         } else {
             let planned = match call.origin {
-                Origin::Harness => {
-                    Planned::Done(retrieve_first(toolbox, call.record, question, self.deps.retrieval.context_tokens))
-                }
+                Origin::Harness => Planned::Done(toolbox.retrieve(
+                    &call.record.arguments,
+                    question,
+                    self.deps.retrieval.context_tokens,
+                )),
                 Origin::Model => toolbox.plan(&call.record.name, &call.record.arguments),
             };
             match planned {
@@ -586,15 +584,6 @@ fn retrieval_only(turn: &[Stored]) -> String {
         .map(|s| crate::guard::fence::Fenced::new(&s.source, &s.body).into_string())
         .collect();
     crate::model::builtin::extractive_answer(&searched.join("\n"), crate::model::builtin::UNCHECKED_HEADER)
-}
-
-/// Retrieve-first: the harness's own `search_docs` call, sized by the token budget.
-fn retrieve_first(toolbox: &Toolbox<'_>, record: &CallRecord, question: &str, context_tokens: usize) -> Outcome {
-    let query = serde_json::from_str::<serde_json::Value>(&record.arguments)
-        .ok()
-        .and_then(|v| v.get("query").and_then(|q| q.as_str()).map(str::to_string))
-        .unwrap_or_default();
-    toolbox.retrieve(&query, question, context_tokens)
 }
 
 /// What one model call came to.
