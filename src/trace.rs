@@ -1,6 +1,7 @@
 //! The trace: one JSON line per tool call on stderr (`step`, `tool`, `args`, `result`, `ms`,
 //! `decision`; step 0 is the harness's own search before the first model call), plus `event`
 //! lines: `model` per model call (time, tokens the server reported, the harness's estimate),
+//! `correction` when the harness sends a reply back (`kind`: unverified or tool_call),
 //! `usage` when the turn answers (the question's totals), warnings and stops. It listens to a turn's events
 //! ([`Trace::observe`]); [`tool_line`] is the same line for other listeners (the API's streams).
 //! Every string is redacted first, the person's own question included, and long strings are
@@ -89,6 +90,9 @@ impl<W: Write> Trace<W> {
                 if let Some(warning) = usage.and_then(|u| truncated(u.prompt, *estimate)) {
                     self.event("warning", &warning);
                 }
+            }
+            TurnEvent::SentBack(kind) => {
+                self.write(&json!({"event": "correction", "kind": kind.as_str()}));
             }
             TurnEvent::Answer(_) => {
                 let used = std::mem::take(&mut self.used);

@@ -84,6 +84,23 @@ pub struct Global {
     /// Model calls allowed for one question [env: DOCS_AGENT_MAX_STEPS]
     #[arg(long, global = true, value_name = "N")]
     pub max_steps: Option<u32>,
+    /// Show the answer as it is written (a guarded paragraph at a time) and a progress line
+    /// while the model reads and writes: `auto` does so on a terminal only (the answer when
+    /// stdout is one, the progress line when stderr is one); piped output is the final answer,
+    /// printed once
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = StreamWhen::Auto)]
+    pub stream: StreamWhen,
+}
+
+/// When the CLI shows an answer as it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamWhen {
+    /// On a terminal.
+    Auto,
+    /// Always, even into a pipe (the progress line too, on stderr).
+    Always,
+    /// Never: the final answer only.
+    Never,
 }
 
 /// The subcommands.

@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-use super::{Exit, Failure, open, warn_skipped};
+use super::live::{self, Live};
+use super::{Exit, Failure, StreamWhen, open, warn_skipped};
 use crate::agent::{AskError, Stop};
 use crate::approval::{Approver, Terminal};
 use crate::config::Config;
@@ -11,23 +12,29 @@ use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
 use crate::{check as checks, guard};
 
-/// `docs-agent "question"`: the answer on stdout, the trace on stderr.
-pub fn ask(config: Config, question: &str) -> Result<Exit, Failure> {
+/// `docs-agent "question"`: the answer on stdout (as it is written, on a terminal), the trace
+/// on stderr.
+pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Failure> {
     if question.trim().is_empty() {
         return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
     }
     let approver = Approver::new(&config, Terminal::detect());
     let harness = open(&config)?;
-    let mut trace = Trace::new(std::io::stderr(), config.limits.trace_result_chars);
+    let mut trace = Trace::new(live::Stderr, config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
-    let mut observe = |event: &TurnEvent<'_>| trace.observe(event);
+    let mut live = Live::new(when, &config.allowed_link_hosts);
+    let mut observe = |event: &TurnEvent<'_>| {
+        // The view first: a progress line it ends is gone before the trace line is written.
+        live.hear(event);
+        trace.observe(event);
+    };
     let run = harness.ask_blocking(&config, approver, question, Some(&mut observe)).map_err(|e| match e {
         AskError::Model(error) => (Exit::Model, error.to_string()),
         other => (Exit::Failure, other.to_string()),
     })?;
     match run.stop {
         Stop::Answered => {
-            println!("{}", super::with_sources(&run.answer, &run.citations));
+            live.answered(&run.answer, &run.citations);
             Ok(Exit::Ok)
         }
         Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),

@@ -6,8 +6,9 @@ use std::io::BufRead;
 
 use tokio::sync::mpsc;
 
+use super::live::Live;
 use super::sessions::{self, Desk};
-use super::{Exit, Failure};
+use super::{Exit, Failure, StreamWhen};
 use crate::approval::Terminal;
 use crate::guard;
 use crate::model::Model;
@@ -20,12 +21,18 @@ use crate::session::state::{self, Status};
 use crate::session::turn::{TurnEnd, TurnError, Verdict};
 
 /// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
-pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
+/// Answers are shown as they are written when `when` says so.
+pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>, when: StreamWhen) -> Result<Exit, Failure> {
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
-    runtime.block_on(run(desk, session, repin))
+    runtime.block_on(run(desk, session, repin, when))
 }
 
-async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> Result<Exit, Failure> {
+async fn run(
+    mut desk: Desk,
+    session: Option<String>,
+    repin: Option<String>,
+    when: StreamWhen,
+) -> Result<Exit, Failure> {
     // A new session is written to the log with its first message, so leaving at once leaves
     // no empty session behind.
     let (id, mut unstarted) = match session {
@@ -42,7 +49,7 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
     let mut lines = read_lines();
     if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {
         eprintln!("finishing the turn this session left unfinished");
-        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
+        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal, when).await? {
             return Ok(exit);
         }
     }
@@ -77,7 +84,7 @@ async fn run(mut desk: Desk, session: Option<String>, repin: Option<String>) -> 
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;
-        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal).await? {
+        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal, when).await? {
             return Ok(exit);
         }
     }
@@ -90,6 +97,7 @@ async fn turn(
     model: &Model,
     lines: &mut mpsc::UnboundedReceiver<String>,
     terminal: bool,
+    when: StreamWhen,
 ) -> Result<Option<Exit>, Failure> {
     loop {
         let (canceller, mut cancel) = Cancel::pair();
@@ -98,16 +106,23 @@ async fn turn(
                 canceller.cancel();
             }
         });
-        let mut started = false;
-        let mut on_text = |event: &TurnEvent<'_>| {
-            if matches!(event, TurnEvent::TextDelta(_)) && !std::mem::replace(&mut started, true) {
+        let mut live = Live::new(when, &desk.config.allowed_link_hosts);
+        // Without a progress line, one word says the answer is being written (Ctrl-C stops it).
+        let mut announce = !live.shows_progress();
+        let mut on_event = |event: &TurnEvent<'_>| {
+            if matches!(event, TurnEvent::TextDelta(_)) && std::mem::replace(&mut announce, false) {
                 eprintln!("(answering…)");
             }
+            live.hear(event);
         };
-        let end = desk.drive(id, model, &mut cancel, Some(&mut on_text)).await;
+        let end = desk.drive(id, model, &mut cancel, Some(&mut on_event)).await;
         watcher.abort();
         let (call_id, path, content) = match end {
             Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => (call_id, path, content),
+            Ok(TurnEnd::Answered { answer, citations, .. }) => {
+                live.answered(&answer, &citations);
+                return Ok(None);
+            }
             // The log failed: nothing past its last event is known to be durable, so the chat
             // stops rather than take more input (`chat --session ID` picks it up).
             Err(TurnError::Log(e)) => {

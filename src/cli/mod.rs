@@ -5,6 +5,8 @@
 //! - `ask`: a one-shot question, `search`, `check`;
 //! - `chat`: the terminal conversation; `sessions`: `docs-agent sessions ...` and what chat
 //!   shares with it (the [`sessions::Desk`]);
+//! - `live`: what a terminal shows while a turn runs (the answer as it is written, a progress
+//!   line);
 //! - `eval`: the eval and red-team pack; `serve`: the HTTP service's start and shutdown;
 //! - `ops`: `redact`, `hash-token`, `health`.
 
@@ -12,6 +14,7 @@ pub mod args;
 pub mod ask;
 pub mod chat;
 pub mod eval;
+pub mod live;
 pub mod ops;
 pub mod serve;
 pub mod sessions;
@@ -19,7 +22,7 @@ pub mod sessions;
 use std::collections::HashMap;
 use std::io::Write;
 
-pub use args::{Cli, Command, Exit, Failure, Global, ScopeArg, SessionsAction};
+pub use args::{Cli, Command, Exit, Failure, Global, ScopeArg, SessionsAction, StreamWhen};
 
 use crate::agent::Harness;
 use crate::config::{Config, ENV_KEYS, Sources};
@@ -39,10 +42,10 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
             eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)
         }
-        Some(Command::Ask { question }) => ask::ask(load_config(&global)?, &question.join(" ")),
+        Some(Command::Ask { question }) => ask::ask(load_config(&global)?, &question.join(" "), global.stream),
         Some(Command::Search { query, limit }) => ask::search(load_config(&global)?, &query.join(" "), limit),
         Some(Command::Check) => ask::check(load_config(&global)?),
-        Some(Command::Chat { session }) => chat::chat(desk(&global)?, session, global.model.clone()),
+        Some(Command::Chat { session }) => chat::chat(desk(&global)?, session, global.model.clone(), global.stream),
         Some(Command::Sessions { action }) => sessions::run(&global, action),
         Some(Command::Serve { listen }) => serve::serve(load_config(&global)?, listen),
         Some(Command::HashToken) => ops::hash_token(),
@@ -51,7 +54,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
         )),
-        None => ask::ask(load_config(&global)?, &question.join(" ")),
+        None => ask::ask(load_config(&global)?, &question.join(" "), global.stream),
     }
 }
 

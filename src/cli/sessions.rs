@@ -67,8 +67,8 @@ pub struct Desk {
     pub harness: Harness,
     /// The session log.
     pub log: Log,
-    /// Trace lines (stderr).
-    trace: Trace<std::io::Stderr>,
+    /// Trace lines (stderr, below any progress line).
+    trace: Trace<super::live::Stderr>,
 }
 
 impl Desk {
@@ -79,7 +79,7 @@ impl Desk {
             log.kill_after(hook);
         }
         let harness = super::open(&config)?;
-        let trace = Trace::new(std::io::stderr(), config.limits.trace_result_chars);
+        let trace = Trace::new(super::live::Stderr, config.limits.trace_result_chars);
         Ok(Desk { config, harness, log, trace })
     }
 
@@ -159,10 +159,11 @@ impl Desk {
         let undecided = self.undecided();
         let Desk { config, harness, log, trace } = self;
         let mut observe = |event: &TurnEvent<'_>| {
-            trace.observe(event);
+            // The terminal first: a progress line it ends is gone before the trace line.
             if let Some(terminal) = terminal.as_mut() {
                 terminal(event);
             }
+            trace.observe(event);
         };
         let deps = harness.deps(config);
         deps.turn(model, log, id).undecided(undecided).observed(&mut observe).drive(cancel).await

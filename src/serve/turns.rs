@@ -281,6 +281,7 @@ impl Listener<'_> {
             }
             TurnEvent::ToolCall(_)
             | TurnEvent::ModelReplied { .. }
+            | TurnEvent::SentBack(_)
             | TurnEvent::ApprovalRequired { .. }
             | TurnEvent::Answer(_)
             | TurnEvent::Stopped { .. } => {}

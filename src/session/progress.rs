@@ -5,7 +5,7 @@
 //! that lets one leave the process guards it first (`trace` redacts every string, streamed text
 //! goes through `guard::stream`).
 
-use crate::session::event::{StopReason, Tokens};
+use crate::session::event::{CorrectionKind, StopReason, Tokens};
 use crate::tools::Decision;
 
 /// One thing that happened in a turn.
@@ -15,6 +15,9 @@ pub enum TurnEvent<'a> {
     ModelCall {
         /// The call's number in the turn, from 1.
         step: u32,
+        /// The harness's estimate of the prompt it sends (bytes / 4, tool schemas included):
+        /// what the model reads before it writes a word.
+        estimate: u64,
     },
     /// A model call answered: how long it took and the tokens it used.
     ModelReplied {
@@ -49,6 +52,10 @@ pub enum TurnEvent<'a> {
         /// Where it wants to write.
         path: &'a str,
     },
+    /// The harness sent the model's reply back with a correction instead of taking it as the
+    /// answer (a citation it could not verify, a tool call it could not read); the model is
+    /// asked again.
+    SentBack(CorrectionKind),
     /// The turn answered; the text passed the outbound guard.
     Answer(&'a str),
     /// The turn stopped without an answer: a limit or a cancel.

@@ -157,8 +157,9 @@ impl<'a> Turn<'a> {
                     let answer = match shown {
                         Some(shown) => shown.to_string(),
                         None => match self.checked(text, question, turn, steps) {
-                            Checked::SendBack(correction) => {
-                                self.append(correction)?;
+                            Checked::SendBack { kind, text } => {
+                                self.append(Event::Correction { kind, text })?;
+                                self.emit(TurnEvent::SentBack(kind));
                                 continue;
                             }
                             Checked::Answer(text) => {
@@ -206,7 +207,7 @@ impl<'a> Turn<'a> {
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
                     let estimate = size + specs_tokens;
                     let started = Instant::now();
-                    match self.call_model(&messages, &specs, deadline, steps + 1, cancel).await {
+                    match self.call_model(&messages, &specs, estimate, deadline, steps + 1, cancel).await {
                         Called::Reply(reply) => {
                             let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
                             let ms = started.elapsed().as_millis();
@@ -268,11 +269,12 @@ impl<'a> Turn<'a> {
         &mut self,
         messages: &[Message],
         specs: &[crate::model::ToolSpec],
+        estimate: u64,
         deadline: Instant,
         step: u32,
         cancel: &mut Cancel,
     ) -> Called {
-        self.emit(TurnEvent::ModelCall { step });
+        self.emit(TurnEvent::ModelCall { step, estimate });
         let partial = std::sync::Mutex::new(String::new());
         let observer = &mut self.observer;
         let mut on_delta = |delta: &str| {
@@ -474,7 +476,7 @@ impl<'a> Turn<'a> {
             && can_retry
             && !sent(CorrectionKind::ToolCall)
         {
-            return Checked::SendBack(Event::Correction { kind: CorrectionKind::ToolCall, text: problem });
+            return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem };
         }
         if !self.deps.retrieval.verify {
             return Checked::Answer(text.to_string());
@@ -484,7 +486,7 @@ impl<'a> Turn<'a> {
             return Checked::Answer(text.to_string());
         }
         if can_retry && !sent(CorrectionKind::Unverified) {
-            return Checked::SendBack(Event::Correction { kind: CorrectionKind::Unverified, text: reminder(&verdict) });
+            return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict) };
         }
         Checked::Answer(retrieval_only(turn))
     }
@@ -556,7 +558,12 @@ impl<'a> Turn<'a> {
 /// What the check of a final text decided.
 enum Checked {
     /// Record this correction and ask the model again.
-    SendBack(Event),
+    SendBack {
+        /// Why.
+        kind: CorrectionKind,
+        /// What the model is told.
+        text: String,
+    },
     /// Answer with this text (the model's, or the retrieval-only fallback).
     Answer(String),
 }
