@@ -1,0 +1,194 @@
+//! `cargo bench --bench retrieval`: how often search finds the right file and section for
+//! questions written as support tickets (`bench/questions/{polar-docs,business-central-docs}.jsonl`,
+//! each with its gold files and sections, odd ids `dev`, even ids `held-out`), beside two plain
+//! FTS5 indexes of the same sections built in the same run: `unicode61` with no weights, and the
+//! same with `porter`, each searched with the question's words OR-ed.
+//!
+//! Measured per corpus and half: R@1 and R@5 (a top-1 / top-5 section is in a gold file),
+//! MRR@10 (over files), and section hits at 1 and 5 (the section itself is gold; a gold entry
+//! without `#anchor` accepts any section of its file). Tune on `dev` only; `held-out` is the check.
+//!
+//! Environment: `DOCS_AGENT_CORPORA` (default `../shared/corpora` beside the checkout);
+//! `BENCH_MISSES=dev` lists the dev questions whose top section is not in a gold file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cap_std::fs::Dir;
+use docs_agent::index::{Index, chunk, walk};
+use rusqlite::{Connection, params};
+
+/// `index.max_file_bytes` as the default config sets it.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Sections looked at per question.
+const DEPTH: usize = 10;
+/// The corpora, by folder name.
+const CORPORA: [&str; 2] = ["polar-docs", "business-central-docs"];
+
+type Result<T> = std::result::Result<T, String>;
+
+/// One question of a set.
+#[derive(serde::Deserialize)]
+struct Question {
+    id: String,
+    split: String,
+    question: String,
+    gold: Vec<String>,
+}
+
+impl Question {
+    /// The gold files.
+    fn gold_file(&self, path: &str) -> bool {
+        self.gold.iter().any(|g| g.split('#').next() == Some(path))
+    }
+
+    /// The section is gold (a bare gold path takes any of its sections).
+    fn gold_section(&self, path: &str, anchor: &str) -> bool {
+        self.gold.iter().any(|g| match g.split_once('#') {
+            Some((p, a)) => p == path && a == anchor,
+            None => g == path,
+        })
+    }
+}
+
+/// Sums of the measures over questions.
+#[derive(Default, Clone, Copy)]
+struct Score {
+    n: usize,
+    r1: f64,
+    r5: f64,
+    mrr: f64,
+    s1: f64,
+    s5: f64,
+}
+
+impl Score {
+    fn add(&mut self, question: &Question, ranked: &[(String, String)]) {
+        self.n += 1;
+        let file_rank = ranked.iter().position(|(p, _)| question.gold_file(p));
+        let section_rank = ranked.iter().position(|(p, a)| question.gold_section(p, a));
+        self.r1 += f64::from(u8::from(file_rank == Some(0)));
+        self.r5 += f64::from(u8::from(file_rank.is_some_and(|r| r < 5)));
+        self.mrr += file_rank.map_or(0.0, |r| 1.0 / (r as f64 + 1.0));
+        self.s1 += f64::from(u8::from(section_rank == Some(0)));
+        self.s5 += f64::from(u8::from(section_rank.is_some_and(|r| r < 5)));
+    }
+
+    fn row(&self, corpus: &str, half: &str, system: &str) -> String {
+        let n = self.n.max(1) as f64;
+        format!(
+            "| {corpus} | {half} | {system} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            self.n,
+            self.r1 / n,
+            self.r5 / n,
+            self.mrr / n,
+            self.s1 / n,
+            self.s5 / n
+        )
+    }
+}
+
+/// A plain FTS5 index of the same sections: one text column, no weights.
+struct Plain {
+    conn: Connection,
+}
+
+impl Plain {
+    fn build(docs: &Dir, tokenizer: &str) -> Result<Plain> {
+        let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE s USING fts5(text, path UNINDEXED, anchor UNINDEXED, tokenize = '{tokenizer}');"
+        ))
+        .map_err(|e| e.to_string())?;
+        let walked = walk::walk_docs(docs, MAX_FILE_BYTES);
+        let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
+        for file in &walked.files {
+            for c in chunk::chunk_file(&file.path, &file.text) {
+                tx.execute(
+                    "INSERT INTO s (text, path, anchor) VALUES (?1, ?2, ?3)",
+                    params![format!("{}\n{}", c.heading_text(), c.body), file.path, c.anchor],
+                )
+                .map_err(|e| e.to_string())?;
+            }
+        }
+        tx.commit().map_err(|e| e.to_string())?;
+        Ok(Plain { conn })
+    }
+
+    fn search(&self, question: &str) -> Result<Vec<(String, String)>> {
+        let words: Vec<String> = question
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("\"{}\"", w.to_lowercase()))
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path, anchor FROM s WHERE s MATCH ?1 ORDER BY bm25(s) LIMIT ?2")
+            .map_err(|e| e.to_string())?;
+        let rows = stmt
+            .query_map(params![words.join(" OR "), DEPTH as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| e.to_string())?;
+        rows.collect::<std::result::Result<_, _>>().map_err(|e| e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench retrieval: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let corpora = std::env::var_os("DOCS_AGENT_CORPORA")
+        .map_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora")), PathBuf::from);
+    let misses = std::env::var("BENCH_MISSES").ok();
+    println!("| corpus | half | system | n | R@1 | R@5 | MRR@10 | section@1 | section@5 |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
+    for corpus in CORPORA {
+        let path = corpora.join(corpus);
+        let docs = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).map_err(|e| {
+            format!("cannot open corpus {} ({e}); set DOCS_AGENT_CORPORA to the folder holding it", path.display())
+        })?;
+        let questions = questions(corpus)?;
+        eprintln!("{corpus}: indexing for 3 systems, {} questions...", questions.len());
+        let index = Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{corpus}: {e}"))?;
+        let plain = Plain::build(&docs, "unicode61")?;
+        let porter = Plain::build(&docs, "porter unicode61")?;
+        for half in ["dev", "held-out"] {
+            let (mut ours, mut base, mut stem) = (Score::default(), Score::default(), Score::default());
+            for q in questions.iter().filter(|q| q.split == half) {
+                let hits = index.search(&q.question, DEPTH).map_err(|e| e.to_string())?;
+                let ranked: Vec<(String, String)> = hits.into_iter().map(|h| (h.path, h.anchor)).collect();
+                if misses.as_deref() == Some(half) && !ranked.first().is_some_and(|(p, _)| q.gold_file(p)) {
+                    let top: Vec<String> = ranked.iter().take(3).map(|(p, a)| format!("{p}#{a}")).collect();
+                    eprintln!("miss {}: {}\n  gold {:?}\n  got  {top:?}", q.id, q.question, q.gold);
+                }
+                ours.add(q, &ranked);
+                base.add(q, &plain.search(&q.question)?);
+                stem.add(q, &porter.search(&q.question)?);
+            }
+            println!("{}", ours.row(corpus, half, "docs-agent"));
+            println!("{}", base.row(corpus, half, "plain FTS5"));
+            println!("{}", stem.row(corpus, half, "FTS5 porter"));
+        }
+    }
+    Ok(())
+}
+
+/// The question set of `corpus`.
+fn questions(corpus: &str) -> Result<Vec<Question>> {
+    let file = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/questions")).join(format!("{corpus}.jsonl"));
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1)))
+        .collect()
+}
