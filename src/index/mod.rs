@@ -1,13 +1,10 @@
-//! The search index: `docs/**/*.md` chunked by heading into an in-memory SQLite FTS5 table
-//! (porter stems), searched with the question's selective words and their neighbouring pairs
-//! as phrases, ranked by BM25 over heading and body, then by evidence from the rest of each
-//! section's file (`rank`). Bodies are redacted and sanitised when indexed, so nothing
-//! downstream can see a secret from the docs.
+//! The search index: `docs/**/*.md` chunked by heading into an in-memory SQLite FTS5 table,
+//! ranked by BM25 with the heading weighted above the body. Bodies are redacted and sanitised
+//! when indexed, so nothing downstream can see a secret from the docs.
 
 pub mod chunk;
 mod prune;
 pub mod query;
-mod rank;
 pub mod walk;
 
 use cap_std::fs::Dir;
@@ -29,18 +26,13 @@ const BULK_LOAD_SETTINGS: &str = "
 const PARALLEL_BYTES: u64 = 1 << 20;
 /// Files chunked ahead of the inserting thread.
 const PIPELINE_DEPTH: usize = 64;
-/// Weight of the heading column against the body in BM25. Chosen on the dev half of the
-/// question sets (`cargo bench --bench retrieval`): 5 put the right file first for 53% of the
-/// billing dev questions, 1 for 63% (tickets name symptoms, not headings); the ERP half was even.
-const HEADING_WEIGHT: f64 = 1.0;
+/// Weight of the heading column against the body in BM25.
+const HEADING_WEIGHT: f64 = 5.0;
 /// Longest window of a section that is indexed and returned; a longer section is indexed as
 /// several windows, so a hit shows the part that matched.
 pub const EXCERPT_BYTES: usize = 2_000;
 /// Candidate rows fetched per wanted hit, since one section may have several windows.
 const CANDIDATES_PER_HIT: usize = 4;
-/// Candidate rows fetched at least: the pool in which a file's other sections count as
-/// evidence for each of them ([`rank::with_file_evidence`]).
-const CANDIDATE_POOL: usize = 40;
 
 /// One ranked section.
 #[derive(Debug, Clone)]
@@ -222,8 +214,7 @@ impl Index {
     }
 
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
-    /// A long section is indexed as several windows; only its best window is returned, and a
-    /// file's other sections among the candidates count for it ([`rank::with_file_evidence`]).
+    /// A long section is indexed as several windows; only its best window is returned.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
         let conn = self.reader();
         let terms = prune::selective(&conn, query::terms(text), self.stats.sections)?;
@@ -235,8 +226,8 @@ impl Index {
                     bm25(sections, ?3, 1.0) AS rank \
              FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2",
         )?;
-        let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
-        let rows = stmt.query_map(params![fts, pool as i64, HEADING_WEIGHT], |r| {
+        let mut hits: Vec<Hit> = Vec::with_capacity(k);
+        let rows = stmt.query_map(params![fts, (k * CANDIDATES_PER_HIT) as i64, HEADING_WEIGHT], |r| {
             let body: String = r.get(5)?;
             let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
             Ok(Hit {
@@ -248,15 +239,15 @@ impl Index {
                 score: -r.get::<_, f64>(8)?,
             })
         })?;
-        // Rows come best first: the first window of a section is its best.
-        let mut sections: Vec<Hit> = Vec::with_capacity(pool);
         for hit in rows {
             let hit = hit?;
-            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
-                sections.push(hit);
+            if !hits.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
+                hits.push(hit);
+            }
+            if hits.len() == k {
+                break;
             }
         }
-        let hits = rank::with_file_evidence(sections, k);
         Ok(hits)
     }
 }
