@@ -9,8 +9,12 @@
 //!
 //! Decisions worth knowing:
 //! * Code spans and code blocks are kept as they are: a renderer shows them as text and
-//!   never fetches them.
-//! * Bare URLs in plain text are kept: nothing fetches them without a click.
+//!   never fetches them. The one exception is a script URL (`javascript:…`, `data:text/html,…`),
+//!   removed wherever it is: no answer needs one, and pasted into an address bar it runs.
+//! * Bare `http(s)` URLs in plain text are kept: nothing fetches them without a click.
+//! * Plain text is also read as HTML, both as written and as decoded
+//!   (`&lt;img src="https&#58;//…">`), since a front end may insert it as HTML
+//!   (see `text`).
 //! * The rewrite is repeated until the parser finds nothing more to remove, because a
 //!   removal can make new syntax (`![a](evil)(evil2)` leaves `[image removed…](evil2)`).
 //!   If that does not settle within [`MAX_PASSES`], every `[`, `]`, `\` and `<` is escaped
@@ -28,9 +32,11 @@ use std::ops::Range;
 use std::sync::LazyLock;
 
 mod html;
+mod text;
 mod url;
 
 use html::*;
+use text::{TextRun, has_script_url};
 use url::*;
 
 /// What a removed image becomes.
@@ -115,25 +121,28 @@ fn rewrite_once(text: &str, allow: &Allowlist) -> Option<String> {
     let parser = Parser::new_ext(text, OPTIONS).into_offset_iter();
     let mut edits = definition_edits(text, parser.reference_definitions(), allow);
     let mut walker = Walker::new(allow);
-    let mut text_runs: Vec<Range<usize>> = Vec::new();
+    let mut text_runs: Vec<TextRun> = Vec::new();
+    let mut script_spans: Vec<Edit> = Vec::new();
     for (event, range) in parser {
-        if matches!(event, Event::Text(_)) {
-            match text_runs.last_mut() {
-                Some(last) if last.end == range.start => last.end = range.end,
-                _ => text_runs.push(range.clone()),
+        match &event {
+            Event::Text(decoded) => match text_runs.last_mut() {
+                Some(last) if last.source.end == range.start => last.push(text, decoded, range.clone()),
+                _ => text_runs.push(TextRun::new(text, decoded, range.clone())),
+            },
+            Event::Code(code) if has_script_url(code) => {
+                script_spans.push(Edit { range: range.clone(), with: LINK_REMOVED });
             }
+            _ => {}
         }
         walker.event(text, event, range);
     }
     edits.extend(stray_definition_edits(text, &walker.content, allow));
     edits.append(&mut walker.edits);
-    // Tag-like text that CommonMark leaves as text (`<img src=https://x/?a=b>`) is still a
-    // tag to a browser if the answer is ever inserted as HTML: read plain text as HTML too.
+    edits.append(&mut script_spans);
+    // Tag-like text that CommonMark leaves as text (`<img src=https://x/?a=b>`, or
+    // `&lt;img …>`) is still a tag to a browser if the answer is ever inserted as HTML.
     for run in text_runs {
-        let tags = offending_tags(&text[run.clone()], allow);
-        edits.extend(
-            tags.into_iter().map(|r| Edit { range: run.start + r.start..run.start + r.end, with: HTML_REMOVED }),
-        );
+        edits.extend(run.edits(text, allow));
     }
     (!edits.is_empty()).then(|| apply(text, edits))
 }

