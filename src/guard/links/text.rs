@@ -93,13 +93,12 @@ impl TextRun {
             .map_or(self.source.start, |p| {
                 if p.exact { p.source.start + (range.start - p.decoded_at) } else { p.source.start }
             });
-        let end =
-            self.pieces
-                .iter()
-                .find(|p| p.decoded_at < range.end && range.end <= p.decoded_at + p.len)
-                .map_or(self.source.end, |p| {
-                    if p.exact { p.source.start + (range.end - p.decoded_at) } else { p.source.end }
-                });
+        let end = self.pieces.iter().find(|p| p.decoded_at < range.end && range.end <= p.decoded_at + p.len).map_or(
+            self.source.end,
+            |p| {
+                if p.exact { p.source.start + (range.end - p.decoded_at) } else { p.source.end }
+            },
+        );
         start..end.max(start)
     }
 }
