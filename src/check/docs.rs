@@ -8,19 +8,38 @@ use std::collections::{HashMap, HashSet};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
 
 use super::Problem;
-use crate::index::chunk;
+use crate::index::kind::DocKind;
 use crate::index::walk::DocFile;
+use crate::index::{chunk, mdx};
 
-/// Checks every file; `files` are the readable docs found by the index walk.
+/// Checks every file; `files` are the readable docs found by the index walk. Markdown and MDX
+/// get every check (MDX once its JSX is removed, on the same lines); an MDX file the MDX parser
+/// rejects is reported; text and HTML files only provide anchors for links.
 pub fn check_docs(files: &[DocFile]) -> Vec<Problem> {
     let anchors: HashMap<&str, HashSet<String>> = files
         .iter()
-        .map(|f| (f.path.as_str(), chunk::chunk_markdown(&f.text, "").into_iter().map(|c| c.anchor).collect()))
+        .map(|f| (f.path.as_str(), chunk::chunk_file(&f.path, &f.text).into_iter().map(|c| c.anchor).collect()))
         .collect();
     let mut problems = Vec::new();
     for file in files {
-        front_matter(file, &mut problems);
-        fences_and_links(file, &anchors, &mut problems);
+        match DocKind::of(&file.path) {
+            Some(DocKind::Markdown) | None => {
+                front_matter(file, &mut problems);
+                fences_and_links(file, &file.text, &anchors, &mut problems);
+            }
+            Some(DocKind::Mdx) => match mdx::to_markdown(&file.text) {
+                Ok(markdown) => {
+                    front_matter(file, &mut problems);
+                    fences_and_links(file, &markdown, &anchors, &mut problems);
+                }
+                Err(e) => problems.push(Problem {
+                    file: file.path.clone(),
+                    line: None,
+                    message: format!("{e}; it is indexed as Markdown, JSX and all, until it is fixed"),
+                }),
+            },
+            Some(DocKind::Text | DocKind::Html) => {}
+        }
     }
     problems
 }
@@ -47,8 +66,7 @@ fn front_matter(file: &DocFile, problems: &mut Vec<Problem>) {
     }
 }
 
-fn fences_and_links(file: &DocFile, anchors: &HashMap<&str, HashSet<String>>, problems: &mut Vec<Problem>) {
-    let text = &file.text;
+fn fences_and_links(file: &DocFile, text: &str, anchors: &HashMap<&str, HashSet<String>>, problems: &mut Vec<Problem>) {
     let options =
         Options::ENABLE_YAML_STYLE_METADATA_BLOCKS | Options::ENABLE_TABLES | Options::ENABLE_HEADING_ATTRIBUTES;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
@@ -77,7 +95,7 @@ fn fences_and_links(file: &DocFile, anchors: &HashMap<&str, HashSet<String>>, pr
     }
 }
 
-/// Why a relative link to a Markdown page or anchor is broken, if it is.
+/// Why a relative link to a document or anchor is broken, if it is.
 fn broken_link(from: &str, dest: &str, anchors: &HashMap<&str, HashSet<String>>) -> Option<String> {
     if dest.contains("://") || dest.starts_with("mailto:") || dest.starts_with('/') {
         return None;
@@ -86,9 +104,7 @@ fn broken_link(from: &str, dest: &str, anchors: &HashMap<&str, HashSet<String>>)
     let target = if page.is_empty() {
         from.to_string()
     } else {
-        if !(page.ends_with(".md") || page.ends_with(".markdown")) {
-            return None;
-        }
+        DocKind::of(page)?;
         resolve(from, page)?
     };
     let Some(known) = anchors.get(target.as_str()) else {

@@ -35,6 +35,8 @@ impl fmt::Display for Problem {
 pub struct Report {
     /// Problems, in file order.
     pub problems: Vec<Problem>,
+    /// Files in docs/ the index does not read, each with why: shown, but not a problem.
+    pub skipped: Vec<Problem>,
     /// A one-line summary of what is fine.
     pub summary: String,
 }
@@ -73,9 +75,14 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
         let (file, message) = warning.split_once(": ").unwrap_or(("docs", warning.as_str()));
         problems.push(problem(file, None, message));
     }
+    let mut skipped = Vec::new();
     if let Some(dir) = workspace.docs() {
         let walk = crate::index::walk::walk_docs(dir, config.index.max_file_bytes);
         problems.extend(docs::check_docs(&walk.files));
+        for line in &walk.ignored {
+            let (file, message) = line.split_once(": ").unwrap_or(("docs", line.as_str()));
+            skipped.push(problem(file, None, message));
+        }
     }
     for file in &harness.index.stats.empty_files {
         problems.push(problem(file, None, "has no text to index (empty sections only)"));
@@ -85,11 +92,12 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     }
     let stats = &harness.index.stats;
     let summary = format!(
-        "{} docs, {} sections indexed; {} skills valid; {} problems",
+        "{} docs, {} sections indexed; {} files skipped; {} skills valid; {} problems",
         stats.files,
         stats.sections,
+        skipped.len(),
         harness.skills.skills.len(),
         problems.len()
     );
-    Report { problems, summary }
+    Report { problems, skipped, summary }
 }

@@ -64,6 +64,9 @@ pub fn check(config: Config) -> Result<Exit, Failure> {
     for problem in &report.problems {
         let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));
     }
+    for file in &report.skipped {
+        let _ = writeln!(out, "{}", guard::scrub(&file.to_string()));
+    }
     let _ = writeln!(out, "{}", report.summary);
     Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failure })
 }

@@ -12,9 +12,13 @@ use regex::Regex;
 /// What follows a citation the run never retrieved.
 pub const UNVERIFIED: &str = " [unverified citation]";
 
-/// A docs path, optionally with an anchor, as answers cite them.
+/// A docs path of any type the index reads, optionally with an anchor, as answers cite them.
+/// The extensions go longest first, so `a.mdx` is not read as `a.md`.
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"docs/[A-Za-z0-9_./-]+\.(?:md|markdown)(?:#[A-Za-z0-9_-]*)?").expect("constant regex CITATION")
+    let mut extensions = crate::index::kind::EXTENSIONS.to_vec();
+    extensions.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    let pattern = format!(r"docs/[A-Za-z0-9_./-]+\.(?:{})(?:#[A-Za-z0-9_-]*)?", extensions.join("|"));
+    Regex::new(&pattern).expect("the citation pattern is built from constant extensions")
 });
 
 /// The files (without anchors) of every fenced result in a tool's output.
@@ -78,6 +82,11 @@ mod tests {
             ("See docs/refunds.md#window.", "See docs/refunds.md#window."),
             ("See docs/refunds.md#how-to-issue.", "See docs/refunds.md#how-to-issue."),
             ("Per docs/admin/roles.md, yes.", "Per docs/admin/roles.md, yes."),
+            ("See docs/guide.mdx#setup.", "See docs/guide.mdx#setup [unverified citation]."),
+            (
+                "See docs/page.html and docs/a.txt",
+                "See docs/page.html [unverified citation] and docs/a.txt [unverified citation]",
+            ),
             (
                 "Per docs/secret-roadmap.md#launch and docs/refunds.md.",
                 "Per docs/secret-roadmap.md#launch [unverified citation] and docs/refunds.md.",

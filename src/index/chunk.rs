@@ -33,6 +33,8 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, MetadataBlockKind, Options, Parser, Tag, TagEnd};
 
+use super::kind::DocKind;
+
 /// One section of a Markdown file: a heading and the text under it up to the next heading (of any level).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
@@ -65,7 +67,27 @@ impl Chunk {
 pub fn chunk_file(path: &str, source: &str) -> Vec<Chunk> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-    chunk_markdown(source, stem)
+    match DocKind::of(path) {
+        // Invalid MDX is still mostly Markdown: indexed as it is, and `check` reports it.
+        Some(DocKind::Mdx) => match super::mdx::to_markdown(source) {
+            Ok(markdown) => chunk_markdown(&markdown, stem),
+            Err(_) => chunk_markdown(source, stem),
+        },
+        Some(DocKind::Text) => chunk_text(source, stem),
+        Some(DocKind::Html) => super::html::chunk_html(source, stem),
+        Some(DocKind::Markdown) | None => chunk_markdown(source, stem),
+    }
+}
+
+/// Plain text is one section titled `title`, anchored at the top of the file; a long one is
+/// cut into windows by the index like any long section.
+#[must_use]
+pub fn chunk_text(source: &str, title: &str) -> Vec<Chunk> {
+    let lines = LineIndex::new(source);
+    Body::find(source, 0..source.len())
+        .map(|body| body.into_chunk(&lines, None, vec![title.to_string()], String::new()))
+        .into_iter()
+        .collect()
 }
 
 /// Text before the first heading becomes a chunk titled by the front matter
@@ -215,7 +237,7 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
 }
 
 /// `text` trimmed, with each run of whitespace (a setext line break, say) as one space.
-fn collapse_whitespace(text: &str) -> String {
+pub(super) fn collapse_whitespace(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for word in text.split_whitespace() {
         if !out.is_empty() {
@@ -323,19 +345,19 @@ impl LineIndex {
 }
 
 /// Hands out GitHub-style unique anchors: a repeat of "a" becomes "a-1", then "a-2".
-struct Slugger {
+pub(super) struct Slugger {
     /// Anchors given so far, each with how many times its base has repeated.
     seen: HashMap<String, usize>,
 }
 
 impl Slugger {
     /// A slugger with "" already taken by the top of the file.
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Slugger { seen: HashMap::from([(String::new(), 0)]) }
     }
 
     /// `base`, or `base-N` for the first N that is still free.
-    fn unique(&mut self, base: &str) -> String {
+    pub(super) fn unique(&mut self, base: &str) -> String {
         let mut result = base.to_string();
         while self.seen.contains_key(&result) {
             let count = self.seen.entry(base.to_string()).or_insert(0);

@@ -1,10 +1,14 @@
-//! The search index: `docs/**/*.md` chunked by heading into an in-memory SQLite FTS5 table
-//! (porter stems), searched with every selective word of the question, ranked by BM25 over the
-//! heading path, the body, the section's own heading and the words of its file's path, then by
-//! evidence from the rest of each section's file (`rank`). Bodies are redacted and sanitised
-//! when indexed, so nothing downstream can see a secret from the docs.
+//! The search index: the documents under `docs/` (Markdown, MDX, text, HTML: `kind`) chunked
+//! by heading into an in-memory SQLite FTS5 table (porter stems), searched with every
+//! selective word of the question, ranked by BM25 over the heading path, the body, the
+//! section's own heading and the words of its file's path, then by evidence from the rest of
+//! each section's file (`rank`). Bodies are redacted and sanitised when indexed, so nothing
+//! downstream can see a secret from the docs.
 
 pub mod chunk;
+mod html;
+pub mod kind;
+pub mod mdx;
 mod prune;
 pub mod query;
 mod rank;

@@ -1,10 +1,13 @@
-//! Finds the Markdown files under `docs/` through its capability handle. Anything that is not a
-//! plain, small, UTF-8 Markdown file inside `docs/` is skipped with a warning: FIFOs are never
-//! opened for blocking reads, symlinks never lead out, and nothing crashes the walk.
+//! Finds the documents under `docs/` (Markdown, MDX, text and HTML: [`DocKind`]) through its
+//! capability handle. A document that is not a plain, small, UTF-8 file inside `docs/` is
+//! skipped with a warning: FIFOs are never opened for blocking reads, symlinks never lead out,
+//! and nothing crashes the walk. Files of other types are skipped quietly and listed in
+//! [`Walk::ignored`], which `check` shows.
 
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
+use super::kind::{DocKind, extensions_listed};
 use crate::workspace::{FileError, read_confined};
 
 /// Folders deeper than this are not entered (guards against pathological trees).
@@ -25,21 +28,28 @@ pub struct Walk {
     pub files: Vec<DocFile>,
     /// One line per skipped entry: the path and why.
     pub warnings: Vec<String>,
+    /// Files skipped because the index does not read their type, one line each with why.
+    pub ignored: Vec<String>,
 }
 
 /// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
 pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
     let mut files = Vec::new();
-    let warnings = walk_docs_each(docs, max_file_bytes, &mut |file| files.push(file));
+    let mut warnings = Vec::new();
+    let mut ignored = Vec::new();
+    let mut on_file = |file| files.push(file);
+    let mut sink = Sink { on_file: &mut on_file, warnings: &mut warnings, ignored: &mut ignored };
+    visit(docs, "docs", 0, max_file_bytes, &mut sink);
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Walk { files, warnings }
+    Walk { files, warnings, ignored }
 }
 
 /// Walks `docs`, handing each readable file to `on_file` as soon as it is read (entries in
 /// name order, depth first), and returns the warnings.
 pub fn walk_docs_each(docs: &Dir, max_file_bytes: u64, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
     let mut warnings = Vec::new();
-    visit(docs, "docs", 0, max_file_bytes, &mut Sink { on_file, warnings: &mut warnings });
+    let mut ignored = Vec::new();
+    visit(docs, "docs", 0, max_file_bytes, &mut Sink { on_file, warnings: &mut warnings, ignored: &mut ignored });
     warnings
 }
 
@@ -49,9 +59,11 @@ struct Sink<'a> {
     on_file: &'a mut dyn FnMut(DocFile),
     /// Collects one line per skipped entry.
     warnings: &'a mut Vec<String>,
+    /// Collects one line per file of a type the index does not read.
+    ignored: &'a mut Vec<String>,
 }
 
-/// Roughly how many bytes of Markdown `docs` holds, from metadata alone (no file is opened,
+/// Roughly how many bytes of documents `docs` holds, from metadata alone (no file is opened,
 /// no link followed), stopping once `enough` is reached: to choose how to build, not to index.
 pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
     let Ok(entries) = dir.entries() else {
@@ -70,16 +82,11 @@ pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
             if let Ok(sub) = dir.open_dir_nofollow(&name) {
                 total += approximate_bytes(&sub, depth + 1, enough - total);
             }
-        } else if kind.is_file() && name.to_str().is_some_and(is_markdown) {
+        } else if kind.is_file() && name.to_str().and_then(DocKind::of).is_some() {
             total += entry.metadata().map_or(0, |m| m.len());
         }
     }
     total
-}
-
-fn is_markdown(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(".md") || lower.ends_with(".markdown")
 }
 
 fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<'_>) {
@@ -122,7 +129,9 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<
             }
             continue;
         }
-        if !is_markdown(name) {
+        if DocKind::of(name).is_none() {
+            let why = format!("not a type the index reads ({})", extensions_listed());
+            walk.ignored.push(format!("{path}: {why}; skipped"));
             continue;
         }
         if kind.is_symlink() {

@@ -3,7 +3,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:md|markdown)(?:#[A-Za-z0-9_-]*)?/g;
+// The document types the index reads (index::kind::EXTENSIONS), longest first.
+const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
 let sessionId = null;
 let follower = null;
 
