@@ -88,7 +88,7 @@ pub struct Stats {
 
 /// The built index.
 pub struct Index {
-    /// In-memory databases holding the `sections` FTS5 table: the one built, then read-only
+    /// In-memory databases holding the `sections` FTS5 table: the one built, then private
     /// copies (see [`Index::with_readers`]), so searches from several threads run side by side.
     conns: Vec<Mutex<Connection>>,
     /// Where a search waits when every copy is busy.
@@ -146,14 +146,15 @@ impl Index {
         self.conns[at].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The index with `n` databases in all: read-only copies of the built one, so `n` threads
+    /// The index with `n` databases in all: copies of the built one, so `n` threads
     /// (a server's workers) can search at once. The copies share nothing, so memory grows by the
     /// database's size for each.
     pub fn with_readers(mut self, n: usize) -> Result<Index, IndexError> {
         let bytes = self.built().serialize(MAIN_DB)?.to_vec();
         while self.conns.len() < n.max(1) {
             let mut copy = Connection::open_in_memory()?;
-            copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), true)?;
+            // Writable: a long question's terms are looked up through a scratch table (`prune`).
+            copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), false)?;
             self.conns.push(Mutex::new(copy));
         }
         Ok(self)
@@ -417,5 +418,18 @@ mod reader_tests {
                 });
             }
         });
+    }
+
+    #[test]
+    fn a_copy_answers_a_long_question_while_the_original_is_busy() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("refunds.md"), "# Refunds\n\n## Window\n\nRefunds within 14 days.\n")
+            .expect("write doc");
+        let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
+        let index = Index::build(&docs, 1 << 20).expect("build").with_readers(2).expect("copies");
+        let _busy = index.conns[0].lock().expect("lock the original");
+        // Over four terms: pruned through the scratch table, which a read-only copy could not write.
+        let hits = index.search("how long is the refund window for a customer payment today", 3).expect("search");
+        assert_eq!(hits.first().map(|h| h.anchor.as_str()), Some("window"));
     }
 }
