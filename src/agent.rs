@@ -4,7 +4,7 @@
 //! pass it in.
 
 use crate::approval::Approver;
-use crate::config::Config;
+use crate::config::{Config, IndexStore};
 use crate::index::{Index, IndexError};
 use crate::model::{Model, ModelError, SetupError};
 use crate::prompt;
@@ -119,15 +119,35 @@ pub enum OpenError {
     Index(IndexError),
 }
 
+/// The index of `docs` where `config` keeps it: the file, brought up to date (a progress
+/// line on a terminal while many documents are read), or memory. A file that cannot be
+/// used (a read-only folder, say) gives an index built in memory and a warning naming it.
+fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<Index, IndexError> {
+    let max = config.index.max_file_bytes;
+    let IndexStore::File(file) = config.index_store() else {
+        return Index::build(docs, max);
+    };
+    let workspace = std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
+    let mut progress = crate::index::progress::Line::on_stderr();
+    match Index::open(docs, &workspace.display().to_string(), &file, max, &mut |done, total| progress.show(done, total))
+    {
+        Ok((index, _)) => Ok(index),
+        Err(e) => {
+            let mut index = Index::build(docs, max)?;
+            index.warnings.push(format!("{e}; this process searches an index built in memory instead"));
+            Ok(index)
+        }
+    }
+}
+
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
     pub fn open(config: &Config) -> Result<Harness, OpenError> {
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let index = match workspace.docs() {
-            Some(docs) => Index::build(docs, config.index.max_file_bytes),
-            None => Index::empty(),
-        }
-        .map_err(OpenError::Index)?;
+            Some(docs) => open_index(docs, config).map_err(OpenError::Index)?,
+            None => Index::empty().map_err(OpenError::Index)?,
+        };
         let skills = Skills::load(workspace.root());
         let agents_md = check_read("AGENTS.md")
             .ok()

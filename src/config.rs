@@ -152,6 +152,32 @@ pub struct IndexConfig {
     pub max_file_bytes: u64,
     /// How many sections a search returns.
     pub top_k: usize,
+    /// The index file: empty for `index.db` beside the session log, `memory` for an index
+    /// built in memory by every process (nothing written), or a file path.
+    pub path: String,
+}
+
+/// Where the search index is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexStore {
+    /// Built in memory by every process; nothing is written.
+    Memory,
+    /// Kept in this SQLite file and updated incrementally.
+    File(PathBuf),
+}
+
+impl Config {
+    /// Where the index is kept: `index.path`, or by default `index.db` beside the session log
+    /// (`.docs-agent/index.db`; `/data/index.db` in the image).
+    pub fn index_store(&self) -> IndexStore {
+        match self.index.path.trim() {
+            "memory" => IndexStore::Memory,
+            "" => IndexStore::File(
+                self.session.log_path.parent().map_or_else(|| PathBuf::from("index.db"), |dir| dir.join("index.db")),
+            ),
+            path => IndexStore::File(PathBuf::from(path)),
+        }
+    }
 }
 
 /// The names of the environment variables the harness reads, and the keys they set.
@@ -164,6 +190,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_MAX_STEPS", "limits.max_steps"),
     ("DOCS_AGENT_MAX_WALL_SECS", "limits.max_wall_secs"),
     ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
+    ("DOCS_AGENT_INDEX", "index.path"),
     ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
     ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
@@ -343,6 +370,7 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("limits.max_tool_result_bytes", 12_000_i64.into()),
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
         ("index.top_k", 5_i64.into()),
+        ("index.path", "".into()),
         ("retrieval.first", true.into()),
         ("retrieval.context_tokens", 400_i64.into()),
         ("retrieval.verify", true.into()),

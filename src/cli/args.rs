@@ -123,6 +123,14 @@ pub enum Command {
     },
     /// Validate the workspace (AGENTS.md, every SKILL.md, docs) and report every problem with file and line.
     Check,
+    /// Show, rebuild or verify the search index file (index.path; by default index.db beside
+    /// the session log). Every question brings the file up to date by itself: only new and
+    /// changed documents are read.
+    Index {
+        /// What to do.
+        #[command(subcommand)]
+        action: IndexAction,
+    },
     /// Copy stdin to stdout with secrets replaced by [REDACTED].
     Redact,
     /// Ask Ollama to pull the configured model (llm.model, --model), with progress on stderr.
@@ -194,6 +202,19 @@ pub enum Command {
         #[arg(long)]
         retrieval: bool,
     },
+}
+
+/// `docs-agent index ...`
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum IndexAction {
+    /// Where the file is, its generation and last update, what it holds, and how many
+    /// documents changed since (by size and time; nothing is read or written).
+    Status,
+    /// Delete the file and build it again from docs/, with progress on a terminal.
+    Rebuild,
+    /// Check the file (SQLite's and FTS5's integrity checks) and every document's content
+    /// against it; exit 1 with one line per problem.
+    Verify,
 }
 
 /// `docs-agent sessions ...`

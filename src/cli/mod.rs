@@ -14,6 +14,7 @@ pub mod args;
 pub mod ask;
 pub mod chat;
 pub mod eval;
+pub mod index;
 pub mod live;
 pub mod ops;
 pub mod serve;
@@ -22,7 +23,7 @@ pub mod sessions;
 use std::collections::HashMap;
 use std::io::Write;
 
-pub use args::{Cli, Command, Exit, Failure, Global, ScopeArg, SessionsAction, StreamWhen};
+pub use args::{Cli, Command, Exit, Failure, Global, IndexAction, ScopeArg, SessionsAction, StreamWhen};
 
 use crate::agent::Harness;
 use crate::config::{Config, ENV_KEYS, Sources};
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     let Cli { global, command, question } = cli;
     match command {
         Some(Command::Redact) => ops::redact_stdin(),
+        Some(Command::Index { action }) => index::run(load_config(&global)?, action),
         Some(Command::Pull) => ops::pull(load_config(&global)?),
         Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
             eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)

@@ -122,6 +122,8 @@ struct Asked {
 fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> Result<Asked, String> {
     let mut flags = vec![
         ("workspace", workspace.display().to_string()),
+        // Each case has its own temporary workspace: an index file would only be rebuilt.
+        ("index.path", "memory".to_string()),
         ("llm.model", models.name.clone().unwrap_or_else(|| case.model.clone())),
     ];
     if let Some(url) = &models.base_url {

@@ -9,9 +9,11 @@ pub mod chunk;
 mod html;
 pub mod kind;
 pub mod mdx;
+pub mod progress;
 mod prune;
 pub mod query;
 mod rank;
+pub mod store;
 pub mod walk;
 
 use cap_std::fs::Dir;
@@ -207,31 +209,14 @@ impl Index {
         let mut stats = Stats::default();
         let tx = self.built().transaction()?;
         {
-            let mut insert = tx.prepare(
-                "INSERT INTO sections (heading, body, leaf, place, path, anchor, start_line, end_line, \
-                                       cut_before, cut_after) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
+            let mut insert = tx.prepare(INSERT_SQL)?;
             for (path, rows) in rx {
                 stats.files += 1;
                 stats.sections += rows.len();
                 if rows.is_empty() {
                     stats.empty_files.push(path);
                 }
-                for row in &rows {
-                    insert.execute(params![
-                        row.heading,
-                        row.body,
-                        row.leaf,
-                        row.place,
-                        row.path,
-                        row.anchor,
-                        row.start as i64,
-                        row.end as i64,
-                        row.cut_before,
-                        row.cut_after
-                    ])?;
-                }
+                insert_rows(&mut insert, &rows)?;
             }
         }
         tx.commit()?;
@@ -278,7 +263,34 @@ impl Index {
     }
 }
 
-fn create_schema(conn: &Connection) -> Result<(), IndexError> {
+/// Inserts one row of `sections`.
+const INSERT_SQL: &str = "INSERT INTO sections (heading, body, leaf, place, path, anchor, start_line, end_line, \
+                                            cut_before, cut_after) \
+                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/// Inserts `rows` with `insert` (a statement of [`INSERT_SQL`]); the first and last rowid
+/// given, which are consecutive within one transaction, or `None` when there are no rows.
+fn insert_rows(insert: &mut rusqlite::Statement<'_>, rows: &[Row]) -> rusqlite::Result<Option<(i64, i64)>> {
+    let mut span: Option<(i64, i64)> = None;
+    for row in rows {
+        let id = insert.insert(params![
+            row.heading,
+            row.body,
+            row.leaf,
+            row.place,
+            row.path,
+            row.anchor,
+            row.start as i64,
+            row.end as i64,
+            row.cut_before,
+            row.cut_after
+        ])?;
+        span = Some(span.map_or((id, id), |(first, _)| (first, id)));
+    }
+    Ok(span)
+}
+
+fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE VIRTUAL TABLE sections USING fts5(
              heading, body, leaf, place,

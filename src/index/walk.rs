@@ -38,8 +38,9 @@ pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
     let mut on_file = |file| files.push(file);
-    let mut sink = Sink { on_file: &mut on_file, warnings: &mut warnings, ignored: &mut ignored };
-    visit(docs, "docs", 0, max_file_bytes, &mut sink);
+    let mut sink =
+        Sink { mode: Mode::Read(max_file_bytes, &mut on_file), warnings: &mut warnings, ignored: &mut ignored };
+    visit(docs, "docs", 0, &mut sink);
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Walk { files, warnings, ignored }
 }
@@ -49,14 +50,67 @@ pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
 pub fn walk_docs_each(docs: &Dir, max_file_bytes: u64, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
-    visit(docs, "docs", 0, max_file_bytes, &mut Sink { on_file, warnings: &mut warnings, ignored: &mut ignored });
+    let mut sink = Sink { mode: Mode::Read(max_file_bytes, on_file), warnings: &mut warnings, ignored: &mut ignored };
+    visit(docs, "docs", 0, &mut sink);
     warnings
+}
+
+/// A document found by [`list_docs`], not read yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Path relative to the workspace, e.g. `docs/admin/roles.md`.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch (0 when the system has none).
+    pub mtime_ns: i64,
+}
+
+/// What [`list_docs`] found.
+#[derive(Default)]
+pub struct Listing {
+    /// Documents, sorted by path.
+    pub files: Vec<Listed>,
+    /// One line per skipped entry: the path and why.
+    pub warnings: Vec<String>,
+    /// Files skipped because the index does not read their type.
+    pub ignored: Vec<String>,
+}
+
+/// Lists the documents under `docs` with their size and modification time, reading none, with
+/// the same confinement and skip rules as [`walk_docs`]: what an index update compares.
+pub fn list_docs(docs: &Dir) -> Listing {
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    let mut ignored = Vec::new();
+    let mut on_listed = |listed| files.push(listed);
+    let mut sink = Sink { mode: Mode::List(&mut on_listed), warnings: &mut warnings, ignored: &mut ignored };
+    visit(docs, "docs", 0, &mut sink);
+    files.sort_by(|a: &Listed, b: &Listed| a.path.cmp(&b.path));
+    Listing { files, warnings, ignored }
+}
+
+/// Reads `path` (as listed: `docs/…`) inside `docs`, with the walk's rules.
+pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<String, String> {
+    let inner = path.strip_prefix("docs/").unwrap_or(path);
+    read_confined(docs, inner, max_bytes).map_err(|e| match e {
+        FileError::Denied(d) => format!("{path}: {d}; skipped"),
+        FileError::Failed(m) => format!("{path}: {m}; skipped"),
+    })
+}
+
+/// What the walk does with each document it finds.
+enum Mode<'a> {
+    /// Reads it (at most this many bytes) and hands it over.
+    Read(u64, &'a mut dyn FnMut(DocFile)),
+    /// Hands over its size and modification time.
+    List(&'a mut dyn FnMut(Listed)),
 }
 
 /// Where the walk puts what it finds.
 struct Sink<'a> {
-    /// Receives each readable file.
-    on_file: &'a mut dyn FnMut(DocFile),
+    /// What to do with each document.
+    mode: Mode<'a>,
     /// Collects one line per skipped entry.
     warnings: &'a mut Vec<String>,
     /// Collects one line per file of a type the index does not read.
@@ -89,7 +143,7 @@ pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
     total
 }
 
-fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<'_>) {
+fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
     let entries = match dir.entries() {
         Ok(entries) => entries,
         Err(e) => {
@@ -123,7 +177,7 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<
                 walk.warnings.push(format!("{path}: deeper than {MAX_DEPTH} folders; skipped"));
             } else {
                 match dir.open_dir(name) {
-                    Ok(sub) => visit(&sub, &path, depth + 1, max_bytes, walk),
+                    Ok(sub) => visit(&sub, &path, depth + 1, walk),
                     Err(e) => walk.warnings.push(format!("{path}: cannot open folder ({e}); skipped")),
                 }
             }
@@ -151,10 +205,23 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, max_bytes: u64, walk: &mut Sink<
             walk.warnings.push(format!("{path}: not a regular file (FIFO, socket or device); skipped"));
             continue;
         }
-        match read_confined(dir, name, max_bytes) {
-            Ok(text) => (walk.on_file)(DocFile { path, text }),
-            Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
-            Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
+        match &mut walk.mode {
+            Mode::Read(max_bytes, on_file) => match read_confined(dir, name, *max_bytes) {
+                Ok(text) => on_file(DocFile { path, text }),
+                Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
+                Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
+            },
+            Mode::List(on_listed) => match dir.metadata(name) {
+                Ok(meta) => {
+                    let mtime_ns = meta
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+                    on_listed(Listed { path, size: meta.len(), mtime_ns });
+                }
+                Err(e) => walk.warnings.push(format!("{path}: cannot stat ({e}); skipped")),
+            },
         }
     }
 }

@@ -1,0 +1,103 @@
+//! `docs-agent index status|rebuild|verify`: the search index file, looked at and mended by
+//! hand. Every other command keeps it up to date by itself.
+
+use std::io::Write;
+use std::time::Instant;
+
+use super::{Exit, Failure, IndexAction};
+use crate::config::{Config, IndexStore};
+use crate::index::progress::Line;
+use crate::index::{Index, store, walk};
+use crate::workspace::Workspace;
+
+/// Runs one `index` action.
+pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
+    let IndexStore::File(file) = config.index_store() else {
+        return Err((
+            Exit::Usage,
+            "index.path is `memory`: every process builds its own index, so there is no file to \
+             show, rebuild or verify; set index.path (DOCS_AGENT_INDEX) to a file, or leave it empty"
+                .to_string(),
+        ));
+    };
+    let workspace = Workspace::open(&config.workspace).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let docs = workspace
+        .docs()
+        .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;
+    let id = std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
+    let id = id.display().to_string();
+    let max = config.index.max_file_bytes;
+    let mut out = std::io::stdout().lock();
+    let fail = |e: &dyn std::fmt::Display| (Exit::Failure, format!("search index {}: {e}", file.display()));
+    match action {
+        IndexAction::Status => {
+            if !file.exists() {
+                let _ = writeln!(out, "index: {} (not built yet: the next question builds it)", file.display());
+                return Ok(Exit::Ok);
+            }
+            let conn = store::connect(&file).map_err(|e| (Exit::Failure, e.0))?;
+            let listing = walk::list_docs(docs);
+            let _ = writeln!(out, "index: {}", file.display());
+            match store::stale_reason(&conn, &id).map_err(|e| fail(&e))? {
+                Some(reason) => {
+                    let _ = writeln!(out, "stale: {reason}; the next question rebuilds it");
+                }
+                None => {
+                    let stats = store::stats(&conn).map_err(|e| fail(&e))?;
+                    let generation = store::generation(&conn).map_err(|e| fail(&e))?;
+                    let updated = store::meta(&conn, "updated_at_ms").map_err(|e| fail(&e))?.unwrap_or_default();
+                    let (changed, gone) = store::pending(&conn, &listing).map_err(|e| fail(&e))?;
+                    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+                    let _ = writeln!(out, "generation: {generation} (updated at {updated} ms since the epoch)");
+                    let _ = writeln!(out, "holds: {} docs, {} sections, {bytes} bytes", stats.files, stats.sections);
+                    let _ = writeln!(
+                        out,
+                        "out of date: {changed} docs new or changed, {gone} gone (the next question updates them)"
+                    );
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        IndexAction::Rebuild => {
+            store::remove(&file).map_err(|e| (Exit::Failure, e.0))?;
+            let started = Instant::now();
+            let mut line = Line::on_stderr();
+            let (index, update) = Index::open(docs, &id, &file, max, &mut |done, total| line.show(done, total))
+                .map_err(|e| (Exit::Failure, e.0))?;
+            for warning in &index.warnings {
+                let _ = writeln!(std::io::stderr(), "warning: {}", crate::guard::scrub(warning));
+            }
+            let _ = writeln!(
+                out,
+                "rebuilt {}: {} docs, {} sections, generation {}, in {} ms",
+                file.display(),
+                index.stats.files,
+                index.stats.sections,
+                update.generation,
+                started.elapsed().as_millis()
+            );
+            Ok(Exit::Ok)
+        }
+        IndexAction::Verify => {
+            if !file.exists() {
+                return Err((
+                    Exit::Failure,
+                    format!("index: {} does not exist yet; run `docs-agent index rebuild`", file.display()),
+                ));
+            }
+            let conn = store::connect(&file).map_err(|e| (Exit::Failure, e.0))?;
+            if let Some(reason) = store::stale_reason(&conn, &id).map_err(|e| fail(&e))? {
+                let _ = writeln!(out, "{}: stale: {reason}; run `docs-agent index rebuild`", file.display());
+                return Ok(Exit::Failure);
+            }
+            let listing = walk::list_docs(docs);
+            let problems = store::verify(&conn, docs, &listing, max).map_err(|e| fail(&e))?;
+            for problem in &problems {
+                let _ = writeln!(out, "{}", crate::guard::scrub(problem));
+            }
+            let _ =
+                writeln!(out, "{}: {} docs checked, {} problems", file.display(), listing.files.len(), problems.len());
+            Ok(if problems.is_empty() { Exit::Ok } else { Exit::Failure })
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The index on disk: one SQLite file (beside the session log unless `index.path` says
+//! otherwise) holding the sections of the last build and, for every document, its size,
+//! modification time, content hash and rows.
+//!
+//! Opening it brings it up to date in one transaction: a file with the same size and
+//! modification time is not read; a file whose content hash is unchanged is not chunked again;
+//! only the rows of new, changed and removed files are rewritten. A file written by another
+//! format (another docs-agent, tokenizer or column set), for another workspace, or that SQLite
+//! cannot read, is rebuilt from scratch: the index never answers from rows it cannot vouch for.
+//!
+//! The process then searches an in-memory copy, so another process updating the same file
+//! never changes what this one reads in the middle of an answer.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use cap_std::fs::Dir;
+use rusqlite::{Connection, ErrorCode, MAIN_DB, OptionalExtension, TransactionBehavior, params};
+use sha2::{Digest, Sha256};
+
+use super::walk::{self, DocFile, Listed, Listing};
+use super::{Index, IndexError, Stats, create_schema, insert_rows, rows_of};
+
+/// What the file's `meta.format` must say to be read: a change to anything it names makes
+/// every older file rebuild on its next open.
+pub const FORMAT: &str =
+    "docs-agent index 1: fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes";
+/// How long an update waits for another process's update of the same file.
+const BUSY: Duration = Duration::from_secs(60);
+
+/// The tables beside `sections`.
+const STORE_SCHEMA: &str = "
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
+        first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL
+    );";
+
+/// What opening the file changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Update {
+    /// Why everything was rebuilt, if it was.
+    pub rebuilt: Option<String>,
+    /// Documents indexed for the first time.
+    pub added: usize,
+    /// Documents whose content changed.
+    pub changed: usize,
+    /// Documents gone (or no longer readable).
+    pub removed: usize,
+    /// Documents whose size or time changed but whose content did not.
+    pub touched: usize,
+    /// Documents not read at all: same size and modification time.
+    pub unchanged: usize,
+    /// The generation after the update: it grows by one with every update that changes rows.
+    pub generation: i64,
+}
+
+impl Update {
+    /// True when rows were written.
+    pub fn wrote(&self) -> bool {
+        self.rebuilt.is_some() || self.added + self.changed + self.removed > 0
+    }
+}
+
+/// How far an update has come: documents read so far, of how many.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+/// One document as the file remembers it.
+struct Known {
+    size: i64,
+    mtime_ns: i64,
+    hash: String,
+    rows: (i64, i64),
+}
+
+impl Index {
+    /// The index kept in the SQLite file at `file`, brought up to date with `docs` first (see
+    /// the module docs). `workspace` names the workspace (its canonical path): a file made for
+    /// another one is rebuilt. `progress` hears how many documents have been read.
+    pub fn open(
+        docs: &Dir,
+        workspace: &str,
+        file: &Path,
+        max_file_bytes: u64,
+        progress: Progress<'_>,
+    ) -> Result<(Index, Update), IndexError> {
+        let listing = walk::list_docs(docs);
+        let mut warnings = listing.warnings.clone();
+        let mut conn = connect(file)?;
+        let attempt = foreign(&conn).and_then(|foreign| match foreign {
+            true => Ok(None),
+            false => refresh(&mut conn, docs, &listing, workspace, max_file_bytes, progress, &mut warnings).map(Some),
+        });
+        let mut update = match attempt {
+            Ok(Some(update)) => update,
+            Ok(None) => {
+                return Err(IndexError(format!(
+                    "search index {}: this SQLite file holds other tables and is not a docs-agent index, so it is \
+                     left alone; set index.path (DOCS_AGENT_INDEX) to another file",
+                    file.display()
+                )));
+            }
+            Err(e) if unreadable(&e) => {
+                drop(conn);
+                let aside = move_aside(file)?;
+                warnings = listing.warnings.clone();
+                warnings.push(format!(
+                    "search index {}: SQLite could not read it ({e}); it was moved to {} and the index rebuilt",
+                    file.display(),
+                    aside.display()
+                ));
+                conn = connect(file)?;
+                let mut again =
+                    refresh(&mut conn, docs, &listing, workspace, max_file_bytes, &mut |_, _| {}, &mut warnings)
+                        .map_err(|e| failed(file, &e))?;
+                again.rebuilt = Some(format!("SQLite could not read the old file ({e})"));
+                again
+            }
+            Err(e) => return Err(failed(file, &e)),
+        };
+        let stats = stats(&conn).map_err(|e| failed(file, &e))?;
+        update.generation = generation(&conn).map_err(|e| failed(file, &e))?;
+        let bytes = conn.serialize(MAIN_DB).map_err(|e| failed(file, &e))?.to_vec();
+        let mut copy = Connection::open_in_memory()?;
+        copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), false)?;
+        let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats };
+        Ok((index, update))
+    }
+}
+
+/// The error for a file that cannot be used, naming it and what to do.
+fn failed(file: &Path, e: &rusqlite::Error) -> IndexError {
+    IndexError(format!(
+        "search index {}: {e}; delete the file or run `docs-agent index rebuild`, or set index.path (DOCS_AGENT_INDEX) \
+         to another file, or to `memory`",
+        file.display()
+    ))
+}
+
+/// True for the errors of a file SQLite cannot read as a database.
+fn unreadable(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt))
+}
+
+/// Opens (creating its folder and the file if needed) the index file.
+pub fn connect(file: &Path) -> Result<Connection, IndexError> {
+    // Private to its owner, like the session log beside it (SQLite gives the journal the
+    // database file's mode).
+    if let Some(folder) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(folder)
+            .map_err(|e| IndexError(format!("search index: cannot create the folder {} ({e})", folder.display())))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(|e| IndexError(format!("search index: cannot open {} ({e})", file.display())))?;
+    let conn = Connection::open(file).map_err(|e| failed(file, &e))?;
+    conn.busy_timeout(BUSY).map_err(|e| failed(file, &e))?;
+    Ok(conn)
+}
+
+/// Renames an index file SQLite cannot read to `NAME.unreadable-MS` (nothing is deleted: it
+/// may not be ours), with its journal; the path it went to.
+fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let mut aside = file.as_os_str().to_owned();
+    aside.push(format!(".unreadable-{ms}"));
+    std::fs::rename(file, &aside).map_err(|e| {
+        IndexError(format!(
+            "search index {}: SQLite cannot read it, and it cannot be moved aside ({e})",
+            file.display()
+        ))
+    })?;
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let (mut journal, mut beside) = (file.as_os_str().to_owned(), aside.clone());
+        journal.push(suffix);
+        beside.push(suffix);
+        // A journal that is not there is the usual case.
+        let _ = std::fs::rename(journal, beside);
+    }
+    Ok(aside.into())
+}
+
+/// True when the file holds tables but no docs-agent `meta.format`: a database of something
+/// else, which an update must not touch.
+fn foreign(conn: &Connection) -> rusqlite::Result<bool> {
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?;
+    let ours = meta(conn, "format")?.is_some_and(|f| f.starts_with("docs-agent index"));
+    Ok(tables > 0 && !ours)
+}
+
+/// Deletes the index file and its journal, so it can be built again.
+pub fn remove(file: &Path) -> Result<(), IndexError> {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = file.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::remove_file(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(IndexError(format!("search index: cannot delete {} ({e})", Path::new(&name).display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A value of `meta`, if the table and the key exist.
+pub fn meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
+    let has_meta: bool =
+        conn.query_row("SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |r| {
+            r.get(0)
+        })?;
+    if !has_meta {
+        return Ok(None);
+    }
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()
+}
+
+fn set_meta(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![key, value]).map(|_| ())
+}
+
+/// The generation the file is at (0 before the first build).
+pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
+    Ok(meta(conn, "generation")?.and_then(|g| g.parse().ok()).unwrap_or(0))
+}
+
+/// Why the file must be rebuilt for `workspace`, if it must.
+pub fn stale_reason(conn: &Connection, workspace: &str) -> rusqlite::Result<Option<String>> {
+    Ok(match (meta(conn, "format")?, meta(conn, "workspace")?) {
+        (None, _) => Some("it is new".to_string()),
+        (Some(format), _) if format != FORMAT => Some(format!("it was written by another format ({format})")),
+        (_, Some(other)) if other != workspace => Some(format!("it was built for another workspace ({other})")),
+        _ => None,
+    })
+}
+
+/// Brings the file up to date with `listing`, in one transaction that another process's
+/// update waits for.
+fn refresh(
+    conn: &mut Connection,
+    docs: &Dir,
+    listing: &Listing,
+    workspace: &str,
+    max_file_bytes: u64,
+    progress: Progress<'_>,
+    warnings: &mut Vec<String>,
+) -> rusqlite::Result<Update> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut update = Update::default();
+    if let Some(reason) = stale_reason(&tx, workspace)? {
+        let tables: Vec<String> = tx
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for table in tables {
+            tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{}\";", table.replace('"', "\"\"")))?;
+        }
+        tx.execute_batch("DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS files;")?;
+        create_schema(&tx)?;
+        tx.execute_batch(STORE_SCHEMA)?;
+        set_meta(&tx, "format", FORMAT)?;
+        set_meta(&tx, "workspace", workspace)?;
+        update.rebuilt = Some(reason);
+    }
+    let known = known(&tx)?;
+    let todo: Vec<&Listed> = listing
+        .files
+        .iter()
+        .filter(|f| known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || k.mtime_ns != f.mtime_ns))
+        .collect();
+    update.unchanged = listing.files.len() - todo.len();
+    {
+        let mut insert = tx.prepare(super::INSERT_SQL)?;
+        let mut remove_rows = tx.prepare("DELETE FROM sections WHERE rowid BETWEEN ?1 AND ?2")?;
+        let mut forget = tx.prepare("DELETE FROM files WHERE path = ?1")?;
+        let mut touch = tx.prepare("UPDATE files SET size = ?2, mtime_ns = ?3 WHERE path = ?1")?;
+        let mut record = tx.prepare(
+            "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for (done, listed) in todo.iter().enumerate() {
+            progress(done, todo.len());
+            let before = known.get(&listed.path);
+            let text = match walk::read_listed(docs, &listed.path, max_file_bytes) {
+                Ok(text) => text,
+                Err(warning) => {
+                    warnings.push(warning);
+                    if let Some(k) = before {
+                        remove_rows.execute(params![k.rows.0, k.rows.1])?;
+                        forget.execute([&listed.path])?;
+                        update.removed += 1;
+                    }
+                    continue;
+                }
+            };
+            let hash = format!("{:x}", Sha256::digest(text.as_bytes()));
+            if before.is_some_and(|k| k.hash == hash) {
+                touch.execute(params![listed.path, listed.size as i64, listed.mtime_ns])?;
+                update.touched += 1;
+                continue;
+            }
+            match before {
+                Some(k) => {
+                    remove_rows.execute(params![k.rows.0, k.rows.1])?;
+                    update.changed += 1;
+                }
+                None => update.added += 1,
+            }
+            let rows = rows_of(&DocFile { path: listed.path.clone(), text });
+            let (first, last) = insert_rows(&mut insert, &rows)?.unwrap_or((0, -1));
+            record.execute(params![
+                listed.path,
+                listed.size as i64,
+                listed.mtime_ns,
+                hash,
+                first,
+                last,
+                rows.len() as i64
+            ])?;
+        }
+        progress(todo.len(), todo.len());
+        let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+        for (path, k) in known.iter().filter(|(path, _)| !listed.contains(path.as_str())) {
+            remove_rows.execute(params![k.rows.0, k.rows.1])?;
+            forget.execute([path])?;
+            update.removed += 1;
+        }
+    }
+    if update.wrote() {
+        let next = generation(&tx)? + 1;
+        set_meta(&tx, "generation", &next.to_string())?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        set_meta(&tx, "updated_at_ms", &now.to_string())?;
+    }
+    tx.commit()?;
+    Ok(update)
+}
+
+/// Every document the file remembers.
+fn known(conn: &Connection) -> rusqlite::Result<HashMap<String, Known>> {
+    let mut stmt = conn.prepare("SELECT path, size, mtime_ns, hash, first_row, last_row FROM files")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Known { size: r.get(1)?, mtime_ns: r.get(2)?, hash: r.get(3)?, rows: (r.get(4)?, r.get(5)?) },
+        ))
+    })?;
+    rows.collect()
+}
+
+/// Counts of what the file holds.
+pub fn stats(conn: &Connection) -> rusqlite::Result<Stats> {
+    let (files, sections): (i64, i64) =
+        conn.query_row("SELECT count(*), coalesce(sum(sections), 0) FROM files", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let empty_files = conn
+        .prepare("SELECT path FROM files WHERE sections = 0 ORDER BY path")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(Stats { files: files.max(0) as usize, sections: sections.max(0) as usize, empty_files })
+}
+
+/// What is out of date, by size and modification time alone (nothing is read): documents
+/// new or changed, and documents gone.
+pub fn pending(conn: &Connection, listing: &Listing) -> rusqlite::Result<(usize, usize)> {
+    let known = known(conn)?;
+    let changed = listing
+        .files
+        .iter()
+        .filter(|f| known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || k.mtime_ns != f.mtime_ns))
+        .count();
+    let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+    let gone = known.keys().filter(|p| !listed.contains(p.as_str())).count();
+    Ok((changed, gone))
+}
+
+/// Every problem found by reading the whole file and every document: SQLite's and FTS5's
+/// integrity checks, and each document's content hash against the one the file remembers.
+pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: u64) -> rusqlite::Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if integrity != "ok" {
+        problems.push(format!("SQLite integrity check: {integrity}"));
+    }
+    if let Err(e) = conn.execute("INSERT INTO sections(sections) VALUES ('integrity-check')", []) {
+        problems.push(format!("FTS5 integrity check: {e}"));
+    }
+    let known = known(conn)?;
+    for listed in &listing.files {
+        let Some(k) = known.get(&listed.path) else {
+            problems.push(format!("{}: not in the index", listed.path));
+            continue;
+        };
+        match walk::read_listed(docs, &listed.path, max_file_bytes) {
+            Ok(text) if format!("{:x}", Sha256::digest(text.as_bytes())) == k.hash => {}
+            Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
+            Err(warning) => problems.push(warning),
+        }
+    }
+    let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+    for path in known.keys().filter(|p| !listed.contains(p.as_str())) {
+        problems.push(format!("{path}: in the index, but no longer in docs/"));
+    }
+    problems.sort();
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(dir: &Path) -> Dir {
+        Dir::open_ambient_dir(dir, cap_std::ambient_authority()).expect("open docs")
+    }
+
+    fn open(dir: &Path, file: &Path) -> (Index, Update) {
+        Index::open(&docs(dir), "ws", file, 1 << 20, &mut |_, _| {}).expect("open index")
+    }
+
+    fn counts(u: &Update) -> (usize, usize, usize, usize, usize) {
+        (u.added, u.changed, u.removed, u.touched, u.unchanged)
+    }
+
+    #[test]
+    fn only_what_changed_is_read_and_rewritten() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("docs");
+        std::fs::create_dir_all(&dir).expect("docs");
+        let file = tmp.path().join("state/index.db");
+        std::fs::write(dir.join("a.md"), "# A\n\nalpha words\n").expect("a");
+        std::fs::write(dir.join("b.md"), "# B\n\nbeta words\n").expect("b");
+
+        let (index, update) = open(&dir, &file);
+        assert_eq!(update.rebuilt.as_deref(), Some("it is new"));
+        assert_eq!((counts(&update), update.generation), ((2, 0, 0, 0, 0), 1));
+        assert_eq!((index.stats.files, index.stats.sections), (2, 2));
+
+        let (_, update) = open(&dir, &file);
+        assert_eq!((update.rebuilt.clone(), counts(&update), update.generation), (None, (0, 0, 0, 0, 2), 1));
+
+        std::fs::write(dir.join("a.md"), "# A\n\nalpha words, longer now\n").expect("edit a");
+        std::fs::write(dir.join("c.md"), "# C\n\ngamma\n").expect("add c");
+        std::fs::remove_file(dir.join("b.md")).expect("remove b");
+        let (index, update) = open(&dir, &file);
+        assert_eq!((counts(&update), update.generation), ((1, 1, 1, 0, 0), 2));
+        let top = |q: &str| index.search(q, 3).expect("search").first().map(|h| h.path.clone());
+        assert_eq!(top("longer"), Some("docs/a.md".to_string()));
+        assert_eq!(top("gamma"), Some("docs/c.md".to_string()));
+        assert_eq!(top("beta"), None, "the removed file's rows are gone");
+
+        // Rewritten with the same bytes: read and hashed, not chunked; the generation stays.
+        std::fs::write(dir.join("c.md"), "# C\n\ngamma\n").expect("same again");
+        let later = std::time::SystemTime::now() + Duration::from_secs(5);
+        std::fs::File::options().write(true).open(dir.join("c.md")).and_then(|f| f.set_modified(later)).expect("mtime");
+        let (_, update) = open(&dir, &file);
+        assert_eq!((counts(&update), update.generation), ((0, 0, 0, 1, 1), 2));
+    }
+
+    #[test]
+    fn another_format_or_workspace_rebuilds_and_a_foreign_database_is_left_alone() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("docs");
+        std::fs::create_dir_all(&dir).expect("docs");
+        std::fs::write(dir.join("a.md"), "# A\n\nalpha\n").expect("a");
+        let file = tmp.path().join("index.db");
+        open(&dir, &file);
+
+        let conn = Connection::open(&file).expect("open");
+        conn.execute("UPDATE meta SET value = 'docs-agent index 0' WHERE key = 'format'", []).expect("age it");
+        drop(conn);
+        let (_, update) = open(&dir, &file);
+        assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another format")), "{update:?}");
+        assert_eq!(counts(&update), (1, 0, 0, 0, 0));
+
+        let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, &mut |_, _| {}).expect("open");
+        assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another workspace")), "{update:?}");
+
+        let theirs = tmp.path().join("theirs.db");
+        Connection::open(&theirs)
+            .and_then(|c| c.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);"))
+            .expect("db");
+        let Err(e) = Index::open(&docs(&dir), "ws", &theirs, 1 << 20, &mut |_, _| {}) else {
+            panic!("a foreign database must not be used");
+        };
+        assert!(e.0.contains("not a docs-agent index"), "{e}");
+        let rows: i64 =
+            Connection::open(&theirs).and_then(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))).expect("t");
+        assert_eq!(rows, 1, "left alone");
+    }
+}

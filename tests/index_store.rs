@@ -1,0 +1,138 @@
+//! The index file: built by the first question, updated incrementally by the next ones, never
+//! a wrong answer from a stale, foreign or broken file; `docs-agent index status|rebuild|verify`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{run, sample_workspace};
+
+/// The first line of `search QUERY`.
+fn top(ws: &Path, env: &[(&str, &str)], query: &str) -> String {
+    let out = run(ws, env, &["search", query]);
+    assert_eq!(out.code, 0, "{query}: {}", out.stderr);
+    out.stdout.lines().next().unwrap_or_default().to_string()
+}
+
+/// The extractive (no model) answer to `question`: it quotes the best sections.
+fn quote(ws: &Path, env: &[(&str, &str)], question: &str) -> String {
+    let mut env = env.to_vec();
+    env.push(("LLM_MODEL", "extractive"));
+    let out = run(ws, &env, &[question]);
+    assert_eq!(out.code, 0, "{question}: {}", out.stderr);
+    out.stdout
+}
+
+fn status(ws: &Path, env: &[(&str, &str)]) -> String {
+    let out = run(ws, env, &["index", "status"]);
+    assert_eq!(out.code, 0, "status: {}", out.stderr);
+    out.stdout
+}
+
+#[test]
+fn the_first_question_builds_the_file_and_later_ones_see_every_change() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    let file = root.join(".docs-agent/index.db");
+    assert!(status(root, &[]).contains("not built yet"));
+    assert!(quote(root, &[], "how long is the refund window").contains("14 days"));
+    assert!(file.exists(), "the index file is beside the session log");
+    let first = status(root, &[]);
+    assert!(first.contains("generation: 1 ") && first.contains("out of date: 0 docs"), "{first}");
+
+    // An edit: the next question reads the new text, and only that file was read again.
+    let refunds = root.join("docs/refunds.md");
+    let text = std::fs::read_to_string(&refunds).expect("read refunds");
+    std::fs::write(&refunds, text.replace("14 days", "45 days")).expect("edit");
+    assert!(status(root, &[]).contains("out of date: 1 docs new or changed, 0 gone"));
+    let answer = quote(root, &[], "how long is the refund window");
+    assert!(answer.contains("45 days") && !answer.contains("14 days"), "{answer}");
+    assert!(status(root, &[]).contains("generation: 2 "));
+
+    // Added, renamed and deleted documents.
+    std::fs::write(root.join("docs/zebra.md"), "# Zebra crossings\n\nA quagga policy applies.\n").expect("add");
+    assert!(top(root, &[], "quagga policy").starts_with("docs/zebra.md#zebra-crossings"));
+    std::fs::rename(root.join("docs/zebra.md"), root.join("docs/okapi.md")).expect("rename");
+    assert!(top(root, &[], "quagga policy").starts_with("docs/okapi.md#zebra-crossings"));
+    std::fs::remove_file(root.join("docs/okapi.md")).expect("delete");
+    assert_eq!(top(root, &[], "quagga policy"), "", "a deleted doc is never found");
+
+    // Same content written again (new time): nothing is chunked, the generation stays.
+    let before = status(root, &[]);
+    std::fs::write(root.join("docs/disputes.md"), std::fs::read(root.join("docs/disputes.md")).expect("read"))
+        .expect("touch");
+    top(root, &[], "refund");
+    let after = status(root, &[]);
+    let generation =
+        |s: &str| s.lines().find(|l| l.starts_with("generation:")).map(|l| l.split(' ').nth(1).map(str::to_string));
+    assert_eq!(generation(&before), generation(&after), "{before}\n{after}");
+    assert!(after.contains("out of date: 0 docs"), "{after}");
+}
+
+#[test]
+fn a_broken_or_foreign_file_is_rebuilt_and_never_answers() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    let shared = root.join("shared-index.db");
+    let env = [("DOCS_AGENT_INDEX", shared.to_str().expect("utf-8 path"))];
+    assert!(quote(root, &env, "how long is the refund window").contains("14 days"));
+
+    // The same file for another workspace: rebuilt for it, so nothing of the first answers.
+    let other = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(other.path().join("docs")).expect("docs");
+    std::fs::write(other.path().join("docs/only.md"), "# Only\n\nThe capybara rule.\n").expect("doc");
+    assert!(top(other.path(), &env, "capybara").starts_with("docs/only.md#only"));
+    assert_eq!(top(other.path(), &env, "refund window"), "", "no row of the other workspace");
+    assert!(quote(root, &env, "how long is the refund window").contains("14 days"));
+
+    // Garbage in the file: rebuilt, and the answer is right.
+    std::fs::write(&shared, b"this is not a database at all, not even close to one......").expect("corrupt");
+    assert!(quote(root, &env, "how long is the refund window").contains("14 days"));
+    assert!(status(root, &env).contains("generation: 1 "), "rebuilt from scratch");
+}
+
+#[test]
+fn verify_finds_what_size_and_time_hide_and_rebuild_mends_it() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    assert_eq!(top(root, &[], "refund window").split("  ").next(), Some("docs/refunds.md#window"));
+    let ok = run(root, &[], &["index", "verify"]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    assert!(ok.stdout.contains(" 0 problems"), "{}", ok.stdout);
+
+    // Same size, same modification time, other content: updates trust size and time, verify does not.
+    let refunds = root.join("docs/refunds.md");
+    let modified = std::fs::metadata(&refunds).and_then(|m| m.modified()).expect("mtime");
+    let text = std::fs::read_to_string(&refunds).expect("read");
+    std::fs::write(&refunds, text.replace("14 days", "41 days")).expect("same size");
+    let file = std::fs::File::options().write(true).open(&refunds).expect("open");
+    file.set_modified(modified).expect("set mtime back");
+    let bad = run(root, &[], &["index", "verify"]);
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(bad.stdout.contains("docs/refunds.md: the index holds an older version"), "{}", bad.stdout);
+
+    let rebuilt = run(root, &[], &["index", "rebuild"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    assert!(rebuilt.stdout.starts_with("rebuilt ") && rebuilt.stdout.contains(" docs, "), "{}", rebuilt.stdout);
+    assert_eq!(run(root, &[], &["index", "verify"]).code, 0);
+    assert!(quote(root, &[], "how long is the refund window").contains("41 days"));
+}
+
+#[test]
+fn an_unusable_file_falls_back_to_memory_and_memory_writes_nothing() {
+    let ws = sample_workspace();
+    let root = ws.path();
+    // A path under a regular file can never be created.
+    std::fs::write(root.join("blocker"), "x").expect("write");
+    let out = run(root, &[("DOCS_AGENT_INDEX", "blocker/index.db")], &["search", "refund window"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("docs/refunds.md#window"), "{}", out.stdout);
+    assert!(out.stderr.contains("blocker") && out.stderr.contains("built in memory"), "{}", out.stderr);
+
+    let out = run(root, &[("DOCS_AGENT_INDEX", "memory")], &["search", "refund window"]);
+    assert!(out.stdout.starts_with("docs/refunds.md#window"), "{}", out.stdout);
+    assert!(!root.join(".docs-agent/index.db").exists(), "memory writes no file");
+    let status = run(root, &[("DOCS_AGENT_INDEX", "memory")], &["index", "status"]);
+    assert_eq!(status.code, 2, "{}", status.stdout);
+    assert!(status.stderr.contains("index.path is `memory`"), "{}", status.stderr);
+}
