@@ -223,6 +223,7 @@ fn harness(ws: &Path, base_url: &str) -> (Config, Harness) {
         env: HashMap::new(),
         flags: vec![
             ("workspace", ws.display().to_string()),
+            ("index.path", "memory".into()),
             ("llm.model", "test-model".into()),
             ("llm.base_url", base_url.to_string()),
             // The fake answers without citations; sessions are tested here, not verification.

@@ -18,7 +18,11 @@ fn config(root: &Path) -> Config {
     let sources = Sources {
         file: None,
         env: HashMap::new(),
-        flags: vec![("workspace", root.display().to_string()), ("llm.model", "scripted".into())],
+        flags: vec![
+            ("workspace", root.display().to_string()),
+            ("index.path", "memory".into()),
+            ("llm.model", "scripted".into()),
+        ],
     };
     Config::load(&sources).expect("config")
 }

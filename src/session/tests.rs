@@ -28,6 +28,7 @@ fn harness() -> (tempfile::TempDir, Config, Harness) {
     copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("workspace"), dir.path());
     let flags = vec![
         ("workspace", dir.path().display().to_string()),
+        ("index.path", "memory".to_string()),
         ("llm.model", "scripted".to_string()),
         ("limits.max_steps", "1".to_string()),
     ];
