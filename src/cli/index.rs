@@ -38,7 +38,9 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             let conn = store::connect(&file).map_err(|e| (Exit::Failure, e.0))?;
             let listing = walk::list_docs(docs);
             let _ = writeln!(out, "index: {}", file.display());
-            match store::stale_reason(&conn, &id).map_err(|e| fail(&e))? {
+            let reason = store::stale_reason(&conn, &id)
+                .unwrap_or_else(|e| Some(format!("SQLite cannot read it ({e}); it will be moved aside")));
+            match reason {
                 Some(reason) => {
                     let _ = writeln!(out, "stale: {reason}; the next question rebuilds it");
                 }

@@ -91,7 +91,7 @@ impl Index {
         let listing = walk::list_docs(docs);
         let mut warnings = listing.warnings.clone();
         let mut conn = connect(file)?;
-        let attempt = foreign(&conn).and_then(|foreign| match foreign {
+        let attempt = rollback_journal(&conn).and_then(|()| foreign(&conn)).and_then(|foreign| match foreign {
             true => Ok(None),
             false => refresh(&mut conn, docs, &listing, workspace, max_file_bytes, progress, &mut warnings).map(Some),
         });
@@ -122,14 +122,25 @@ impl Index {
             }
             Err(e) => return Err(failed(file, &e)),
         };
-        let stats = stats(&conn).map_err(|e| failed(file, &e))?;
-        update.generation = generation(&conn).map_err(|e| failed(file, &e))?;
-        let bytes = conn.serialize(MAIN_DB).map_err(|e| failed(file, &e))?.to_vec();
-        let mut copy = Connection::open_in_memory()?;
-        copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), false)?;
+        let (stats, copy) = snapshot(&mut conn, file, &mut update).map_err(|e| failed(file, &e))?;
         let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats };
         Ok((index, update))
     }
+}
+
+/// The committed file, copied into memory under a read transaction (no writer can commit
+/// while it is read; the file is in rollback-journal mode, so its bytes are the database),
+/// with its counts and generation from the same moment.
+fn snapshot(conn: &mut Connection, file: &Path, update: &mut Update) -> rusqlite::Result<(Stats, Connection)> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let stats = stats(&tx)?;
+    update.generation = generation(&tx)?;
+    let bytes = std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f)));
+    let (len, reader) = bytes.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let mut copy = Connection::open_in_memory()?;
+    copy.deserialize_read_exact(MAIN_DB, reader, usize::try_from(len).unwrap_or(usize::MAX), false)?;
+    tx.commit()?;
+    Ok((stats, copy))
 }
 
 /// The error for a file that cannot be used, naming it and what to do.
@@ -188,6 +199,13 @@ fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
         let _ = std::fs::rename(journal, beside);
     }
     Ok(aside.into())
+}
+
+/// Puts the file in rollback-journal mode: the in-memory copy is read straight from the file's
+/// bytes (`snapshot`), which hold the whole database only outside WAL mode.
+fn rollback_journal(conn: &Connection) -> rusqlite::Result<()> {
+    let mode: String = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
+    if mode.eq_ignore_ascii_case("delete") { Ok(()) } else { Err(rusqlite::Error::InvalidQuery) }
 }
 
 /// True when the file holds tables but no docs-agent `meta.format`: a database of something
@@ -484,6 +502,12 @@ mod tests {
 
         let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, &mut |_, _| {}).expect("open");
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another workspace")), "{update:?}");
+
+        // A file someone put in WAL mode: back to a rollback journal, so the copy holds everything.
+        Connection::open(&file).and_then(|c| c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))).expect("wal");
+        std::fs::write(dir.join("w.md"), "# W\n\nwombat\n").expect("w");
+        let (index, _) = Index::open(&docs(&dir), "other", &file, 1 << 20, &mut |_, _| {}).expect("open");
+        assert_eq!(index.search("wombat", 1).expect("search").len(), 1);
 
         let theirs = tmp.path().join("theirs.db");
         Connection::open(&theirs)
