@@ -38,7 +38,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             let conn = store::connect(&file).map_err(|e| (Exit::Failure, e.0))?;
             let listing = walk::list_docs(docs);
             let _ = writeln!(out, "index: {}", file.display());
-            let reason = store::stale_reason(&conn, &id)
+            let reason = store::stale_reason(&conn, &id, max)
                 .unwrap_or_else(|e| Some(format!("SQLite cannot read it ({e}); it will be moved aside")));
             match reason {
                 Some(reason) => {
@@ -48,20 +48,28 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                     let stats = store::stats(&conn).map_err(|e| fail(&e))?;
                     let generation = store::generation(&conn).map_err(|e| fail(&e))?;
                     let updated = store::meta(&conn, "updated_at_ms").map_err(|e| fail(&e))?.unwrap_or_default();
-                    let (changed, gone) = store::pending(&conn, &listing).map_err(|e| fail(&e))?;
+                    let (changed, gone, recheck) = store::pending(&conn, &listing).map_err(|e| fail(&e))?;
                     let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
                     let _ = writeln!(out, "generation: {generation} (updated at {updated} ms since the epoch)");
                     let _ = writeln!(out, "holds: {} docs, {} sections, {bytes} bytes", stats.files, stats.sections);
                     let _ = writeln!(
                         out,
-                        "out of date: {changed} docs new or changed, {gone} gone (the next question updates them)"
+                        "out of date: {changed} docs new or changed, {gone} gone, {recheck} to read again (written \
+                         moments before they were read); the next question updates them"
                     );
                 }
             }
             Ok(Exit::Ok)
         }
         IndexAction::Rebuild => {
-            store::remove(&file).map_err(|e| (Exit::Failure, e.0))?;
+            if let Some(aside) = store::reset(&file).map_err(|e| (Exit::Failure, e.0))? {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SQLite could not read {}; it was moved to {}",
+                    file.display(),
+                    aside.display()
+                );
+            }
             let started = Instant::now();
             let mut line = Line::on_stderr();
             let (index, update) = Index::open(docs, &id, &file, max, &mut |done, total| line.show(done, total))
@@ -88,7 +96,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                 ));
             }
             let conn = store::connect(&file).map_err(|e| (Exit::Failure, e.0))?;
-            if let Some(reason) = store::stale_reason(&conn, &id).map_err(|e| fail(&e))? {
+            if let Some(reason) = store::stale_reason(&conn, &id, max).map_err(|e| fail(&e))? {
                 let _ = writeln!(out, "{}: stale: {reason}; run `docs-agent index rebuild`", file.display());
                 return Ok(Exit::Failure);
             }

@@ -1,6 +1,7 @@
 //! HTML pages for the index: the page's main text, split at its `h1`–`h6` headings, read with
 //! a real HTML parser (`scraper`, on html5ever), so malformed markup is read as a browser
-//! reads it. Scripts, styles, navigation, headers, footers and asides are not text.
+//! reads it. Scripts, styles, navigation and asides are not text, nor are the page's own
+//! header and footer (those directly in `body`; an article's header is its text).
 //!
 //! Sections carry the same fields as Markdown ones: the heading path, an anchor (the heading's
 //! `id`, else its GitHub-style slug) and lines. Lines are the heading tags' lines in the file,
@@ -16,10 +17,10 @@ use scraper::{ElementRef, Html, Node, Selector};
 use super::chunk::{Chunk, Slugger, collapse_whitespace, slugify};
 
 /// Elements whose content is not page text.
-const NOT_TEXT: &[&str] = &[
-    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "svg", "iframe", "head", "form",
-    "button", "select",
-];
+const NOT_TEXT: &[&str] =
+    &["script", "style", "noscript", "template", "nav", "aside", "svg", "iframe", "head", "button", "select"];
+/// The page's chrome when directly in `body`.
+const CHROME: &[&str] = &["header", "footer"];
 /// Elements that end a line of text.
 const BLOCKS: &[&str] = &[
     "p",
@@ -52,10 +53,9 @@ static HEADING_TAG: LazyLock<Regex> =
 /// The headings, for the pass that numbers them in document order.
 static HEADINGS: LazyLock<Selector> =
     LazyLock::new(|| Selector::parse("h1, h2, h3, h4, h5, h6").expect("a valid constant selector"));
-/// Where the page's main text is, best first.
-static MAIN: LazyLock<[Selector; 4]> = LazyLock::new(|| {
-    ["main", "article", "[role=main]", "body"].map(|s| Selector::parse(s).expect("a valid constant selector"))
-});
+/// Where the page's main text is, best first (a page of several `article`s is read whole).
+static MAIN: LazyLock<[Selector; 3]> =
+    LazyLock::new(|| ["main", "[role=main]", "body"].map(|s| Selector::parse(s).expect("a valid constant selector")));
 /// The page title.
 static TITLE: LazyLock<Selector> = LazyLock::new(|| Selector::parse("title").expect("a valid constant selector"));
 
@@ -129,7 +129,8 @@ impl Reader {
             Node::Text(text) => self.text(text, pre),
             Node::Element(element) => {
                 let name = element.name();
-                if NOT_TEXT.contains(&name) {
+                let in_body = node.parent().and_then(|p| p.value().as_element()).is_some_and(|p| p.name() == "body");
+                if NOT_TEXT.contains(&name) || (in_body && CHROME.contains(&name)) {
                     return;
                 }
                 if let Some(level) = heading_level(name) {
@@ -198,10 +199,10 @@ impl Reader {
             self.stack.pop();
         }
         self.stack.push((level, title.clone()));
-        let anchor = match heading.value().id().filter(|id| !id.is_empty()) {
-            Some(id) => self.slugs.unique(id),
-            None => self.slugs.unique(&slugify(&title)),
-        };
+        // An `id` is slugged too, so the anchor fits the citation pattern (`module.func` is
+        // `modulefunc`), as a Markdown `{#id}` does.
+        let from_id = heading.value().id().map(slugify).filter(|id| !id.is_empty());
+        let anchor = self.slugs.unique(&from_id.unwrap_or_else(|| slugify(&title)));
         let path = self.stack.iter().map(|(_, t)| t.clone()).collect();
         let next = Open { path, anchor, line: self.lines.line_of(heading.id()), text: String::new() };
         self.done.push(std::mem::replace(&mut self.open, next));
@@ -273,6 +274,15 @@ mod tests {
                 ("Refunds > How to issue?".to_string(), "how-to-issue", 13, 17, "curl -X POST\n    /refunds"),
             ]
         );
+    }
+
+    #[test]
+    fn every_article_and_an_articles_header_are_text_but_the_page_header_is_not() {
+        let page = "<body><header>Acme site</header><form><article><header><h1 id=\"mod.func\">First</h1></header>\
+                    <p>one</p></article><article><h1>Second</h1><p>two</p></article></form><footer>(c)</footer></body>";
+        let chunks = chunk_html(page, "notes");
+        let view: Vec<(&str, &str)> = chunks.iter().map(|c| (c.anchor.as_str(), c.body.as_str())).collect();
+        assert_eq!(view, vec![("modfunc", "one"), ("second", "two")]);
     }
 
     #[test]

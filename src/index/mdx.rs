@@ -99,7 +99,10 @@ fn rebuild(source: &str, mut found: Found) -> String {
     let mut out = String::with_capacity(kept.len());
     for (i, line) in kept.split_inclusive('\n').enumerate() {
         let body = line.trim_start_matches([' ', '\t']);
-        let indent = line.len() - body.len();
+        // Columns, as CommonMark counts them: a tab goes to the next multiple of four.
+        let indent = line[..line.len() - body.len()]
+            .chars()
+            .fold(0, |col, c| if c == '\t' { col + 4 - col % 4 } else { col + 1 });
         if indent > MAX_INDENT && !in_code(i + 1) && !body.trim().is_empty() {
             out.push_str(&" ".repeat(MAX_INDENT));
             out.push_str(body);
@@ -124,6 +127,8 @@ mod tests {
         assert!(!out.contains("import") && !out.contains("<Note>") && !out.contains("</Note>"), "{out}");
         assert!(!out.contains("<Tip>") && !out.contains("hidden") && !out.contains("Card"), "{out}");
         assert!(out.contains("   Refunds take **14 days**."), "{out}");
+        let tabbed = to_markdown("<Note>\n\t## Setup\n\ttext\n</Note>\n").expect("valid mdx");
+        assert!(tabbed.contains("\n   ## Setup\n"), "a tab is four columns: {tabbed:?}");
         assert!(out.contains("Ask support"), "{out}");
         assert!(out.contains("\n    const keep = 1;\n"), "code keeps its indentation: {out}");
         assert!(out.starts_with("---\ntitle: Refunds\n---\n"), "{out}");

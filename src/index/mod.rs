@@ -306,6 +306,8 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let path = clean(&file.path);
     let place = place_words(&path);
+    // An HTML section's text is not the file's lines: its windows keep the section's lines.
+    let lines_follow_body = kind::DocKind::of(&file.path) != Some(kind::DocKind::Html);
     let mut rows = Vec::new();
     for c in chunk::chunk_file(&file.path, &file.text) {
         let heading = clean(&c.heading_text());
@@ -326,8 +328,12 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
                 heading: heading.clone(),
                 leaf: leaf.clone(),
                 place: place.clone(),
-                start: if i == 0 { c.start_line } else { line },
-                end: if i == last { c.end_line } else { line + text.trim_end().matches('\n').count() },
+                start: if i == 0 || !lines_follow_body { c.start_line } else { line },
+                end: if i == last || !lines_follow_body {
+                    c.end_line
+                } else {
+                    line + text.trim_end().matches('\n').count()
+                },
                 body: text.to_string(),
                 cut_before: i > 0,
                 cut_after: i < last,
@@ -409,13 +415,18 @@ mod tests {
 mod reader_tests {
     use super::*;
 
-    #[test]
-    fn read_only_copies_answer_like_the_original_from_many_threads() {
+    /// An index of one refunds page with `n` databases in all.
+    fn refunds_with_readers(n: usize) -> Index {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("refunds.md"), "# Refunds\n\n## Window\n\nRefunds within 14 days.\n")
             .expect("write doc");
         let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
-        let index = Index::build(&docs, 1 << 20).expect("build").with_readers(3).expect("copies");
+        Index::build(&docs, 1 << 20).expect("build").with_readers(n).expect("copies")
+    }
+
+    #[test]
+    fn copies_answer_like_the_original_from_many_threads() {
+        let index = refunds_with_readers(3);
         assert_eq!(index.conns.len(), 3);
         let expected = index.search("refund window", 3).expect("search");
         assert!(!expected.is_empty());
@@ -434,11 +445,7 @@ mod reader_tests {
 
     #[test]
     fn a_copy_answers_a_long_question_while_the_original_is_busy() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("refunds.md"), "# Refunds\n\n## Window\n\nRefunds within 14 days.\n")
-            .expect("write doc");
-        let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
-        let index = Index::build(&docs, 1 << 20).expect("build").with_readers(2).expect("copies");
+        let index = refunds_with_readers(2);
         let _busy = index.conns[0].lock().expect("lock the original");
         // Over four terms: pruned through the scratch table, which a read-only copy could not write.
         let hits = index.search("how long is the refund window for a customer payment today", 3).expect("search");

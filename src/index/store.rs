@@ -27,8 +27,16 @@ use super::{Index, IndexError, Stats, create_schema, insert_rows, rows_of};
 
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
-pub const FORMAT: &str =
-    "docs-agent index 1: fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes";
+pub const FORMAT: &str = concat!(
+    "docs-agent index 2 (docs-agent ",
+    env!("CARGO_PKG_VERSION"),
+    "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes"
+);
+/// A file modified this close to the moment it was read may change again within the same
+/// timestamp tick; it is recorded with no time, so the next update reads it again.
+const RACY_NS: i64 = 2_000_000_000;
+/// How many times opening starts over when another process replaced the file meanwhile.
+const ATTEMPTS: usize = 3;
 /// How long an update waits for another process's update of the same file.
 const BUSY: Duration = Duration::from_secs(60);
 
@@ -37,7 +45,8 @@ const STORE_SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE files (
         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
-        first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL
+        first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL,
+        warning TEXT
     );";
 
 /// What opening the file changed.
@@ -75,6 +84,8 @@ struct Known {
     mtime_ns: i64,
     hash: String,
     rows: (i64, i64),
+    /// Why the document could not be read when it was last tried, if it could not.
+    warning: Option<String>,
 }
 
 impl Index {
@@ -88,12 +99,34 @@ impl Index {
         max_file_bytes: u64,
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
+        for _ in 0..ATTEMPTS {
+            if let Some(opened) = Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress)? {
+                return Ok(opened);
+            }
+        }
+        Err(IndexError(format!(
+            "search index {}: the file was replaced {ATTEMPTS} times while it was read (other docs-agent processes \
+             rebuilding it for another workspace?); give each workspace its own index.path (DOCS_AGENT_INDEX)",
+            file.display()
+        )))
+    }
+
+    /// One try of [`Index::open`]: `None` when the file was replaced before it was copied.
+    fn open_once(
+        docs: &Dir,
+        workspace: &str,
+        file: &Path,
+        max_file_bytes: u64,
+        progress: Progress<'_>,
+    ) -> Result<Option<(Index, Update)>, IndexError> {
         let listing = walk::list_docs(docs);
         let mut warnings = listing.warnings.clone();
         let mut conn = connect(file)?;
-        let attempt = rollback_journal(&conn).and_then(|()| foreign(&conn)).and_then(|foreign| match foreign {
+        let attempt = foreign(&conn).and_then(|foreign| match foreign {
             true => Ok(None),
-            false => refresh(&mut conn, docs, &listing, workspace, max_file_bytes, progress, &mut warnings).map(Some),
+            false => rollback_journal(&conn).and_then(|()| {
+                refresh(&mut conn, docs, &listing, workspace, max_file_bytes, progress, &mut warnings).map(Some)
+            }),
         });
         let mut update = match attempt {
             Ok(Some(update)) => update,
@@ -122,16 +155,30 @@ impl Index {
             }
             Err(e) => return Err(failed(file, &e)),
         };
-        let (stats, copy) = snapshot(&mut conn, file, &mut update).map_err(|e| failed(file, &e))?;
+        let Some((stats, copy)) =
+            snapshot(&mut conn, file, workspace, max_file_bytes, &mut update).map_err(|e| failed(file, &e))?
+        else {
+            return Ok(None);
+        };
         let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats };
-        Ok((index, update))
+        Ok(Some((index, update)))
     }
 }
 
 /// The committed file, copied into memory under a read transaction (no writer can commit
 /// while it is read; the file is in rollback-journal mode, so its bytes are the database),
 /// with its counts and generation from the same moment.
-fn snapshot(conn: &mut Connection, file: &Path, update: &mut Update) -> rusqlite::Result<(Stats, Connection)> {
+///
+/// The file is opened again by path, so another process may have replaced it (a rebuild)
+/// since the update: the copy itself must say it is this workspace's index in the current
+/// format, at the generation the update left, or it is `None` and the caller starts over.
+fn snapshot(
+    conn: &mut Connection,
+    file: &Path,
+    workspace: &str,
+    max_file_bytes: u64,
+    update: &mut Update,
+) -> rusqlite::Result<Option<(Stats, Connection)>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
     let stats = stats(&tx)?;
     update.generation = generation(&tx)?;
@@ -140,11 +187,20 @@ fn snapshot(conn: &mut Connection, file: &Path, update: &mut Update) -> rusqlite
     let mut copy = Connection::open_in_memory()?;
     copy.deserialize_read_exact(MAIN_DB, reader, usize::try_from(len).unwrap_or(usize::MAX), false)?;
     tx.commit()?;
-    Ok((stats, copy))
+    let same = stale_reason(&copy, workspace, max_file_bytes).ok() == Some(None)
+        && generation(&copy).ok() == Some(update.generation);
+    Ok(same.then_some((stats, copy)))
 }
 
 /// The error for a file that cannot be used, naming it and what to do.
 fn failed(file: &Path, e: &rusqlite::Error) -> IndexError {
+    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)) {
+        return IndexError(format!(
+            "search index {}: {e}: another process held it for over {} s; try again",
+            file.display(),
+            BUSY.as_secs()
+        ));
+    }
     IndexError(format!(
         "search index {}: {e}; delete the file or run `docs-agent index rebuild`, or set index.path (DOCS_AGENT_INDEX) \
          to another file, or to `memory`",
@@ -205,7 +261,12 @@ fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
 /// bytes (`snapshot`), which hold the whole database only outside WAL mode.
 fn rollback_journal(conn: &Connection) -> rusqlite::Result<()> {
     let mode: String = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
-    if mode.eq_ignore_ascii_case("delete") { Ok(()) } else { Err(rusqlite::Error::InvalidQuery) }
+    if mode.eq_ignore_ascii_case("delete") {
+        Ok(())
+    } else {
+        let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR);
+        Err(rusqlite::Error::SqliteFailure(code, Some(format!("the file stays in journal mode {mode}, not delete"))))
+    }
 }
 
 /// True when the file holds tables but no docs-agent `meta.format`: a database of something
@@ -216,8 +277,33 @@ fn foreign(conn: &Connection) -> rusqlite::Result<bool> {
     Ok(tables > 0 && !ours)
 }
 
+/// Clears the way for a rebuild: deletes an index file (and its journal), moves aside a file
+/// SQLite cannot read, and refuses a database of something else.
+pub fn reset(file: &Path) -> Result<Option<std::path::PathBuf>, IndexError> {
+    if !file.exists() {
+        return Ok(None);
+    }
+    let conn = Connection::open(file).map_err(|e| failed(file, &e))?;
+    match foreign(&conn) {
+        Ok(true) => Err(IndexError(format!(
+            "search index {}: this SQLite file holds other tables and is not a docs-agent index, so it is not \
+             deleted; set index.path (DOCS_AGENT_INDEX) to another file",
+            file.display()
+        ))),
+        Ok(false) => {
+            drop(conn);
+            remove(file).map(|()| None)
+        }
+        Err(e) if unreadable(&e) => {
+            drop(conn);
+            move_aside(file).map(Some)
+        }
+        Err(e) => Err(failed(file, &e)),
+    }
+}
+
 /// Deletes the index file and its journal, so it can be built again.
-pub fn remove(file: &Path) -> Result<(), IndexError> {
+fn remove(file: &Path) -> Result<(), IndexError> {
     for suffix in ["", "-journal", "-wal", "-shm"] {
         let mut name = file.as_os_str().to_owned();
         name.push(suffix);
@@ -254,11 +340,15 @@ pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Why the file must be rebuilt for `workspace`, if it must.
-pub fn stale_reason(conn: &Connection, workspace: &str) -> rusqlite::Result<Option<String>> {
-    Ok(match (meta(conn, "format")?, meta(conn, "workspace")?) {
-        (None, _) => Some("it is new".to_string()),
-        (Some(format), _) if format != FORMAT => Some(format!("it was written by another format ({format})")),
-        (_, Some(other)) if other != workspace => Some(format!("it was built for another workspace ({other})")),
+pub fn stale_reason(conn: &Connection, workspace: &str, max_file_bytes: u64) -> rusqlite::Result<Option<String>> {
+    let limit = max_file_bytes.to_string();
+    Ok(match (meta(conn, "format")?, meta(conn, "workspace")?, meta(conn, "max_file_bytes")?) {
+        (None, _, _) => Some("it is new".to_string()),
+        (Some(format), _, _) if format != FORMAT => Some(format!("it was written by another format ({format})")),
+        (_, Some(other), _) if other != workspace => Some(format!("it was built for another workspace ({other})")),
+        (_, _, Some(other)) if other != limit => {
+            Some(format!("it was built with index.max_file_bytes = {other}, not {limit}"))
+        }
         _ => None,
     })
 }
@@ -276,7 +366,7 @@ fn refresh(
 ) -> rusqlite::Result<Update> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut update = Update::default();
-    if let Some(reason) = stale_reason(&tx, workspace)? {
+    if let Some(reason) = stale_reason(&tx, workspace, max_file_bytes)? {
         let tables: Vec<String> = tx
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")?
             .query_map([], |r| r.get(0))?
@@ -289,6 +379,7 @@ fn refresh(
         tx.execute_batch(STORE_SCHEMA)?;
         set_meta(&tx, "format", FORMAT)?;
         set_meta(&tx, "workspace", workspace)?;
+        set_meta(&tx, "max_file_bytes", &max_file_bytes.to_string())?;
         update.rebuilt = Some(reason);
     }
     let known = known(&tx)?;
@@ -298,14 +389,25 @@ fn refresh(
         .filter(|f| known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || k.mtime_ns != f.mtime_ns))
         .collect();
     update.unchanged = listing.files.len() - todo.len();
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    // A time this close to now is not trusted: recorded as 0, so the next update reads it.
+    let trusted = |mtime_ns: i64| if now_ns.saturating_sub(mtime_ns) < RACY_NS { 0 } else { mtime_ns };
+    let todo_paths: HashSet<&str> = todo.iter().map(|f| f.path.as_str()).collect();
+    for listed in listing.files.iter().filter(|f| !todo_paths.contains(f.path.as_str())) {
+        if let Some(warning) = known.get(&listed.path).and_then(|k| k.warning.clone()) {
+            warnings.push(warning);
+        }
+    }
     {
         let mut insert = tx.prepare(super::INSERT_SQL)?;
         let mut remove_rows = tx.prepare("DELETE FROM sections WHERE rowid BETWEEN ?1 AND ?2")?;
         let mut forget = tx.prepare("DELETE FROM files WHERE path = ?1")?;
         let mut touch = tx.prepare("UPDATE files SET size = ?2, mtime_ns = ?3 WHERE path = ?1")?;
         let mut record = tx.prepare(
-            "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections, warning) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (done, listed) in todo.iter().enumerate() {
             progress(done, todo.len());
@@ -313,22 +415,24 @@ fn refresh(
             let text = match walk::read_listed(docs, &listed.path, max_file_bytes) {
                 Ok(text) => text,
                 Err(warning) => {
-                    warnings.push(warning);
-                    if let Some(k) = before {
+                    // Recorded with its warning, so it is not read again until it changes.
+                    if let Some(k) = before.filter(|k| k.warning.is_none()) {
                         remove_rows.execute(params![k.rows.0, k.rows.1])?;
-                        forget.execute([&listed.path])?;
                         update.removed += 1;
                     }
+                    let (size, mtime) = (listed.size as i64, trusted(listed.mtime_ns));
+                    record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning])?;
+                    warnings.push(warning);
                     continue;
                 }
             };
             let hash = format!("{:x}", Sha256::digest(text.as_bytes()));
-            if before.is_some_and(|k| k.hash == hash) {
-                touch.execute(params![listed.path, listed.size as i64, listed.mtime_ns])?;
+            if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
+                touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
                 update.touched += 1;
                 continue;
             }
-            match before {
+            match before.filter(|k| k.warning.is_none()) {
                 Some(k) => {
                     remove_rows.execute(params![k.rows.0, k.rows.1])?;
                     update.changed += 1;
@@ -337,15 +441,10 @@ fn refresh(
             }
             let rows = rows_of(&DocFile { path: listed.path.clone(), text });
             let (first, last) = insert_rows(&mut insert, &rows)?.unwrap_or((0, -1));
-            record.execute(params![
-                listed.path,
-                listed.size as i64,
-                listed.mtime_ns,
-                hash,
-                first,
-                last,
-                rows.len() as i64
-            ])?;
+            let size = listed.size as i64;
+            let mtime = trusted(listed.mtime_ns);
+            let sections = rows.len() as i64;
+            record.execute(params![listed.path, size, mtime, hash, first, last, sections, None::<String>])?;
         }
         progress(todo.len(), todo.len());
         let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
@@ -367,12 +466,16 @@ fn refresh(
 
 /// Every document the file remembers.
 fn known(conn: &Connection) -> rusqlite::Result<HashMap<String, Known>> {
-    let mut stmt = conn.prepare("SELECT path, size, mtime_ns, hash, first_row, last_row FROM files")?;
+    let mut stmt = conn.prepare("SELECT path, size, mtime_ns, hash, first_row, last_row, warning FROM files")?;
     let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            Known { size: r.get(1)?, mtime_ns: r.get(2)?, hash: r.get(3)?, rows: (r.get(4)?, r.get(5)?) },
-        ))
+        let known = Known {
+            size: r.get(1)?,
+            mtime_ns: r.get(2)?,
+            hash: r.get(3)?,
+            rows: (r.get(4)?, r.get(5)?),
+            warning: r.get(6)?,
+        };
+        Ok((r.get::<_, String>(0)?, known))
     })?;
     rows.collect()
 }
@@ -380,26 +483,36 @@ fn known(conn: &Connection) -> rusqlite::Result<HashMap<String, Known>> {
 /// Counts of what the file holds.
 pub fn stats(conn: &Connection) -> rusqlite::Result<Stats> {
     let (files, sections): (i64, i64) =
-        conn.query_row("SELECT count(*), coalesce(sum(sections), 0) FROM files", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        conn.query_row("SELECT count(*), coalesce(sum(sections), 0) FROM files WHERE warning IS NULL", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
     let empty_files = conn
-        .prepare("SELECT path FROM files WHERE sections = 0 ORDER BY path")?
+        .prepare("SELECT path FROM files WHERE sections = 0 AND warning IS NULL ORDER BY path")?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     Ok(Stats { files: files.max(0) as usize, sections: sections.max(0) as usize, empty_files })
 }
 
 /// What is out of date, by size and modification time alone (nothing is read): documents
-/// new or changed, and documents gone.
-pub fn pending(conn: &Connection, listing: &Listing) -> rusqlite::Result<(usize, usize)> {
+/// new or changed, documents gone, and documents to read again because they were written
+/// moments before they were last read.
+pub fn pending(conn: &Connection, listing: &Listing) -> rusqlite::Result<(usize, usize, usize)> {
     let known = known(conn)?;
     let changed = listing
         .files
         .iter()
-        .filter(|f| known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || k.mtime_ns != f.mtime_ns))
+        .filter(|f| {
+            known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || (k.mtime_ns != 0 && k.mtime_ns != f.mtime_ns))
+        })
         .count();
     let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
     let gone = known.keys().filter(|p| !listed.contains(p.as_str())).count();
-    Ok((changed, gone))
+    let recheck = listing
+        .files
+        .iter()
+        .filter(|f| known.get(&f.path).is_some_and(|k| k.size == f.size as i64 && k.mtime_ns == 0))
+        .count();
+    Ok((changed, gone, recheck))
 }
 
 /// Every problem found by reading the whole file and every document: SQLite's and FTS5's
@@ -419,6 +532,10 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
             problems.push(format!("{}: not in the index", listed.path));
             continue;
         };
+        if k.warning.is_some() {
+            // Skipped with a warning when it was read; `check` and every question say why.
+            continue;
+        }
         match walk::read_listed(docs, &listed.path, max_file_bytes) {
             Ok(text) if format!("{:x}", Sha256::digest(text.as_bytes())) == k.hash => {}
             Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
@@ -445,6 +562,13 @@ mod tests {
         Index::open(&docs(dir), "ws", file, 1 << 20, &mut |_, _| {}).expect("open index")
     }
 
+    /// Writes `text` with a time a minute ago, old enough to be trusted.
+    fn write_old(path: &Path, text: &str) {
+        std::fs::write(path, text).expect("write");
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(old)).expect("age");
+    }
+
     fn counts(u: &Update) -> (usize, usize, usize, usize, usize) {
         (u.added, u.changed, u.removed, u.touched, u.unchanged)
     }
@@ -455,8 +579,8 @@ mod tests {
         let dir = tmp.path().join("docs");
         std::fs::create_dir_all(&dir).expect("docs");
         let file = tmp.path().join("state/index.db");
-        std::fs::write(dir.join("a.md"), "# A\n\nalpha words\n").expect("a");
-        std::fs::write(dir.join("b.md"), "# B\n\nbeta words\n").expect("b");
+        write_old(&dir.join("a.md"), "# A\n\nalpha words\n");
+        write_old(&dir.join("b.md"), "# B\n\nbeta words\n");
 
         let (index, update) = open(&dir, &file);
         assert_eq!(update.rebuilt.as_deref(), Some("it is new"));
@@ -466,8 +590,8 @@ mod tests {
         let (_, update) = open(&dir, &file);
         assert_eq!((update.rebuilt.clone(), counts(&update), update.generation), (None, (0, 0, 0, 0, 2), 1));
 
-        std::fs::write(dir.join("a.md"), "# A\n\nalpha words, longer now\n").expect("edit a");
-        std::fs::write(dir.join("c.md"), "# C\n\ngamma\n").expect("add c");
+        write_old(&dir.join("a.md"), "# A\n\nalpha words, longer now\n");
+        write_old(&dir.join("c.md"), "# C\n\ngamma\n");
         std::fs::remove_file(dir.join("b.md")).expect("remove b");
         let (index, update) = open(&dir, &file);
         assert_eq!((counts(&update), update.generation), ((1, 1, 1, 0, 0), 2));
@@ -482,6 +606,37 @@ mod tests {
         std::fs::File::options().write(true).open(dir.join("c.md")).and_then(|f| f.set_modified(later)).expect("mtime");
         let (_, update) = open(&dir, &file);
         assert_eq!((counts(&update), update.generation), ((0, 0, 0, 1, 1), 2));
+    }
+
+    #[test]
+    fn an_unreadable_document_is_remembered_and_a_fresh_time_is_not_trusted() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("docs");
+        std::fs::create_dir_all(&dir).expect("docs");
+        let file = tmp.path().join("index.db");
+        std::fs::write(dir.join("a.md"), "# A\n\nalpha\n").expect("a");
+        std::fs::write(dir.join("bin.md"), b"\0\x01").expect("binary");
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        for name in ["a.md", "bin.md"] {
+            std::fs::File::options().write(true).open(dir.join(name)).and_then(|f| f.set_modified(old)).expect("age");
+        }
+        let (index, update) = open(&dir, &file);
+        assert_eq!((counts(&update), index.stats.files), ((1, 0, 0, 0, 0), 1));
+        assert!(index.warnings.iter().any(|w| w.starts_with("docs/bin.md: binary")), "{:?}", index.warnings);
+        // Not read again while unchanged, and still reported.
+        let (index, update) = open(&dir, &file);
+        assert_eq!(counts(&update), (0, 0, 0, 0, 2));
+        assert!(index.warnings.iter().any(|w| w.starts_with("docs/bin.md: binary")), "{:?}", index.warnings);
+        let conn = Connection::open(&file).expect("open");
+        let listing = walk::list_docs(&docs(&dir));
+        assert_eq!(verify(&conn, &docs(&dir), &listing, 1 << 20).expect("verify"), Vec::<String>::new());
+
+        // Written just now: recorded without a time, so the next update reads it again.
+        std::fs::write(dir.join("a.md"), "# A\n\nalpha two\n").expect("edit");
+        let (_, update) = open(&dir, &file);
+        assert_eq!(update.changed, 1);
+        let (_, update) = open(&dir, &file);
+        assert_eq!((update.touched, update.unchanged), (1, 1), "{update:?}");
     }
 
     #[test]
@@ -520,5 +675,9 @@ mod tests {
         let rows: i64 =
             Connection::open(&theirs).and_then(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))).expect("t");
         assert_eq!(rows, 1, "left alone");
+        let Err(e) = reset(&theirs) else {
+            panic!("a rebuild must not delete a foreign database");
+        };
+        assert!(e.0.contains("not deleted") && theirs.exists(), "{e}");
     }
 }

@@ -21,11 +21,11 @@ pub struct DocFile {
     pub text: String,
 }
 
-/// What the walk found and what it skipped.
-#[derive(Default)]
-pub struct Walk {
-    /// Files to index, sorted by path.
-    pub files: Vec<DocFile>,
+/// What the walk found and what it skipped: documents read ([`walk_docs`]), or listed with
+/// their size and time ([`list_docs`]).
+pub struct Walk<T = DocFile> {
+    /// Documents, sorted by path.
+    pub files: Vec<T>,
     /// One line per skipped entry: the path and why.
     pub warnings: Vec<String>,
     /// Files skipped because the index does not read their type, one line each with why.
@@ -67,15 +67,7 @@ pub struct Listed {
 }
 
 /// What [`list_docs`] found.
-#[derive(Default)]
-pub struct Listing {
-    /// Documents, sorted by path.
-    pub files: Vec<Listed>,
-    /// One line per skipped entry: the path and why.
-    pub warnings: Vec<String>,
-    /// Files skipped because the index does not read their type.
-    pub ignored: Vec<String>,
-}
+pub type Listing = Walk<Listed>;
 
 /// Lists the documents under `docs` with their size and modification time, reading none, with
 /// the same confinement and skip rules as [`walk_docs`]: what an index update compares.
@@ -211,7 +203,9 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
                 Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
                 Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
             },
-            Mode::List(on_listed) => match dir.metadata(name) {
+            // A symlink's target is stat'ed through `dir` (confined); a plain file through its
+            // entry, which costs no open.
+            Mode::List(on_listed) => match if kind.is_symlink() { dir.metadata(name) } else { entry.metadata() } {
                 Ok(meta) => {
                     let mtime_ns = meta
                         .modified()
