@@ -143,6 +143,7 @@ fn on_a_terminal_the_answer_and_the_progress_line_show_by_default() {
     let binary = env!("CARGO_BIN_EXE_docs-agent");
     let out = Command::new("script")
         .args(["-qec", &format!("{binary} 'how long is the refund window'"), "/dev/null"])
+        .current_dir(ws.path())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("LLM_BASE_URL", server.base_url())

@@ -15,6 +15,7 @@ fn on_terminal_with(workspace: &std::path::Path, args: &str, env: &[(&str, &std:
     let mut command = Command::new("script");
     command
         .args(["-qec", &format!("{binary} {args}"), "/dev/null"])
+        .current_dir(workspace)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("LLM_MODEL", "scripted")
