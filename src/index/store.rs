@@ -569,16 +569,22 @@ mod tests {
         std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(old)).expect("age");
     }
 
+    /// A temporary folder with an empty `docs/`, the docs folder and where the index goes.
+    fn folder() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("docs");
+        std::fs::create_dir_all(&dir).expect("docs");
+        let file = tmp.path().join("state/index.db");
+        (tmp, dir, file)
+    }
+
     fn counts(u: &Update) -> (usize, usize, usize, usize, usize) {
         (u.added, u.changed, u.removed, u.touched, u.unchanged)
     }
 
     #[test]
     fn only_what_changed_is_read_and_rewritten() {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("docs");
-        std::fs::create_dir_all(&dir).expect("docs");
-        let file = tmp.path().join("state/index.db");
+        let (_tmp, dir, file) = folder();
         write_old(&dir.join("a.md"), "# A\n\nalpha words\n");
         write_old(&dir.join("b.md"), "# B\n\nbeta words\n");
 
@@ -610,10 +616,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_document_is_remembered_and_a_fresh_time_is_not_trusted() {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("docs");
-        std::fs::create_dir_all(&dir).expect("docs");
-        let file = tmp.path().join("index.db");
+        let (_tmp, dir, file) = folder();
         std::fs::write(dir.join("a.md"), "# A\n\nalpha\n").expect("a");
         std::fs::write(dir.join("bin.md"), b"\0\x01").expect("binary");
         let old = std::time::SystemTime::now() - Duration::from_secs(60);
@@ -641,11 +644,8 @@ mod tests {
 
     #[test]
     fn another_format_or_workspace_rebuilds_and_a_foreign_database_is_left_alone() {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("docs");
-        std::fs::create_dir_all(&dir).expect("docs");
+        let (tmp, dir, file) = folder();
         std::fs::write(dir.join("a.md"), "# A\n\nalpha\n").expect("a");
-        let file = tmp.path().join("index.db");
         open(&dir, &file);
 
         let conn = Connection::open(&file).expect("open");
