@@ -127,10 +127,9 @@ fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<Index, IndexEr
     let IndexStore::File(file) = config.index_store() else {
         return Index::build(docs, max);
     };
-    let workspace = std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
+    let workspace = crate::session::workspace_of(config);
     let mut progress = crate::index::progress::Line::on_stderr();
-    match Index::open(docs, &workspace.display().to_string(), &file, max, &mut |done, total| progress.show(done, total))
-    {
+    match Index::open(docs, &workspace, &file, max, &mut |done, total| progress.show(done, total)) {
         Ok((index, _)) => Ok(index),
         Err(e) => {
             let mut index = Index::build(docs, max)?;

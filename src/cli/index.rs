@@ -24,8 +24,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
     let docs = workspace
         .docs()
         .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;
-    let id = std::fs::canonicalize(&config.workspace).unwrap_or_else(|_| config.workspace.clone());
-    let id = id.display().to_string();
+    let id = crate::session::workspace_of(&config);
     let max = config.index.max_file_bytes;
     let mut out = std::io::stdout().lock();
     let fail = |e: &dyn std::fmt::Display| (Exit::Failure, format!("search index {}: {e}", file.display()));

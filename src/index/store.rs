@@ -88,6 +88,53 @@ struct Known {
     warning: Option<String>,
 }
 
+/// How a listed document compares with what the file remembers of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    /// Same size and time: not read.
+    Same,
+    /// Same size, but its time was not trusted when it was read (see [`RACY_NS`]): read again.
+    Recheck,
+    /// New, or its size or time changed.
+    Changed,
+}
+
+impl Known {
+    /// How `listed` compares with this record.
+    fn freshness(&self, listed: &Listed) -> Freshness {
+        match (self.size == listed.size as i64, self.mtime_ns) {
+            (true, t) if t == listed.mtime_ns => Freshness::Same,
+            (true, 0) => Freshness::Recheck,
+            _ => Freshness::Changed,
+        }
+    }
+}
+
+/// How `listed` compares with the file's records.
+fn freshness(known: &HashMap<String, Known>, listed: &Listed) -> Freshness {
+    known.get(&listed.path).map_or(Freshness::Changed, |k| k.freshness(listed))
+}
+
+/// The documents the file remembers that are no longer listed.
+fn gone<'a>(known: &'a HashMap<String, Known>, listing: &Listing) -> Vec<(&'a String, &'a Known)> {
+    let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+    known.iter().filter(|(path, _)| !listed.contains(path.as_str())).collect()
+}
+
+/// The content hash the file keeps for a document.
+fn content_hash(text: &str) -> String {
+    format!("{:x}", Sha256::digest(text.as_bytes()))
+}
+
+/// A database of something else, which is `left` (alone, not deleted...).
+fn not_ours(file: &Path, left: &str) -> IndexError {
+    IndexError(format!(
+        "search index {}: this SQLite file holds other tables and is not a docs-agent index, so it is {left}; set \
+         index.path (DOCS_AGENT_INDEX) to another file",
+        file.display()
+    ))
+}
+
 impl Index {
     /// The index kept in the SQLite file at `file`, brought up to date with `docs` first (see
     /// the module docs). `workspace` names the workspace (its canonical path): a file made for
@@ -130,13 +177,7 @@ impl Index {
         });
         let mut update = match attempt {
             Ok(Some(update)) => update,
-            Ok(None) => {
-                return Err(IndexError(format!(
-                    "search index {}: this SQLite file holds other tables and is not a docs-agent index, so it is \
-                     left alone; set index.path (DOCS_AGENT_INDEX) to another file",
-                    file.display()
-                )));
-            }
+            Ok(None) => return Err(not_ours(file, "left alone")),
             Err(e) if unreadable(&e) => {
                 drop(conn);
                 let aside = move_aside(file)?;
@@ -238,7 +279,7 @@ pub fn connect(file: &Path) -> Result<Connection, IndexError> {
 /// Renames an index file SQLite cannot read to `NAME.unreadable-MS` (nothing is deleted: it
 /// may not be ours), with its journal; the path it went to.
 fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
-    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let ms = walk::epoch_ns(std::time::SystemTime::now()) / 1_000_000;
     let mut aside = file.as_os_str().to_owned();
     aside.push(format!(".unreadable-{ms}"));
     std::fs::rename(file, &aside).map_err(|e| {
@@ -285,11 +326,7 @@ pub fn reset(file: &Path) -> Result<Option<std::path::PathBuf>, IndexError> {
     }
     let conn = Connection::open(file).map_err(|e| failed(file, &e))?;
     match foreign(&conn) {
-        Ok(true) => Err(IndexError(format!(
-            "search index {}: this SQLite file holds other tables and is not a docs-agent index, so it is not \
-             deleted; set index.path (DOCS_AGENT_INDEX) to another file",
-            file.display()
-        ))),
+        Ok(true) => Err(not_ours(file, "not deleted")),
         Ok(false) => {
             drop(conn);
             remove(file).map(|()| None)
@@ -383,15 +420,9 @@ fn refresh(
         update.rebuilt = Some(reason);
     }
     let known = known(&tx)?;
-    let todo: Vec<&Listed> = listing
-        .files
-        .iter()
-        .filter(|f| known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || k.mtime_ns != f.mtime_ns))
-        .collect();
+    let todo: Vec<&Listed> = listing.files.iter().filter(|f| freshness(&known, f) != Freshness::Same).collect();
     update.unchanged = listing.files.len() - todo.len();
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let now_ns = walk::epoch_ns(std::time::SystemTime::now());
     // A time this close to now is not trusted: recorded as 0, so the next update reads it.
     let trusted = |mtime_ns: i64| if now_ns.saturating_sub(mtime_ns) < RACY_NS { 0 } else { mtime_ns };
     let todo_paths: HashSet<&str> = todo.iter().map(|f| f.path.as_str()).collect();
@@ -426,7 +457,7 @@ fn refresh(
                     continue;
                 }
             };
-            let hash = format!("{:x}", Sha256::digest(text.as_bytes()));
+            let hash = content_hash(&text);
             if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
                 touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
                 update.touched += 1;
@@ -447,8 +478,7 @@ fn refresh(
             record.execute(params![listed.path, size, mtime, hash, first, last, sections, None::<String>])?;
         }
         progress(todo.len(), todo.len());
-        let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
-        for (path, k) in known.iter().filter(|(path, _)| !listed.contains(path.as_str())) {
+        for (path, k) in gone(&known, listing) {
             remove_rows.execute(params![k.rows.0, k.rows.1])?;
             forget.execute([path])?;
             update.removed += 1;
@@ -457,8 +487,8 @@ fn refresh(
     if update.wrote() {
         let next = generation(&tx)? + 1;
         set_meta(&tx, "generation", &next.to_string())?;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        set_meta(&tx, "updated_at_ms", &now.to_string())?;
+        let now_ms = walk::epoch_ns(std::time::SystemTime::now()) / 1_000_000;
+        set_meta(&tx, "updated_at_ms", &now_ms.to_string())?;
     }
     tx.commit()?;
     Ok(update)
@@ -498,21 +528,8 @@ pub fn stats(conn: &Connection) -> rusqlite::Result<Stats> {
 /// moments before they were last read.
 pub fn pending(conn: &Connection, listing: &Listing) -> rusqlite::Result<(usize, usize, usize)> {
     let known = known(conn)?;
-    let changed = listing
-        .files
-        .iter()
-        .filter(|f| {
-            known.get(&f.path).is_none_or(|k| k.size != f.size as i64 || (k.mtime_ns != 0 && k.mtime_ns != f.mtime_ns))
-        })
-        .count();
-    let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
-    let gone = known.keys().filter(|p| !listed.contains(p.as_str())).count();
-    let recheck = listing
-        .files
-        .iter()
-        .filter(|f| known.get(&f.path).is_some_and(|k| k.size == f.size as i64 && k.mtime_ns == 0))
-        .count();
-    Ok((changed, gone, recheck))
+    let count = |state| listing.files.iter().filter(|f| freshness(&known, f) == state).count();
+    Ok((count(Freshness::Changed), gone(&known, listing).len(), count(Freshness::Recheck)))
 }
 
 /// Every problem found by reading the whole file and every document: SQLite's and FTS5's
@@ -537,13 +554,12 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
             continue;
         }
         match walk::read_listed(docs, &listed.path, max_file_bytes) {
-            Ok(text) if format!("{:x}", Sha256::digest(text.as_bytes())) == k.hash => {}
+            Ok(text) if content_hash(&text) == k.hash => {}
             Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
             Err(warning) => problems.push(warning),
         }
     }
-    let listed: HashSet<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
-    for path in known.keys().filter(|p| !listed.contains(p.as_str())) {
+    for (path, _) in gone(&known, listing) {
         problems.push(format!("{path}: in the index, but no longer in docs/"));
     }
     problems.sort();

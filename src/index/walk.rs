@@ -85,10 +85,20 @@ pub fn list_docs(docs: &Dir) -> Listing {
 /// Reads `path` (as listed: `docs/…`) inside `docs`, with the walk's rules.
 pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<String, String> {
     let inner = path.strip_prefix("docs/").unwrap_or(path);
-    read_confined(docs, inner, max_bytes).map_err(|e| match e {
+    read_confined(docs, inner, max_bytes).map_err(|e| unreadable(path, e))
+}
+
+/// The warning for a document at `path` that cannot be read.
+fn unreadable(path: &str, e: FileError) -> String {
+    match e {
         FileError::Denied(d) => format!("{path}: {d}; skipped"),
         FileError::Failed(m) => format!("{path}: {m}; skipped"),
-    })
+    }
+}
+
+/// Nanoseconds from the epoch to `time` (0 before it, the largest `i64` far after it).
+pub fn epoch_ns(time: std::time::SystemTime) -> i64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// What the walk does with each document it finds.
@@ -200,18 +210,13 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
         match &mut walk.mode {
             Mode::Read(max_bytes, on_file) => match read_confined(dir, name, *max_bytes) {
                 Ok(text) => on_file(DocFile { path, text }),
-                Err(FileError::Denied(d)) => walk.warnings.push(format!("{path}: {d}; skipped")),
-                Err(FileError::Failed(m)) => walk.warnings.push(format!("{path}: {m}; skipped")),
+                Err(e) => walk.warnings.push(unreadable(&path, e)),
             },
             // A symlink's target is stat'ed through `dir` (confined); a plain file through its
             // entry, which costs no open.
             Mode::List(on_listed) => match if kind.is_symlink() { dir.metadata(name) } else { entry.metadata() } {
                 Ok(meta) => {
-                    let mtime_ns = meta
-                        .modified()
-                        .ok()
-                        .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+                    let mtime_ns = meta.modified().map_or(0, |t| epoch_ns(t.into_std()));
                     on_listed(Listed { path, size: meta.len(), mtime_ns });
                 }
                 Err(e) => walk.warnings.push(format!("{path}: cannot stat ({e}); skipped")),
