@@ -5,6 +5,8 @@
 
 use crate::approval::Approver;
 use crate::config::{Config, IndexStore};
+use crate::index::live::{Live, Refreshed, Source};
+use crate::index::store::Held;
 use crate::index::{Index, IndexError};
 use crate::model::{Model, ModelError, SetupError};
 use crate::prompt;
@@ -30,8 +32,10 @@ const MAX_AGENTS_MD_BYTES: u64 = 64 * 1024;
 pub struct Harness {
     /// The workspace's area handles.
     pub workspace: Workspace,
-    /// The docs index.
-    pub index: Index,
+    /// The docs index: the generation searched now (`serve` replaces it when the docs change).
+    pub index: Live,
+    /// Where later generations come from (`refresh_index`).
+    source: std::sync::Mutex<Source>,
     /// Valid skills and the problems of invalid ones.
     pub skills: Skills,
     /// The stable system prompt.
@@ -122,19 +126,20 @@ pub enum OpenError {
 /// The index of `docs` where `config` keeps it: the file, brought up to date (a progress
 /// line on a terminal while many documents are read), or memory. A file that cannot be
 /// used (a read-only folder, say) gives an index built in memory and a warning naming it.
-fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<Index, IndexError> {
+/// With it, where its later generations come from.
+fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<(Index, Source), IndexError> {
     let max = config.index.max_file_bytes;
     let IndexStore::File(file) = config.index_store() else {
-        return Index::build(docs, max);
+        return Ok((Index::build(docs, max)?, Source::memory()));
     };
     let workspace = crate::session::workspace_of(config);
     let mut progress = crate::index::progress::Line::on_stderr();
     match Index::open(docs, &workspace, &file, max, &mut |done, total| progress.show(done, total)) {
-        Ok((index, _)) => Ok(index),
+        Ok((index, _)) => Ok((index, Source::File { path: file, workspace })),
         Err(e) => {
             let mut index = Index::build(docs, max)?;
             index.warnings.push(format!("{e}; this process searches an index built in memory instead"));
-            Ok(index)
+            Ok((index, Source::memory()))
         }
     }
 }
@@ -143,9 +148,9 @@ impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
     pub fn open(config: &Config) -> Result<Harness, OpenError> {
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
-        let index = match workspace.docs() {
+        let (index, source) = match workspace.docs() {
             Some(docs) => open_index(docs, config).map_err(OpenError::Index)?,
-            None => Index::empty().map_err(OpenError::Index)?,
+            None => (Index::empty().map_err(OpenError::Index)?, Source::memory()),
         };
         let skills = Skills::load(workspace.root());
         let agents_md = check_read("AGENTS.md")
@@ -153,7 +158,25 @@ impl Harness {
             .filter(|p| p.area() == Area::AgentsMd)
             .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
-        Ok(Harness { workspace, index, skills, system_prompt, ephemeral: Default::default() })
+        Ok(Harness {
+            workspace,
+            index: Live::new(index),
+            source: source.into(),
+            skills,
+            system_prompt,
+            ephemeral: Default::default(),
+        })
+    }
+
+    /// Brings the index up to date with `docs/` as it is now, leaving `held` documents (still
+    /// being written) as they are: a new generation replaces the one searched only when
+    /// something changed. Nothing to do without `docs/`.
+    pub fn refresh_index(&self, max_file_bytes: u64, held: Held<'_>) -> Result<Refreshed, IndexError> {
+        let Some(docs) = self.workspace.docs() else {
+            return Ok(Refreshed { version: self.index.current().version, ..Refreshed::default() });
+        };
+        let mut source = self.source.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        source.refresh(&self.index, docs, max_file_bytes, held)
     }
 
     /// What a turn needs from the harness and `config`: the one place it is put together.
@@ -161,7 +184,7 @@ impl Harness {
         Deps {
             toolbox: Toolbox {
                 workspace: &self.workspace,
-                index: &self.index,
+                index: self.index.current(),
                 skills: &self.skills,
                 top_k: config.index.top_k,
                 max_result_bytes: config.limits.max_tool_result_bytes,

@@ -155,6 +155,11 @@ pub struct IndexConfig {
     /// The index file: empty for `index.db` beside the session log, `memory` for an index
     /// built in memory by every process (nothing written), or a file path.
     pub path: String,
+    /// `serve` watches `docs/` for changes (inotify) and updates its index at once.
+    pub watch: bool,
+    /// `serve` also looks for changes this often, in seconds, for filesystems that send no
+    /// events (0: never).
+    pub rescan_secs: u64,
 }
 
 /// Where the search index is kept.
@@ -191,6 +196,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_MAX_WALL_SECS", "limits.max_wall_secs"),
     ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
     ("DOCS_AGENT_INDEX", "index.path"),
+    ("DOCS_AGENT_INDEX_WATCH", "index.watch"),
+    ("DOCS_AGENT_INDEX_RESCAN_SECS", "index.rescan_secs"),
     ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
     ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
@@ -371,6 +378,8 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
         ("index.top_k", 5_i64.into()),
         ("index.path", "".into()),
+        ("index.watch", true.into()),
+        ("index.rescan_secs", 10_i64.into()),
         ("retrieval.first", true.into()),
         ("retrieval.context_tokens", 400_i64.into()),
         ("retrieval.verify", true.into()),

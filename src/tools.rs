@@ -203,8 +203,8 @@ struct SkillArgs {
 pub struct Toolbox<'a> {
     /// The workspace's area handles.
     pub workspace: &'a Workspace,
-    /// The docs index.
-    pub index: &'a Index,
+    /// The docs index: one generation, for the whole turn.
+    pub index: std::sync::Arc<Index>,
     /// The valid skills.
     pub skills: &'a Skills,
     /// Sections per search.

@@ -47,7 +47,7 @@ fn toolbox(h: &Harness, approver: Approver) -> Tb<'_> {
     Tb {
         toolbox: Toolbox {
             workspace: &h.workspace,
-            index: &h.index,
+            index: h.index.current(),
             skills: &h.skills,
             top_k: 5,
             max_result_bytes: 12_000,
@@ -244,13 +244,13 @@ fn odd_docs_are_skipped_with_warnings_not_crashes() {
     let status = std::process::Command::new("mkfifo").arg(docs.join("fifo.md")).status().expect("mkfifo");
     assert!(status.success());
     let h = harness(ws.path());
-    let warnings = h.index.warnings.join("\n");
+    let warnings = h.index.current().warnings.join("\n");
     for file in ["binary.md", "latin1.md", "huge.md", "passwd.md", "fifo.md"] {
         assert!(warnings.contains(&format!("docs/{file}")), "{file} skipped with a warning:\n{warnings}");
     }
-    let hits = h.index.search("root bin bash", 10).expect("search");
+    let hits = h.index.current().search("root bin bash", 10).expect("search");
     assert!(hits.iter().all(|hit| hit.path != "docs/passwd.md"), "nothing indexed from outside");
-    assert!(h.index.stats.files >= 14);
+    assert!(h.index.current().stats.files >= 14);
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn long_sections_show_the_part_that_matched() {
     assert!(doc.len() > 10_000);
     std::fs::write(ws.path().join("docs/long.md"), doc).expect("write");
     let h = harness(ws.path());
-    let hits = h.index.search("zanzibar clause", 3).expect("search");
+    let hits = h.index.current().search("zanzibar clause", 3).expect("search");
     assert_eq!(hits[0].source(), "docs/long.md#everything");
     assert!(hits[0].excerpt.contains("The zanzibar clause applies"), "{}", hits[0].excerpt);
     assert!(hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8, "{}", hits[0].excerpt.len());
@@ -298,7 +298,7 @@ fn a_section_matching_a_term_half_a_million_times_is_searched_whole() {
     let ws = sample_workspace();
     std::fs::write(ws.path().join("docs/long.md"), format!("# L\n\n{}\n", "x ".repeat(500_000))).expect("write");
     let h = harness(ws.path());
-    let hits = h.index.search("x", 5).expect("search");
+    let hits = h.index.current().search("x", 5).expect("search");
     assert_eq!(hits.len(), 1, "one hit per section");
     assert!(hits[0].excerpt.len() <= docs_agent::index::EXCERPT_BYTES + 8);
 }

@@ -47,6 +47,7 @@ fn problem(file: &str, line: Option<usize>, message: impl Into<String>) -> Probl
 
 /// Checks AGENTS.md, the skills, docs/ and notes/.
 pub fn check(harness: &Harness, config: &Config) -> Report {
+    let index = harness.index.current();
     let mut problems = Vec::new();
     let workspace = &harness.workspace;
     match check_read("AGENTS.md").map(|p| workspace.read_text(&p, 64 * 1024)) {
@@ -71,7 +72,7 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     if workspace.docs().is_none() {
         problems.push(problem("docs", None, "folder is missing; put the product's Markdown docs in docs/"));
     }
-    for warning in &harness.index.warnings {
+    for warning in &index.warnings {
         let (file, message) = warning.split_once(": ").unwrap_or(("docs", warning.as_str()));
         problems.push(problem(file, None, message));
     }
@@ -84,13 +85,13 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
             skipped.push(problem(file, None, message));
         }
     }
-    for file in &harness.index.stats.empty_files {
+    for file in &index.stats.empty_files {
         problems.push(problem(file, None, "has no text to index (empty sections only)"));
     }
     if !workspace.has_notes() {
         problems.push(problem("notes", None, "folder is missing; writes will fail until notes/ exists"));
     }
-    let stats = &harness.index.stats;
+    let stats = &index.stats;
     let summary = format!(
         "{} docs, {} sections indexed; {} files skipped; {} skills valid; {} problems",
         stats.files,

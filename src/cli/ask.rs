@@ -47,7 +47,7 @@ pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure
     let harness = open(&config)?;
     let mut trace = Trace::new(std::io::stderr().lock(), config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
-    let hits = harness.index.search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let hits = harness.index.current().search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = std::io::stdout().lock();
     for hit in hits {
         let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);

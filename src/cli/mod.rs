@@ -85,7 +85,7 @@ fn open(config: &Config) -> Result<Harness, Failure> {
 
 /// Says which docs the index skipped, on the trace.
 fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
-    for warning in &harness.index.warnings {
+    for warning in &harness.index.current().warnings {
         trace.event("warning", warning);
     }
 }

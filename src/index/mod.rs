@@ -8,11 +8,13 @@
 pub mod chunk;
 mod html;
 pub mod kind;
+pub mod live;
 pub mod mdx;
 pub mod progress;
 mod prune;
 pub mod query;
 mod rank;
+pub mod section;
 pub mod store;
 pub mod walk;
 
@@ -88,6 +90,16 @@ pub struct Stats {
     pub empty_files: Vec<String>,
 }
 
+/// Which state of the docs an index holds: a process serving for days answers from several
+/// in turn, and says which (`/readyz`, `/metrics`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    /// Grows by one with every update that changed what is indexed.
+    pub generation: i64,
+    /// When that update committed, in milliseconds since the epoch.
+    pub updated_at_ms: i64,
+}
+
 /// The built index.
 pub struct Index {
     /// In-memory databases holding the `sections` FTS5 table: the one built, then private
@@ -99,6 +111,8 @@ pub struct Index {
     pub warnings: Vec<String>,
     /// What was indexed.
     pub stats: Stats,
+    /// Which state of the docs this is.
+    pub version: Version,
 }
 
 /// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
@@ -152,6 +166,15 @@ impl Index {
     /// (a server's workers) can search at once. The copies share nothing, so memory grows by the
     /// database's size for each.
     pub fn with_readers(mut self, n: usize) -> Result<Index, IndexError> {
+        self.add_readers(n)?;
+        Ok(self)
+    }
+
+    /// Copies the built database until there are `n` in all (see [`Index::with_readers`]).
+    pub fn add_readers(&mut self, n: usize) -> Result<(), IndexError> {
+        if self.conns.len() >= n.max(1) {
+            return Ok(());
+        }
         let bytes = self.built().serialize(MAIN_DB)?.to_vec();
         while self.conns.len() < n.max(1) {
             let mut copy = Connection::open_in_memory()?;
@@ -159,7 +182,7 @@ impl Index {
             copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), false)?;
             self.conns.push(Mutex::new(copy));
         }
-        Ok(self)
+        Ok(())
     }
 
     /// An index with no documents (a workspace without `docs/`).
@@ -171,6 +194,7 @@ impl Index {
             next: AtomicUsize::new(0),
             warnings: Vec::new(),
             stats: Stats::default(),
+            version: Version::default(),
         })
     }
 
@@ -178,6 +202,8 @@ impl Index {
     /// chunking run on a second thread while this one inserts, so the two overlap.
     pub fn build(docs: &Dir, max_file_bytes: u64) -> Result<Index, IndexError> {
         let mut index = Index::empty()?;
+        index.version =
+            Version { generation: 1, updated_at_ms: walk::epoch_ns(std::time::SystemTime::now()) / 1_000_000 };
         index.built().execute_batch(BULK_LOAD_SETTINGS)?;
         if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
             // Small docs: a second thread (and its allocator arena) costs more than it saves.
@@ -210,13 +236,18 @@ impl Index {
         let tx = self.built().transaction()?;
         {
             let mut insert = tx.prepare(INSERT_SQL)?;
+            let mut record = tx.prepare(
+                "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections) \
+                 VALUES (?1, 0, 0, '', ?2, ?3, ?4)",
+            )?;
             for (path, rows) in rx {
                 stats.files += 1;
                 stats.sections += rows.len();
+                let (first, last) = insert_rows(&mut insert, &rows)?.unwrap_or((0, -1));
+                record.execute(params![path, first, last, rows.len() as i64])?;
                 if rows.is_empty() {
                     stats.empty_files.push(path);
                 }
-                insert_rows(&mut insert, &rows)?;
             }
         }
         tx.commit()?;
@@ -299,9 +330,21 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
              tokenize = 'porter unicode61 remove_diacritics 2'
          );",
     )?;
+    conn.execute_batch(FILES_SCHEMA)?;
     conn.execute_batch(prune::SCHEMA)?;
     Ok(())
 }
+
+/// Every document indexed, with the rows that hold its sections (consecutive rowids), so one
+/// document's sections are read without scanning `sections`. The index file also keeps each
+/// document's size, time and content hash here (`store`); an index built in memory leaves
+/// them empty.
+const FILES_SCHEMA: &str = "
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
+        first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL,
+        warning TEXT
+    );";
 
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let path = clean(&file.path);
@@ -422,6 +465,26 @@ mod reader_tests {
             .expect("write doc");
         let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
         Index::build(&docs, 1 << 20).expect("build").with_readers(n).expect("copies")
+    }
+
+    #[test]
+    fn a_long_section_reads_back_whole_from_its_windows() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let para = "Refund paragraph with many words about the window and the payment. ".repeat(8);
+        let body: String = (0..12).map(|i| format!("{i} {para}\n\n")).collect();
+        std::fs::write(tmp.path().join("long.md"), format!("# Intro\n\nHello.\n\n## Long part\n\n{body}"))
+            .expect("write");
+        let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
+        let index = Index::build(&docs, 1 << 20).expect("build");
+        let section = index.section("docs/long.md", "long-part").expect("read").expect("found");
+        assert!(body.len() > 2 * EXCERPT_BYTES, "the section is indexed as several windows");
+        assert_eq!(section.heading, "Intro > Long part");
+        assert!(section.text.starts_with("0 Refund") && section.text.contains("11 Refund"), "{}", section.text);
+        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&section.text), words(&body), "every word, once, in order");
+        let first = index.section("docs/long.md", "").expect("read").expect("the first section");
+        assert_eq!((first.anchor.as_str(), first.text.trim()), ("intro", "Hello."));
+        assert!(index.section("docs/long.md", "nope").expect("read").is_none());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, MAIN_DB, OptionalExtension, TransactionBeh
 use sha2::{Digest, Sha256};
 
 use super::walk::{self, DocFile, Listed, Listing};
-use super::{Index, IndexError, Stats, create_schema, insert_rows, rows_of};
+use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_of};
 
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
@@ -40,14 +40,8 @@ const ATTEMPTS: usize = 3;
 /// How long an update waits for another process's update of the same file.
 const BUSY: Duration = Duration::from_secs(60);
 
-/// The tables beside `sections`.
-const STORE_SCHEMA: &str = "
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE files (
-        path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
-        first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL,
-        warning TEXT
-    );";
+/// The table beside `sections` and `files` ([`super::create_schema`]).
+const STORE_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// What opening the file changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -64,6 +58,8 @@ pub struct Update {
     pub touched: usize,
     /// Documents not read at all: same size and modification time.
     pub unchanged: usize,
+    /// Documents changed but left as they were, because they are still being written.
+    pub held: usize,
     /// The generation after the update: it grows by one with every update that changes rows.
     pub generation: i64,
 }
@@ -135,6 +131,20 @@ fn not_ours(file: &Path, left: &str) -> IndexError {
     ))
 }
 
+/// Which listed documents an update leaves as the file has them (still being written, say):
+/// a document it does not know yet is not added, one it knows keeps its rows.
+pub type Held<'a> = &'a dyn Fn(&Listed) -> bool;
+
+/// What one try of opening the file gave.
+enum Opened {
+    /// The index, copied into memory after the update.
+    Index(Index, Update),
+    /// The update left the generation the caller already searches: nothing to copy.
+    Same(Update),
+    /// Another process replaced the file before it was copied: start over.
+    Replaced,
+}
+
 impl Index {
     /// The index kept in the SQLite file at `file`, brought up to date with `docs` first (see
     /// the module docs). `workspace` names the workspace (its canonical path): a file made for
@@ -146,9 +156,41 @@ impl Index {
         max_file_bytes: u64,
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
+        let (index, update) = Index::open_holding(docs, workspace, file, max_file_bytes, progress, &|_| false, None)?;
+        // Without a generation to compare, every try that is not replaced gives an index.
+        let index = index.ok_or_else(|| IndexError(format!("search index {}: nothing was copied", file.display())))?;
+        Ok((index, update))
+    }
+
+    /// What a running process calls when the docs may have changed: the file brought up to
+    /// date like [`Index::open`], leaving `held` documents as they are, and copied into memory
+    /// only when its generation is no longer `current` (the one the process searches).
+    pub fn refresh(
+        docs: &Dir,
+        workspace: &str,
+        file: &Path,
+        max_file_bytes: u64,
+        held: Held<'_>,
+        current: Version,
+    ) -> Result<(Option<Index>, Update), IndexError> {
+        Index::open_holding(docs, workspace, file, max_file_bytes, &mut |_, _| {}, held, Some(current))
+    }
+
+    /// [`Index::open`] and [`Index::refresh`]: tries until the file is not replaced meanwhile.
+    fn open_holding(
+        docs: &Dir,
+        workspace: &str,
+        file: &Path,
+        max_file_bytes: u64,
+        progress: Progress<'_>,
+        held: Held<'_>,
+        current: Option<Version>,
+    ) -> Result<(Option<Index>, Update), IndexError> {
         for _ in 0..ATTEMPTS {
-            if let Some(opened) = Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress)? {
-                return Ok(opened);
+            match Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress, held, current)? {
+                Opened::Index(index, update) => return Ok((Some(index), update)),
+                Opened::Same(update) => return Ok((None, update)),
+                Opened::Replaced => {}
             }
         }
         Err(IndexError(format!(
@@ -158,21 +200,24 @@ impl Index {
         )))
     }
 
-    /// One try of [`Index::open`]: `None` when the file was replaced before it was copied.
+    /// One try of [`Index::open_holding`].
     fn open_once(
         docs: &Dir,
         workspace: &str,
         file: &Path,
         max_file_bytes: u64,
         progress: Progress<'_>,
-    ) -> Result<Option<(Index, Update)>, IndexError> {
+        held: Held<'_>,
+        current: Option<Version>,
+    ) -> Result<Opened, IndexError> {
         let listing = walk::list_docs(docs);
         let mut warnings = listing.warnings.clone();
         let mut conn = connect(file)?;
         let attempt = foreign(&conn).and_then(|foreign| match foreign {
             true => Ok(None),
             false => rollback_journal(&conn).and_then(|()| {
-                refresh(&mut conn, docs, &listing, workspace, max_file_bytes, progress, &mut warnings).map(Some)
+                let job = Job { docs, listing: &listing, workspace, max_file_bytes, held };
+                refresh(&mut conn, &job, progress, &mut warnings).map(Some)
             }),
         });
         let mut update = match attempt {
@@ -188,27 +233,46 @@ impl Index {
                     aside.display()
                 ));
                 conn = connect(file)?;
+                let job = Job { docs, listing: &listing, workspace, max_file_bytes, held };
                 let mut again =
-                    refresh(&mut conn, docs, &listing, workspace, max_file_bytes, &mut |_, _| {}, &mut warnings)
-                        .map_err(|e| failed(file, &e))?;
+                    refresh(&mut conn, &job, &mut |_, _| {}, &mut warnings).map_err(|e| failed(file, &e))?;
                 again.rebuilt = Some(format!("SQLite could not read the old file ({e})"));
                 again
             }
             Err(e) => return Err(failed(file, &e)),
         };
-        let Some((stats, copy)) =
+        if let Some(current) = current
+            && update.rebuilt.is_none()
+        {
+            let now = version(&conn).map_err(|e| failed(file, &e))?;
+            update.generation = now.generation;
+            if now == current {
+                return Ok(Opened::Same(update));
+            }
+        }
+        let Some((stats, version, copy)) =
             snapshot(&mut conn, file, workspace, max_file_bytes, &mut update).map_err(|e| failed(file, &e))?
         else {
-            return Ok(None);
+            return Ok(Opened::Replaced);
         };
-        let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats };
-        Ok(Some((index, update)))
+        let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats, version };
+        Ok(Opened::Index(index, update))
     }
+}
+
+/// What an update compares and reads: the documents listed in `docs`, for `workspace`, each
+/// read up to `max_file_bytes`, leaving the `held` ones as they are.
+struct Job<'a> {
+    docs: &'a Dir,
+    listing: &'a Listing,
+    workspace: &'a str,
+    max_file_bytes: u64,
+    held: Held<'a>,
 }
 
 /// The committed file, copied into memory under a read transaction (no writer can commit
 /// while it is read; the file is in rollback-journal mode, so its bytes are the database),
-/// with its counts and generation from the same moment.
+/// with its counts and version from the same moment.
 ///
 /// The file is opened again by path, so another process may have replaced it (a rebuild)
 /// since the update: the copy itself must say it is this workspace's index in the current
@@ -219,10 +283,11 @@ fn snapshot(
     workspace: &str,
     max_file_bytes: u64,
     update: &mut Update,
-) -> rusqlite::Result<Option<(Stats, Connection)>> {
+) -> rusqlite::Result<Option<(Stats, Version, Connection)>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
     let stats = stats(&tx)?;
-    update.generation = generation(&tx)?;
+    let version = version(&tx)?;
+    update.generation = version.generation;
     let bytes = std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f)));
     let (len, reader) = bytes.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let mut copy = Connection::open_in_memory()?;
@@ -230,7 +295,7 @@ fn snapshot(
     tx.commit()?;
     let same = stale_reason(&copy, workspace, max_file_bytes).ok() == Some(None)
         && generation(&copy).ok() == Some(update.generation);
-    Ok(same.then_some((stats, copy)))
+    Ok(same.then_some((stats, version, copy)))
 }
 
 /// The error for a file that cannot be used, naming it and what to do.
@@ -371,6 +436,13 @@ fn set_meta(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![key, value]).map(|_| ())
 }
 
+/// The generation and update time the file's `meta` records (a rebuild starts the generation
+/// over, so the time tells two files apart).
+pub fn version(conn: &Connection) -> rusqlite::Result<Version> {
+    let updated_at_ms = meta(conn, "updated_at_ms")?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    Ok(Version { generation: generation(conn)?, updated_at_ms })
+}
+
 /// The generation the file is at (0 before the first build).
 pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
     Ok(meta(conn, "generation")?.and_then(|g| g.parse().ok()).unwrap_or(0))
@@ -394,13 +466,11 @@ pub fn stale_reason(conn: &Connection, workspace: &str, max_file_bytes: u64) -> 
 /// update waits for.
 fn refresh(
     conn: &mut Connection,
-    docs: &Dir,
-    listing: &Listing,
-    workspace: &str,
-    max_file_bytes: u64,
+    job: &Job<'_>,
     progress: Progress<'_>,
     warnings: &mut Vec<String>,
 ) -> rusqlite::Result<Update> {
+    let Job { docs, listing, workspace, max_file_bytes, held } = *job;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut update = Update::default();
     if let Some(reason) = stale_reason(&tx, workspace, max_file_bytes)? {
@@ -420,8 +490,10 @@ fn refresh(
         update.rebuilt = Some(reason);
     }
     let known = known(&tx)?;
-    let todo: Vec<&Listed> = listing.files.iter().filter(|f| freshness(&known, f) != Freshness::Same).collect();
-    update.unchanged = listing.files.len() - todo.len();
+    let stale: Vec<&Listed> = listing.files.iter().filter(|f| freshness(&known, f) != Freshness::Same).collect();
+    update.unchanged = listing.files.len() - stale.len();
+    let (waiting, todo): (Vec<&Listed>, Vec<&Listed>) = stale.into_iter().partition(|f| held(f));
+    update.held = waiting.len();
     let now_ns = walk::epoch_ns(std::time::SystemTime::now());
     // A time this close to now is not trusted: recorded as 0, so the next update reads it.
     let trusted = |mtime_ns: i64| if now_ns.saturating_sub(mtime_ns) < RACY_NS { 0 } else { mtime_ns };
@@ -457,6 +529,11 @@ fn refresh(
                     continue;
                 }
             };
+            if text.len() as u64 != listed.size {
+                // Written to since it was listed: left as it was, for the next update.
+                update.held += 1;
+                continue;
+            }
             let hash = content_hash(&text);
             if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
                 touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
@@ -695,5 +772,36 @@ mod tests {
             panic!("a rebuild must not delete a foreign database");
         };
         assert!(e.0.contains("not deleted") && theirs.exists(), "{e}");
+    }
+
+    #[test]
+    fn held_documents_keep_their_rows_and_an_unchanged_generation_is_not_copied() {
+        let (_tmp, dir, file) = folder();
+        write_old(&dir.join("a.md"), "# A\n\nAlpha walrus text.\n");
+        let (index, _) = open(&dir, &file);
+        let first = index.version;
+        let nothing = |_: &Listed| false;
+        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, first).expect("refresh");
+        assert!(copy.is_none() && !update.wrote(), "nothing changed, nothing copied: {update:?}");
+
+        write_old(&dir.join("a.md"), "# A\n\nAlpha narwhal text, longer now.\n");
+        write_old(&dir.join("b.md"), "# B\n\nBeta narwhal.\n");
+        let writing = |l: &Listed| l.path == "docs/a.md" || l.path == "docs/b.md";
+        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &writing, first).expect("refresh");
+        assert_eq!((update.held, update.wrote()), (2, false), "{update:?}");
+        assert!(copy.is_none(), "held documents change nothing");
+
+        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, first).expect("refresh");
+        let copy = copy.expect("a new generation is copied");
+        assert_eq!((update.added, update.changed, update.held), (1, 1, 0), "{update:?}");
+        assert!(copy.version.generation > first.generation);
+        let hits = copy.search("narwhal", 5).expect("search");
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert!(copy.search("walrus", 5).expect("search").is_empty(), "the old text is gone");
+        let section = copy.section("docs/a.md", "a").expect("section").expect("found");
+        assert!(section.text.contains("narwhal") && section.heading == "A", "{section:?}");
+        assert!(copy.section("docs/zzz.md", "").expect("section").is_none());
+        let again = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, copy.version).expect("refresh");
+        assert!(again.0.is_none(), "the generation searched is current");
     }
 }

@@ -146,7 +146,7 @@ pub async fn search(
         principal.require(Role::Ask)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
         let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
-        let hits = state.harness.index.search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
+        let hits = state.harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
         let hits: Vec<_> = hits
             .iter()
             .map(|h| {
@@ -170,7 +170,8 @@ pub struct SectionQuery {
 }
 
 /// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
-/// an answer points to). Only docs/ is readable here, through the same policy as `read_file`.
+/// an answer points to), from the index generation searched now. Only docs/ is readable here,
+/// through the same policy as `read_file`.
 pub async fn section(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -183,22 +184,20 @@ pub async fn section(
             .ok()
             .filter(|p| p.area() == crate::workspace::policy::Area::Docs)
             .ok_or_else(|| ApiError::not_found("section"))?;
-        let text = state
-            .harness
-            .workspace
-            .read_text(&path, state.config.index.max_file_bytes)
-            .map_err(|_| ApiError::not_found("section"))?;
-        let chunks = crate::index::chunk::chunk_file(&query.path, &text);
-        let chunk = chunks
-            .iter()
-            .find(|c| c.anchor == query.anchor || query.anchor.is_empty())
+        // The generation searches read, not the file as it is now: a citation opens the text
+        // that was found, and an edit shows here when it shows in search.
+        let index = state.harness.index.current();
+        let section = index
+            .section(&path.display(), &query.anchor)
+            .map_err(|e| ApiError::internal(e.to_string()))?
             .ok_or_else(|| ApiError::not_found("section"))?;
         Ok(json!({
             "path": query.path,
-            "anchor": chunk.anchor,
-            "heading": guard::scrub(&chunk.heading_path.join(" > ")),
-            "lines": [chunk.start_line, chunk.end_line],
-            "text": guard::scrub(&chunk.body),
+            "anchor": guard::scrub(&section.anchor),
+            "heading": guard::scrub(&section.heading),
+            "lines": [section.lines.0, section.lines.1],
+            "text": guard::scrub(&section.text),
+            "generation": index.version.generation,
         }))
     });
     respond(result, StatusCode::OK)

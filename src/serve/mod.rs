@@ -13,6 +13,7 @@ pub mod auth;
 pub mod breaker;
 pub mod completions;
 pub mod error;
+pub mod fresh;
 pub mod limits;
 pub mod metrics;
 pub mod ops;
@@ -72,6 +73,8 @@ pub struct AppState {
     pub turn_slots: Arc<tokio::sync::Semaphore>,
     /// Slots for streams following a session (4 × `serve.max_concurrent`).
     pub follower_slots: Arc<tokio::sync::Semaphore>,
+    /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
+    pub index_status: fresh::Status,
 }
 
 /// Per-session notifications of new events.
@@ -112,6 +115,7 @@ impl AppState {
             stopping: tokio::sync::watch::channel(false).0,
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
+            index_status: fresh::Status::default(),
             harness,
             config,
         }
@@ -264,6 +268,8 @@ pub async fn serve(
         .map_err(|e| format!("cannot listen on {listen}: {e}; set serve.listen (DOCS_AGENT_LISTEN) or --listen"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("docs-agent: serving on http://{address} (workspace {})", state.config.workspace.display());
+    // Dropped when serving ends, which stops the updater.
+    let _fresh = fresh::start(state.clone());
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;

@@ -1,5 +1,5 @@
 //! Health (`/healthz`: the process answers), readiness (`/readyz`: the index is built and the
-//! model answers), metrics (`/metrics`, admin role) and the OpenAPI document.
+//! model answers; which index generation is searched), metrics (`/metrics`, admin role) and the OpenAPI document.
 
 use std::sync::Arc;
 
@@ -24,15 +24,24 @@ pub async fn healthz() -> Response {
 
 /// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    let stats = &state.harness.index.stats;
+    let index = state.harness.index.current();
+    let stats = &index.stats;
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
     };
     match model.ready().await {
-        Ok(()) => axum::Json(
-            json!({"status": "ready", "sections": stats.sections, "files": stats.files, "model": model.name()}),
-        )
+        Ok(()) => axum::Json(json!({
+            "status": "ready",
+            "sections": stats.sections,
+            "files": stats.files,
+            "model": model.name(),
+            "index": {
+                "generation": index.version.generation,
+                "updated_at_ms": index.version.updated_at_ms,
+                "watching": state.index_status.counts().watching,
+            },
+        }))
         .into_response(),
         Err(e) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string())
             .retry_after(5)
@@ -45,7 +54,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     if let Err(e) = principal.require(Role::Admin) {
         return e.into_response();
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+    let mut text = state.metrics.render();
+    text.push_str(&state.index_status.render(&state.harness.index.current()));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// `GET /openapi.json`

@@ -1,0 +1,138 @@
+//! The index of a process that runs for days (`serve`): one generation at a time, replaced
+//! whole when the docs change. A reader takes the current generation and keeps it for all it
+//! does (a search, a turn, a section shown for a citation), so an answer never mixes two
+//! states of the docs, and an update never shows half of its documents.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use cap_std::fs::Dir;
+
+use super::store::{Held, Update};
+use super::walk::{self, Listed};
+use super::{Index, IndexError, Version};
+
+/// The generation searched now, and how many copies each new one gets.
+pub struct Live {
+    current: RwLock<Arc<Index>>,
+    /// Databases per generation: one per thread that searches at once.
+    readers: usize,
+}
+
+impl Live {
+    /// `index` as the first generation, searched by one thread at a time.
+    pub fn new(index: Index) -> Live {
+        Live { current: RwLock::new(Arc::new(index)), readers: 1 }
+    }
+
+    /// The generation to read from; it stays whole for as long as it is held.
+    pub fn current(&self) -> Arc<Index> {
+        self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Gives this generation and every later one `readers` databases, so that many threads
+    /// search at once (see [`Index::with_readers`]). Called before the index is shared.
+    pub fn searched_by(&mut self, readers: usize) -> Result<(), IndexError> {
+        self.readers = readers.max(1);
+        let current = self.current.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let index = Arc::get_mut(current)
+            .ok_or_else(|| IndexError("search index: copies must be made before the index is shared".into()))?;
+        index.add_readers(self.readers)
+    }
+
+    /// Makes `index` the generation every new reader gets; readers of the old one finish
+    /// with it.
+    pub fn replace(&self, mut index: Index) -> Result<(), IndexError> {
+        index.add_readers(self.readers)?;
+        *self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(index);
+        Ok(())
+    }
+}
+
+/// Where a running process's generations come from.
+pub enum Source {
+    /// The index file, updated document by document ([`Index::refresh`]).
+    File {
+        /// The SQLite file.
+        path: PathBuf,
+        /// The workspace's identity, as `meta.workspace` records it.
+        workspace: String,
+    },
+    /// Built in memory again, whole, when a listing differs from the one last built.
+    Memory {
+        /// The listing the current generation was built from; `None` until the first
+        /// refresh, which records it (the index was built moments before).
+        built_from: Option<Vec<Listed>>,
+    },
+}
+
+/// What one refresh did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Refreshed {
+    /// What changed, document by document (for an index built in memory, by size and time:
+    /// `touched` and `unchanged` stay 0).
+    pub update: Update,
+    /// The generation searched after the refresh.
+    pub version: Version,
+    /// A new generation replaced the old one.
+    pub replaced: bool,
+}
+
+impl Source {
+    /// The source of an index kept in memory (listing the docs costs a process that only
+    /// answers one question nothing).
+    pub fn memory() -> Source {
+        Source::Memory { built_from: None }
+    }
+
+    /// Brings `live` up to date with `docs`, leaving `held` documents (being written) as they
+    /// are; a new generation replaces the current one only when something changed.
+    pub fn refresh(
+        &mut self,
+        live: &Live,
+        docs: &Dir,
+        max_file_bytes: u64,
+        held: Held<'_>,
+    ) -> Result<Refreshed, IndexError> {
+        let current = live.current().version;
+        match self {
+            Source::File { path, workspace } => {
+                let (index, update) = Index::refresh(docs, workspace, path, max_file_bytes, held, current)?;
+                let version = index.as_ref().map_or(current, |index| index.version);
+                let replaced = index.is_some();
+                if let Some(index) = index {
+                    live.replace(index)?;
+                }
+                Ok(Refreshed { update, version, replaced })
+            }
+            Source::Memory { built_from } => {
+                let listing = walk::list_docs(docs).files;
+                let mut update = Update { generation: current.generation, ..Update::default() };
+                let Some(before) = built_from.as_ref().filter(|before| **before != listing) else {
+                    *built_from = Some(listing);
+                    return Ok(Refreshed { update, version: current, replaced: false });
+                };
+                let was: HashMap<&str, &Listed> = before.iter().map(|f| (f.path.as_str(), f)).collect();
+                let now: HashSet<&str> = listing.iter().map(|f| f.path.as_str()).collect();
+                let changed: Vec<&Listed> = listing.iter().filter(|f| was.get(f.path.as_str()) != Some(f)).collect();
+                update.held = changed.iter().filter(|f| held(f)).count();
+                update.added = changed.iter().filter(|f| !was.contains_key(f.path.as_str())).count();
+                update.changed = changed.len() - update.added;
+                update.removed = before.iter().filter(|f| !now.contains(f.path.as_str())).count();
+                if update.held > 0 {
+                    // Built whole or not at all: wait until every document is written.
+                    return Ok(Refreshed { update, version: current, replaced: false });
+                }
+                let mut index = Index::build(docs, max_file_bytes)?;
+                index.version.generation = current.generation + 1;
+                let version = index.version;
+                live.replace(index)?;
+                *built_from = Some(listing);
+                update.rebuilt = Some("the docs changed".into());
+                update.generation = version.generation;
+                Ok(Refreshed { update, version, replaced: true })
+            }
+        }
+    }
+}
