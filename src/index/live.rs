@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use cap_std::fs::Dir;
 
-use super::store::{Held, Update};
+use super::store::{Held, Update, Want};
 use super::walk::{self, Listed};
 use super::{Index, IndexError, Version};
 
@@ -98,7 +98,8 @@ impl Source {
         let current = live.current().version;
         match self {
             Source::File { path, workspace } => {
-                let (index, update) = Index::refresh(docs, workspace, path, max_file_bytes, held, current)?;
+                let want = Want { held, current: Some(current), readers: live.readers };
+                let (index, update) = Index::refresh(docs, workspace, path, max_file_bytes, &want)?;
                 let version = index.as_ref().map_or(current, |index| index.version);
                 let replaced = index.is_some();
                 if let Some(index) = index {

@@ -7,6 +7,7 @@
 
 pub mod chunk;
 mod html;
+mod image;
 pub mod kind;
 pub mod live;
 pub mod mdx;
@@ -102,9 +103,12 @@ pub struct Version {
 
 /// The built index.
 pub struct Index {
-    /// In-memory databases holding the `sections` FTS5 table: the one built, then private
-    /// copies (see [`Index::with_readers`]), so searches from several threads run side by side.
+    /// In-memory databases holding the `sections` FTS5 table: the one built, or read-only
+    /// databases over one shared image (see [`Index::with_readers`]), so searches from several
+    /// threads run side by side. Declared before `image`, so they are closed before it is freed.
     conns: Vec<Mutex<Connection>>,
+    /// The bytes the read-only databases read, when there are such.
+    image: Option<image::Image>,
     /// Where a search waits when every copy is busy.
     next: AtomicUsize,
     /// Files skipped while walking, with reasons.
@@ -162,26 +166,24 @@ impl Index {
         self.conns[at].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The index with `n` databases in all: copies of the built one, so `n` threads
-    /// (a server's workers) can search at once. The copies share nothing, so memory grows by the
-    /// database's size for each.
+    /// The index with `n` databases in all, so `n` threads (a server's workers) can search at
+    /// once: read-only databases over one image of the built one (memory grows by one copy,
+    /// not by `n`).
     pub fn with_readers(mut self, n: usize) -> Result<Index, IndexError> {
         self.add_readers(n)?;
         Ok(self)
     }
 
-    /// Copies the built database until there are `n` in all (see [`Index::with_readers`]).
+    /// Makes the index searched by `n` databases (see [`Index::with_readers`]).
     pub fn add_readers(&mut self, n: usize) -> Result<(), IndexError> {
         if self.conns.len() >= n.max(1) {
             return Ok(());
         }
         let bytes = self.built().serialize(MAIN_DB)?.to_vec();
-        while self.conns.len() < n.max(1) {
-            let mut copy = Connection::open_in_memory()?;
-            // Writable: a long question's terms are looked up through a scratch table (`prune`).
-            copy.deserialize_read_exact(MAIN_DB, bytes.as_slice(), bytes.len(), false)?;
-            self.conns.push(Mutex::new(copy));
-        }
+        let (image, conns) = image::Image::readers(bytes, n)?;
+        // The old databases go first: none of them reads the new image.
+        self.conns = conns.into_iter().map(Mutex::new).collect();
+        self.image = Some(image);
         Ok(())
     }
 
@@ -189,8 +191,10 @@ impl Index {
     pub fn empty() -> Result<Index, IndexError> {
         let conn = Connection::open_in_memory()?;
         create_schema(&conn)?;
+        prune::prepare(&conn)?;
         Ok(Index {
             conns: vec![Mutex::new(conn)],
+            image: None,
             next: AtomicUsize::new(0),
             warnings: Vec::new(),
             stats: Stats::default(),
@@ -331,7 +335,6 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
          );",
     )?;
     conn.execute_batch(FILES_SCHEMA)?;
-    conn.execute_batch(prune::SCHEMA)?;
     Ok(())
 }
 

@@ -16,11 +16,18 @@ const SMALL_QUESTION: usize = 4;
 /// selective term (`cargo bench --bench retrieval`).
 pub const MAX_SEARCH_TERMS: usize = super::query::MAX_TERMS;
 
-/// The schema this module needs beside `sections`.
-pub const SCHEMA: &str = "
-    CREATE VIRTUAL TABLE sections_vocab USING fts5vocab(sections, 'row');
-    CREATE VIRTUAL TABLE qterms USING fts5(word, tokenize = 'porter unicode61 remove_diacritics 2');
-    CREATE VIRTUAL TABLE qterms_vocab USING fts5vocab(qterms, 'instance');";
+/// The tables this module needs beside `sections`, in the connection's own `temp` schema: the
+/// index itself may be read-only (an image shared by several connections), and nothing of
+/// this belongs in it.
+const SCRATCH: &str = "
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.sections_vocab USING fts5vocab(main, sections, 'row');
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms USING fts5(word, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms_vocab USING fts5vocab(temp, qterms, 'instance');";
+
+/// Readies `conn` (which holds `sections`) for [`selective`].
+pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(SCRATCH)
+}
 
 /// The terms worth searching, in the order given: terms found nowhere are dropped, terms in
 /// more than half of the `rows` are dropped when any rarer term remains (else the rarest few
@@ -80,7 +87,7 @@ mod tests {
             "CREATE VIRTUAL TABLE sections USING fts5(heading, body, tokenize = 'porter unicode61 remove_diacritics 2');",
         )
         .expect("schema");
-        conn.execute_batch(SCHEMA).expect("prune schema");
+        prepare(&conn).expect("prune schema");
         for body in rows {
             conn.execute("INSERT INTO sections(heading, body) VALUES ('h', ?1)", [body]).expect("insert");
         }

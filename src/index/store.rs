@@ -19,16 +19,17 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use cap_std::fs::Dir;
-use rusqlite::{Connection, ErrorCode, MAIN_DB, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
+use super::image::Image;
 use super::walk::{self, DocFile, Listed, Listing};
 use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_of};
 
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
 pub const FORMAT: &str = concat!(
-    "docs-agent index 2 (docs-agent ",
+    "docs-agent index 3 (docs-agent ",
     env!("CARGO_PKG_VERSION"),
     "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes"
 );
@@ -156,24 +157,25 @@ impl Index {
         max_file_bytes: u64,
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
-        let (index, update) = Index::open_holding(docs, workspace, file, max_file_bytes, progress, &|_| false, None)?;
+        let want = Want { held: &|_| false, current: None, readers: 1 };
+        let (index, update) = Index::open_holding(docs, workspace, file, max_file_bytes, progress, &want)?;
         // Without a generation to compare, every try that is not replaced gives an index.
         let index = index.ok_or_else(|| IndexError(format!("search index {}: nothing was copied", file.display())))?;
         Ok((index, update))
     }
 
     /// What a running process calls when the docs may have changed: the file brought up to
-    /// date like [`Index::open`], leaving `held` documents as they are, and copied into memory
-    /// only when its generation is no longer `current` (the one the process searches).
+    /// date like [`Index::open`], leaving `want.held` documents as they are, and copied into
+    /// memory (`want.readers` times, from one read of the file) only when its generation is no
+    /// longer `want.current`, the one the process searches.
     pub fn refresh(
         docs: &Dir,
         workspace: &str,
         file: &Path,
         max_file_bytes: u64,
-        held: Held<'_>,
-        current: Version,
+        want: &Want<'_>,
     ) -> Result<(Option<Index>, Update), IndexError> {
-        Index::open_holding(docs, workspace, file, max_file_bytes, &mut |_, _| {}, held, Some(current))
+        Index::open_holding(docs, workspace, file, max_file_bytes, &mut |_, _| {}, want)
     }
 
     /// [`Index::open`] and [`Index::refresh`]: tries until the file is not replaced meanwhile.
@@ -183,11 +185,10 @@ impl Index {
         file: &Path,
         max_file_bytes: u64,
         progress: Progress<'_>,
-        held: Held<'_>,
-        current: Option<Version>,
+        want: &Want<'_>,
     ) -> Result<(Option<Index>, Update), IndexError> {
         for _ in 0..ATTEMPTS {
-            match Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress, held, current)? {
+            match Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress, want)? {
                 Opened::Index(index, update) => return Ok((Some(index), update)),
                 Opened::Same(update) => return Ok((None, update)),
                 Opened::Replaced => {}
@@ -207,9 +208,9 @@ impl Index {
         file: &Path,
         max_file_bytes: u64,
         progress: Progress<'_>,
-        held: Held<'_>,
-        current: Option<Version>,
+        want: &Want<'_>,
     ) -> Result<Opened, IndexError> {
+        let held = want.held;
         let listing = walk::list_docs(docs);
         let mut warnings = listing.warnings.clone();
         let mut conn = connect(file)?;
@@ -241,7 +242,7 @@ impl Index {
             }
             Err(e) => return Err(failed(file, &e)),
         };
-        if let Some(current) = current
+        if let Some(current) = want.current
             && update.rebuilt.is_none()
         {
             let now = version(&conn).map_err(|e| failed(file, &e))?;
@@ -250,14 +251,33 @@ impl Index {
                 return Ok(Opened::Same(update));
             }
         }
-        let Some((stats, version, copy)) =
-            snapshot(&mut conn, file, workspace, max_file_bytes, &mut update).map_err(|e| failed(file, &e))?
+        let copies = Copies { workspace, max_file_bytes, readers: want.readers };
+        let Some(Snapshot { conns, image, stats, version }) =
+            snapshot(&mut conn, file, &copies, &mut update).map_err(|e| failed(file, &e))?
         else {
             return Ok(Opened::Replaced);
         };
-        let index = Index { conns: vec![Mutex::new(copy)], next: AtomicUsize::new(0), warnings, stats, version };
+        let conns = conns.into_iter().map(Mutex::new).collect();
+        let index = Index { conns, image: Some(image), next: AtomicUsize::new(0), warnings, stats, version };
         Ok(Opened::Index(index, update))
     }
+}
+
+/// What a refresh wants besides the docs and the file.
+pub struct Want<'a> {
+    /// Documents to leave as they are (being written).
+    pub held: Held<'a>,
+    /// The version searched now: when the file is still at it, nothing is copied.
+    pub current: Option<Version>,
+    /// Databases in the new index, one per thread that searches at once.
+    pub readers: usize,
+}
+
+/// How a snapshot is checked and how many copies it makes.
+struct Copies<'a> {
+    workspace: &'a str,
+    max_file_bytes: u64,
+    readers: usize,
 }
 
 /// What an update compares and reads: the documents listed in `docs`, for `workspace`, each
@@ -270,6 +290,15 @@ struct Job<'a> {
     held: Held<'a>,
 }
 
+/// A copy of the file in memory, with its counts and version.
+struct Snapshot {
+    /// Read-only databases over `image`; declared first, so they are closed before it is freed.
+    conns: Vec<Connection>,
+    image: Image,
+    stats: Stats,
+    version: Version,
+}
+
 /// The committed file, copied into memory under a read transaction (no writer can commit
 /// while it is read; the file is in rollback-journal mode, so its bytes are the database),
 /// with its counts and version from the same moment.
@@ -280,22 +309,19 @@ struct Job<'a> {
 fn snapshot(
     conn: &mut Connection,
     file: &Path,
-    workspace: &str,
-    max_file_bytes: u64,
+    copies: &Copies<'_>,
     update: &mut Update,
-) -> rusqlite::Result<Option<(Stats, Version, Connection)>> {
+) -> rusqlite::Result<Option<Snapshot>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
     let stats = stats(&tx)?;
     let version = version(&tx)?;
     update.generation = version.generation;
-    let bytes = std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f)));
-    let (len, reader) = bytes.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    let mut copy = Connection::open_in_memory()?;
-    copy.deserialize_read_exact(MAIN_DB, reader, usize::try_from(len).unwrap_or(usize::MAX), false)?;
+    let bytes = std::fs::read(file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.commit()?;
-    let same = stale_reason(&copy, workspace, max_file_bytes).ok() == Some(None)
-        && generation(&copy).ok() == Some(update.generation);
-    Ok(same.then_some((stats, version, copy)))
+    let (image, conns) = Image::readers(bytes, copies.readers)?;
+    let same = stale_reason(&conns[0], copies.workspace, copies.max_file_bytes).ok() == Some(None)
+        && generation(&conns[0]).ok() == Some(update.generation);
+    Ok(same.then_some(Snapshot { conns, image, stats, version }))
 }
 
 /// The error for a file that cannot be used, naming it and what to do.
@@ -781,17 +807,38 @@ mod tests {
         let (index, _) = open(&dir, &file);
         let first = index.version;
         let nothing = |_: &Listed| false;
-        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, first).expect("refresh");
+        let (copy, update) = Index::refresh(
+            &docs(&dir),
+            "ws",
+            &file,
+            1 << 20,
+            &Want { held: &nothing, current: Some(first), readers: 2 },
+        )
+        .expect("refresh");
         assert!(copy.is_none() && !update.wrote(), "nothing changed, nothing copied: {update:?}");
 
         write_old(&dir.join("a.md"), "# A\n\nAlpha narwhal text, longer now.\n");
         write_old(&dir.join("b.md"), "# B\n\nBeta narwhal.\n");
         let writing = |l: &Listed| l.path == "docs/a.md" || l.path == "docs/b.md";
-        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &writing, first).expect("refresh");
+        let (copy, update) = Index::refresh(
+            &docs(&dir),
+            "ws",
+            &file,
+            1 << 20,
+            &Want { held: &writing, current: Some(first), readers: 2 },
+        )
+        .expect("refresh");
         assert_eq!((update.held, update.wrote()), (2, false), "{update:?}");
         assert!(copy.is_none(), "held documents change nothing");
 
-        let (copy, update) = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, first).expect("refresh");
+        let (copy, update) = Index::refresh(
+            &docs(&dir),
+            "ws",
+            &file,
+            1 << 20,
+            &Want { held: &nothing, current: Some(first), readers: 2 },
+        )
+        .expect("refresh");
         let copy = copy.expect("a new generation is copied");
         assert_eq!((update.added, update.changed, update.held), (1, 1, 0), "{update:?}");
         assert!(copy.version.generation > first.generation);
@@ -801,7 +848,14 @@ mod tests {
         let section = copy.section("docs/a.md", "a").expect("section").expect("found");
         assert!(section.text.contains("narwhal") && section.heading == "A", "{section:?}");
         assert!(copy.section("docs/zzz.md", "").expect("section").is_none());
-        let again = Index::refresh(&docs(&dir), "ws", &file, 1 << 20, &nothing, copy.version).expect("refresh");
+        let again = Index::refresh(
+            &docs(&dir),
+            "ws",
+            &file,
+            1 << 20,
+            &Want { held: &nothing, current: Some(copy.version), readers: 2 },
+        )
+        .expect("refresh");
         assert!(again.0.is_none(), "the generation searched is current");
     }
 }
