@@ -127,17 +127,18 @@ pub enum OpenError {
 /// line on a terminal while many documents are read), or memory. A file that cannot be
 /// used (a read-only folder, say) gives an index built in memory and a warning naming it.
 /// With it, where its later generations come from.
-fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<(Index, Source), IndexError> {
+/// It is searched by `readers` threads at once.
+fn open_index(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
     let max = config.index.max_file_bytes;
     let IndexStore::File(file) = config.index_store() else {
-        return Ok((Index::build(docs, max)?, Source::memory()));
+        return Ok((Index::build(docs, max)?.with_readers(readers)?, Source::memory()));
     };
     let workspace = crate::session::workspace_of(config);
     let mut progress = crate::index::progress::Line::on_stderr();
-    match Index::open(docs, &workspace, &file, max, &mut |done, total| progress.show(done, total)) {
+    match Index::open(docs, &workspace, &file, max, readers, &mut |done, total| progress.show(done, total)) {
         Ok((index, _)) => Ok((index, Source::File { path: file, workspace })),
         Err(e) => {
-            let mut index = Index::build(docs, max)?;
+            let mut index = Index::build(docs, max)?.with_readers(readers)?;
             index.warnings.push(format!("{e}; this process searches an index built in memory instead"));
             Ok((index, Source::memory()))
         }
@@ -147,9 +148,15 @@ fn open_index(docs: &cap_std::fs::Dir, config: &Config) -> Result<(Index, Source
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
     pub fn open(config: &Config) -> Result<Harness, OpenError> {
+        Harness::open_for(config, 1)
+    }
+
+    /// [`Harness::open`] for `readers` threads that search at once (a server's workers): each
+    /// generation of the index gets as many read-only databases.
+    pub fn open_for(config: &Config, readers: usize) -> Result<Harness, OpenError> {
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let (index, source) = match workspace.docs() {
-            Some(docs) => open_index(docs, config).map_err(OpenError::Index)?,
+            Some(docs) => open_index(docs, config, readers).map_err(OpenError::Index)?,
             None => (Index::empty().map_err(OpenError::Index)?, Source::memory()),
         };
         let skills = Skills::load(workspace.root());
@@ -160,7 +167,7 @@ impl Harness {
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
         Ok(Harness {
             workspace,
-            index: Live::new(index),
+            index: Live::new(index, readers),
             source: source.into(),
             skills,
             system_prompt,

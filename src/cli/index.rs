@@ -71,7 +71,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             }
             let started = Instant::now();
             let mut line = Line::on_stderr();
-            let (index, update) = Index::open(docs, &id, &file, max, &mut |done, total| line.show(done, total))
+            let (index, update) = Index::open(docs, &id, &file, max, 1, &mut |done, total| line.show(done, total))
                 .map_err(|e| (Exit::Failure, e.0))?;
             for warning in &index.warnings {
                 let _ = writeln!(std::io::stderr(), "warning: {}", crate::guard::scrub(warning));

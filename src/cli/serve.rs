@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Exit, Failure, open};
+use super::{Exit, Failure};
 use crate::config::Config;
 use crate::runtime::{self, Flavor};
 
@@ -23,8 +23,7 @@ pub fn serve(mut config: Config, listen: Option<String>) -> Result<Exit, Failure
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut harness = open(&config)?;
-    harness.index.searched_by(workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let harness = crate::agent::Harness::open_for(&config, workers).map_err(|e| (Exit::Failure, e.to_string()))?;
     let state = Arc::new(crate::serve::AppState::new(config, harness));
     let runtime = runtime::build(Flavor::Workers).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;

@@ -21,24 +21,15 @@ pub struct Live {
 }
 
 impl Live {
-    /// `index` as the first generation, searched by one thread at a time.
-    pub fn new(index: Index) -> Live {
-        Live { current: RwLock::new(Arc::new(index)), readers: 1 }
+    /// `index` as the first generation; it and every later one are searched by `readers`
+    /// threads at once (see [`Index::with_readers`]).
+    pub fn new(index: Index, readers: usize) -> Live {
+        Live { current: RwLock::new(Arc::new(index)), readers: readers.max(1) }
     }
 
     /// The generation to read from; it stays whole for as long as it is held.
     pub fn current(&self) -> Arc<Index> {
         self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
-    }
-
-    /// Gives this generation and every later one `readers` databases, so that many threads
-    /// search at once (see [`Index::with_readers`]). Called before the index is shared.
-    pub fn searched_by(&mut self, readers: usize) -> Result<(), IndexError> {
-        self.readers = readers.max(1);
-        let current = self.current.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let index = Arc::get_mut(current)
-            .ok_or_else(|| IndexError("search index: copies must be made before the index is shared".into()))?;
-        index.add_readers(self.readers)
     }
 
     /// Makes `index` the generation every new reader gets; readers of the old one finish

@@ -149,15 +149,17 @@ enum Opened {
 impl Index {
     /// The index kept in the SQLite file at `file`, brought up to date with `docs` first (see
     /// the module docs). `workspace` names the workspace (its canonical path): a file made for
-    /// another one is rebuilt. `progress` hears how many documents have been read.
+    /// another one is rebuilt. `readers` threads search it at once; `progress` hears how many
+    /// documents have been read.
     pub fn open(
         docs: &Dir,
         workspace: &str,
         file: &Path,
         max_file_bytes: u64,
+        readers: usize,
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
-        let want = Want { held: &|_| false, current: None, readers: 1 };
+        let want = Want { held: &|_| false, current: None, readers };
         let (index, update) = Index::open_holding(docs, workspace, file, max_file_bytes, progress, &want)?;
         // Without a generation to compare, every try that is not replaced gives an index.
         let index = index.ok_or_else(|| IndexError(format!("search index {}: nothing was copied", file.display())))?;
@@ -678,7 +680,7 @@ mod tests {
     }
 
     fn open(dir: &Path, file: &Path) -> (Index, Update) {
-        Index::open(&docs(dir), "ws", file, 1 << 20, &mut |_, _| {}).expect("open index")
+        Index::open(&docs(dir), "ws", file, 1 << 20, 1, &mut |_, _| {}).expect("open index")
     }
 
     /// Writes `text` with a time a minute ago, old enough to be trusted.
@@ -774,20 +776,20 @@ mod tests {
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another format")), "{update:?}");
         assert_eq!(counts(&update), (1, 0, 0, 0, 0));
 
-        let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, &mut |_, _| {}).expect("open");
+        let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another workspace")), "{update:?}");
 
         // A file someone put in WAL mode: back to a rollback journal, so the copy holds everything.
         Connection::open(&file).and_then(|c| c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))).expect("wal");
         std::fs::write(dir.join("w.md"), "# W\n\nwombat\n").expect("w");
-        let (index, _) = Index::open(&docs(&dir), "other", &file, 1 << 20, &mut |_, _| {}).expect("open");
+        let (index, _) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
         assert_eq!(index.search("wombat", 1).expect("search").len(), 1);
 
         let theirs = tmp.path().join("theirs.db");
         Connection::open(&theirs)
             .and_then(|c| c.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);"))
             .expect("db");
-        let Err(e) = Index::open(&docs(&dir), "ws", &theirs, 1 << 20, &mut |_, _| {}) else {
+        let Err(e) = Index::open(&docs(&dir), "ws", &theirs, 1 << 20, 1, &mut |_, _| {}) else {
             panic!("a foreign database must not be used");
         };
         assert!(e.0.contains("not a docs-agent index"), "{e}");
