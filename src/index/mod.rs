@@ -264,7 +264,8 @@ impl Index {
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
         let conn = self.reader();
         let terms = prune::selective(&conn, query::terms(text), self.stats.sections)?;
-        let Some(fts) = query::expression(&terms) else {
+        let identifiers = query::identifiers(text);
+        let Some(fts) = query::with_phrases(&terms, &identifiers) else {
             return Ok(Vec::new());
         };
         let mut stmt = conn.prepare_cached(
@@ -294,6 +295,7 @@ impl Index {
                 sections.push(hit);
             }
         }
+        rank::with_exact_terms(&mut sections, &terms);
         Ok(rank::with_file_evidence(sections, k))
     }
 }
@@ -468,6 +470,45 @@ mod reader_tests {
             .expect("write doc");
         let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
         Index::build(&docs, 1 << 20).expect("build").with_readers(n).expect("copies")
+    }
+
+    /// An index of `files` (name, text) in a temporary `docs/`.
+    fn index_of(files: &[(&str, &str)]) -> Index {
+        let tmp = tempfile::tempdir().expect("tmp");
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).expect("write");
+        }
+        let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
+        Index::build(&docs, 1 << 20).expect("build")
+    }
+
+    #[test]
+    fn words_as_written_break_a_tie_with_words_that_share_only_a_stem() {
+        let index = index_of(&[
+            ("a.md", "# Notes\n\nThe payment was refunds related to the plan.\n"),
+            ("b.md", "# Notes\n\nThe payment was refunded related to the plan.\n"),
+        ]);
+        for (question, first) in [("refunded payment", "docs/b.md"), ("refunds payment", "docs/a.md")] {
+            let hits = index.search(question, 2).expect("search");
+            assert_eq!(hits.len(), 2, "both match by stem: {hits:?}");
+            assert_eq!(hits[0].path, first, "{question}: {hits:?}");
+        }
+    }
+
+    #[test]
+    fn an_identifier_ranks_the_section_that_names_it_first() {
+        let index = index_of(&[
+            ("apart.md", "# Changes\n\nThe behavior of a change: proration happens later, behavior shown.\n"),
+            ("named.md", "# Changes\n\nSet proration_behavior to none to skip it on this change.\n"),
+            ("events.md", "# Events\n\nAn invoice is paid; the paid invoice event follows.\n"),
+            ("hook.md", "# Events\n\nListen for invoice.paid to fulfil the order.\n"),
+        ]);
+        for (question, first) in
+            [("proration_behavior change", "docs/named.md"), ("invoice.paid event", "docs/hook.md")]
+        {
+            let hits = index.search(question, 3).expect("search");
+            assert_eq!(hits.first().map(|h| h.path.as_str()), Some(first), "{question}: {hits:?}");
+        }
     }
 
     #[test]

@@ -37,6 +37,40 @@ pub fn terms(text: &str) -> Vec<String> {
     chosen
 }
 
+/// At most this many identifiers of a question are searched as phrases.
+pub const MAX_IDENTIFIERS: usize = 8;
+
+/// The identifiers of `text`, each as its words: a run of letters and digits joined by `_`,
+/// `.`, `/` or `:` (`proration_behavior`, `invoice.paid`, `G/L`), or by `-` with a digit or in
+/// a chain of three (`30-day`, `dry-run-mode`; not `year-end`), which the index splits into
+/// words at those marks. Searched as phrases, they rank the section that
+/// names the identifier above one that holds its words apart.
+pub fn identifiers(text: &str) -> Vec<Vec<String>> {
+    let text = text.replace(crate::guard::redact::REDACTED, " ");
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for token in text.split(|c: char| !(c.is_alphanumeric() || JOINERS.contains(&c))) {
+        let words: Vec<String> = token
+            .split(|c: char| JOINERS.contains(&c))
+            .filter(|w| !w.is_empty())
+            .map(|w| w.chars().take(MAX_TERM_CHARS).flat_map(char::to_lowercase).collect())
+            .collect();
+        // A hyphen also joins English compounds ("year-end"): only with a digit ("30-day") or
+        // in a longer chain ("--dry-run-all") is it taken as one name.
+        let only_hyphens = !token.contains(|c: char| JOINERS.contains(&c) && c != '-');
+        let compound = only_hyphens && words.len() < 3 && !token.contains(|c: char| c.is_ascii_digit());
+        if words.len() >= 2 && !compound && !found.contains(&words) {
+            found.push(words);
+        }
+        if found.len() >= MAX_IDENTIFIERS {
+            break;
+        }
+    }
+    found
+}
+
+/// What joins the words of an identifier.
+const JOINERS: [char; 5] = ['_', '.', '-', '/', ':'];
+
 /// The FTS5 MATCH expression for `text`, or `None` when it has no words at all.
 pub fn to_fts_query(text: &str) -> Option<String> {
     expression(&terms(text))
@@ -44,11 +78,18 @@ pub fn to_fts_query(text: &str) -> Option<String> {
 
 /// The FTS5 MATCH expression for terms made by [`terms`]: each quoted, joined with OR.
 pub fn expression(terms: &[String]) -> Option<String> {
+    with_phrases(terms, &[])
+}
+
+/// [`expression`], with each identifier (from [`identifiers`]) added as a phrase of its words.
+pub fn with_phrases(terms: &[String], identifiers: &[Vec<String>]) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    // Terms hold only alphanumeric characters, so quoting them needs no escaping.
-    Some(terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
+    // Terms hold only alphanumeric characters, so quoting them needs no escaping; a phrase is
+    // its words, quoted together.
+    let phrases = identifiers.iter().map(|words| words.join(" "));
+    Some(terms.iter().cloned().chain(phrases).map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
 #[cfg(test)]
@@ -73,6 +114,27 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(to_fts_query(input).as_deref(), *expected, "input {input:?}");
         }
+    }
+
+    #[test]
+    fn identifiers_become_phrases_beside_their_words() {
+        let question =
+            "Why does proration_behavior ignore invoice.paid for a 30-day G/L plan at year-end? (402) a.b_c-d";
+        let found = identifiers(question);
+        let words = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            found,
+            vec![
+                words(&["proration", "behavior"]),
+                words(&["invoice", "paid"]),
+                words(&["30", "day"]),
+                words(&["g", "l"]),
+                words(&["a", "b", "c", "d"]),
+            ]
+        );
+        let fts = with_phrases(&words(&["proration", "behavior"]), &found[..1]);
+        assert_eq!(fts.as_deref(), Some("\"proration\" OR \"behavior\" OR \"proration behavior\""));
+        assert!(identifiers("plain words only, and a sentence. Then more").is_empty(), "a full stop joins nothing");
     }
 
     #[test]

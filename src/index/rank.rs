@@ -1,9 +1,10 @@
-//! The last ranking step: evidence from the whole document. A section is scored by its own
+//! The last ranking steps: a tie-break for words found as written, and evidence from the
+//! whole document. A section is scored by its own
 //! BM25 plus a share of the best other section of its file among the candidates, so a section
 //! in a document that matches the question well overall ranks above a lone hit elsewhere.
 //! The share was chosen on the dev half of the question sets (`cargo bench --bench retrieval`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::Hit;
 
@@ -38,6 +39,32 @@ pub fn with_file_evidence(sections: Vec<Hit>, k: usize) -> Vec<Hit> {
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut slots: Vec<Option<Hit>> = sections.into_iter().map(Some).collect();
     scored.into_iter().take(k).filter_map(|(_, i)| slots.get_mut(i).and_then(Option::take)).collect()
+}
+
+/// How much a section's score grows when every term of the question is in it as written, not
+/// only by its stem: a tie-break, so "refunded" asked puts "refunded" before "refunds" when
+/// BM25 cannot tell them apart. On the dev halves, 0.05 left R@1 as it was and nudged MRR up
+/// (polar 0.694 → 0.696, ERP 0.678 → 0.679); 0.3 and more cost the ERP half a tenth of its
+/// R@1 (a share of the question's words is mostly what BM25 already counts).
+pub const EXACT_TERMS: f64 = 0.05;
+
+/// Raises each section's score by [`EXACT_TERMS`] times its share of `terms` found as whole
+/// words in its heading and text.
+pub fn with_exact_terms(sections: &mut [Hit], terms: &[String]) {
+    if terms.is_empty() {
+        return;
+    }
+    for hit in sections.iter_mut() {
+        let words: HashSet<String> = hit
+            .heading
+            .split(|c: char| !c.is_alphanumeric())
+            .chain(hit.excerpt.split(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let exact = terms.iter().filter(|t| words.contains(t.as_str())).count();
+        hit.score *= 1.0 + EXACT_TERMS * exact as f64 / terms.len() as f64;
+    }
 }
 
 #[cfg(test)]
