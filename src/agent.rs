@@ -131,16 +131,19 @@ pub enum OpenError {
 fn open_index(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
     let max = config.index.max_file_bytes;
     let IndexStore::File(file) = config.index_store() else {
-        return Ok((Index::build(docs, max)?.with_readers(readers)?, Source::memory()));
+        // Listed first: a change made while the index is built shows in the next refresh.
+        let source = Source::memory(docs);
+        return Ok((Index::build(docs, max)?.with_readers(readers)?, source));
     };
     let workspace = crate::session::workspace_of(config);
     let mut progress = crate::index::progress::Line::on_stderr();
     match Index::open(docs, &workspace, &file, max, readers, &mut |done, total| progress.show(done, total)) {
         Ok((index, _)) => Ok((index, Source::File { path: file, workspace })),
         Err(e) => {
+            let source = Source::memory(docs);
             let mut index = Index::build(docs, max)?.with_readers(readers)?;
             index.warnings.push(format!("{e}; this process searches an index built in memory instead"));
-            Ok((index, Source::memory()))
+            Ok((index, source))
         }
     }
 }
@@ -157,7 +160,7 @@ impl Harness {
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let (index, source) = match workspace.docs() {
             Some(docs) => open_index(docs, config, readers).map_err(OpenError::Index)?,
-            None => (Index::empty().map_err(OpenError::Index)?, Source::memory()),
+            None => (Index::empty().map_err(OpenError::Index)?, Source::Memory { built_from: Vec::new() }),
         };
         let skills = Skills::load(workspace.root());
         let agents_md = check_read("AGENTS.md")

@@ -16,18 +16,22 @@ pub struct Image(Arc<[u8]>);
 
 impl Image {
     /// `n` (at least one) read-only databases over `bytes`, ready to search, and the image
-    /// they read, to be kept alive after them. (On an error, the connections made so far are
-    /// dropped before the image: locals drop in reverse order.)
-    pub fn readers(bytes: Vec<u8>, n: usize) -> rusqlite::Result<(Image, Vec<Connection>)> {
+    /// they read. (On an error, the connections made so far are dropped before the image:
+    /// locals drop in reverse order.)
+    ///
+    /// # Safety
+    ///
+    /// The caller must close (drop) every returned connection before it drops the image.
+    pub unsafe fn readers(bytes: Vec<u8>, n: usize) -> rusqlite::Result<(Image, Vec<Connection>)> {
         let image = Image(Arc::from(bytes.into_boxed_slice()));
         let mut conns = Vec::with_capacity(n.max(1));
         for _ in 0..n.max(1) {
             let mut conn = Connection::open_in_memory()?;
             // SAFETY: the slice points into `image.0`, a heap allocation that never moves and is
-            // never written. The returned `Image` is kept beside these connections and outlives
-            // them (`Index` drops its connections before its image), and SQLite only reads the
-            // buffer (READONLY) and never frees it (no FREEONCLOSE), so the `'static` lifetime
-            // is never relied on past the image's life.
+            // never written. The caller keeps the image until these connections are closed
+            // (this function's contract), and SQLite only reads the buffer (READONLY) and never
+            // frees it (no FREEONCLOSE), so the `'static` lifetime is never relied on past the
+            // image's life.
             let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(image.0.as_ptr(), image.0.len()) };
             conn.deserialize_bytes(MAIN_DB, bytes)?;
             prune::prepare(&conn)?;

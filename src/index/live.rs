@@ -52,9 +52,8 @@ pub enum Source {
     },
     /// Built in memory again, whole, when a listing differs from the one last built.
     Memory {
-        /// The listing the current generation was built from; `None` until the first
-        /// refresh, which records it (the index was built moments before).
-        built_from: Option<Vec<Listed>>,
+        /// The listing taken just before the current generation was built.
+        built_from: Vec<Listed>,
     },
 }
 
@@ -71,10 +70,9 @@ pub struct Refreshed {
 }
 
 impl Source {
-    /// The source of an index kept in memory (listing the docs costs a process that only
-    /// answers one question nothing).
-    pub fn memory() -> Source {
-        Source::Memory { built_from: None }
+    /// The source of an index about to be built in memory from `docs`: their listing now.
+    pub fn memory(docs: &Dir) -> Source {
+        Source::Memory { built_from: walk::list_docs(docs).files }
     }
 
     /// Brings `live` up to date with `docs`, leaving `held` documents (being written) as they
@@ -101,10 +99,10 @@ impl Source {
             Source::Memory { built_from } => {
                 let listing = walk::list_docs(docs).files;
                 let mut update = Update { generation: current.generation, ..Update::default() };
-                let Some(before) = built_from.as_ref().filter(|before| **before != listing) else {
-                    *built_from = Some(listing);
+                if listing == *built_from {
                     return Ok(Refreshed { update, version: current, replaced: false });
-                };
+                }
+                let before = &*built_from;
                 let was: HashMap<&str, &Listed> = before.iter().map(|f| (f.path.as_str(), f)).collect();
                 let now: HashSet<&str> = listing.iter().map(|f| f.path.as_str()).collect();
                 let changed: Vec<&Listed> = listing.iter().filter(|f| was.get(f.path.as_str()) != Some(f)).collect();
@@ -120,7 +118,7 @@ impl Source {
                 index.version.generation = current.generation + 1;
                 let version = index.version;
                 live.replace(index)?;
-                *built_from = Some(listing);
+                *built_from = listing;
                 update.rebuilt = Some("the docs changed".into());
                 update.generation = version.generation;
                 Ok(Refreshed { update, version, replaced: true })

@@ -180,7 +180,10 @@ impl Index {
             return Ok(());
         }
         let bytes = self.built().serialize(MAIN_DB)?.to_vec();
-        let (image, conns) = image::Image::readers(bytes, n)?;
+        // SAFETY: the connections go into `self.conns`, which `Index` declares before
+        // `self.image`, so they are closed first; the old ones are dropped by the assignment
+        // below while the old image is still held.
+        let (image, conns) = unsafe { image::Image::readers(bytes, n)? };
         // The old databases go first: none of them reads the new image.
         self.conns = conns.into_iter().map(Mutex::new).collect();
         self.image = Some(image);

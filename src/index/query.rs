@@ -39,6 +39,8 @@ pub fn terms(text: &str) -> Vec<String> {
 
 /// At most this many identifiers of a question are searched as phrases.
 pub const MAX_IDENTIFIERS: usize = 8;
+/// A longer run of joined words is not a name (`a.b.c.d.e.f.g…`), and is not a phrase.
+const MAX_IDENTIFIER_WORDS: usize = 6;
 
 /// The identifiers of `text`, each as its words: a run of letters and digits joined by `_`,
 /// `.`, `/` or `:` (`proration_behavior`, `invoice.paid`, `G/L`), or by `-` with a digit or in
@@ -58,7 +60,7 @@ pub fn identifiers(text: &str) -> Vec<Vec<String>> {
         // in a longer chain ("--dry-run-all") is it taken as one name.
         let only_hyphens = !token.contains(|c: char| JOINERS.contains(&c) && c != '-');
         let compound = only_hyphens && words.len() < 3 && !token.contains(|c: char| c.is_ascii_digit());
-        if words.len() >= 2 && !compound && !found.contains(&words) {
+        if (2..=MAX_IDENTIFIER_WORDS).contains(&words.len()) && !compound && !found.contains(&words) {
             found.push(words);
         }
         if found.len() >= MAX_IDENTIFIERS {
@@ -135,6 +137,17 @@ mod tests {
         let fts = with_phrases(&words(&["proration", "behavior"]), &found[..1]);
         assert_eq!(fts.as_deref(), Some("\"proration\" OR \"behavior\" OR \"proration behavior\""));
         assert!(identifiers("plain words only, and a sentence. Then more").is_empty(), "a full stop joins nothing");
+    }
+
+    #[test]
+    fn phrases_stay_bounded_however_the_question_is_joined() {
+        let joined: String = (0..20_000).map(|i| format!("w{i}.")).collect();
+        assert!(identifiers(&joined).is_empty(), "one run of 20,000 words is no name");
+        let many: String = (0..5_000).map(|i| format!("a{i}_b{i} ")).collect();
+        let found = identifiers(&many);
+        assert_eq!(found.len(), MAX_IDENTIFIERS);
+        let fts = with_phrases(&terms(&many), &found).expect("an expression");
+        assert!(fts.len() < 2_000, "{} bytes", fts.len());
     }
 
     #[test]

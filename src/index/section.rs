@@ -1,5 +1,6 @@
-//! One section read back from the index, whole: what a citation opens. It comes from the same
-//! generation as the search that found it, never from the file as it is now.
+//! One section read back from the index, whole: what a citation opens. It comes from the
+//! generation searched at that moment (so an edit shows here exactly when it shows in search),
+//! never from the file as it is on disk.
 
 use rusqlite::{OptionalExtension, params};
 

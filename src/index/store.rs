@@ -320,7 +320,9 @@ fn snapshot(
     update.generation = version.generation;
     let bytes = std::fs::read(file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.commit()?;
-    let (image, conns) = Image::readers(bytes, copies.readers)?;
+    // SAFETY: both go into a `Snapshot`, whose connections are declared before its image, and
+    // from there into an `Index`, likewise.
+    let (image, conns) = unsafe { Image::readers(bytes, copies.readers)? };
     let same = stale_reason(&conns[0], copies.workspace, copies.max_file_bytes).ok() == Some(None)
         && generation(&conns[0]).ok() == Some(update.generation);
     Ok(same.then_some(Snapshot { conns, image, stats, version }))

@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use super::AppState;
@@ -106,17 +106,16 @@ enum Wake {
 /// The running updater; dropping it stops it.
 pub struct Freshness {
     wake: mpsc::Sender<Wake>,
-    thread: Option<std::thread::JoinHandle<()>>,
     /// Kept alive while the updater runs.
     _watcher: Option<notify::RecommendedWatcher>,
 }
 
 impl Drop for Freshness {
+    /// Tells the updater to stop; it does when its current update ends. It is not waited for:
+    /// an update waiting on the index file's lock must not hold up a shutdown, and one cut off
+    /// by the exit leaves the file as its last commit left it.
     fn drop(&mut self) {
         let _ = self.wake.send(Wake::Stop);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -140,11 +139,12 @@ pub fn start(state: Arc<AppState>) -> Option<Freshness> {
         docs,
         writing: HashMap::new(),
         watching: watcher.is_some(),
+        started: false,
         told_replaced: false,
     };
     let thread = std::thread::Builder::new().name("index-updater".into()).spawn(move || updater.run(woken));
     match thread {
-        Ok(thread) => Some(Freshness { wake, thread: Some(thread), _watcher: watcher }),
+        Ok(_) => Some(Freshness { wake, _watcher: watcher }),
         Err(e) => {
             eprintln!("docs-agent: cannot start the index updater ({e}); docs changes are seen after a restart");
             None
@@ -182,23 +182,24 @@ fn watch(docs: &Path, wake: mpsc::Sender<Wake>) -> Option<notify::RecommendedWat
 enum Meaning {
     /// Nothing (a read: the updater's own reads are events too).
     Nothing,
-    /// These documents are being written; update when they are done.
+    /// These documents are being written; they are updated once they are done.
     Writing(Vec<PathBuf>),
-    /// These documents were closed after writing; update.
-    Written(Vec<PathBuf>),
-    /// Something else changed (names, removals, times): update.
-    Changed(Vec<PathBuf>),
+    /// These documents are done: closed after writing, renamed into place, or removed. Update.
+    Done(Vec<PathBuf>),
+    /// Something else changed (a folder, a time, permissions): update; a document being
+    /// written stays so.
+    Changed,
 }
 
 /// What `event` means (see [`Meaning`]).
 fn meaning(event: &Event) -> Meaning {
     let paths = event.paths.clone();
     match event.kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Meaning::Written(paths),
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Meaning::Done(paths),
         EventKind::Access(_) => Meaning::Nothing,
         EventKind::Create(CreateKind::File) | EventKind::Modify(ModifyKind::Data(_)) => Meaning::Writing(paths),
-        EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_) => Meaning::Written(paths),
-        _ => Meaning::Changed(paths),
+        EventKind::Modify(ModifyKind::Name(_)) | EventKind::Remove(_) => Meaning::Done(paths),
+        _ => Meaning::Changed,
     }
 }
 
@@ -211,6 +212,8 @@ struct Updater {
     writing: HashMap<String, Instant>,
     /// Events arrive (else only rescans, and modification times say what is being written).
     watching: bool,
+    /// The first update has run (before it, no event has said what is being written).
+    started: bool,
     /// The operator was told that `docs/` was replaced (said once).
     told_replaced: bool,
 }
@@ -224,19 +227,25 @@ impl Updater {
         let mut next_rescan = (!rescan.is_zero()).then(|| Instant::now() + rescan);
         loop {
             let wake_at = [due, next_rescan].into_iter().flatten().min();
-            let received = match wake_at {
+            let first = match wake_at {
                 Some(at) => woken.recv_timeout(at.saturating_duration_since(Instant::now())),
                 None => woken.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
-            match received {
-                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Ok(Wake::Fs(event)) => {
-                    if self.heard(event) {
-                        let soon = Instant::now() + GATHER;
-                        due = Some(due.map_or(soon, |d| d.min(soon)));
+            // Everything already queued is taken in before an update, so no document being
+            // written is missed for want of its event.
+            let mut received = vec![first];
+            received.extend(woken.try_iter().map(Ok));
+            for wake in received {
+                match wake {
+                    Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                    Ok(Wake::Fs(event)) => {
+                        if self.heard(event) {
+                            let soon = Instant::now() + GATHER;
+                            due = Some(due.map_or(soon, |d| d.min(soon)));
+                        }
                     }
+                    Err(RecvTimeoutError::Timeout) => {}
                 }
-                Err(RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
             if due.is_some_and(|d| d <= now) || next_rescan.is_some_and(|r| r <= now) {
@@ -246,7 +255,8 @@ impl Updater {
         }
     }
 
-    /// Takes in one event; true when an update should follow.
+    /// Takes in one event; true when an update should follow (not while a document is only
+    /// being written: its close, rename or removal will say so).
     fn heard(&mut self, event: notify::Result<Event>) -> bool {
         let event = match event {
             Ok(event) => event,
@@ -260,14 +270,15 @@ impl Updater {
                 for path in paths.iter().filter_map(|p| relative(docs, p)) {
                     self.writing.insert(path, Instant::now());
                 }
-                true
+                false
             }
-            Meaning::Written(paths) | Meaning::Changed(paths) => {
+            Meaning::Done(paths) => {
                 for path in paths.iter().filter_map(|p| relative(docs, p)) {
                     self.writing.remove(&path);
                 }
                 true
             }
+            Meaning::Changed => true,
         }
     }
 
@@ -281,17 +292,10 @@ impl Updater {
         std::fs::metadata(&self.docs).is_ok_and(|now| (now.dev(), now.ino()) != (opened.dev(), opened.ino()))
     }
 
-    /// One update; when the next one is due (documents held back, or a failure), if sooner than
-    /// the rescan.
+    /// One update; when the next one is due, if sooner than the rescan: when a document held
+    /// back may be done (without events, [`SETTLE`] later; with them, when the oldest one
+    /// stalls), or [`RETRY`] after a failure.
     fn update(&mut self) -> Option<Instant> {
-        let now = Instant::now();
-        self.writing.retain(|_, modified| now.duration_since(*modified) < STALLED);
-        let now_ns = walk::epoch_ns(std::time::SystemTime::now());
-        let settle_ns = SETTLE.as_nanos() as i64;
-        let (writing, watching) = (&self.writing, self.watching);
-        let held = |listed: &Listed| {
-            writing.contains_key(&listed.path) || (!watching && now_ns.saturating_sub(listed.mtime_ns) < settle_ns)
-        };
         if !self.told_replaced && self.replaced_folder() {
             self.told_replaced = true;
             eprintln!(
@@ -299,10 +303,24 @@ impl Updater {
                  the old one: restart it (edit or copy into docs/ instead of replacing it)"
             );
         }
+        let now = Instant::now();
+        self.writing.retain(|_, modified| now.duration_since(*modified) < STALLED);
+        let now_ns = walk::epoch_ns(std::time::SystemTime::now());
+        let settle_ns = SETTLE.as_nanos() as i64;
+        // Without events, and before the first event, a recent time is all that says a
+        // document is being written (a time in the future says nothing).
+        let by_time = !self.watching || !self.started;
+        let writing = &self.writing;
+        let held = |listed: &Listed| {
+            let age = now_ns.saturating_sub(listed.mtime_ns);
+            writing.contains_key(&listed.path) || (by_time && (0..settle_ns).contains(&age))
+        };
         let max = self.state.config.index.max_file_bytes;
         let status = &self.state.index_status;
         let started = Instant::now();
-        match self.state.harness.refresh_index(max, &held) {
+        let outcome = self.state.harness.refresh_index(max, &held);
+        self.started = true;
+        match outcome {
             Ok(refreshed) => {
                 let u = &refreshed.update;
                 if refreshed.replaced {
@@ -322,12 +340,22 @@ impl Updater {
                     } else {
                         c.unchanged += 1;
                     }
-                    c.held = refreshed.update.held;
+                    c.held = u.held;
                 });
-                if let Some(reason) = &refreshed.update.rebuilt {
+                if let Some(reason) = &u.rebuilt {
                     eprintln!("docs-agent: search index rebuilt ({reason})");
                 }
-                (refreshed.update.held > 0).then(|| Instant::now() + SETTLE)
+                if u.held == 0 {
+                    return None;
+                }
+                // Documents held only because they are open for writing wait for their close
+                // event, or for the oldest to stall; one held for another reason (written
+                // while it was read, or by its time) is looked at again once it may settle.
+                let stalls = self.writing.values().min().map(|oldest| *oldest + STALLED);
+                match stalls {
+                    Some(stalls) if self.watching && u.held <= self.writing.len() => Some(stalls),
+                    _ => Some(Instant::now() + SETTLE),
+                }
             }
             Err(e) => {
                 status.with(|c| c.failed += 1);
@@ -365,10 +393,11 @@ mod tests {
             (EventKind::Access(AccessKind::Close(AccessMode::Read)), Meaning::Nothing),
             (EventKind::Create(CreateKind::File), Meaning::Writing(path.clone())),
             (EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)), Meaning::Writing(path.clone())),
-            (EventKind::Access(AccessKind::Close(AccessMode::Write)), Meaning::Written(path.clone())),
-            (EventKind::Remove(notify::event::RemoveKind::File), Meaning::Written(path.clone())),
-            (EventKind::Modify(ModifyKind::Name(RenameMode::To)), Meaning::Changed(path.clone())),
-            (EventKind::Create(CreateKind::Folder), Meaning::Changed(path.clone())),
+            (EventKind::Access(AccessKind::Close(AccessMode::Write)), Meaning::Done(path.clone())),
+            (EventKind::Remove(notify::event::RemoveKind::File), Meaning::Done(path.clone())),
+            (EventKind::Modify(ModifyKind::Name(notify::event::RenameMode::To)), Meaning::Done(path.clone())),
+            (EventKind::Modify(ModifyKind::Metadata(notify::event::MetadataKind::Permissions)), Meaning::Changed),
+            (EventKind::Create(CreateKind::Folder), Meaning::Changed),
         ];
         for (kind, want) in cases {
             assert_eq!(meaning(&event(kind)), want, "{kind:?}");

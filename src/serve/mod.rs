@@ -267,9 +267,10 @@ pub async fn serve(
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}; set serve.listen (DOCS_AGENT_LISTEN) or --listen"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.config.workspace.display());
+    // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
     let _fresh = fresh::start(state.clone());
+    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;
