@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use docs_agent::serve::auth::hash;
@@ -43,17 +43,7 @@ impl Server {
         let log = ws.path().join("data/sessions.db").display().to_string();
         let mut env: Vec<(&str, &str)> = env.to_vec();
         env.extend([("LLM_MODEL", "scripted"), ("DOCS_AGENT_SESSION_LOG", log.as_str())]);
-        let mut child = common::command(ws.path(), &env, &["serve"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("first line");
-        let url = line.split("serving on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_string);
-        let url = url.unwrap_or_else(|| panic!("no address in {line:?}"));
+        let (child, url, stderr) = common::spawn_serve(ws.path(), &env);
         // Keep reading stderr so the process never blocks on a full pipe.
         std::thread::spawn(move || for _ in stderr.lines() {});
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -5,8 +5,8 @@
 mod common;
 mod fake;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::io::BufReader;
+use std::process::Child;
 
 use docs_agent::serve::auth::hash;
 use serde_json::{Value, json};
@@ -23,18 +23,7 @@ fn config(ws: &std::path::Path) {
 
 /// Starts `serve` and returns the child and its base URL (read from its first stderr line).
 fn start(ws: &std::path::Path, env: &[(&str, &str)]) -> (Child, String, BufReader<std::process::ChildStderr>) {
-    let mut child = common::command(ws, env, &["serve"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line.split("serving on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_string);
-    let url = url.unwrap_or_else(|| panic!("no address in {line:?}"));
-    (child, url, stderr)
+    common::spawn_serve(ws, env)
 }
 
 fn sigterm(child: &Child) {

@@ -701,6 +701,12 @@ mod tests {
         (tmp, dir, file)
     }
 
+    /// [`Index::refresh`] of the folder's docs, searched by two threads.
+    fn refresh(dir: &Path, file: &Path, held: Held<'_>, current: Version) -> (Option<Index>, Update) {
+        let want = Want { held, current: Some(current), readers: 2 };
+        Index::refresh(&docs(dir), "ws", file, 1 << 20, &want).expect("refresh")
+    }
+
     fn counts(u: &Update) -> (usize, usize, usize, usize, usize) {
         (u.added, u.changed, u.removed, u.touched, u.unchanged)
     }
@@ -811,38 +817,17 @@ mod tests {
         let (index, _) = open(&dir, &file);
         let first = index.version;
         let nothing = |_: &Listed| false;
-        let (copy, update) = Index::refresh(
-            &docs(&dir),
-            "ws",
-            &file,
-            1 << 20,
-            &Want { held: &nothing, current: Some(first), readers: 2 },
-        )
-        .expect("refresh");
+        let (copy, update) = refresh(&dir, &file, &nothing, first);
         assert!(copy.is_none() && !update.wrote(), "nothing changed, nothing copied: {update:?}");
 
         write_old(&dir.join("a.md"), "# A\n\nAlpha narwhal text, longer now.\n");
         write_old(&dir.join("b.md"), "# B\n\nBeta narwhal.\n");
         let writing = |l: &Listed| l.path == "docs/a.md" || l.path == "docs/b.md";
-        let (copy, update) = Index::refresh(
-            &docs(&dir),
-            "ws",
-            &file,
-            1 << 20,
-            &Want { held: &writing, current: Some(first), readers: 2 },
-        )
-        .expect("refresh");
+        let (copy, update) = refresh(&dir, &file, &writing, first);
         assert_eq!((update.held, update.wrote()), (2, false), "{update:?}");
         assert!(copy.is_none(), "held documents change nothing");
 
-        let (copy, update) = Index::refresh(
-            &docs(&dir),
-            "ws",
-            &file,
-            1 << 20,
-            &Want { held: &nothing, current: Some(first), readers: 2 },
-        )
-        .expect("refresh");
+        let (copy, update) = refresh(&dir, &file, &nothing, first);
         let copy = copy.expect("a new generation is copied");
         assert_eq!((update.added, update.changed, update.held), (1, 1, 0), "{update:?}");
         assert!(copy.version.generation > first.generation);
@@ -852,14 +837,7 @@ mod tests {
         let section = copy.section("docs/a.md", "a").expect("section").expect("found");
         assert!(section.text.contains("narwhal") && section.heading == "A", "{section:?}");
         assert!(copy.section("docs/zzz.md", "").expect("section").is_none());
-        let again = Index::refresh(
-            &docs(&dir),
-            "ws",
-            &file,
-            1 << 20,
-            &Want { held: &nothing, current: Some(copy.version), readers: 2 },
-        )
-        .expect("refresh");
+        let again = refresh(&dir, &file, &nothing, copy.version);
         assert!(again.0.is_none(), "the generation searched is current");
     }
 }

@@ -64,6 +64,27 @@ pub fn command(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Command
     command
 }
 
+/// Starts `docs-agent serve` in `workspace` (its config listening on port 0) and returns the
+/// child, its base URL (read from its first stderr line) and the rest of its stderr.
+pub fn spawn_serve(
+    workspace: &Path,
+    env: &[(&str, &str)],
+) -> (std::process::Child, String, std::io::BufReader<std::process::ChildStderr>) {
+    use std::io::BufRead;
+    let mut child = command(workspace, env, &["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line.split("serving on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_string);
+    let url = url.unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, url, stderr)
+}
+
 /// Runs `docs-agent ARGS` with only the given environment (plus PATH), stdin closed.
 pub fn run(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     let output = command(workspace, env, args).stdin(Stdio::null()).output().expect("run docs-agent");
