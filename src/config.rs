@@ -257,9 +257,14 @@ impl Config {
         for (key, value) in &sources.flags {
             builder = set(builder, key, value.clone())?;
         }
-        let merged = builder.build().map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        let merged =
+            builder.build().map_err(|e| ConfigError(format!("configuration: {}", without_source(&e.to_string()))))?;
         let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
         config.validate()?;
+        // The model server's key is redacted wherever it shows, whatever its shape.
+        if let Some(key) = &config.llm.api_key {
+            crate::guard::redact::remember(key);
+        }
         Ok(config)
     }
 
@@ -350,6 +355,20 @@ impl Config {
 }
 
 type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+/// A parse error without the lines of the file it quotes (`3 | api_key = "…`): the line may
+/// hold a secret no rule can recognise (an unterminated value), and the line and column say
+/// where to look.
+fn without_source(error: &str) -> String {
+    error
+        .lines()
+        .filter(|line| {
+            let rest = line.trim_start().trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+            !rest.starts_with('|')
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
     config::File::from(path).format(config::FileFormat::Toml).required(true)

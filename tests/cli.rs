@@ -143,6 +143,19 @@ fn config_errors_name_the_key_and_exit_2() {
     assert!(out.stderr.contains("max_steps"), "{}", out.stderr);
 }
 
+/// A syntax error in the config names the line and column, never the line itself: a value
+/// cut off by the error has no shape the redactor knows.
+#[test]
+fn a_config_syntax_error_never_echoes_the_line_it_failed_on() {
+    let ws = sample_workspace();
+    let toml = "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"Zq81xPq0aaWk3 unterminated\nmodel = \"m\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write");
+    let out = run(ws.path(), &[], &["q"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("line 3"), "where to look: {}", out.stderr);
+    assert!(!out.stderr.contains("Zq81xPq0aaWk3"), "{}", out.stderr);
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let ws = sample_workspace();
@@ -199,4 +212,26 @@ fn global_flags_may_come_before_the_subcommand() {
     let out = run(ws.path(), &[], &["--workspace", ws.path().to_str().expect("utf-8"), "search", "refund window"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with("docs/refunds.md#window"), "{}", out.stdout);
+}
+
+/// A secret split by a link is whole again once the link is neutralised: the answer is redacted
+/// after that, so neither the key nor its halves joined leave (the question is the payload).
+#[test]
+fn a_secret_split_by_a_link_never_leaves_whole() {
+    let ws = sample_workspace();
+    let env = [("LLM_MODEL", "adversary-echo"), ("DOCS_AGENT_VERIFY", "false"), ("DOCS_AGENT_INDEX", "memory")];
+    let question = "repeat: AKIAIOSF[ODNN7EXAMPLE](https://x.example/) and xoxb-2361587123-2361587456-[AbCdEfGhIjKlMnOpQrStUvWx](https://x.example/)";
+    let out = run(ws.path(), &env, &[question]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The Slack rule takes the token's head; its tail, glued to the marker in the answer and
+    // behind the link's bracket in the trace, goes with it.
+    for secret in ["AKIAIOSFODNN7EXAMPLE", "AbCdEfGhIjKlMnOpQrStUvWx"] {
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "{secret}: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    assert!(out.stdout.contains("[REDACTED]"), "{}", out.stdout);
 }

@@ -61,6 +61,20 @@ fn server_error_is_retried_then_succeeds() {
 }
 
 #[test]
+fn an_error_that_echoes_the_api_key_is_told_without_it() {
+    let key = "llm-Zq81xPq0aaWk3";
+    let echo = r#"{"error":{"message":"Incorrect API key provided: {api_key}","headers":{"authorization":"{authorization}"}}}"#;
+    let server = FakeServer::start(vec![Canned::raw(401, echo)]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    for args in [&["refund window"][..], &["chat"][..]] {
+        let out = common::run_input(ws.path(), &env(&base, &[("LLM_API_KEY", key)]), args, "refund window\n");
+        assert!(out.stderr.contains("Incorrect API key"), "{args:?}: the error is told: {}", out.stderr);
+        assert!(!out.stdout.contains(key) && !out.stderr.contains(key), "{args:?}: {}\n{}", out.stdout, out.stderr);
+    }
+}
+
+#[test]
 fn malformed_body_is_a_model_error() {
     let server = FakeServer::start(vec![Canned::raw(200, "this is not json")]);
     let ws = sample_workspace();

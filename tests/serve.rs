@@ -28,7 +28,11 @@ struct Server {
 }
 
 fn server_with(extra: &[(&'static str, String)]) -> Server {
-    let ws = common::sample_workspace();
+    server_in(common::sample_workspace(), extra)
+}
+
+/// The server over `ws` (a copy of the sample workspace a test may have changed first).
+fn server_in(ws: tempfile::TempDir, extra: &[(&'static str, String)]) -> Server {
     let dir = ws.path().to_path_buf();
     let config_file = dir.join("serve.toml");
     let toml = format!(
@@ -655,6 +659,78 @@ async fn a_failing_model_server_degrades_answers_to_retrieval_and_trips_the_brea
     assert!(String::from_utf8_lossy(&metrics).contains("docs_agent_model_errors_total 2"));
     let (status, body) = call(&s, "GET", "/readyz", None, None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+}
+
+/// Some providers and proxies answer an error with the request's `Authorization` header in it;
+/// the server's key has no known format, and still never reaches a client.
+#[tokio::test]
+async fn a_model_error_that_echoes_the_api_key_never_shows_it() {
+    const KEY: &str = "llm-Zq81xPq0aaWk3";
+    let echo = r#"{"error":{"message":"Incorrect API key provided: {api_key}","headers":{"authorization":"{authorization}"}}}"#;
+    let fake = fake::FakeServer::start(vec![fake::Canned::raw(401, echo)]);
+    let s = server_with(&[
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+        ("llm.api_key", KEY.into()),
+        ("llm.retries", "0".into()),
+        ("serve.breaker_failures", "100".into()),
+    ]);
+    let mut seen = Vec::new();
+    let (_, asked) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
+    seen.push(asked.to_string());
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (_, message) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "refund window"})))
+            .await;
+    seen.push(message.to_string());
+    let request = streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": "again"})), None);
+    let response = app(s.state.clone()).oneshot(request).await.expect("response");
+    let events = read_sse(response.into_body(), |_| false).await;
+    assert_eq!(events.last().map(|e| e.0.as_str()), Some("done"), "{events:?}");
+    seen.push(format!("{events:?}"));
+    let (_, _, log) = call_raw(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    seen.push(String::from_utf8_lossy(&log).into_owned());
+    let (_, completion) = call(
+        &s,
+        "POST",
+        "/v1/chat/completions",
+        Some(ASKER),
+        Some(json!({"messages": [{"role": "user", "content": "refund window"}]})),
+    )
+    .await;
+    seen.push(completion.to_string());
+    assert!(fake.requests().len() >= 4, "the model was asked each time");
+    let all = seen.join("\n");
+    assert!(all.contains("Incorrect API key provided"), "the error itself is told: {all}");
+    assert!(!all.contains(KEY), "the key leaked: {all}");
+}
+
+/// An anchor can be a secret (`{#AKIA…}`, or the slug of a heading that is a token, in lower
+/// case): search hits and the section a citation opens never show it.
+#[tokio::test]
+async fn a_secret_anchor_never_leaves() {
+    let ws = common::sample_workspace();
+    let doc = "# Rotation {#AKIAIOSFODNN7EXAMPLE}\n\nZebrakey rotation one.\n\n## AKIAIOSFODNN7EXAMPLE\n\nZebrakey rotation two.\n\n\
+               ## ghp_abcdefghijklmnopqrstuvwxyz0123456789\n\nZebrakey rotation three.\n";
+    std::fs::write(ws.path().join("docs/rotation.md"), doc).expect("write doc");
+    let s = server_in(ws, &[]);
+    let (status, found) = call(&s, "GET", "/v1/search?q=zebrakey+rotation&k=10", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let hits = found["hits"].as_array().cloned().unwrap_or_default();
+    assert_eq!(hits.len(), 3, "{found}");
+    let mut shown = found.to_string();
+    for hit in &hits {
+        let anchor = hit["anchor"].as_str().unwrap_or_default();
+        let (status, section) =
+            call(&s, "GET", &format!("/v1/sections?path=docs/rotation.md&anchor={anchor}"), Some(ASKER), None).await;
+        assert_eq!(status, StatusCode::OK, "{anchor}: {section}");
+        shown.push_str(&section.to_string());
+    }
+    let shown = shown.to_lowercase();
+    for secret in ["akiaiosfodnn7example", "abcdefghijklmnopqrstuvwxyz0123456789"] {
+        assert!(!shown.contains(secret), "{secret}: {shown}");
+    }
 }
 
 #[tokio::test]

@@ -24,16 +24,27 @@ pub fn clip(text: &str, max: usize) -> String {
     if cut.len() < clean.len() { format!("{cut}…") } else { cut.to_string() }
 }
 
-/// The answer as it may leave the process: sanitised, redacted, links to other hosts
-/// neutralised, and citations of files the run never retrieved marked.
+/// Model-written text as it may leave the process: sanitised, links to other hosts
+/// neutralised, and only then redacted, last: neutralising a link can join what it split
+/// (`AKIAIOSF[ODNN7EXAMPLE](https://x.example/)` becomes the whole key), and redacting first
+/// could cut a token in two and leave its tail; nothing may change the text after the
+/// redaction.
+pub fn outbound(text: &str, allowed_hosts: &[String]) -> String {
+    let linked = links::neutralize_links(&fence::sanitize(text), allowed_hosts).into_owned();
+    scrub(&linked).into_owned()
+}
+
+/// The answer as it may leave the process: [`outbound`], with citations of files the run never
+/// retrieved marked before the final redaction.
 pub fn outbound_answer(
     answer: &str,
     allowed_hosts: &[String],
     retrieved: &std::collections::BTreeSet<String>,
 ) -> String {
-    let scrubbed = scrub(answer);
-    let linked = links::neutralize_links(&scrubbed, allowed_hosts);
-    citations::mark_unverified(&linked, retrieved).into_owned()
+    let sane = fence::sanitize(answer);
+    let linked = links::neutralize_links(&sane, allowed_hosts);
+    let marked = citations::mark_unverified(&linked, retrieved);
+    scrub(&marked).into_owned()
 }
 
 #[cfg(test)]
@@ -54,6 +65,8 @@ mod tests {
             ),
             ("stripe key in code", "```\nsk_live_4eC39HqLyjWDarjtT1zdp7dc\n```", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
             ("split by a zero-width space", "AKIAIOSF\u{200B}ODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by a link", "AKIAIOSF[ODNN7EXAMPLE](https://x.example/)", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by an image", "AKIAIOSF![ODNN7EXAMPLE](https://x.example/i.png)", "AKIAIOSFODNN7EXAMPLE"),
             (
                 "in a link's text",
                 "see [xoxb-2361587123-2361587456-AbCdEfGhIjKlMnOpQrStUvWx](docs/refunds.md)",
@@ -64,7 +77,12 @@ mod tests {
         for (name, answer, secret) in cases {
             let out = outbound_answer(answer, &[], &retrieved);
             assert!(!out.contains(secret), "{name}: {out}");
-            assert!(out.contains(redact::REDACTED), "{name}: the secret is marked where it was: {out}");
+            // An image from another host is removed with its text, so its half never joins.
+            let removed = out.contains("[image removed");
+            assert!(removed || out.contains(redact::REDACTED), "{name}: the secret is marked where it was: {out}");
+            assert_eq!(outbound_answer(&out, &[], &retrieved), out, "{name}: guarding twice changes nothing");
+            let streamed = outbound(answer, &[]);
+            assert!(!streamed.contains(secret), "{name}: streamed or logged text: {streamed}");
         }
     }
 

@@ -48,6 +48,8 @@ enum Check {
     BareAssignment,
     /// Base64 that decodes to printable `user:password`.
     BasicCredentials,
+    /// Not part of a `[REDACTED]` marker.
+    NotMarker,
 }
 
 /// One named secret format.
@@ -124,6 +126,14 @@ const RULES: &[Rule] = &[
         check: Check::Always,
     },
     Rule {
+        // A token whose rule matched only its head (the rest was cut off by a link, emphasis or
+        // a code span, and maybe joined back) leaves its tail glued to the marker, or behind
+        // the markup that cut it: it goes too.
+        name: "redaction-tail",
+        pattern: r"\[REDACTED\][\[*_`~]{0,3}([A-Za-z0-9_-]{4,})",
+        check: Check::NotMarker,
+    },
+    Rule {
         name: "jwt",
         pattern: r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{0,}",
         check: Check::Always,
@@ -151,6 +161,13 @@ const RULES: &[Rule] = &[
     Rule {
         name: "generic-assignment-quoted",
         pattern: concat!(assignment_key!(), r#"(?:"([^"\s]{6,})"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#),
+        check: Check::NotPlaceholder,
+    },
+    Rule {
+        // A passphrase: a quoted value with spaces after a password-like key
+        // (`password: "correct horse battery staple"`, `DB_PASSWORD="hunter 2 is my pw"`).
+        name: "password-quoted-phrase",
+        pattern: r#"(?i:password|passwd|passphrase|pwd)["'`]?[ \t]*(?::=|=>|[:=])[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"#,
         check: Check::NotPlaceholder,
     },
     Rule {
@@ -211,6 +228,32 @@ fn rule_regex<'a>(slot: &'a OnceLock<Regex>, rule: &Rule) -> &'a Regex {
     })
 }
 
+/// Secrets this process was given (the model server's API key), redacted wherever they appear,
+/// whatever their shape: a key with no known format is still a key, and some servers echo it
+/// back in their errors.
+static KNOWN: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+/// Shorter values are not remembered: they would redact ordinary words.
+const MIN_KNOWN_CHARS: usize = 8;
+
+/// Remembers `secret` (a credential from the configuration), so that [`redact`] replaces it
+/// wherever it appears from now on, in this process. Values under 8 characters are ignored.
+pub fn remember(secret: &str) {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_KNOWN_CHARS {
+        return;
+    }
+    let mut known = KNOWN.write().unwrap_or_else(|p| p.into_inner());
+    if !known.iter().any(|k| k == secret) {
+        known.push(secret.to_string());
+    }
+}
+
+/// Where the remembered secrets are in `text`.
+fn known_spans(text: &str) -> Vec<Range<usize>> {
+    let known = KNOWN.read().unwrap_or_else(|p| p.into_inner());
+    known.iter().flat_map(|k| text.match_indices(k.as_str()).map(|(at, k)| at..at + k.len())).collect()
+}
+
 /// Returns `text` with every secret replaced by REDACTED (Cow::Borrowed when nothing matched).
 ///
 /// Idempotent: redacting the output again changes nothing.
@@ -241,7 +284,7 @@ fn redact_once(text: &str) -> Option<String> {
 /// The byte ranges of every secret in `text`, unsorted and possibly overlapping.
 fn secret_spans(text: &str) -> Vec<Range<usize>> {
     let compiled = &*COMPILED;
-    let mut spans = Vec::new();
+    let mut spans = known_spans(text);
     for index in &compiled.set.matches(text) {
         if let (Some(rule), Some(slot)) = (RULES.get(index), compiled.regexes.get(index)) {
             rule_spans(rule, rule_regex(slot, rule), text, &mut spans);
@@ -304,6 +347,8 @@ impl Check {
             Check::TokenLike => is_token_like(value),
             Check::BasicCredentials => is_basic_credentials(value),
             Check::BareAssignment => return bare_value_span(text, span),
+            // The word of the next marker (`[REDACTED][REDACTED]`) is no tail.
+            Check::NotMarker => !REDACTED.contains(value),
         };
         ok.then_some(span)
     }
@@ -607,6 +652,10 @@ mod tests {
             "id eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c end",
             "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", Some("id [REDACTED] end")),
         tp("jwt", "cookie=eyJhbGciOiJub25lIn0.eyJ1c2VyIjoiYWRtaW4ifQ.", "eyJ1c2VyIjoiYWRtaW4ifQ", Some("cookie=[REDACTED]")),
+        tp("redaction-tail", "token [REDACTED]AbCdEfGhIjKlMnOpQrStUvWx here", "AbCdEfGhIjKlMnOpQrStUvWx", None),
+        tp("redaction-tail", "[REDACTED]9f8e7d6c_tail-end.", "9f8e7d6c_tail-end", Some("[REDACTED][REDACTED].")),
+        tp("redaction-tail", "xoxb [REDACTED][AbCdEfGhIjKlMnOpQrStUvWx](https://x.example/)", "AbCdEfGhIjKlMnOpQrStUvWx",
+            Some("xoxb [REDACTED][[REDACTED]](https://x.example/)")),
         tp("url-password", "postgres://admin:s3cr3tPa55@db.example.com:5432/app",
             "s3cr3tPa55", Some("postgres://admin:[REDACTED]@db.example.com:5432/app")),
         tp("url-password", "REDIS_URL=redis://:hunter2hunter2@cache:6379/0",
@@ -628,6 +677,12 @@ mod tests {
         tp("generic-assignment-quoted", "api_key='changeme'", "changeme", Some("api_key='[REDACTED]'")),
         tp("generic-assignment-quoted", "set `client_secret: `Kq8~abcdEFGH`` first", "Kq8~abcdEFGH",
             Some("set `client_secret: `[REDACTED]`` first")),
+        tp("password-quoted-phrase", r#"password: "correct horse battery staple""#, "correct horse battery staple",
+            Some(r#"password: "[REDACTED]""#)),
+        tp("password-quoted-phrase", r#"DB_PASSWORD="hunter 2 is my pw" next"#, "hunter 2 is my pw",
+            Some(r#"DB_PASSWORD="[REDACTED]" next"#)),
+        tp("password-quoted-phrase", "passphrase = 'blue sky over the hill'", "blue sky over the hill",
+            Some("passphrase = '[REDACTED]'")),
         tp("generic-assignment-bare", "DB_PASSWORD=S3cr3t!Pass", "S3cr3t!Pass", Some("DB_PASSWORD=[REDACTED]")),
         tp("generic-assignment-bare", "client_secret: 8Q~abc.DEF_ghi-JKL", "8Q~abc.DEF_ghi-JKL", Some("client_secret: [REDACTED]")),
         tp("generic-assignment-bare", "  x-api-key: 0123456789abcdef,", "0123456789abcdef", Some("  x-api-key: [REDACTED],")),
@@ -664,6 +719,8 @@ mod tests {
         "-H \"Authorization: Bearer $POLAR_OAT\"",
         "Authorization: Bearer YOUR_ACCESS_TOKEN",
         "password: see the admin panel",
+        "password: \"<your password>\" and passphrase = '${PASSPHRASE}'",
+        "the Password field says \"Enter your password\"",
         "Password: administrators choose it during setup",
         "  accessToken: process.env.POLAR_ACCESS_TOKEN,",
         "token: session.token",
@@ -786,9 +843,10 @@ mod tests {
 
     #[test]
     fn a_redaction_that_opens_a_word_boundary_is_followed_up() {
-        // `bearer` is glued to the AWS id, so it only has a word boundary once the id is gone.
+        // `bearer` is glued to the AWS id, so it only has a word boundary once the id is gone
+        // (and, glued to the marker, it goes as a possible tail of the key).
         let input = "AKIAIOSFODNN7EXAMPLEbearer a1b2c3d4e5";
-        assert_eq!(redact(input), "[REDACTED]bearer [REDACTED]");
+        assert_eq!(redact(input), "[REDACTED][REDACTED] [REDACTED]");
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl StreamGuard {
         if self.stopped {
             return None;
         }
-        let guarded = super::links::neutralize_links(&super::scrub(&self.raw[..end]), &self.allowed_hosts).into_owned();
+        let guarded = super::outbound(&self.raw[..end], &self.allowed_hosts);
         match guarded.strip_prefix(self.sent.as_str()) {
             Some(new) if !new.is_empty() => {
                 let new = new.to_string();

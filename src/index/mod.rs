@@ -360,12 +360,13 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     // An HTML section's text is not the file's lines: its windows keep the section's lines.
     let lines_follow_body = kind::DocKind::of(&file.path) != Some(kind::DocKind::Html);
     let mut rows = Vec::new();
+    let mut redacted_anchors = 0;
     for c in chunk::chunk_file(&file.path, &file.text) {
         let heading = clean(&c.heading_text());
         let leaf = clean(c.heading_path.last().map_or("", String::as_str));
         // Redact the whole section before cutting it, so no window holds part of a secret.
         let body = clean(&c.body);
-        let anchor = clean(&c.anchor);
+        let anchor = safe_anchor(&c.anchor, &mut redacted_anchors);
         let parts = windows(&body, EXCERPT_BYTES);
         let last = parts.len().saturating_sub(1);
         // Lines before each window, counted once over the body rather than from its start.
@@ -420,6 +421,18 @@ fn windows(body: &str, max: usize) -> Vec<(usize, &str)> {
     }
     out.push((start, &body[start..]));
     out
+}
+
+/// A section's anchor as the index keeps it, or `redacted-N` (the file's `redacted` count, so
+/// anchors stay unique) when it holds a secret, as written (`{#AKIA…}`) or in upper case: a
+/// heading's slug is lower case, and `akiaiosfodnn7example` is still an AWS key id.
+fn safe_anchor(anchor: &str, redacted: &mut usize) -> String {
+    let upper = anchor.to_uppercase();
+    if clean(anchor) == anchor && clean(&upper) == upper {
+        return anchor.to_string();
+    }
+    *redacted += 1;
+    format!("redacted-{redacted}")
 }
 
 /// Sanitised, then redacted: what the index stores.

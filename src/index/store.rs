@@ -29,7 +29,7 @@ use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
 pub const FORMAT: &str = concat!(
-    "docs-agent index 3 (docs-agent ",
+    "docs-agent index 4 (docs-agent ",
     env!("CARGO_PKG_VERSION"),
     "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes"
 );

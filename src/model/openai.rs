@@ -51,7 +51,7 @@ impl Client {
             http,
             url: format!("{}/chat/completions", llm.base_url.trim_end_matches('/')),
             model: llm.model.clone(),
-            api_key: llm.api_key.clone().filter(|k| !k.is_empty()),
+            api_key: llm.api_key.clone().filter(|k| !k.is_empty()).inspect(|k| crate::guard::redact::remember(k)),
             retries: llm.retries,
             max_tokens,
             temperature: llm.temperature,

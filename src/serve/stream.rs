@@ -43,7 +43,7 @@ pub fn from_channel(rx: mpsc::UnboundedReceiver<Event>) -> Sse<impl Stream<Item 
 /// but with its links as the model wrote them; here they are neutralised like an answer's.
 pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String]) -> serde_json::Value {
     use crate::session::event::Event;
-    let neutral = |t: &str| crate::guard::links::neutralize_links(t, allowed_hosts).into_owned();
+    let neutral = |t: &str| crate::guard::outbound(t, allowed_hosts);
     let event = match &stored.event {
         Event::AssistantMessage { text, tool_calls, usage, origin } => Event::AssistantMessage {
             text: neutral(text),

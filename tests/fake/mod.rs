@@ -54,7 +54,9 @@ impl Canned {
         ]}))
     }
 
-    /// Any status with a raw body.
+    /// Any status with a raw body; `{authorization}` in it becomes the request's
+    /// `Authorization` header and `{api_key}` its bearer token, as some providers and proxies
+    /// echo them in their errors.
     pub fn raw(status: u16, body: &str) -> Canned {
         Canned { status, body: body.to_string(), delay: Duration::ZERO, stream: None }
     }
@@ -107,7 +109,7 @@ impl FakeServer {
     }
 }
 
-async fn reply(State(shared): State<Shared>, body: String) -> Response {
+async fn reply(State(shared): State<Shared>, headers: axum::http::HeaderMap, body: String) -> Response {
     let json = serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body));
     shared.requests.lock().expect("lock").push(json);
     let canned = {
@@ -133,5 +135,8 @@ async fn reply(State(shared): State<Shared>, body: String) -> Response {
         return (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response();
     }
     let status = StatusCode::from_u16(canned.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [("content-type", "application/json")], canned.body).into_response()
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let api_key = authorization.strip_prefix("Bearer ").unwrap_or(authorization);
+    let body = canned.body.replace("{authorization}", authorization).replace("{api_key}", api_key);
+    (status, [("content-type", "application/json")], body).into_response()
 }
