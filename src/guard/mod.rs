@@ -3,6 +3,7 @@
 
 pub mod citations;
 pub mod fence;
+pub mod joined;
 pub mod links;
 pub mod redact;
 pub mod stream;
@@ -67,6 +68,10 @@ mod tests {
             ("split by a zero-width space", "AKIAIOSF\u{200B}ODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
             ("split by a link", "AKIAIOSF[ODNN7EXAMPLE](https://x.example/)", "AKIAIOSFODNN7EXAMPLE"),
             ("split by an image", "AKIAIOSF![ODNN7EXAMPLE](https://x.example/i.png)", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by a tag", "AKIAIOSF<b>ODNN7EXAMPLE</b>", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by emphasis", "AKIAIOSF**ODNN7EXAMPLE**", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by a code span", "AKIAIOSF`ODNN7EXAMPLE`", "AKIAIOSFODNN7EXAMPLE"),
+            ("split by an entity", "AKIAIOSF&#79;DNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
             (
                 "in a link's text",
                 "see [xoxb-2361587123-2361587456-AbCdEfGhIjKlMnOpQrStUvWx](docs/refunds.md)",
@@ -83,6 +88,59 @@ mod tests {
             assert_eq!(outbound_answer(&out, &[], &retrieved), out, "{name}: guarding twice changes nothing");
             let streamed = outbound(answer, &[]);
             assert!(!streamed.contains(secret), "{name}: streamed or logged text: {streamed}");
+        }
+    }
+
+    /// Random answers with secrets split anywhere by links, images, emphasis, tags, entities,
+    /// code spans and invisible characters: no secret leaves, in the text or as a reader sees it
+    /// rendered, and guarding twice changes nothing.
+    #[test]
+    fn secrets_split_by_markup_never_leave() {
+        const SECRETS: [&str; 5] = [
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "xoxb-2361587123-2361587456-AbCdEfGhIjKlMnOpQrStUvWx",
+            "glpat-Zx9Yw8Xv7Uu6Tt5Ss4Rr",
+        ];
+        const WORDS: [&str; 8] =
+            ["Refunds", "take", "14 days.", "See", "[docs](docs/refunds.md)", "**now**", "\n", "-"];
+        let split = |secret: &str, at: usize, how: u64| -> String {
+            let (head, tail) = secret.split_at(at);
+            let first =
+                tail.chars().next().map_or(String::new(), |c| format!("&#{};{}", c as u32, &tail[c.len_utf8()..]));
+            match how {
+                0 => format!("{head}[{tail}](https://x.example/)"),
+                1 => format!("{head}![{tail}](https://x.example/i.png)"),
+                2 => format!("{head}**{tail}**"),
+                3 => format!("{head}<b>{tail}</b>"),
+                4 => format!("{head}`{tail}`"),
+                5 => format!("{head}{first}"),
+                6 => format!("{head}\u{200B}{tail}"),
+                _ => format!("{head}<span>**{tail}**</span>"),
+            }
+        };
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let retrieved = std::collections::BTreeSet::from(["docs/refunds.md".to_string()]);
+        for _ in 0..2000 {
+            let secret = SECRETS[(next() % SECRETS.len() as u64) as usize];
+            let at = 1 + (next() % (secret.len() as u64 - 1)) as usize;
+            let mut words: Vec<String> = (0..next() % 6).map(|_| WORDS[(next() % 8) as usize].to_string()).collect();
+            let place = (next() % (words.len() as u64 + 1)) as usize;
+            words.insert(place, split(secret, at, next() % 8));
+            let answer = words.join(" ");
+            for out in [outbound_answer(&answer, &[], &retrieved), outbound(&answer, &[])] {
+                let seen = joined::Joined::of(&out).map_or(out.clone(), |view| view.text);
+                assert!(!out.contains(secret) && !seen.contains(secret), "{answer:?} gave {out:?}");
+            }
+            let once = outbound_answer(&answer, &[], &retrieved);
+            assert_eq!(outbound_answer(&once, &[], &retrieved), once, "{answer:?}");
         }
     }
 

@@ -273,7 +273,13 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// One pass of every rule over `text`; `None` when nothing was redacted.
 fn redact_once(text: &str) -> Option<String> {
-    let spans = merge(secret_spans(text));
+    let mut spans = secret_spans(text);
+    // A secret split by markup is whole in the joined view; its stretch of the text goes,
+    // markup included.
+    if let Some(view) = super::joined::Joined::of(text) {
+        spans.extend(secret_spans(&view.text).into_iter().filter_map(|span| view.original(span)));
+    }
+    let spans = merge(spans);
     if spans.is_empty() {
         return None;
     }

@@ -1,0 +1,169 @@
+//! Text as a reader sees it once markup is rendered: a secret split by markup between two of
+//! its characters (`AKIAIOSF[ODNN7EXAMPLE](…)`, `AKIAIOSF**ODNN7EXAMPLE**`,
+//! `AKIAIOSF<b>ODNN7EXAMPLE</b>`, `` AKIAIOSF`ODNN7EXAMPLE` ``, `AKIAIOSF&#79;DNN7EXAMPLE`) is
+//! whole again in the joined view, so the redactor finds it there and redacts the whole stretch
+//! of the original, markup included.
+//!
+//! Markup is taken out only where it joins two token characters (letters, digits, `_ - + / = .`):
+//! prose with markup between words keeps its spaces, so no new word is made where a reader
+//! sees two. Line breaks are kept: joining lines would glue unrelated tokens.
+
+use std::ops::Range;
+
+/// The joined view of a text, and where each of its bytes came from.
+pub struct Joined {
+    /// The text with joining markup taken out and entities decoded.
+    pub text: String,
+    /// For each byte of `text`, the original byte range it stands for.
+    from: Vec<Range<usize>>,
+}
+
+impl Joined {
+    /// The view of `text`, or `None` when no markup joins anything (the view is the text).
+    pub fn of(text: &str) -> Option<Joined> {
+        if !Joined::walk(text, &mut |_, _| {}) {
+            return None;
+        }
+        let mut view = Joined { text: String::with_capacity(text.len()), from: Vec::with_capacity(text.len()) };
+        Joined::walk(text, &mut |c, from| view.push(c, from));
+        Some(view)
+    }
+
+    /// Hands each character of the view to `out` with the original range it stands for; true
+    /// when the view differs from `text`.
+    fn walk(text: &str, out: &mut dyn FnMut(char, Range<usize>)) -> bool {
+        let mut at = 0;
+        let mut changed = false;
+        let mut last: Option<char> = None;
+        while at < text.len() {
+            let rest = &text[at..];
+            // A redaction marker is text, not a link: it stays as it is.
+            if let Some(marker) = rest.get(..super::redact::REDACTED.len()).filter(|m| *m == super::redact::REDACTED) {
+                for (i, c) in marker.char_indices() {
+                    out(c, at + i..at + i + 1);
+                }
+                last = Some(']');
+                at += marker.len();
+                continue;
+            }
+            if last.is_some_and(token_char) {
+                let mut len = 0;
+                while let Some(more) = joint(&rest[len..]) {
+                    len += more;
+                }
+                let after = &rest[len..];
+                if len > 0 && (after.chars().next().is_some_and(token_char) || entity(after).is_some()) {
+                    changed = true;
+                    at += len;
+                    continue;
+                }
+            }
+            let (c, len) = match entity(rest) {
+                Some(decoded) => {
+                    changed = true;
+                    decoded
+                }
+                None => match rest.chars().next() {
+                    Some(c) => (c, c.len_utf8()),
+                    None => break,
+                },
+            };
+            out(c, at..at + len);
+            last = Some(c);
+            at += len;
+        }
+        changed
+    }
+
+    /// The original range that the view's `span` stands for.
+    pub fn original(&self, span: Range<usize>) -> Option<Range<usize>> {
+        let first = self.from.get(span.start)?;
+        let last = self.from.get(span.end.checked_sub(1)?)?;
+        Some(first.start..last.end)
+    }
+
+    fn push(&mut self, c: char, from: Range<usize>) {
+        let before = self.text.len();
+        self.text.push(c);
+        for _ in before..self.text.len() {
+            self.from.push(from.clone());
+        }
+    }
+}
+
+/// A character a token is made of.
+fn token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.')
+}
+
+/// The length of the markup at the start of `text` that a renderer would not show between two
+/// characters: a run of `*`, `` ` ``, `~`; `[` or `![`; a link's `](…)`; an HTML tag.
+fn joint(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    match bytes.first()? {
+        b'*' | b'`' | b'~' => Some(bytes.iter().take_while(|b| matches!(b, b'*' | b'`' | b'~')).count()),
+        b'[' => Some(1),
+        b'!' if bytes.get(1) == Some(&b'[') => Some(2),
+        b']' if bytes.get(1) == Some(&b'(') => text.find(')').filter(|&end| end < 512).map(|end| end + 1),
+        b'<' => {
+            let end = text.find('>').filter(|&end| end < 128)?;
+            let inside = &text[1..end];
+            let name = inside.trim_start_matches('/');
+            (name.starts_with(|c: char| c.is_ascii_alphabetic()) && !inside.contains('<')).then_some(end + 1)
+        }
+        _ => None,
+    }
+}
+
+/// A numeric character reference at the start of `text` (`&#79;`, `&#x4F;`) that decodes to an
+/// ASCII token character, and its length.
+fn entity(text: &str) -> Option<(char, usize)> {
+    let rest = text.strip_prefix("&#")?;
+    let end = rest.find(';').filter(|&end| end <= 8)?;
+    let digits = &rest[..end];
+    let code = match digits.strip_prefix(['x', 'X']) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+        None => digits.parse().ok()?,
+    };
+    let c = char::from_u32(code).filter(|c| token_char(*c))?;
+    Some((c, 2 + end + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_between_token_characters_is_taken_out_and_mapped_back() {
+        let cases = [
+            ("AKIAIOSF[ODNN7EXAMPLE](https://x.example/)", "AKIAIOSFODNN7EXAMPLE](https://x.example/)"),
+            ("AKIAIOSF![ODNN7EXAMPLE](https://x.example/i.png)", "AKIAIOSFODNN7EXAMPLE](https://x.example/i.png)"),
+            ("key AKIAIOSF**ODNN7EXAMPLE** end", "key AKIAIOSFODNN7EXAMPLE** end"),
+            ("AKIAIOSF<b>ODNN7EXAMPLE</b>", "AKIAIOSFODNN7EXAMPLE</b>"),
+            ("AKIAIOSF`ODNN7EXAMPLE`", "AKIAIOSFODNN7EXAMPLE`"),
+            ("AKIAIOSF&#79;DNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+            ("AKIAIOSF&#x4f;DNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+            ("AKIAIOSF**<b>ODNN7EXAMPLE</b>**", "AKIAIOSFODNN7EXAMPLE</b>**"),
+        ];
+        for (text, want) in cases {
+            let view = Joined::of(text).expect("a view");
+            assert_eq!(view.text, want, "{text}");
+            let at = view.text.find("AKIAIOSFODNN7EXAMPLE").expect("whole");
+            let original = view.original(at..at + 20).expect("mapped");
+            let stretch = &text[original];
+            assert!(stretch.starts_with("AKIAIOSF") && stretch.ends_with("EXAMPLE"), "{text}: {stretch}");
+        }
+    }
+
+    #[test]
+    fn prose_and_plain_text_have_no_view() {
+        for text in [
+            "plain text without markup",
+            "a **bold** word and a [link](docs/x.md) in prose",
+            "see <b>this</b> and `code` here",
+            "1 < 2 and 3 > 2",
+        ] {
+            assert!(Joined::of(text).is_none(), "{text}");
+        }
+    }
+}
