@@ -52,7 +52,7 @@ impl Joined {
                     len += more;
                 }
                 let after = &rest[len..];
-                if len > 0 && (after.chars().next().is_some_and(token_char) || entity(after).is_some()) {
+                if len > 0 && (after.chars().next().is_some_and(continues) || entity(after).is_some()) {
                     changed = true;
                     at += len;
                     continue;
@@ -91,6 +91,55 @@ impl Joined {
     }
 }
 
+/// The lines of `text` (byte ranges, without their line break) in which markup may join two
+/// token characters: only they need a view. A quick scan of bytes, so text without such markup
+/// costs almost nothing.
+pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut lines: Vec<Range<usize>> = Vec::new();
+    for at in 1..bytes.len() {
+        let candidate =
+            matches!(bytes[at], b'*' | b'`' | b'~' | b'[' | b'!' | b']' | b'<' | b'&') && token_byte(bytes[at - 1]);
+        if !candidate || lines.last().is_some_and(|line| line.contains(&at)) {
+            continue;
+        }
+        // Markup that joins: a token character (or an entity) right after it.
+        let rest = &text[at..];
+        let mut len = 0;
+        while let Some(more) = joint(&rest[len..]) {
+            len += more;
+        }
+        let after = &rest[len..];
+        let joins = (len > 0 && (after.chars().next().is_some_and(continues) || entity(after).is_some()))
+            || entity(rest).is_some();
+        // Too short a run of token characters on both sides together to hold any secret.
+        let run = |bytes: &mut dyn Iterator<Item = &u8>| bytes.take(SHORTEST).take_while(|b| token_byte(**b)).count();
+        let around = run(&mut bytes[..at].iter().rev()) + run(&mut after.as_bytes().iter());
+        if !joins || (around < SHORTEST && entity(after).is_none() && entity(rest).is_none()) {
+            continue;
+        }
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        lines.push(start..end);
+    }
+    lines
+}
+
+/// No secret is shorter than this many token characters around the markup that splits it
+/// (the shortest rule value is 6 characters; an entity counts as one of them).
+const SHORTEST: usize = 6;
+
+/// A byte of an ASCII token character.
+fn token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'=' | b'.')
+}
+
+/// A character that can go on with a token cut by markup: a letter, a digit or `_` (a `.`,
+/// `-` or `/` after a link is punctuation far more often than half of a key).
+fn continues(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
 /// A character a token is made of.
 fn token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.')
@@ -104,9 +153,9 @@ fn joint(text: &str) -> Option<usize> {
         b'*' | b'`' | b'~' => Some(bytes.iter().take_while(|b| matches!(b, b'*' | b'`' | b'~')).count()),
         b'[' => Some(1),
         b'!' if bytes.get(1) == Some(&b'[') => Some(2),
-        b']' if bytes.get(1) == Some(&b'(') => text.find(')').filter(|&end| end < 512).map(|end| end + 1),
+        b']' if bytes.get(1) == Some(&b'(') => within(bytes, b')', 512).map(|end| end + 1),
         b'<' => {
-            let end = text.find('>').filter(|&end| end < 128)?;
+            let end = within(bytes, b'>', 128)?;
             let inside = &text[1..end];
             let name = inside.trim_start_matches('/');
             (name.starts_with(|c: char| c.is_ascii_alphabetic()) && !inside.contains('<')).then_some(end + 1)
@@ -115,11 +164,16 @@ fn joint(text: &str) -> Option<usize> {
     }
 }
 
+/// Where `byte` first is among the first `limit` bytes of `bytes` (never a scan of the rest).
+fn within(bytes: &[u8], byte: u8, limit: usize) -> Option<usize> {
+    bytes.iter().take(limit).position(|&b| b == byte)
+}
+
 /// A numeric character reference at the start of `text` (`&#79;`, `&#x4F;`) that decodes to an
 /// ASCII token character, and its length.
 fn entity(text: &str) -> Option<(char, usize)> {
     let rest = text.strip_prefix("&#")?;
-    let end = rest.find(';').filter(|&end| end <= 8)?;
+    let end = within(rest.as_bytes(), b';', 9)?;
     let digits = &rest[..end];
     let code = match digits.strip_prefix(['x', 'X']) {
         Some(hex) => u32::from_str_radix(hex, 16).ok()?,

@@ -274,10 +274,14 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// One pass of every rule over `text`; `None` when nothing was redacted.
 fn redact_once(text: &str) -> Option<String> {
     let mut spans = secret_spans(text);
-    // A secret split by markup is whole in the joined view; its stretch of the text goes,
-    // markup included.
-    if let Some(view) = super::joined::Joined::of(text) {
-        spans.extend(secret_spans(&view.text).into_iter().filter_map(|span| view.original(span)));
+    // A secret split by markup is whole in the joined view of its line; its stretch of the
+    // text goes, markup included.
+    for line in super::joined::lines_to_view(text) {
+        let Some(view) = text.get(line.clone()).and_then(super::joined::Joined::of) else {
+            continue;
+        };
+        let found = secret_spans(&view.text).into_iter().filter_map(|span| view.original(span));
+        spans.extend(found.map(|span| span.start + line.start..span.end + line.start));
     }
     let spans = merge(spans);
     if spans.is_empty() {
