@@ -48,6 +48,18 @@ pub fn outbound_answer(
     scrub(&marked).into_owned()
 }
 
+/// A small deterministic random source for the property tests of the guards (xorshift64).
+#[cfg(test)]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,13 +132,7 @@ mod tests {
                 _ => format!("{head}<span>**{tail}**</span>"),
             }
         };
-        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let retrieved = std::collections::BTreeSet::from(["docs/refunds.md".to_string()]);
         for _ in 0..2000 {
             let secret = SECRETS[(next() % SECRETS.len() as u64) as usize];

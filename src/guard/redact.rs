@@ -986,13 +986,7 @@ mod tests {
 
     #[test]
     fn random_texts_never_panic_and_stay_idempotent() {
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = super::super::xorshift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..3000 {
             let pieces = next() % 40;
             let text: String = (0..pieces).map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]).collect();
