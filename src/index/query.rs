@@ -73,17 +73,14 @@ pub fn identifiers(text: &str) -> Vec<Vec<String>> {
 /// What joins the words of an identifier.
 const JOINERS: [char; 5] = ['_', '.', '-', '/', ':'];
 
-/// The FTS5 MATCH expression for `text`, or `None` when it has no words at all.
+/// The FTS5 MATCH expression for the words of `text` (no identifier phrases), or `None` when
+/// it has no words at all.
 pub fn to_fts_query(text: &str) -> Option<String> {
-    expression(&terms(text))
+    with_phrases(&terms(text), &[])
 }
 
-/// The FTS5 MATCH expression for terms made by [`terms`]: each quoted, joined with OR.
-pub fn expression(terms: &[String]) -> Option<String> {
-    with_phrases(terms, &[])
-}
-
-/// [`expression`], with each identifier (from [`identifiers`]) added as a phrase of its words.
+/// The FTS5 MATCH expression for terms made by [`terms`], each quoted, and each identifier
+/// (from [`identifiers`]) as a phrase of its words, all joined with OR.
 pub fn with_phrases(terms: &[String], identifiers: &[Vec<String>]) -> Option<String> {
     if terms.is_empty() {
         return None;

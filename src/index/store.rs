@@ -160,7 +160,8 @@ impl Index {
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
         let want = Want { held: &|_| false, current: None, readers };
-        let (index, update) = Index::open_holding(docs, workspace, file, max_file_bytes, progress, &want)?;
+        let target = Target { docs, workspace, file, max_file_bytes };
+        let (index, update) = Index::open_holding(&target, progress, &want)?;
         // Without a generation to compare, every try that is not replaced gives an index.
         let index = index.ok_or_else(|| IndexError(format!("search index {}: nothing was copied", file.display())))?;
         Ok((index, update))
@@ -177,20 +178,17 @@ impl Index {
         max_file_bytes: u64,
         want: &Want<'_>,
     ) -> Result<(Option<Index>, Update), IndexError> {
-        Index::open_holding(docs, workspace, file, max_file_bytes, &mut |_, _| {}, want)
+        Index::open_holding(&Target { docs, workspace, file, max_file_bytes }, &mut |_, _| {}, want)
     }
 
     /// [`Index::open`] and [`Index::refresh`]: tries until the file is not replaced meanwhile.
     fn open_holding(
-        docs: &Dir,
-        workspace: &str,
-        file: &Path,
-        max_file_bytes: u64,
+        target: &Target<'_>,
         progress: Progress<'_>,
         want: &Want<'_>,
     ) -> Result<(Option<Index>, Update), IndexError> {
         for _ in 0..ATTEMPTS {
-            match Index::open_once(docs, workspace, file, max_file_bytes, &mut *progress, want)? {
+            match Index::open_once(target, &mut *progress, want)? {
                 Opened::Index(index, update) => return Ok((Some(index), update)),
                 Opened::Same(update) => return Ok((None, update)),
                 Opened::Replaced => {}
@@ -199,29 +197,20 @@ impl Index {
         Err(IndexError(format!(
             "search index {}: the file was replaced {ATTEMPTS} times while it was read (other docs-agent processes \
              rebuilding it for another workspace?); give each workspace its own index.path (DOCS_AGENT_INDEX)",
-            file.display()
+            target.file.display()
         )))
     }
 
     /// One try of [`Index::open_holding`].
-    fn open_once(
-        docs: &Dir,
-        workspace: &str,
-        file: &Path,
-        max_file_bytes: u64,
-        progress: Progress<'_>,
-        want: &Want<'_>,
-    ) -> Result<Opened, IndexError> {
-        let held = want.held;
-        let listing = walk::list_docs(docs);
+    fn open_once(target: &Target<'_>, progress: Progress<'_>, want: &Want<'_>) -> Result<Opened, IndexError> {
+        let file = target.file;
+        let listing = walk::list_docs(target.docs);
+        let job = Job { target: *target, listing: &listing, held: want.held };
         let mut warnings = listing.warnings.clone();
         let mut conn = connect(file)?;
         let attempt = foreign(&conn).and_then(|foreign| match foreign {
             true => Ok(None),
-            false => rollback_journal(&conn).and_then(|()| {
-                let job = Job { docs, listing: &listing, workspace, max_file_bytes, held };
-                refresh(&mut conn, &job, progress, &mut warnings).map(Some)
-            }),
+            false => rollback_journal(&conn).and_then(|()| refresh(&mut conn, &job, progress, &mut warnings).map(Some)),
         });
         let mut update = match attempt {
             Ok(Some(update)) => update,
@@ -236,7 +225,6 @@ impl Index {
                     aside.display()
                 ));
                 conn = connect(file)?;
-                let job = Job { docs, listing: &listing, workspace, max_file_bytes, held };
                 let mut again =
                     refresh(&mut conn, &job, &mut |_, _| {}, &mut warnings).map_err(|e| failed(file, &e))?;
                 again.rebuilt = Some(format!("SQLite could not read the old file ({e})"));
@@ -253,9 +241,8 @@ impl Index {
                 return Ok(Opened::Same(update));
             }
         }
-        let copies = Copies { workspace, max_file_bytes, readers: want.readers };
         let Some(Snapshot { conns, image, stats, version }) =
-            snapshot(&mut conn, file, &copies, &mut update).map_err(|e| failed(file, &e))?
+            snapshot(&mut conn, target, want.readers, &mut update).map_err(|e| failed(file, &e))?
         else {
             return Ok(Opened::Replaced);
         };
@@ -275,20 +262,21 @@ pub struct Want<'a> {
     pub readers: usize,
 }
 
-/// How a snapshot is checked and how many copies it makes.
-struct Copies<'a> {
+/// The index file of one workspace's docs: what every step of opening it needs. Documents
+/// are read from `docs` up to `max_file_bytes`; `workspace` is recorded in the file.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    docs: &'a Dir,
     workspace: &'a str,
+    file: &'a Path,
     max_file_bytes: u64,
-    readers: usize,
 }
 
-/// What an update compares and reads: the documents listed in `docs`, for `workspace`, each
-/// read up to `max_file_bytes`, leaving the `held` ones as they are.
+/// What an update compares and reads: the documents listed in the target's `docs`, leaving
+/// the `held` ones as they are.
 struct Job<'a> {
-    docs: &'a Dir,
+    target: Target<'a>,
     listing: &'a Listing,
-    workspace: &'a str,
-    max_file_bytes: u64,
     held: Held<'a>,
 }
 
@@ -310,20 +298,20 @@ struct Snapshot {
 /// format, at the generation the update left, or it is `None` and the caller starts over.
 fn snapshot(
     conn: &mut Connection,
-    file: &Path,
-    copies: &Copies<'_>,
+    target: &Target<'_>,
+    readers: usize,
     update: &mut Update,
 ) -> rusqlite::Result<Option<Snapshot>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
     let stats = stats(&tx)?;
     let version = version(&tx)?;
     update.generation = version.generation;
-    let bytes = std::fs::read(file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let bytes = std::fs::read(target.file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.commit()?;
     // SAFETY: both go into a `Snapshot`, whose connections are declared before its image, and
     // from there into an `Index`, likewise.
-    let (image, conns) = unsafe { Image::readers(bytes, copies.readers)? };
-    let same = stale_reason(&conns[0], copies.workspace, copies.max_file_bytes).ok() == Some(None)
+    let (image, conns) = unsafe { Image::readers(bytes, readers)? };
+    let same = stale_reason(&conns[0], target.workspace, target.max_file_bytes).ok() == Some(None)
         && generation(&conns[0]).ok() == Some(update.generation);
     Ok(same.then_some(Snapshot { conns, image, stats, version }))
 }
@@ -500,7 +488,7 @@ fn refresh(
     progress: Progress<'_>,
     warnings: &mut Vec<String>,
 ) -> rusqlite::Result<Update> {
-    let Job { docs, listing, workspace, max_file_bytes, held } = *job;
+    let Job { target: Target { docs, workspace, max_file_bytes, .. }, listing, held } = *job;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut update = Update::default();
     if let Some(reason) = stale_reason(&tx, workspace, max_file_bytes)? {
