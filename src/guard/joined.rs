@@ -46,17 +46,10 @@ impl Joined {
                 at += marker.len();
                 continue;
             }
-            if last.is_some_and(token_char) {
-                let mut len = 0;
-                while let Some(more) = joint(&rest[len..]) {
-                    len += more;
-                }
-                let after = &rest[len..];
-                if len > 0 && (after.chars().next().is_some_and(continues) || entity(after).is_some()) {
-                    changed = true;
-                    at += len;
-                    continue;
-                }
+            if let Some(len) = last.filter(|c| token_char(*c)).and_then(|_| joining(rest)) {
+                changed = true;
+                at += len;
+                continue;
             }
             let (c, len) = match entity(rest) {
                 Some(decoded) => {
@@ -103,15 +96,10 @@ pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
         if !candidate || lines.last().is_some_and(|line| line.contains(&at)) {
             continue;
         }
-        // Markup that joins: a token character (or an entity) right after it.
         let rest = &text[at..];
-        let mut len = 0;
-        while let Some(more) = joint(&rest[len..]) {
-            len += more;
-        }
-        let after = &rest[len..];
-        let joins = (len > 0 && (after.chars().next().is_some_and(continues) || entity(after).is_some()))
-            || entity(rest).is_some();
+        let len = joining(rest);
+        let joins = len.is_some() || entity(rest).is_some();
+        let after = &rest[len.unwrap_or(0)..];
         // Too short a run of token characters on both sides together to hold any secret.
         let run = |bytes: &mut dyn Iterator<Item = &u8>| bytes.take(SHORTEST).take_while(|b| token_byte(**b)).count();
         let around = run(&mut bytes[..at].iter().rev()) + run(&mut after.as_bytes().iter());
@@ -142,7 +130,18 @@ fn continues(c: char) -> bool {
 
 /// A character a token is made of.
 fn token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.')
+    c.is_ascii() && token_byte(c as u8)
+}
+
+/// The length of the markup at the start of `rest` when it joins: one or more [`joint`]s
+/// followed by a character that [`continues`] a token, or by an entity.
+fn joining(rest: &str) -> Option<usize> {
+    let mut len = 0;
+    while let Some(more) = joint(&rest[len..]) {
+        len += more;
+    }
+    let after = &rest[len..];
+    (len > 0 && (after.chars().next().is_some_and(continues) || entity(after).is_some())).then_some(len)
 }
 
 /// The length of the markup at the start of `text` that a renderer would not show between two

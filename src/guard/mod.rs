@@ -31,8 +31,7 @@ pub fn clip(text: &str, max: usize) -> String {
 /// could cut a token in two and leave its tail; nothing may change the text after the
 /// redaction.
 pub fn outbound(text: &str, allowed_hosts: &[String]) -> String {
-    let linked = links::neutralize_links(&fence::sanitize(text), allowed_hosts).into_owned();
-    scrub(&linked).into_owned()
+    guarded(text, allowed_hosts, |linked| std::borrow::Cow::Borrowed(linked))
 }
 
 /// The answer as it may leave the process: [`outbound`], with citations of files the run never
@@ -42,9 +41,15 @@ pub fn outbound_answer(
     allowed_hosts: &[String],
     retrieved: &std::collections::BTreeSet<String>,
 ) -> String {
-    let sane = fence::sanitize(answer);
+    guarded(answer, allowed_hosts, |linked| citations::mark_unverified(linked, retrieved))
+}
+
+/// The one order of the outbound guard: sanitise, neutralise links, `mark` (whatever else the
+/// text needs), and redact, last.
+fn guarded(text: &str, allowed_hosts: &[String], mark: impl FnOnce(&str) -> std::borrow::Cow<'_, str>) -> String {
+    let sane = fence::sanitize(text);
     let linked = links::neutralize_links(&sane, allowed_hosts);
-    let marked = citations::mark_unverified(&linked, retrieved);
+    let marked = mark(&linked);
     scrub(&marked).into_owned()
 }
 
