@@ -48,7 +48,7 @@ pub enum Terminal {
 impl Terminal {
     /// This process's terminal, read from stdin and stderr.
     pub fn detect() -> Terminal {
-        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        if std::io::stdin().is_terminal() && crate::guard::sink::stderr_is_terminal() {
             Terminal::Attached
         } else {
             Terminal::Absent
@@ -81,7 +81,7 @@ impl Approver {
             Approver::AskOnTerminal => {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
-                let mut out = std::io::stderr();
+                let mut out = crate::guard::sink::stderr();
                 ask(&mut out, &mut input, path, content)
             }
         }

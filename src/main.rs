@@ -1,6 +1,7 @@
 //! The `docs-agent` binary: parses the command line, runs it (`cli::run`), prints any error
 //! once and exits with its code. All logic lives in the library.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,7 +13,7 @@ fn main() -> ExitCode {
     let code = match cli::run(Cli::parse()) {
         Ok(code) => code,
         Err((code, message)) => {
-            eprintln!("docs-agent: {}", guard::scrub(&message));
+            let _ = writeln!(guard::sink::stderr(), "docs-agent: {}", guard::scrub(&message));
             code
         }
     };

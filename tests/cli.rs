@@ -235,3 +235,29 @@ fn a_secret_split_by_a_link_never_leaves_whole() {
     }
     assert!(out.stdout.contains("[REDACTED]"), "{}", out.stdout);
 }
+
+/// Everything the process prints goes through one last redaction (`guard::sink`): a workspace
+/// whose path holds a token shows `[REDACTED]` in `index status` on stdout, and in the warning
+/// on stderr when the index file cannot be made there.
+#[test]
+fn a_secret_in_a_path_never_reaches_stdout_or_stderr() {
+    let token = "ghp_1234567890abcdefghijklmnopqrstuvwxyz";
+    let parent = tempfile::tempdir().expect("temp dir");
+    let ws = sample_workspace();
+    let root = parent.path().join(token);
+    std::fs::rename(ws.path(), &root).expect("move the workspace under a token-named folder");
+    let file = format!("{}/index.db", root.display());
+    let out = run(&root, &[("DOCS_AGENT_INDEX", file.as_str())], &["index", "status"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("[REDACTED]"), "the path is printed, redacted: {}", out.stdout);
+    assert!(!out.stdout.contains(token) && !out.stderr.contains(token), "{}{}", out.stdout, out.stderr);
+
+    let blocked = root.join("not-a-folder");
+    std::fs::write(&blocked, "a file").expect("write");
+    let index = format!("{}/index.db", blocked.display());
+    let out = run(&root, &[("DOCS_AGENT_INDEX", index.as_str())], &["search", "refund window"]);
+    assert_eq!(out.code, 0, "the search falls back to an index in memory: {}", out.stderr);
+    assert!(out.stderr.contains("[REDACTED]"), "the warning names the path, redacted: {}", out.stderr);
+    assert!(!out.stderr.contains(token), "{}", out.stderr);
+    let _ = std::fs::rename(&root, ws.path());
+}

@@ -45,10 +45,10 @@ pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Fai
 /// `docs-agent search QUERY`: ranked sections, no model.
 pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
     let harness = open(&config)?;
-    let mut trace = Trace::new(std::io::stderr().lock(), config.limits.trace_result_chars);
+    let mut trace = Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     let hits = harness.index.current().search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::guard::sink::stdout();
     for hit in hits {
         let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);
         let _ = writeln!(out, "{}", guard::scrub(&line));
@@ -60,7 +60,7 @@ pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure
 pub fn check(config: Config) -> Result<Exit, Failure> {
     let harness = open(&config)?;
     let report = checks::check(&harness, &config);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::guard::sink::stdout();
     for problem in &report.problems {
         let _ = writeln!(out, "{}", guard::scrub(&problem.to_string()));
     }

@@ -45,22 +45,25 @@ async fn run(
     let _lock = desk.lock(&id)?;
     let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
     let terminal = Terminal::detect() == Terminal::Attached;
-    eprintln!("session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer", model.name());
+    crate::guard::sink::err_line!(
+        "session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer",
+        model.name()
+    );
     let mut lines = read_lines();
     if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {
-        eprintln!("finishing the turn this session left unfinished");
+        crate::guard::sink::err_line!("finishing the turn this session left unfinished");
         if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal, when).await? {
             return Ok(exit);
         }
     }
     loop {
-        eprint!("you> ");
+        crate::guard::sink::err_part!("you> ");
         let line = tokio::select! {
             line = lines.recv() => line,
             _ = tokio::signal::ctrl_c() => None,
         };
         let Some(line) = line else {
-            eprintln!();
+            crate::guard::sink::err_line!();
             return Ok(Exit::Ok);
         };
         let text = line.trim();
@@ -111,7 +114,7 @@ async fn turn(
         let mut announce = !live.shows_progress();
         let mut on_event = |event: &TurnEvent<'_>| {
             if matches!(event, TurnEvent::TextDelta(_)) && std::mem::replace(&mut announce, false) {
-                eprintln!("(answering…)");
+                crate::guard::sink::err_line!("(answering…)");
             }
             live.hear(event);
         };
@@ -130,7 +133,7 @@ async fn turn(
             }
             other => {
                 if let Err((_, message)) = sessions::report(id, other) {
-                    eprintln!("docs-agent: {}", guard::scrub(&message));
+                    crate::guard::sink::err_line!("docs-agent: {}", guard::scrub(&message));
                 }
                 return Ok(None);
             }
@@ -139,7 +142,7 @@ async fn turn(
             return Err((Exit::Awaiting, sessions::awaiting(id, &call_id, &path, &content)));
         }
         let folder = path.rsplit_once('/').map_or("notes", |(folder, _)| folder).to_string();
-        eprint!(
+        crate::guard::sink::err_part!(
             "\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y] once / [s] every write under {folder}/ in this session / [N] no: ",
             content.len(),
             guard::scrub(&content)
@@ -154,7 +157,7 @@ async fn turn(
             _ => Verdict::Deny("write not approved: the user declined".into()),
         };
         if let Err(e) = desk.decide(id, model, Some(&call_id), verdict) {
-            eprintln!("docs-agent: {}", guard::scrub(&e.to_string()));
+            crate::guard::sink::err_line!("docs-agent: {}", guard::scrub(&e.to_string()));
         }
     }
 }

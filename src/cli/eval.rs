@@ -51,12 +51,12 @@ pub fn eval(
         }
     }
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let mut progress = std::io::stderr();
+    let mut progress = crate::guard::sink::stderr_shared();
     let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);
     if results.is_empty() {
         return Err((Exit::Usage, format!("no eval case matches the filter {filter:?} in {}", cases.display())));
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::guard::sink::stdout();
     let _ = report::table(&results, &mut out);
     if let Some(path) = junit {
         report::junit(&results, path).map_err(|e| (Exit::Failure, e))?;

@@ -26,7 +26,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
         .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;
     let id = crate::session::workspace_of(&config);
     let max = config.index.max_file_bytes;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::guard::sink::stdout();
     let fail = |e: &dyn std::fmt::Display| (Exit::Failure, format!("search index {}: {e}", file.display()));
     match action {
         IndexAction::Status => {
@@ -63,7 +63,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
         IndexAction::Rebuild => {
             if let Some(aside) = store::reset(&file).map_err(|e| (Exit::Failure, e.0))? {
                 let _ = writeln!(
-                    std::io::stderr(),
+                    crate::guard::sink::stderr(),
                     "SQLite could not read {}; it was moved to {}",
                     file.display(),
                     aside.display()
@@ -74,7 +74,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             let (index, update) = Index::open(docs, &id, &file, max, 1, &mut |done, total| line.show(done, total))
                 .map_err(|e| (Exit::Failure, e.0))?;
             for warning in &index.warnings {
-                let _ = writeln!(std::io::stderr(), "warning: {}", crate::guard::scrub(warning));
+                let _ = writeln!(crate::guard::sink::stderr(), "warning: {}", crate::guard::scrub(warning));
             }
             let _ = writeln!(
                 out,

@@ -11,7 +11,7 @@
 //! continue what was shown is printed whole under a note. Text that reads as a tool call is
 //! never shown. Off a terminal (or with `--stream never`) only the final answer is printed, once.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -83,7 +83,7 @@ pub struct Stderr;
 impl Write for Stderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut screen = screen();
-        let mut err = std::io::stderr().lock();
+        let mut err = crate::guard::sink::stderr();
         screen.clear(&mut err);
         err.write_all(buf)?;
         if !buf.is_empty() {
@@ -96,7 +96,7 @@ impl Write for Stderr {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        crate::guard::sink::stderr().flush()
     }
 }
 
@@ -240,7 +240,7 @@ impl Ticker {
                 while !flag.load(Ordering::Relaxed) {
                     screen = WAKE.wait_timeout(screen, TICK).unwrap_or_else(|p| p.into_inner()).0;
                     if !flag.load(Ordering::Relaxed) && screen.progress.is_some() {
-                        screen.draw(&mut std::io::stderr().lock(), Instant::now());
+                        screen.draw(&mut crate::guard::sink::stderr(), Instant::now());
                     }
                 }
             })
@@ -278,7 +278,7 @@ impl Live {
     /// The view `when` asks for; links to `hosts` are let through.
     pub fn new(when: StreamWhen, hosts: &[String]) -> Live {
         let (stream, progress) = match when {
-            StreamWhen::Auto => (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
+            StreamWhen::Auto => (crate::guard::sink::stdout_is_terminal(), crate::guard::sink::stderr_is_terminal()),
             StreamWhen::Always => (true, true),
             StreamWhen::Never => (false, false),
         };
@@ -378,7 +378,7 @@ impl Live {
         };
         let due = screen.drawn_at.is_none_or(|at| now.duration_since(at) >= REDRAW_EVERY);
         if due {
-            screen.draw(&mut std::io::stderr().lock(), now);
+            screen.draw(&mut crate::guard::sink::stderr(), now);
         }
     }
 
@@ -389,7 +389,7 @@ impl Live {
         }
         let mut screen = screen();
         screen.progress = progress;
-        let mut err = std::io::stderr().lock();
+        let mut err = crate::guard::sink::stderr();
         match progress {
             Some(_) => screen.draw(&mut err, Instant::now()),
             None => screen.clear(&mut err),
@@ -408,12 +408,12 @@ impl Drop for Live {
 /// not an error here: the answer has nowhere to go.
 fn print_out(text: &str) {
     let mut screen = screen();
-    screen.clear(&mut std::io::stderr().lock());
-    let mut out = std::io::stdout().lock();
+    screen.clear(&mut crate::guard::sink::stderr());
+    let mut out = crate::guard::sink::stdout();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     if text.ends_with('\n') && screen.progress.is_some() {
-        screen.draw(&mut std::io::stderr().lock(), Instant::now());
+        screen.draw(&mut crate::guard::sink::stderr(), Instant::now());
     }
 }
 

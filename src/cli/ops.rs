@@ -5,7 +5,6 @@
 use std::io::{Read, Write};
 
 use super::{Exit, Failure};
-use crate::guard::redact;
 use crate::runtime::{self, Flavor};
 
 /// `docs-agent redact`: stdin to stdout through the redactor.
@@ -14,8 +13,10 @@ pub fn redact_stdin() -> Result<Exit, Failure> {
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| (Exit::Failure, format!("cannot read stdin as UTF-8 text: {e}")))?;
-    std::io::stdout()
-        .write_all(redact::redact(&input).as_bytes())
+    // The sink redacts: it is the one redaction this text gets on its way out.
+    let mut out = crate::guard::sink::stdout();
+    out.write_all(input.as_bytes())
+        .and_then(|()| out.flush())
         .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
     Ok(Exit::Ok)
 }
@@ -30,7 +31,7 @@ pub fn hash_token() -> Result<Exit, Failure> {
     if token.len() < 16 {
         return Err((Exit::Usage, "a token must be at least 16 characters (e.g. `openssl rand -hex 24`)".into()));
     }
-    println!("{}", crate::serve::auth::hash(token));
+    crate::guard::sink::out_line!("{}", crate::serve::auth::hash(token));
     Ok(Exit::Ok)
 }
 
@@ -53,16 +54,14 @@ pub fn health(url: &str) -> Result<Exit, Failure> {
 /// `docs-agent pull`: Ollama pulls `llm.model`; progress on stderr (one line redrawn on a
 /// terminal, a line per step otherwise).
 pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
-    use std::io::IsTerminal;
-
     use crate::model::pull::{self, Progress};
     let llm = &config.llm;
     if crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
-        eprintln!("nothing to pull: `{}` is built into docs-agent", llm.model);
+        crate::guard::sink::err_line!("nothing to pull: `{}` is built into docs-agent", llm.model);
         return Ok(Exit::Ok);
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let terminal = std::io::stderr().is_terminal();
+    let terminal = crate::guard::sink::stderr_is_terminal();
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut last = String::new();
     let mut on = |progress: Progress| {
@@ -79,19 +78,19 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
             return;
         }
         if terminal {
-            eprint!("\r\x1b[K{}: {line}", llm.model);
+            crate::guard::sink::err_part!("\r\x1b[K{}: {line}", llm.model);
         } else {
-            eprintln!("{}: {line}", llm.model);
+            crate::guard::sink::err_line!("{}: {line}", llm.model);
         }
         last = line;
     };
     let result = runtime.block_on(pull::pull(llm, &mut on));
     if terminal {
-        eprintln!();
+        crate::guard::sink::err_line!();
     }
     match result {
         Ok(()) => {
-            eprintln!("pulled {}; ask with `docs-agent \"your question\"`", llm.model);
+            crate::guard::sink::err_line!("pulled {}; ask with `docs-agent \"your question\"`", llm.model);
             Ok(Exit::Ok)
         }
         Err(e) => Err((Exit::Model, e.to_string())),

@@ -23,7 +23,7 @@ use crate::trace::Trace;
 
 /// `docs-agent sessions ACTION`.
 pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::guard::sink::stdout();
     // Reading commands open the log alone; the others need the harness (index, model).
     let log_only = || -> Result<(Config, Log), Failure> {
         let config = super::load_config(global)?;
@@ -104,7 +104,7 @@ impl Desk {
                 ));
             }
             if *config_fingerprint != session::fingerprint(&self.config) {
-                eprintln!(
+                crate::guard::sink::err_line!(
                     "docs-agent: note: the configuration changed since session {id} started (limits, model server or index settings)"
                 );
             }
@@ -136,7 +136,7 @@ impl Desk {
             self.log
                 .append(id, Event::ModelPinned { model: name.clone() })
                 .map_err(|e| (Exit::Failure, e.to_string()))?;
-            eprintln!("docs-agent: session {id} is now pinned to the model {name} (was {pinned})");
+            crate::guard::sink::err_line!("docs-agent: session {id} is now pinned to the model {name} (was {pinned})");
         }
         Ok(model)
     }
@@ -207,7 +207,10 @@ pub fn events(log: &Log, config: &Config, id: &str) -> Result<Vec<Stored>, Failu
 pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Failure> {
     let ids = log.sessions().map_err(|e| (Exit::Failure, e.to_string()))?;
     if ids.is_empty() {
-        eprintln!("no sessions in {} yet; start one with `docs-agent chat`", config.session.log_path.display());
+        crate::guard::sink::err_line!(
+            "no sessions in {} yet; start one with `docs-agent chat`",
+            config.session.log_path.display()
+        );
     }
     let now = now_ms();
     for id in ids {
@@ -300,7 +303,7 @@ pub fn continue_turn(
         match desk.decide(id, &model, call.as_deref(), verdict) {
             Ok(()) => {}
             Err(VerdictError::Expired(message)) => {
-                eprintln!("docs-agent: {message}; the turn goes on without the write");
+                crate::guard::sink::err_line!("docs-agent: {message}; the turn goes on without the write");
                 expired = Some(message);
             }
             Err(VerdictError::NothingWaits(message)) => return Err((Exit::Usage, message)),
@@ -347,12 +350,12 @@ fn verdict(desk: &Desk, id: &str, decision: Decision, call: Option<&str>) -> Res
 pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure> {
     match end {
         Ok(TurnEnd::Answered { answer, citations, .. }) => {
-            println!("{}", super::with_sources(&answer, &citations));
+            crate::guard::sink::out_line!("{}", super::with_sources(&answer, &citations));
             Ok(Exit::Ok)
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => match reason {
             crate::agent::Stop::Cancelled => {
-                eprintln!("{message}");
+                crate::guard::sink::err_line!("{message}");
                 Ok(Exit::Ok)
             }
             _ => Err((Exit::Limit, message)),
@@ -361,7 +364,9 @@ pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure
             Err((Exit::Awaiting, awaiting(id, &call_id, &path, &content)))
         }
         Ok(TurnEnd::Idle) => {
-            eprintln!("session {id} has no unfinished turn; continue it with `docs-agent chat --session {id}`");
+            crate::guard::sink::err_line!(
+                "session {id} has no unfinished turn; continue it with `docs-agent chat --session {id}`"
+            );
             Ok(Exit::Ok)
         }
         Err(TurnError::Model(e)) => Err((Exit::Model, e.to_string())),

@@ -6,7 +6,9 @@
 //!
 //! Markup is taken out only where it joins two token characters (letters, digits, `_ - + / = .`):
 //! prose with markup between words keeps its spaces, so no new word is made where a reader
-//! sees two. Line breaks are kept: joining lines would glue unrelated tokens.
+//! sees two. Line breaks are kept in the view: joining lines would glue unrelated tokens. A token
+//! cut by a line break is looked at on its own instead: the two runs around the break, glued
+//! ([`broken_tokens`]).
 
 use std::ops::Range;
 
@@ -111,6 +113,56 @@ pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
         lines.push(start..end);
     }
     lines
+}
+
+/// A token cut by a line break: the run of token characters that ends a line and the run that
+/// starts the next (`AKIAIOSF` / `ODNN7EXAMPLE`). A reader can put them back together, so the
+/// redactor looks for a secret in the two glued.
+pub struct Broken {
+    /// The run at the end of the first line.
+    pub left: Range<usize>,
+    /// The run at the start of the next line.
+    pub right: Range<usize>,
+}
+
+impl Broken {
+    /// The two runs glued, as a reader would rejoin them.
+    pub fn glued(&self, text: &str) -> String {
+        [text.get(self.left.clone()), text.get(self.right.clone())].into_iter().flatten().collect()
+    }
+
+    /// The original ranges that `span` of [`Broken::glued`] stands for, when it crosses the break.
+    pub fn original(&self, span: Range<usize>) -> Option<[Range<usize>; 2]> {
+        let cut = self.left.len();
+        (span.start < cut && span.end > cut)
+            .then(|| [self.left.start + span.start..self.left.end, self.right.start..self.right.start + span.end - cut])
+    }
+}
+
+/// Every line break with a token on both sides that could be a secret cut in two: the glued
+/// runs are at least 12 characters and hold a digit or a capital after a small letter (prose
+/// that wraps between two words rarely does). Runs are read up to 256 characters each way.
+pub fn broken_tokens(text: &str) -> Vec<Broken> {
+    let bytes = text.as_bytes();
+    let piece = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'=');
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices('\n') {
+        let before = bytes[..at].strip_suffix(b"\r").unwrap_or(&bytes[..at]);
+        let left = before.iter().rev().take(256).take_while(|b| piece(b)).count();
+        let right = bytes[at + 1..].iter().take(256).take_while(|b| piece(b)).count();
+        if left == 0 || right == 0 || left + right < 12 {
+            continue;
+        }
+        let left = before.len() - left..before.len();
+        let right = at + 1..at + 1 + right;
+        let glued = [&bytes[left.clone()], &bytes[right.clone()]].concat();
+        let digit = glued.iter().any(u8::is_ascii_digit);
+        let hump = glued.windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
+        if digit || hump {
+            found.push(Broken { left, right });
+        }
+    }
+    found
 }
 
 /// No secret is shorter than this many token characters around the markup that splits it

@@ -6,6 +6,7 @@ pub mod fence;
 pub mod joined;
 pub mod links;
 pub mod redact;
+pub mod sink;
 pub mod stream;
 
 /// Text as it may cross a boundary: invisible characters and escapes removed first, so a secret
@@ -112,7 +113,7 @@ mod tests {
     /// code spans and invisible characters: no secret leaves, in the text or as a reader sees it
     /// rendered, and guarding twice changes nothing.
     #[test]
-    fn secrets_split_by_markup_never_leave() {
+    fn secrets_split_by_markup_or_line_breaks_never_leave() {
         const SECRETS: [&str; 5] = [
             "AKIAIOSFODNN7EXAMPLE",
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
@@ -134,6 +135,8 @@ mod tests {
                 4 => format!("{head}`{tail}`"),
                 5 => format!("{head}{first}"),
                 6 => format!("{head}\u{200B}{tail}"),
+                7 => format!("{head}\n{tail}"),
+                8 => format!("{head}\r\n{tail}"),
                 _ => format!("{head}<span>**{tail}**</span>"),
             }
         };
@@ -144,11 +147,13 @@ mod tests {
             let at = 1 + (next() % (secret.len() as u64 - 1)) as usize;
             let mut words: Vec<String> = (0..next() % 6).map(|_| WORDS[(next() % 8) as usize].to_string()).collect();
             let place = (next() % (words.len() as u64 + 1)) as usize;
-            words.insert(place, split(secret, at, next() % 8));
+            words.insert(place, split(secret, at, next() % 10));
             let answer = words.join(" ");
             for out in [outbound_answer(&answer, &[], &retrieved), outbound(&answer, &[])] {
                 let seen = joined::Joined::of(&out).map_or(out.clone(), |view| view.text);
+                let rejoined = out.replace(['\r', '\n'], "");
                 assert!(!out.contains(secret) && !seen.contains(secret), "{answer:?} gave {out:?}");
+                assert!(!rejoined.contains(secret), "{answer:?} gave {out:?}: its lines rejoin to the secret");
             }
             let once = outbound_answer(&answer, &[], &retrieved);
             assert_eq!(outbound_answer(&once, &[], &retrieved), once, "{answer:?}");

@@ -1,7 +1,7 @@
 //! The progress line of a long index update, on a terminal only: `indexing docs/: 1200 of
 //! 2909 files`, redrawn in place, erased when done. Short updates show nothing.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// Updates with fewer documents to read than this show no progress.
 const WORTH_SHOWING: usize = 200;
@@ -19,7 +19,7 @@ pub struct Line {
 impl Line {
     /// A line on stderr if it is a terminal.
     pub fn on_stderr() -> Line {
-        Line { shown: std::io::stderr().is_terminal(), drawn: false }
+        Line { shown: crate::guard::sink::stderr_is_terminal(), drawn: false }
     }
 
     /// Shows that `done` of `total` documents are read; erases the line when all are.
@@ -27,7 +27,7 @@ impl Line {
         if !self.shown || total < WORTH_SHOWING {
             return;
         }
-        let mut err = std::io::stderr().lock();
+        let mut err = crate::guard::sink::stderr();
         if done >= total {
             if self.drawn {
                 let _ = write!(err, "\r\x1b[2K");

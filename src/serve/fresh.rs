@@ -125,7 +125,9 @@ impl Drop for Freshness {
 pub fn start(state: Arc<AppState>) -> Option<Freshness> {
     let index = &state.config.index;
     let Some(docs) = docs_folder(&state.config.workspace) else {
-        eprintln!("docs-agent: the workspace has no docs/ folder; create it and restart to have docs indexed");
+        crate::guard::sink::err_line!(
+            "docs-agent: the workspace has no docs/ folder; create it and restart to have docs indexed"
+        );
         return None;
     };
     if !index.watch && index.rescan_secs == 0 {
@@ -146,7 +148,9 @@ pub fn start(state: Arc<AppState>) -> Option<Freshness> {
     match thread {
         Ok(_) => Some(Freshness { wake, _watcher: watcher }),
         Err(e) => {
-            eprintln!("docs-agent: cannot start the index updater ({e}); docs changes are seen after a restart");
+            crate::guard::sink::err_line!(
+                "docs-agent: cannot start the index updater ({e}); docs changes are seen after a restart"
+            );
             None
         }
     }
@@ -168,7 +172,7 @@ fn watch(docs: &Path, wake: mpsc::Sender<Wake>) -> Option<notify::RecommendedWat
     match watched {
         Ok(watcher) => Some(watcher),
         Err(e) => {
-            eprintln!(
+            crate::guard::sink::err_line!(
                 "docs-agent: cannot watch docs/ for changes ({e}); changes are found by the rescan every \
                  index.rescan_secs (DOCS_AGENT_INDEX_RESCAN_SECS) instead"
             );
@@ -298,7 +302,7 @@ impl Updater {
     fn update(&mut self) -> Option<Instant> {
         if !self.told_replaced && self.replaced_folder() {
             self.told_replaced = true;
-            eprintln!(
+            crate::guard::sink::err_line!(
                 "docs-agent: docs/ was replaced by another folder since serve started; this process still reads \
                  the old one: restart it (edit or copy into docs/ instead of replacing it)"
             );
@@ -324,7 +328,7 @@ impl Updater {
             Ok(refreshed) => {
                 let u = &refreshed.update;
                 if refreshed.replaced {
-                    eprintln!(
+                    crate::guard::sink::err_line!(
                         "docs-agent: index generation {}: {} added, {} changed, {} removed, {} held back ({} ms)",
                         refreshed.version.generation,
                         u.added,
@@ -343,7 +347,7 @@ impl Updater {
                     c.held = u.held;
                 });
                 if let Some(reason) = &u.rebuilt {
-                    eprintln!("docs-agent: search index rebuilt ({reason})");
+                    crate::guard::sink::err_line!("docs-agent: search index rebuilt ({reason})");
                 }
                 if u.held == 0 {
                     return None;
@@ -359,7 +363,7 @@ impl Updater {
             }
             Err(e) => {
                 status.with(|c| c.failed += 1);
-                eprintln!(
+                crate::guard::sink::err_line!(
                     "{}",
                     crate::guard::scrub(&format!(
                         "docs-agent: index update failed: {e}; answers use the last good index"

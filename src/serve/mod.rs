@@ -270,11 +270,14 @@ pub async fn serve(
     // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
     let _fresh = fresh::start(state.clone());
-    eprintln!("docs-agent: serving on http://{address} (workspace {})", state.config.workspace.display());
+    crate::guard::sink::err_line!(
+        "docs-agent: serving on http://{address} (workspace {})",
+        state.config.workspace.display()
+    );
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;
-        eprintln!("docs-agent: shutting down: no new requests; interrupting running turns");
+        crate::guard::sink::err_line!("docs-agent: shutting down: no new requests; interrupting running turns");
         cancel_all.stopping.send_replace(true);
         for canceller in cancel_all.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
             canceller.cancel();

@@ -56,6 +56,8 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     }
     let mut text = state.metrics.render();
     text.push_str(&state.index_status.render(&state.harness.index.current()));
+    // Labels are route patterns and closed sets today; the guard holds whatever they become.
+    let text = crate::guard::scrub(&text).into_owned();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
