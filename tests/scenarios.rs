@@ -99,3 +99,17 @@ fn assert_no_key(out: &common::Run, workspace: &std::path::Path) {
         assert!(!String::from_utf8_lossy(&bytes).contains(ONBOARDING_KEY), "{} leaks the key", path.display());
     }
 }
+
+/// An approved note that cannot be written (here `notes` is a file, not a folder) is said on
+/// stderr, and the question exits 6, not 0: a script must not believe the note is there.
+#[test]
+fn an_approved_write_that_fails_is_reported_with_exit_6() {
+    let ws = sample_workspace();
+    std::fs::remove_dir_all(ws.path().join("notes")).expect("remove notes/");
+    std::fs::write(ws.path().join("notes"), "a file where the folder should be").expect("write");
+    let out = run(ws.path(), &[SCRIPTED, ("APPROVE", "yes")], &["what is in the onboarding integrations"]);
+    assert_eq!(out.code, 6, "stdout {} stderr {}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("docs-agent: a note was not written"), "{}", out.stderr);
+    assert!(!out.stdout.is_empty(), "the answer is still printed");
+    assert_no_key(&out, ws.path());
+}

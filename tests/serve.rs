@@ -659,6 +659,9 @@ async fn a_failing_model_server_degrades_answers_to_retrieval_and_trips_the_brea
     assert!(String::from_utf8_lossy(&metrics).contains("docs_agent_model_errors_total 2"));
     let (status, body) = call(&s, "GET", "/readyz", None, None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let address = fake.base_url().replace("http://", "");
+    let port = address.rsplit(':').next().unwrap_or_default().trim_end_matches("/v1").to_string();
+    assert!(!body.to_string().contains(&address) && !body.to_string().contains(&port), "no internal address: {body}");
 }
 
 /// Some providers and proxies answer an error with the request's `Authorization` header in it;
@@ -1049,4 +1052,62 @@ async fn a_secret_the_model_writes_never_leaves_over_http() {
     for shown in [body.to_string(), outcome.to_string(), format!("{events:?}"), stored.to_string()] {
         assert!(!shown.contains(secret) && !shown.contains("ODNN7EXAMPLE"), "{shown}");
     }
+}
+
+/// Sends `GET uri` with the given headers, no body.
+async fn get_with(server: &Server, uri: &str, headers: &[(&str, &str)]) -> (StatusCode, Vec<u8>) {
+    let mut request = Request::builder().method("GET").uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response =
+        app(server.state.clone()).oneshot(request.body(Body::empty()).expect("request")).await.expect("response");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
+    (status, bytes.to_vec())
+}
+
+/// Issue 13's small fixes: the Bearer scheme in any case, cursors that would wrap refused with
+/// a 400 (they replayed the whole log), session ids that cannot be guessed, and no server path
+/// in the events an asker reads.
+#[tokio::test]
+async fn bearer_in_any_case_cursors_in_range_and_unguessable_ids() {
+    let s = server();
+    let (_, first) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let (_, second) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let (first, second) = (first["id"].as_str().expect("id"), second["id"].as_str().expect("id"));
+    let random = |id: &str| id.rsplit('-').next().unwrap_or_default().to_string();
+    assert_eq!(random(first).len(), 32, "128 random bits in hex: {first}");
+    assert!(random(first).bytes().all(|b| b.is_ascii_hexdigit()), "{first}");
+    assert_ne!(random(first), random(second), "two ids share no random part");
+
+    let session = format!("/v1/sessions/{first}");
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let value = format!("{scheme} {ASKER}");
+        let (status, _) = get_with(&s, &session, &[("authorization", value.as_str())]).await;
+        assert_eq!(status, StatusCode::OK, "scheme {scheme}");
+    }
+    for value in [format!("Bearerx {ASKER}"), format!("Basic {ASKER}"), "Bearer ".to_string()] {
+        let (status, _) = get_with(&s, &session, &[("authorization", value.as_str())]).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{value:?}");
+    }
+
+    let auth = format!("Bearer {ASKER}");
+    for after in ["18446744073709551615", "9223372036854775808"] {
+        let (status, body) =
+            call(&s, "GET", &format!("/v1/sessions/{first}/events?after={after}"), Some(ASKER), None).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")), "{body}");
+        let headers = [("authorization", auth.as_str()), ("accept", "text/event-stream"), ("last-event-id", after)];
+        let (status, _) = get_with(&s, &format!("/v1/sessions/{first}/events"), &headers).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "Last-Event-ID {after}");
+    }
+    // An asker sees the workspace by its name, never the server's absolute path.
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{first}/events"), Some(ASKER), None).await;
+    let started = &events["events"][0]["event"];
+    let workspace = started["workspace"].as_str().expect("session_started names its workspace");
+    assert!(!workspace.contains('/') && !workspace.is_empty(), "{started}");
+    let (status, body) =
+        call(&s, "GET", &format!("/v1/sessions/{first}/events?after=9223372036854775807"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "the largest event number is a cursor: {body}");
+    assert_eq!(body["events"].as_array().map(Vec::len), Some(0), "nothing after it");
 }

@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 pub enum Exit {
     /// Answered (or the subcommand succeeded).
     Ok = 0,
-    /// Something else failed: the workspace cannot be opened, `check` found problems.
+    /// Something else failed: the workspace cannot be opened, `check` found problems, `search`
+    /// found nothing.
     Failure = 1,
     /// Bad command line or configuration.
     Usage = 2,
@@ -20,6 +21,8 @@ pub enum Exit {
     Limit = 4,
     /// A session's write waits for a person (`docs-agent sessions approve|deny ID`).
     Awaiting = 5,
+    /// The answer came, but a note it wrote could not be written (stderr says why).
+    WriteFailed = 6,
 }
 
 /// A failed command: its exit code and the message for the person.
@@ -28,11 +31,12 @@ pub type Failure = (Exit, String);
 const EXIT_CODES: &str = "\
 Exit codes:
   0  answered (or the subcommand succeeded)
-  1  other failure (workspace cannot be opened; `check` found problems)
+  1  other failure (workspace cannot be opened; `check` found problems; `search` found nothing)
   2  bad command line or configuration
   3  model server unreachable, model missing, or model error
   4  step or time limit hit before an answer
   5  a session's write awaits approval (docs-agent sessions approve|deny ID)
+  6  answered, but an approved note could not be written (stderr says why)
 
 Environment: LLM_BASE_URL, LLM_MODEL (scripted | extractive | a model name), LLM_API_KEY,
 APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE,

@@ -35,7 +35,7 @@ pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Fai
     match run.stop {
         Stop::Answered => {
             live.answered(&run.answer, &run.citations);
-            Ok(Exit::Ok)
+            Ok(super::report_failed_writes(&super::failed_writes(&run.events)).unwrap_or(Exit::Ok))
         }
         Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),
         Stop::ModelError | Stop::Cancelled => Err((Exit::Failure, run.answer)),
@@ -48,6 +48,10 @@ pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure
     let mut trace = Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     let hits = harness.index.current().search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
+    if hits.is_empty() {
+        // Like grep: nothing found is exit 1, said on stderr so a script can tell it from a hit.
+        return Err((Exit::Failure, format!("no section matches {query:?}; try other words")));
+    }
     let mut out = crate::guard::sink::stdout();
     for hit in hits {
         let line = format!("{}  {}  {:.3}", hit.source(), hit.heading, hit.score);

@@ -40,7 +40,7 @@ async fn run(
             desk.events(&id)?;
             (id, false)
         }
-        None => (session::new_id(), true),
+        None => (session::new_id().map_err(|e| (Exit::Failure, e.to_string()))?, true),
     };
     let _lock = desk.lock(&id)?;
     let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
@@ -50,11 +50,11 @@ async fn run(
         model.name()
     );
     let mut lines = read_lines();
+    // The exit code of the last turn, as a one-shot question would have exited.
+    let mut last: Option<Exit> = None;
     if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {
         crate::guard::sink::err_line!("finishing the turn this session left unfinished");
-        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal, when).await? {
-            return Ok(exit);
-        }
+        last = turn(&mut desk, &id, &model, &mut lines, terminal, when).await?;
     }
     loop {
         crate::guard::sink::err_part!("you> ");
@@ -64,14 +64,14 @@ async fn run(
         };
         let Some(line) = line else {
             crate::guard::sink::err_line!();
-            return Ok(Exit::Ok);
+            return Ok(last.unwrap_or(Exit::Ok));
         };
         let text = line.trim();
         if text.is_empty() {
             continue;
         }
         if text == "/quit" || text == "/exit" {
-            return Ok(Exit::Ok);
+            return Ok(last.unwrap_or(Exit::Ok));
         }
         // A new message starts a turn only when the last one is over (a write it was granted
         // must not be cut off by the next question).
@@ -87,13 +87,14 @@ async fn run(
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;
-        if let Some(exit) = turn(&mut desk, &id, &model, &mut lines, terminal, when).await? {
-            return Ok(exit);
-        }
+        last = turn(&mut desk, &id, &model, &mut lines, terminal, when).await?;
     }
 }
 
-/// Drives one turn, asking about writes on a terminal; `Some(exit)` ends the chat.
+/// Drives one turn, asking about writes on a terminal. `Some(exit)` when the turn failed the
+/// way a one-shot question would exit with that code (the model server is down, a limit was
+/// hit, a note could not be written): the chat goes on, and exits with the last turn's code,
+/// as `ask` would have.
 async fn turn(
     desk: &mut Desk,
     id: &str,
@@ -124,7 +125,8 @@ async fn turn(
             Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => (call_id, path, content),
             Ok(TurnEnd::Answered { answer, citations, .. }) => {
                 live.answered(&answer, &citations);
-                return Ok(None);
+                let events = desk.events(id)?;
+                return Ok(super::report_failed_writes(&super::failed_writes(&events)));
             }
             // The log failed: nothing past its last event is known to be durable, so the chat
             // stops rather than take more input (`chat --session ID` picks it up).
@@ -132,10 +134,13 @@ async fn turn(
                 return Err((Exit::Failure, format!("{e}; continue with `docs-agent chat --session {id}`")));
             }
             other => {
-                if let Err((_, message)) = sessions::report(id, other) {
-                    crate::guard::sink::err_line!("docs-agent: {}", guard::scrub(&message));
-                }
-                return Ok(None);
+                return Ok(match sessions::report(id, other) {
+                    Err((code, message)) => {
+                        crate::guard::sink::err_line!("docs-agent: {}", guard::scrub(&message));
+                        Some(code)
+                    }
+                    Ok(_) => None,
+                });
             }
         };
         if !terminal {

@@ -31,7 +31,9 @@ use crate::session::store::KillAfter;
 use crate::trace::Trace;
 
 /// The crash-test hook: `DOCS_AGENT_TEST_KILL_AFTER=POINT[#N]` makes the process SIGKILL itself
-/// right after that point (see `session::store::KillAfter`).
+/// right after that point (see `session::store::KillAfter`). Built only into test (debug)
+/// builds: a release binary ignores the variable, so no environment can make it kill itself.
+#[cfg(debug_assertions)]
 const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 
 /// Runs what was parsed: the exit code, or the failure `main` prints once.
@@ -69,13 +71,25 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
 }
 
-/// The session desk (harness + log on disk), with the crash-test hook armed when asked.
+/// The session desk (harness + log on disk), with the crash-test hook armed when asked (in a
+/// test build only).
 fn desk(global: &Global) -> Result<sessions::Desk, Failure> {
-    let kill_after = match std::env::var(KILL_AFTER_VAR) {
-        Ok(spec) => Some(KillAfter::parse(&spec).map_err(|e| (Exit::Usage, format!("{KILL_AFTER_VAR}: {e}")))?),
-        Err(_) => None,
-    };
-    sessions::Desk::open(load_config(global)?, kill_after)
+    sessions::Desk::open(load_config(global)?, crash_hook()?)
+}
+
+/// The crash-test hook asked for by `DOCS_AGENT_TEST_KILL_AFTER`, in a test (debug) build.
+#[cfg(debug_assertions)]
+fn crash_hook() -> Result<Option<KillAfter>, Failure> {
+    match std::env::var(KILL_AFTER_VAR) {
+        Ok(spec) => Ok(Some(KillAfter::parse(&spec).map_err(|e| (Exit::Usage, format!("{KILL_AFTER_VAR}: {e}")))?)),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A release build has no crash-test hook.
+#[cfg(not(debug_assertions))]
+fn crash_hook() -> Result<Option<KillAfter>, Failure> {
+    Ok(None)
 }
 
 /// Opens the harness (workspace, index, skills, prompt).
@@ -88,6 +102,44 @@ fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
     for warning in &harness.index.current().warnings {
         trace.event("warning", warning);
     }
+}
+
+/// The results of the last turn's `write_file` calls that failed (the note was not written:
+/// the folder is not writable, the disk is full, the arguments were malformed), as the model
+/// was told them. A one-shot question or a chat reports them and exits with
+/// [`Exit::WriteFailed`], so a script sees that the note it asked for is not there.
+fn failed_writes(events: &[crate::session::store::Stored]) -> Vec<String> {
+    use crate::session::event::Event;
+    let turn_start = events.iter().rposition(|s| matches!(s.event, Event::UserMessage { .. })).unwrap_or(0);
+    let turn = events.get(turn_start..).unwrap_or_default();
+    let writes: Vec<&str> = turn
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::AssistantMessage { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .filter(|call| call.name == "write_file")
+        .map(|call| call.id.as_str())
+        .collect();
+    turn.iter()
+        .filter_map(|s| match &s.event {
+            Event::ToolResult { call_id, text, decision: crate::tools::Decision::Error }
+                if writes.contains(&call_id.as_str()) =>
+            {
+                Some(text.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Says on stderr which notes were not written; the exit code for them.
+fn report_failed_writes(failed: &[String]) -> Option<Exit> {
+    for text in failed {
+        crate::guard::sink::err_line!("docs-agent: a note was not written: {text}");
+    }
+    (!failed.is_empty()).then_some(Exit::WriteFailed)
 }
 
 /// The answer, then a `Sources:` list of what it cites: each verified source with its

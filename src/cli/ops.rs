@@ -15,8 +15,7 @@ pub fn redact_stdin() -> Result<Exit, Failure> {
         .map_err(|e| (Exit::Failure, format!("cannot read stdin as UTF-8 text: {e}")))?;
     // The sink redacts: it is the one redaction this text gets on its way out.
     let mut out = crate::guard::sink::stdout();
-    out.write_all(input.as_bytes())
-        .and_then(|()| out.flush())
+    crate::guard::sink::reader_gone(out.write_all(input.as_bytes()).and_then(|()| out.flush()))
         .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
     Ok(Exit::Ok)
 }

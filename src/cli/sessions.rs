@@ -263,7 +263,11 @@ pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Resul
 pub fn export(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
     for stored in events(log, config, id)? {
         let line = json!({"session": id, "seq": stored.seq, "at_ms": stored.at_ms, "event": stored.event});
-        writeln!(out, "{line}").map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
+        let going = crate::guard::sink::reader_gone(writeln!(out, "{line}"))
+            .map_err(|e| (Exit::Failure, format!("cannot write stdout: {e}")))?;
+        if !going {
+            break;
+        }
     }
     Ok(Exit::Ok)
 }
@@ -313,6 +317,11 @@ pub fn continue_turn(
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let end = runtime.block_on(desk.drive(id, &model, &mut Cancel::never(), None));
     let exit = report(id, end)?;
+    // The approved write may have failed (notes/ not writable): the answer came, the note not.
+    let exit = match exit {
+        Exit::Ok => super::report_failed_writes(&super::failed_writes(&desk.events(id)?)).unwrap_or(Exit::Ok),
+        other => other,
+    };
     // The person's approval did not take effect: say so in the exit code too.
     match expired {
         Some(message) => Err((Exit::Failure, message)),

@@ -72,6 +72,17 @@ pub fn stderr_shared() -> Sink<io::Stderr> {
     Sink::new(io::stderr())
 }
 
+/// What a failed write to standard output means for the command: a reader that went away
+/// (`docs-agent export ID | head`) chose to stop reading, which is no failure (as ripgrep and
+/// grep see it), so `Ok(false)`: stop writing and exit 0. Any other error stays an error.
+pub fn reader_gone(result: io::Result<()>) -> io::Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// True when standard output is a terminal.
 pub fn stdout_is_terminal() -> bool {
     io::stdout().is_terminal()

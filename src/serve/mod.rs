@@ -56,6 +56,8 @@ pub struct AppState {
     pub rate: limits::RateLimiter,
     /// Counters for `/metrics`.
     pub metrics: metrics::Metrics,
+    /// The last reason `/readyz` said not ready, logged once (empty when ready).
+    pub readiness_error: Mutex<String>,
     /// The running turns, by session, so a cancel can reach them.
     pub running: Mutex<HashMap<String, Canceller>>,
     /// Models by name, built once.
@@ -107,6 +109,7 @@ impl AppState {
             tokens: auth::Tokens::new(&serve.tokens),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
             metrics: metrics::Metrics::default(),
+            readiness_error: Mutex::new(String::new()),
             running: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),

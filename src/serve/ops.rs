@@ -25,28 +25,44 @@ pub async fn healthz() -> Response {
 /// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let index = state.harness.index.current();
-    let stats = &index.stats;
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
     };
     match model.ready().await {
-        Ok(()) => axum::Json(json!({
-            "status": "ready",
-            "sections": stats.sections,
-            "files": stats.files,
-            "model": model.name(),
-            "index": {
-                "generation": index.version.generation,
-                "updated_at_ms": index.version.updated_at_ms,
-                "watching": state.index_status.counts().watching,
-            },
-        }))
-        .into_response(),
-        Err(e) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string())
-            .retry_after(5)
-            .into_response(),
+        Ok(()) => {
+            state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            ready_body(&state, &index, &model.name())
+        }
+        Err(e) => {
+            // /readyz answers anyone: the detail (the model server's address, its error) goes to
+            // the server's log, once per distinct error, not to the caller.
+            let detail = e.to_string();
+            let mut last = state.readiness_error.lock().unwrap_or_else(|p| p.into_inner());
+            if *last != detail {
+                crate::guard::sink::err_line!("docs-agent: not ready: {detail}");
+                last.clone_from(&detail);
+            }
+            let message = "the model server is unreachable or lacks the model; the server's log says why";
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "model_unavailable", message).retry_after(5).into_response()
+        }
     }
+}
+
+/// The body of a ready `/readyz`.
+fn ready_body(state: &AppState, index: &crate::index::Index, model: &str) -> Response {
+    axum::Json(json!({
+        "status": "ready",
+        "sections": index.stats.sections,
+        "files": index.stats.files,
+        "model": model,
+        "index": {
+            "generation": index.version.generation,
+            "updated_at_ms": index.version.updated_at_ms,
+            "watching": state.index_status.counts().watching,
+        },
+    }))
+    .into_response()
 }
 
 /// `GET /metrics` (admin).

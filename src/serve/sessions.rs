@@ -51,7 +51,7 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
             )
             .retry_after(60));
         }
-        let id = crate::session::new_id();
+        let id = crate::session::new_id()?;
         let model = state.config.llm.model.clone();
         log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
         Ok(json!({"id": id, "model": model, "status": "idle"}))
@@ -184,6 +184,10 @@ pub async fn events(
         Ok(Query(query)) => query.after,
         Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),
     };
+    let after = match stream::check_cursor(after) {
+        Ok(after) => after,
+        Err(e) => return ApiError::bad_request(format!("?after: {e}")).into_response(),
+    };
     if stream::wants_stream(&headers) {
         let log = match crate::runtime::blocking(|| {
             let log = state.log()?;
@@ -193,7 +197,10 @@ pub async fn events(
             Ok(log) => log,
             Err(e) => return e.into_response(),
         };
-        let cursor = stream::resume_point(&headers, after);
+        let cursor = match stream::resume_point(&headers, after) {
+            Ok(cursor) => cursor,
+            Err(e) => return ApiError::bad_request(e).into_response(),
+        };
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };

@@ -54,14 +54,44 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
         Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },
         // A correction may quote the model's own text back.
         Event::Correction { kind, text } => Event::Correction { kind: *kind, text: neutral(text) },
+        // The server's folders are not a client's business: the workspace goes by its name.
+        Event::SessionStarted { model, workspace, config_fingerprint, principal } => Event::SessionStarted {
+            model: model.clone(),
+            workspace: folder_name(workspace),
+            config_fingerprint: config_fingerprint.clone(),
+            principal: principal.clone(),
+        },
         other => other.clone(),
     };
     serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event})
 }
 
-/// Where a follower resumes: `Last-Event-ID` wins over `?after=`.
-pub fn resume_point(headers: &HeaderMap, after: u64) -> u64 {
-    headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok()).unwrap_or(after)
+/// The last part of a folder's path (`/srv/acme/docs-workspace` is `docs-workspace`).
+fn folder_name(path: &str) -> String {
+    std::path::Path::new(path).file_name().map_or_else(|| "workspace".to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Where a follower resumes: `Last-Event-ID` wins over `?after=`. Either must be an event
+/// number the log can hold (0 to 2^63 - 1): a larger one would wrap and replay the whole log.
+pub fn resume_point(headers: &HeaderMap, after: u64) -> Result<u64, String> {
+    let cursor = match headers.get("last-event-id") {
+        None => after,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| "Last-Event-ID must be an event number (the `id:` of an event)".to_string())?,
+    };
+    check_cursor(cursor)
+}
+
+/// `cursor` when the log can hold an event of that number, else what is wrong with it.
+pub fn check_cursor(cursor: u64) -> Result<u64, String> {
+    if i64::try_from(cursor).is_ok() {
+        Ok(cursor)
+    } else {
+        Err(format!("event number {cursor} is out of range: events are numbered from 1 to {}", i64::MAX))
+    }
 }
 
 /// Follows session `id`'s log after `cursor`: every event as it is committed, until the client

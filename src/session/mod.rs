@@ -26,12 +26,17 @@ use crate::config::Config;
 /// Longest session id accepted.
 const MAX_ID_CHARS: usize = 64;
 
-/// A fresh session id: `s-` + milliseconds since the epoch and a per-process counter, in hex,
-/// so ids sort by creation time.
-pub fn new_id() -> String {
-    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("s-{:011x}-{:05x}{:03x}", turn::now_ms(), std::process::id() & 0xfffff, n & 0xfff)
+/// A fresh session id: `s-`, the milliseconds since the epoch in hex (so ids sort by creation
+/// time), and 128 bits from the operating system's CSPRNG, so no id can be guessed from another.
+pub fn new_id() -> Result<String, store::LogError> {
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).map_err(|e| store::LogError::Io {
+        what: "drawing a random session id".to_string(),
+        hint: "the operating system's random source is unavailable",
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("s-{:011x}-{random}", turn::now_ms()))
 }
 
 /// Checks an id given by a person: letters, digits, `-` and `_`, at most 64.
@@ -84,7 +89,7 @@ pub fn workspace_of(config: &Config) -> String {
 
 /// Starts a session pinned to `model` and returns its id.
 pub fn start(log: &mut store::Log, config: &Config, model: &str) -> Result<String, store::LogError> {
-    let id = new_id();
+    let id = new_id()?;
     log.append(&id, started(config, model, None))?;
     Ok(id)
 }
