@@ -12,6 +12,7 @@ pub mod ask;
 pub mod auth;
 pub mod breaker;
 pub mod completions;
+pub mod conn;
 pub mod error;
 pub mod fresh;
 pub mod limits;
@@ -286,5 +287,10 @@ pub async fn serve(
             canceller.cancel();
         }
     };
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await.map_err(|e| e.to_string())
+    let limits = conn::Limits {
+        max_connections: state.config.serve.max_connections,
+        header_read_timeout: std::time::Duration::from_secs(state.config.serve.header_read_timeout_secs),
+    };
+    conn::serve(listener, app(state), limits, shutdown).await;
+    Ok(())
 }

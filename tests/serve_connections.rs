@@ -1,0 +1,150 @@
+//! `docs-agent serve`'s connection limits, over real sockets on 127.0.0.1: a client that never
+//! finishes its headers (slowloris) or leaves a kept-alive connection idle is cut off after
+//! `serve.header_read_timeout_secs`; when every slot is taken, a half-open connection makes
+//! room for a real one; and when every slot is busy with real requests, one more is answered
+//! 503 and closed, while the server goes on answering once they are gone.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use docs_agent::serve::auth::hash;
+
+const TOKEN: &str = "connections-token-0123456789";
+/// The server's cap in these tests.
+const MAX_CONNECTIONS: usize = 4;
+
+/// A workspace whose config listens on port 0 with a header deadline of `header_secs` and a
+/// cap of [`MAX_CONNECTIONS`].
+fn server(header_secs: u64) -> (tempfile::TempDir, std::process::Child, String) {
+    let ws = common::sample_workspace();
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\nmax_connections = {MAX_CONNECTIONS}\nheader_read_timeout_secs = {header_secs}\n\n\
+         [[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        hash(TOKEN)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write config");
+    let (child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
+    let address = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    (ws, child, address)
+}
+
+/// Reads until the server closes the connection; the client's own deadline (30 s) only guards
+/// against a server that never does, and fails the test.
+fn read_to_close(stream: &mut TcpStream) -> String {
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return String::from_utf8_lossy(&seen).into_owned(),
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return String::from_utf8_lossy(&seen).into_owned();
+            }
+            Err(e) => panic!("the server kept the connection open: {e}; got {:?}", String::from_utf8_lossy(&seen)),
+        }
+    }
+}
+
+/// `GET /healthz` on a new connection, closed after: the status line.
+fn health(address: &str) -> String {
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").expect("write");
+    read_to_close(&mut stream).lines().next().unwrap_or_default().to_string()
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn headers_that_never_finish_and_idle_keep_alive_are_cut_off() {
+    let (_ws, child, address) = server(1);
+    // Slowloris: the request line and one header, never the blank line that ends them.
+    let mut slow = TcpStream::connect(&address).expect("connect");
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n").expect("write");
+    let got = read_to_close(&mut slow);
+    assert!(!got.contains("200 OK"), "no answer to unfinished headers: {got:?}");
+
+    // Kept alive after an answer, then idle: closed too.
+    let mut idle = TcpStream::connect(&address).expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").expect("write");
+    let got = read_to_close(&mut idle);
+    assert!(got.starts_with("HTTP/1.1 200"), "the request was answered before the idle cut: {got:?}");
+    stop(child);
+}
+
+/// Reads one response (headers and a `content-length` body) and leaves the connection open.
+fn read_response(stream: &mut TcpStream) -> String {
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).expect("a response");
+        assert!(n > 0, "closed before a response: {:?}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_string))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_flood_of_half_open_connections_does_not_keep_a_real_client_out() {
+    // A long header deadline: only eviction can make room.
+    let (_ws, child, address) = server(60);
+    let flood: Vec<TcpStream> = (0..MAX_CONNECTIONS * 5)
+        .map(|_| {
+            let mut s = TcpStream::connect(&address).expect("connect");
+            let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n");
+            s
+        })
+        .collect();
+    for round in 0..10 {
+        let status = health(&address);
+        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a real request gets in: {status:?}");
+    }
+    drop(flood);
+    stop(child);
+}
+
+#[test]
+fn connections_over_the_cap_are_shed_when_all_are_busy_and_service_comes_back() {
+    let (_ws, child, address) = server(60);
+    // Fill every slot with kept-alive connections that have been served: not half-open, so none
+    // can be closed to make room.
+    let held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|_| {
+            let mut s = TcpStream::connect(&address).expect("connect");
+            s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").expect("write");
+            assert!(read_response(&mut s).starts_with("HTTP/1.1 200"));
+            s
+        })
+        .collect();
+    let shed = health(&address);
+    assert!(shed.starts_with("HTTP/1.1 503"), "a connection over the cap is refused: {shed:?}");
+    // Once the held connections go, the server answers again.
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let back = loop {
+        let status = health(&address);
+        if status.contains("200") || Instant::now() > deadline {
+            break status;
+        }
+        std::thread::yield_now();
+    };
+    assert!(back.contains("200"), "served again after the flood: {back:?}");
+    stop(child);
+}
