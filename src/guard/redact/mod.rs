@@ -90,8 +90,15 @@ fn redact_once(text: &str) -> Option<String> {
         let found = secret_spans(&view.text).into_iter().filter_map(|span| view.original(span));
         spans.extend(found.map(|span| span.start + line.start..span.end + line.start));
     }
-    // A secret cut by a line break is whole in its two runs glued; both pieces go.
+    // A secret cut by a line break is whole in its two runs glued; both pieces go. A secret
+    // already whole before the break (`… key is sk_test_…` / `and it works`) keeps the next
+    // line's word unless that looks like the rest of a token.
     for broken in super::joined::broken_tokens(text) {
+        let left = text.get(broken.left.clone()).unwrap_or_default();
+        let right = text.get(broken.right.clone()).unwrap_or_default();
+        if !looks_like_token_piece(right) && secret_spans(left).iter().any(|span| span.end == left.len()) {
+            continue;
+        }
         for span in secret_spans(&broken.glued(text)) {
             spans.extend(broken.original(span).into_iter().flatten());
         }
@@ -102,6 +109,15 @@ fn redact_once(text: &str) -> Option<String> {
     }
     let out = splice(text, &spans);
     (out != text).then_some(out)
+}
+
+/// True when `piece` (the start of a line) could be the rest of a token cut by the line break:
+/// it has a digit, a capital after a small letter, or is long; an ordinary word is not.
+fn looks_like_token_piece(piece: &str) -> bool {
+    let bytes = piece.as_bytes();
+    bytes.iter().any(u8::is_ascii_digit)
+        || bytes.windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
+        || piece.len() >= 16
 }
 
 /// The byte ranges of every secret in `text`, unsorted and possibly overlapping.

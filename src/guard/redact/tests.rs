@@ -360,6 +360,13 @@ fn candidates_that_fail_their_check_cost_a_bounded_scan() {
 fn a_secret_cut_by_a_line_break_goes_in_both_pieces() {
     assert_eq!(redact("key AKIAIOSF\nODNN7EXAMPLE here"), "key [REDACTED]\n[REDACTED] here");
     assert_eq!(redact("ghp_1234567890abcdefghij\r\nklmnopqrstuvwxyz."), "[REDACTED]\r\n[REDACTED].");
+    // A key whole at the end of its line keeps the next line's word.
+    assert_eq!(
+        redact("The shared sandbox key is sk-test-4eC39HqLyjWDarjtT1zdp7dc\nand it only works"),
+        "The shared sandbox key is [REDACTED]\nand it only works"
+    );
+    // A key cut after enough characters to match on its own still loses its tail.
+    assert_eq!(redact("sk_test_4eC39HqLyj\nWDarjtT1zdp7dc rest"), "[REDACTED]\n[REDACTED] rest");
     // Prose that wraps between two words, and a version after a word, stay.
     for text in ["the refund window is\nfourteen days", "see release\nv2.4.1 notes", "Microsoft\nDynamics 365"] {
         assert!(matches!(redact(text), Cow::Borrowed(_)), "{text:?}");
