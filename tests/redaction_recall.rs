@@ -11,18 +11,6 @@ use docs_agent::guard::redact::redact;
 
 const SEED: u64 = 20_261_202;
 
-/// The random runs of `case` (of 8 or more) of which 8 characters still show in `output`.
-fn survivors<'a>(output: &str, case: &'a corpus::Case) -> Vec<&'a str> {
-    case.random
-        .iter()
-        .filter(|run| run.len() >= 8)
-        .filter(|run| {
-            run.as_bytes().windows(8).any(|piece| output.contains(std::str::from_utf8(piece).unwrap_or("\u{0}")))
-        })
-        .map(String::as_str)
-        .collect()
-}
-
 #[test]
 fn the_corpus_is_as_broad_as_the_aim() {
     let cases = corpus::cases(SEED, 3);
@@ -38,7 +26,7 @@ fn at_least_99_percent_of_generated_secrets_are_redacted() {
         .iter()
         .filter_map(|case| {
             let output = redact(&case.text);
-            let left = survivors(&output, case);
+            let left = case.survivors(&output);
             (!left.is_empty()).then(|| format!("{}: {:?} -> {output:?}", case.format, case.text))
         })
         .collect();
@@ -68,7 +56,7 @@ fn the_binary_redacts_the_corpus_and_keeps_the_near_misses() {
     let run = common::run_input(workspace.path(), &[], &["redact"], &input);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let missed: Vec<&str> =
-        cases.iter().filter(|case| !survivors(&run.stdout, case).is_empty()).map(|c| c.format).collect();
+        cases.iter().filter(|case| !case.survivors(&run.stdout).is_empty()).map(|c| c.format).collect();
     let recall = 1.0 - missed.len() as f64 / cases.len() as f64;
     assert!(recall >= 0.99, "recall {recall:.3} through the binary; missed {missed:?}");
 

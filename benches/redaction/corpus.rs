@@ -315,6 +315,24 @@ pub struct Case {
     pub random: Vec<String>,
 }
 
+impl Case {
+    /// The random runs of 8 or more characters of which some 8 characters still show in
+    /// `output`: none when the secret was caught. (A piece that is not UTF-8 counts as shown.)
+    pub fn survivors(&self, output: &str) -> Vec<&str> {
+        self.random
+            .iter()
+            .filter(|run| run.len() >= 8)
+            .filter(|run| {
+                run.as_bytes().windows(8).any(|piece| match std::str::from_utf8(piece) {
+                    Ok(piece) => output.contains(piece),
+                    Err(_) => true,
+                })
+            })
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// A small deterministic random source (xorshift64).
 pub struct Rng(u64);
 

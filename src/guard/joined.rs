@@ -156,13 +156,18 @@ pub fn broken_tokens(text: &str) -> Vec<Broken> {
         let left = before.len() - left..before.len();
         let right = at + 1..at + 1 + right;
         let glued = [&bytes[left.clone()], &bytes[right.clone()]].concat();
-        let digit = glued.iter().any(u8::is_ascii_digit);
-        let hump = glued.windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
-        if digit || hump {
+        if digit_or_hump(&glued) {
             found.push(Broken { left, right });
         }
     }
     found
+}
+
+/// True when `bytes` hold a digit or a capital right after a small letter: a token's marks,
+/// which words wrapped between two lines seldom have.
+pub fn digit_or_hump(bytes: &[u8]) -> bool {
+    bytes.iter().any(u8::is_ascii_digit)
+        || bytes.windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
 }
 
 /// No secret is shorter than this many token characters around the markup that splits it

@@ -114,10 +114,7 @@ fn redact_once(text: &str) -> Option<String> {
 /// True when `piece` (the start of a line) could be the rest of a token cut by the line break:
 /// it has a digit, a capital after a small letter, or is long; an ordinary word is not.
 fn looks_like_token_piece(piece: &str) -> bool {
-    let bytes = piece.as_bytes();
-    bytes.iter().any(u8::is_ascii_digit)
-        || bytes.windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase())
-        || piece.len() >= 16
+    super::joined::digit_or_hump(piece.as_bytes()) || piece.len() >= 16
 }
 
 /// The byte ranges of every secret in `text`, unsorted and possibly overlapping.
