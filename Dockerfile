@@ -120,7 +120,10 @@ USER 10001:10001
 # and the (mounted) docs must not be able to reconfigure the agent.
 WORKDIR /
 
+# DOCS_AGENT_REQUIRE_SANDBOX: every command enters its Landlock sandbox or refuses to run
+# (exit 7); `--no-sandbox` on the command line is refused while it is set.
 ENV WORKSPACE=/workspace \
+    DOCS_AGENT_REQUIRE_SANDBOX=1 \
     DOCS_AGENT_SESSION_LOG=/data/sessions.db \
     LLM_BASE_URL=http://ollama:11434/v1 \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt

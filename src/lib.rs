@@ -13,6 +13,8 @@
 //!   loop over the durable log, and its typed events) → [`model`] and [`tools`] (with
 //!   [`approval`]) → [`workspace`], [`index`], [`skills`] → [`guard`] (what text passes at a
 //!   boundary).
+//! - Around them: [`sandbox`] (the kernel sandbox each command enters before it starts a
+//!   thread).
 //! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`runtime`], [`prompt`],
 //!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine).
 
@@ -27,6 +29,7 @@ pub mod index;
 pub mod model;
 pub mod prompt;
 pub mod runtime;
+pub mod sandbox;
 pub mod serve;
 pub mod session;
 pub mod skills;

@@ -1,5 +1,6 @@
 //! The binary run the way the container runs it: as uid 10001, from `/`, with a root-owned,
-//! read-only workspace whose only writable folder is `notes/`, and no HOME or config around.
+//! read-only workspace whose only writable folder is `notes/`, no HOME or config around, and the
+//! kernel sandbox required.
 //! (No Docker engine runs here; `setpriv` drops to the image's user instead.)
 
 // It prints its own report; docs-agent itself prints only through guard::sink.
@@ -41,6 +42,8 @@ fn as_image(root: &Path, env: &[(&str, &Path)], args: &[&str], input: &str) -> s
         .env_clear()
         .env("WORKSPACE", root)
         .env("LLM_MODEL", "scripted")
+        // as the image sets it: no kernel sandbox, no run
+        .env("DOCS_AGENT_REQUIRE_SANDBOX", "1")
         .current_dir("/")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

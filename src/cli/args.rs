@@ -23,6 +23,8 @@ pub enum Exit {
     Awaiting = 5,
     /// The answer came, but a note it wrote could not be written (stderr says why).
     WriteFailed = 6,
+    /// The kernel sandbox is required (`--require-sandbox`) but cannot be entered.
+    Sandbox = 7,
 }
 
 /// A failed command: its exit code and the message for the person.
@@ -37,11 +39,13 @@ Exit codes:
   4  step or time limit hit before an answer
   5  a session's write awaits approval (docs-agent sessions approve|deny ID)
   6  answered, but an approved note could not be written (stderr says why)
+  7  the kernel sandbox is required (--require-sandbox) but this kernel cannot enforce it
 
 Environment: LLM_BASE_URL, LLM_MODEL (scripted | extractive | a model name), LLM_API_KEY,
 APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE,
-DOCS_AGENT_CONFIG, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS, DOCS_AGENT_SESSION_LOG
-(default .docs-agent/sessions.db), DOCS_AGENT_APPROVAL_TTL_SECS, DOCS_AGENT_CONTEXT_BUDGET.
+DOCS_AGENT_CONFIG, DOCS_AGENT_REQUIRE_SANDBOX, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS,
+DOCS_AGENT_SESSION_LOG (default .docs-agent/sessions.db), DOCS_AGENT_APPROVAL_TTL_SECS,
+DOCS_AGENT_CONTEXT_BUDGET.
 Precedence: flags > environment > docs-agent.toml > defaults.";
 
 /// Answers questions about a product's docs, citing them; every guardrail is held by code.
@@ -94,6 +98,19 @@ pub struct Global {
     /// printed once
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = StreamWhen::Auto)]
     pub stream: StreamWhen,
+    /// Refuse to run unless the kernel sandbox (Landlock) can be entered; without this flag a
+    /// kernel without Landlock gets a warning and the command goes on. The image sets it
+    #[arg(
+        long,
+        global = true,
+        env = "DOCS_AGENT_REQUIRE_SANDBOX",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub require_sandbox: bool,
+    /// Do not enter the kernel sandbox (to find out whether it is what breaks a setup; the
+    /// container's confinement remains)
+    #[arg(long, global = true)]
+    pub no_sandbox: bool,
 }
 
 /// When the CLI shows an answer as it is written.
@@ -205,6 +222,18 @@ pub enum Command {
         /// them on in their env.
         #[arg(long)]
         retrieval: bool,
+    },
+    /// Test builds only: enter the sandbox `serve` would (from the same configuration), then
+    /// make each attempt with a plain system call and print one JSON line per attempt, after
+    /// a first line with the sandbox's status. For tests that show the kernel refusing.
+    #[cfg(debug_assertions)]
+    #[command(hide = true)]
+    SandboxProbe {
+        /// `read:PATH`, `write:PATH`, `connect:ADDR`, `bind:ADDR` or `exec:PATH`.
+        attempts: Vec<String>,
+        /// Make the Landlock system calls fail first (ENOSYS), as on a kernel without Landlock.
+        #[arg(long)]
+        hide_landlock: bool,
     },
 }
 

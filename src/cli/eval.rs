@@ -50,6 +50,12 @@ pub fn eval(
             }
         }
     }
+    let mut workspaces: Vec<std::path::PathBuf> =
+        categories.iter().flat_map(|c| &c.cases).map(|case| root.join(&case.workspace)).collect();
+    workspaces.sort();
+    workspaces.dedup();
+    let reports: Vec<&Path> = junit.into_iter().chain(json).collect();
+    super::sandbox::enter(global, &super::sandbox::for_eval(&workspaces, &reports, models.base_url.as_deref()))?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let mut progress = crate::guard::sink::stderr_shared();
     let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);

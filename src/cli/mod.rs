@@ -8,7 +8,8 @@
 //! - `live`: what a terminal shows while a turn runs (the answer as it is written, a progress
 //!   line);
 //! - `eval`: the eval and red-team pack; `serve`: the HTTP service's start and shutdown;
-//! - `ops`: `redact`, `hash-token`, `health`.
+//! - `ops`: `redact`, `hash-token`, `health`;
+//! - `sandbox`: what each command may touch once it runs, and entering the kernel sandbox.
 
 pub mod args;
 pub mod ask;
@@ -17,6 +18,7 @@ pub mod eval;
 pub mod index;
 pub mod live;
 pub mod ops;
+pub mod sandbox;
 pub mod serve;
 pub mod sessions;
 
@@ -36,29 +38,68 @@ use crate::trace::Trace;
 #[cfg(debug_assertions)]
 const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 
-/// Runs what was parsed: the exit code, or the failure `main` prints once.
+/// Runs what was parsed: the exit code, or the failure `main` prints once. Each command
+/// enters its kernel sandbox (`sandbox`) once its configuration is read, before it starts a
+/// thread.
 pub fn run(cli: Cli) -> Result<Exit, Failure> {
+    use sandbox::Use;
     let Cli { global, command, question } = cli;
+    // The configuration, then the sandbox of a command that works on the workspace.
+    let within = |uses: Use| -> Result<Config, Failure> {
+        let config = load_config(&global)?;
+        sandbox::enter(&global, &sandbox::for_workspace(&config, uses))?;
+        Ok(config)
+    };
     match command {
-        Some(Command::Redact) => ops::redact_stdin(),
-        Some(Command::Index { action }) => index::run(load_config(&global)?, action),
-        Some(Command::Pull) => ops::pull(load_config(&global)?),
+        Some(Command::Redact) => {
+            sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
+            ops::redact_stdin()
+        }
+        Some(Command::Index { action }) => index::run(within(Use::Look)?, action),
+        Some(Command::Pull) => {
+            let config = load_config(&global)?;
+            sandbox::enter(&global, &sandbox::for_url(&config.llm.base_url))?;
+            ops::pull(config)
+        }
         Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
             eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)
         }
-        Some(Command::Ask { question }) => ask::ask(load_config(&global)?, &question.join(" "), global.stream),
-        Some(Command::Search { query, limit }) => ask::search(load_config(&global)?, &query.join(" "), limit),
-        Some(Command::Check) => ask::check(load_config(&global)?),
-        Some(Command::Chat { session }) => chat::chat(desk(&global)?, session, global.model.clone(), global.stream),
+        Some(Command::Ask { question }) => ask::ask(within(Use::Answer)?, &question.join(" "), global.stream),
+        Some(Command::Search { query, limit }) => ask::search(within(Use::Look)?, &query.join(" "), limit),
+        Some(Command::Check) => ask::check(within(Use::Look)?),
+        Some(Command::Chat { session }) => {
+            let desk = sessions::Desk::open(within(Use::Converse)?, crash_hook()?)?;
+            chat::chat(desk, session, global.model.clone(), global.stream)
+        }
         Some(Command::Sessions { action }) => sessions::run(&global, action),
-        Some(Command::Serve { listen }) => serve::serve(load_config(&global)?, listen),
-        Some(Command::HashToken) => ops::hash_token(),
-        Some(Command::Health { url }) => ops::health(&url),
+        Some(Command::Serve { listen }) => {
+            let mut config = load_config(&global)?;
+            if let Some(listen) = listen {
+                config.serve.listen = listen;
+            }
+            let port = sandbox::listen_port(&config.serve.listen).ok_or_else(|| {
+                (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen))
+            })?;
+            let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port }))?;
+            serve::serve(config, status)
+        }
+        Some(Command::HashToken) => {
+            sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
+            ops::hash_token()
+        }
+        Some(Command::Health { url }) => {
+            let status = sandbox::enter(&global, &sandbox::for_url(&url))?;
+            ops::health(&url, &status)
+        }
+        #[cfg(debug_assertions)]
+        Some(Command::SandboxProbe { attempts, hide_landlock }) => {
+            sandbox::probe(&global, &load_config(&global)?, &attempts, hide_landlock)
+        }
         None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
         )),
-        None => ask::ask(load_config(&global)?, &question.join(" "), global.stream),
+        None => ask::ask(within(Use::Answer)?, &question.join(" "), global.stream),
     }
 }
 
@@ -69,12 +110,6 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
-}
-
-/// The session desk (harness + log on disk), with the crash-test hook armed when asked (in a
-/// test build only).
-fn desk(global: &Global) -> Result<sessions::Desk, Failure> {
-    sessions::Desk::open(load_config(global)?, crash_hook()?)
 }
 
 /// The crash-test hook asked for by `DOCS_AGENT_TEST_KILL_AFTER`, in a test (debug) build.

@@ -34,8 +34,10 @@ pub fn hash_token() -> Result<Exit, Failure> {
     Ok(Exit::Ok)
 }
 
-/// `docs-agent health`: exit 0 when the server at `url` answers 2xx.
-pub fn health(url: &str) -> Result<Exit, Failure> {
+/// `docs-agent health`: exit 0 when the server at `url` answers 2xx. Prints the kernel
+/// sandbox this process got (`sandbox`), which is what any docs-agent command gets here.
+pub fn health(url: &str, sandbox: &crate::sandbox::Status) -> Result<Exit, Failure> {
+    crate::guard::sink::out_line!("sandbox: {}", sandbox.describe());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let status = runtime.block_on(async {

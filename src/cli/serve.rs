@@ -7,11 +7,9 @@ use super::{Exit, Failure};
 use crate::config::Config;
 use crate::runtime::{self, Flavor};
 
-/// Serves until a shutdown signal; `listen` (from `--listen`) wins over `serve.listen`.
-pub fn serve(mut config: Config, listen: Option<String>) -> Result<Exit, Failure> {
-    if let Some(listen) = listen {
-        config.serve.listen = listen;
-    }
+/// Serves until a shutdown signal, inside the kernel sandbox described by `sandbox` (entered by
+/// the caller; `/readyz` shows it to admins).
+pub fn serve(config: Config, sandbox: crate::sandbox::Status) -> Result<Exit, Failure> {
     if config.serve.tokens.is_empty() {
         return Err((
             Exit::Usage,
@@ -24,7 +22,7 @@ pub fn serve(mut config: Config, listen: Option<String>) -> Result<Exit, Failure
     crate::serve::tune_sqlite();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let harness = crate::agent::Harness::open_for(&config, workers).map_err(|e| (Exit::Failure, e.to_string()))?;
-    let state = Arc::new(crate::serve::AppState::new(config, harness));
+    let state = Arc::new(crate::serve::AppState::new(config, harness).with_sandbox(sandbox));
     let runtime = runtime::build(Flavor::Workers).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)

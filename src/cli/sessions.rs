@@ -21,37 +21,39 @@ use crate::session::turn::{TurnEnd, TurnError, Undecided, Verdict, VerdictError,
 use crate::session::{self, check_id};
 use crate::trace::Trace;
 
-/// `docs-agent sessions ACTION`.
+/// `docs-agent sessions ACTION`, in the sandbox of a conversation.
 pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
     let mut out = crate::guard::sink::stdout();
+    let config = super::load_config(global)?;
+    super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse))?;
     // Reading commands open the log alone; the others need the harness (index, model).
-    let log_only = || -> Result<(Config, Log), Failure> {
-        let config = super::load_config(global)?;
+    let log_only = |config: Config| -> Result<(Config, Log), Failure> {
         let log = open_log(&config)?;
         Ok((config, log))
     };
+    let desk = |config: Config| Desk::open(config, super::crash_hook()?);
     let repin = global.model.as_deref();
     match action {
         SessionsAction::List => {
-            let (config, log) = log_only()?;
+            let (config, log) = log_only(config)?;
             list(&log, &config, &mut out)
         }
         SessionsAction::Show { id } => {
-            let (config, log) = log_only()?;
+            let (config, log) = log_only(config)?;
             show(&log, &config, &id, &mut out)
         }
         SessionsAction::Export { id } => {
-            let (config, log) = log_only()?;
+            let (config, log) = log_only(config)?;
             export(&log, &config, &id, &mut out)
         }
-        SessionsAction::Resume { id } => continue_turn(&mut super::desk(global)?, &id, None, repin),
+        SessionsAction::Resume { id } => continue_turn(&mut desk(config)?, &id, None, repin),
         SessionsAction::Approve { id, scope, prefix, call } => {
             let decision = Decision::Approve { scope, prefix };
-            continue_turn(&mut super::desk(global)?, &id, Some((decision, call)), repin)
+            continue_turn(&mut desk(config)?, &id, Some((decision, call)), repin)
         }
         SessionsAction::Deny { id, reason, call } => {
             let decision = Decision::Deny { reason };
-            continue_turn(&mut super::desk(global)?, &id, Some((decision, call)), repin)
+            continue_turn(&mut desk(config)?, &id, Some((decision, call)), repin)
         }
     }
 }

@@ -89,6 +89,13 @@ pub async fn require_token(
     next.run(request).await
 }
 
+/// The principal whose valid bearer token `headers` carry, if any (for public routes that
+/// show more to some callers).
+pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Option<&'a Principal> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    state.tokens.find(bearer_token(value)?)
+}
+
 fn unauthorized(message: &str) -> Response {
     let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

@@ -78,6 +78,8 @@ pub struct AppState {
     pub follower_slots: Arc<tokio::sync::Semaphore>,
     /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
     pub index_status: fresh::Status,
+    /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
+    pub sandbox: crate::sandbox::Status,
 }
 
 /// Per-session notifications of new events.
@@ -120,9 +122,16 @@ impl AppState {
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             index_status: fresh::Status::default(),
+            sandbox: crate::sandbox::Status::off(),
             harness,
             config,
         }
+    }
+
+    /// The same state, reporting `sandbox` as the kernel sandbox it runs in.
+    pub fn with_sandbox(mut self, sandbox: crate::sandbox::Status) -> AppState {
+        self.sandbox = sandbox;
+        self
     }
 
     /// A connection to the session log (one per task: SQLite serialises the writers); every

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -23,7 +23,10 @@ pub async fn healthz() -> Response {
 }
 
 /// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+/// An admin's token (optional) adds, to a ready answer, what others do not see: the kernel
+/// sandbox's state.
+pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let admin = super::auth::principal(&state, &headers).is_some_and(|p| p.roles.contains(&Role::Admin));
     let index = state.harness.index.current();
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
@@ -32,7 +35,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match model.ready().await {
         Ok(()) => {
             state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            ready_body(&state, &index, &model.name())
+            ready_body(&state, &index, &model.name(), admin)
         }
         Err(e) => {
             // /readyz answers anyone: the detail (the model server's address, its error) goes to
@@ -49,9 +52,9 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// The body of a ready `/readyz`.
-fn ready_body(state: &AppState, index: &crate::index::Index, model: &str) -> Response {
-    axum::Json(json!({
+/// The body of a ready `/readyz`; `admin` adds the sandbox's state.
+fn ready_body(state: &AppState, index: &crate::index::Index, model: &str, admin: bool) -> Response {
+    let mut body = json!({
         "status": "ready",
         "sections": index.stats.sections,
         "files": index.stats.files,
@@ -61,8 +64,11 @@ fn ready_body(state: &AppState, index: &crate::index::Index, model: &str) -> Res
             "updated_at_ms": index.version.updated_at_ms,
             "watching": state.index_status.counts().watching,
         },
-    }))
-    .into_response()
+    });
+    if admin {
+        body["sandbox"] = state.sandbox.to_json();
+    }
+    axum::Json(body).into_response()
 }
 
 /// `GET /metrics` (admin).
