@@ -54,6 +54,9 @@ pub struct ServeConfig {
     /// Seconds a client has to send a request's headers, and that a kept-alive connection may
     /// sit idle before the next request; then the connection is closed.
     pub header_read_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body, once its headers are in; then it
+    /// is answered 408 and the connection closed.
+    pub body_read_timeout_secs: u64,
     /// Requests per minute for one principal; more get 429 with Retry-After.
     pub rate_per_minute: u32,
     /// Sessions with activity in the last `session_idle_secs` that may exist at once.
@@ -333,6 +336,7 @@ impl Config {
             ("serve.max_concurrent", self.serve.max_concurrent as u64),
             ("serve.max_connections", self.serve.max_connections as u64),
             ("serve.header_read_timeout_secs", self.serve.header_read_timeout_secs),
+            ("serve.body_read_timeout_secs", self.serve.body_read_timeout_secs),
             ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
             ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
             ("serve.breaker_failures", self.serve.breaker_failures as u64),
@@ -421,6 +425,7 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("serve.max_concurrent", 64_i64.into()),
         ("serve.max_connections", 512_i64.into()),
         ("serve.header_read_timeout_secs", 10_i64.into()),
+        ("serve.body_read_timeout_secs", 10_i64.into()),
         ("serve.rate_per_minute", 600_i64.into()),
         ("serve.max_open_sessions", 1000_i64.into()),
         ("serve.session_idle_secs", 86_400_i64.into()),

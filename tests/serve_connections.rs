@@ -2,7 +2,9 @@
 //! finishes its headers (slowloris) or leaves a kept-alive connection idle is cut off after
 //! `serve.header_read_timeout_secs`; when every slot is taken, a half-open connection makes
 //! room for a real one; and when every slot is busy with real requests, one more is answered
-//! 503 and closed, while the server goes on answering once they are gone.
+//! 503 and closed, while the server goes on answering once they are gone. A body that trickles
+//! in (a slow POST) holds no request slot, is answered 408 after
+//! `serve.body_read_timeout_secs`, and counts as half-open until it is in.
 
 mod common;
 
@@ -19,9 +21,14 @@ const MAX_CONNECTIONS: usize = 4;
 /// A workspace whose config listens on port 0 with a header deadline of `header_secs` and a
 /// cap of [`MAX_CONNECTIONS`].
 fn server(header_secs: u64) -> (tempfile::TempDir, std::process::Child, String) {
+    server_with(&format!("header_read_timeout_secs = {header_secs}\n"))
+}
+
+/// A server capped at [`MAX_CONNECTIONS`], with `extra` lines in its `[serve]` section.
+fn server_with(extra: &str) -> (tempfile::TempDir, std::process::Child, String) {
     let ws = common::sample_workspace();
     let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\nmax_connections = {MAX_CONNECTIONS}\nheader_read_timeout_secs = {header_secs}\n\n\
+        "[serve]\nlisten = \"127.0.0.1:0\"\nmax_connections = {MAX_CONNECTIONS}\n{extra}\n\
          [[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
         hash(TOKEN)
     );
@@ -29,6 +36,17 @@ fn server(header_secs: u64) -> (tempfile::TempDir, std::process::Child, String) 
     let (child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
     let address = url.trim_start_matches("http://").trim_end_matches('/').to_string();
     (ws, child, address)
+}
+
+/// A connection that sends a whole request head for a 64-byte body, then 8 bytes of it.
+fn slow_body(address: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(address).expect("connect");
+    let head = format!(
+        "POST /v1/search HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: 64\r\n\r\n{{\"query\""
+    );
+    stream.write_all(head.as_bytes()).expect("write");
+    stream
 }
 
 /// Reads until the server closes the connection; the client's own deadline (30 s) only guards
@@ -146,5 +164,58 @@ fn connections_over_the_cap_are_shed_when_all_are_busy_and_service_comes_back() 
         std::thread::yield_now();
     };
     assert!(back.contains("200"), "served again after the flood: {back:?}");
+    stop(child);
+}
+
+#[test]
+fn a_body_that_trickles_holds_no_slot_and_is_answered_408() {
+    // One request slot: were the slow body holding it, the health check would be shed (503).
+    let (_ws, child, address) = server_with("max_concurrent = 1\nbody_read_timeout_secs = 1\n");
+    let mut slow = slow_body(&address);
+    for round in 0..20 {
+        let status = health(&address);
+        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a slow body holds no slot: {status:?}");
+    }
+    let got = read_to_close(&mut slow);
+    assert!(got.starts_with("HTTP/1.1 408"), "the body's deadline: {got:?}");
+    assert!(got.contains("body_read_timeout_secs"), "{got:?}");
+    stop(child);
+}
+
+#[test]
+fn connections_still_sending_their_body_make_room_for_a_real_client() {
+    // A long body deadline: only eviction can make room.
+    let (_ws, child, address) = server_with("body_read_timeout_secs = 60\n");
+    let held: Vec<TcpStream> = (0..MAX_CONNECTIONS * 2).map(|_| slow_body(&address)).collect();
+    // Many rounds: once the server has read the held requests' heads, a server that counted
+    // them as arrived would refuse every round.
+    for round in 0..20 {
+        let status = health(&address);
+        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a real request gets in: {status:?}");
+    }
+    drop(held);
+    stop(child);
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_as_soon_as_it_is_known_to_be() {
+    let (_ws, child, address) = server_with("max_body_bytes = 1024\nbody_read_timeout_secs = 60\n");
+    let head = |framing: &str| {
+        format!(
+            "POST /v1/search HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+             content-type: application/json\r\n{framing}\r\n"
+        )
+    };
+    // Declared too large: refused before any of the body is sent (the body deadline is 60 s).
+    let mut declared = TcpStream::connect(&address).expect("connect");
+    declared.write_all(head("content-length: 4096\r\n").as_bytes()).expect("write");
+    let got = read_to_close(&mut declared);
+    assert!(got.starts_with("HTTP/1.1 413") && got.contains("max_body_bytes"), "{got:?}");
+    // Chunked, with no length given: refused once the chunks pass the limit, the rest unsent.
+    let mut chunked = TcpStream::connect(&address).expect("connect");
+    let chunk = format!("320\r\n{}\r\n", "x".repeat(0x320));
+    chunked.write_all(format!("{}{chunk}{chunk}", head("transfer-encoding: chunked\r\n")).as_bytes()).expect("write");
+    let got = read_to_close(&mut chunked);
+    assert!(got.starts_with("HTTP/1.1 413"), "{got:?}");
     stop(child);
 }

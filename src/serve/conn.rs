@@ -4,11 +4,11 @@
 //!
 //! A client that opens connections and never finishes its headers (slowloris) cannot starve
 //! the others: when every slot is taken, the oldest connection that has not yet sent a whole
-//! request head is closed to make room, so a flood of half-open connections only ever evicts
+//! request (head and body) is closed to make room, so a flood of half-open connections only ever evicts
 //! itself, while a real client, which sends its headers at once, gets in and is served. Only when
 //! every open connection has sent a request is a new one answered 503 and closed. Each
-//! half-open connection is also cut after `serve.header_read_timeout_secs`. A request's body is
-//! bounded by `serve.request_timeout_secs` (the request's own timeout covers reading it).
+//! half-open connection is also cut after `serve.header_read_timeout_secs`, and one whose body
+//! is slower than `serve.body_read_timeout_secs` is answered 408 and closed (`body`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -108,8 +108,9 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let started = Arc::new(AtomicBool::new(false));
         let mark = started.clone();
-        let app = app.clone().map_request(move |request| {
-            mark.store(true, Ordering::Release);
+        // The request is marked as arrived once its body is in (`body::read_within`).
+        let app = app.clone().map_request(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(super::body::Arrived(mark.clone()));
             request
         });
         let service = TowerToHyperService::new(app);

@@ -10,6 +10,7 @@
 pub mod approvals;
 pub mod ask;
 pub mod auth;
+pub mod body;
 pub mod breaker;
 pub mod completions;
 pub mod conn;
@@ -240,6 +241,8 @@ pub fn app(state: Arc<AppState>) -> Router {
             .into_response()
         })
         .layer(limits)
+        // The body is read before the request takes a slot, so a slow body holds none.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), body::read_within))
         // Outside the limits, so shed (503) and timed-out (504) requests are counted too.
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(DefaultBodyLimit::max(serve.max_body_bytes))

@@ -1,0 +1,96 @@
+//! A request's body is read whole within `serve.body_read_timeout_secs`, before the request
+//! takes one of the `serve.max_concurrent` slots (and before its own `request_timeout_secs`
+//! starts). A client that sends its headers and then trickles its body (a slow POST) is answered
+//! 408 and its connection closed, and until its body is in, its connection counts as half-open
+//! (`conn`), so it is the first to go when a real client needs the room. A body over
+//! `serve.max_body_bytes` is answered 413 as soon as it is known to be.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+
+use super::AppState;
+use super::error::ApiError;
+
+/// Set by `conn` on each request, and raised here once the request's body is in: until then the
+/// connection counts as half-open and may be closed to make room.
+#[derive(Debug, Clone)]
+pub struct Arrived(pub Arc<AtomicBool>);
+
+/// Middleware: reads the body whole within the deadline, then runs the request with it.
+pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let serve = &state.config.serve;
+    let (parts, body) = request.into_parts();
+    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > serve.max_body_bytes as u64) {
+        return too_large();
+    }
+    let deadline = Duration::from_secs(serve.body_read_timeout_secs);
+    let bytes = match tokio::time::timeout(deadline, collect(body, serve.max_body_bytes)).await {
+        Err(_) => return timed_out(),
+        Ok(Err(Unread::TooLarge)) => return too_large(),
+        Ok(Err(Unread::Broken)) => {
+            return ApiError::bad_request("the request body could not be read (the connection broke)").into_response();
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    if let Some(Arrived(arrived)) = parts.extensions.get::<Arrived>() {
+        arrived.store(true, Ordering::Release);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Why a body was not read.
+enum Unread {
+    /// It grew past the limit.
+    TooLarge,
+    /// The client's stream failed.
+    Broken,
+}
+
+/// The whole body, refused as soon as it passes `max` bytes.
+async fn collect(body: Body, max: usize) -> Result<Vec<u8>, Unread> {
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| Unread::Broken)?;
+        if bytes.len() + chunk.len() > max {
+            return Err(Unread::TooLarge);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// 413, closing the connection (the rest of the body is not read).
+fn too_large() -> Response {
+    closing(ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        "the request body is larger than serve.max_body_bytes",
+    ))
+}
+
+/// 408, closing the connection.
+fn timed_out() -> Response {
+    closing(ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "body_timeout",
+        "the request body did not arrive within serve.body_read_timeout_secs",
+    ))
+}
+
+/// The error's response, with `Connection: close`: the client is mid-body, so the connection
+/// cannot carry another request.
+fn closing(error: ApiError) -> Response {
+    let mut response = error.into_response();
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
+}
