@@ -240,9 +240,20 @@ pub struct ConfigError(pub String);
 impl Config {
     /// Merges defaults, the file, the environment and the flags, in rising precedence.
     pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+        Self::merge(sources, true)
+    }
+
+    /// [`Config::load`] without any file, not even `./docs-agent.toml`: an eval case's
+    /// configuration is its own `env` and nothing from the folder it runs in.
+    pub fn load_isolated(sources: &Sources) -> Result<Config, ConfigError> {
+        Self::merge(sources, false)
+    }
+
+    /// Defaults, then the file (when `files`), the environment and the flags.
+    fn merge(sources: &Sources, files: bool) -> Result<Config, ConfigError> {
         let mut builder = defaults()?;
         let named = sources.file.clone().or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
-        match named {
+        match named.filter(|_| files) {
             Some(path) => {
                 if !path.is_file() {
                     return Err(ConfigError(format!(
@@ -252,7 +263,7 @@ impl Config {
                 }
                 builder = builder.add_source(file_source(&path));
             }
-            None if Path::new(DEFAULT_FILE).is_file() => {
+            None if files && Path::new(DEFAULT_FILE).is_file() => {
                 builder = builder.add_source(file_source(Path::new(DEFAULT_FILE)));
             }
             None => {}

@@ -10,8 +10,9 @@ const BLOCKING_THREADS: usize = 8;
 pub enum Flavor {
     /// One thread: the command line, and the eval runner's questions.
     OneThread,
-    /// One worker per core: `docs-agent serve`.
-    Workers,
+    /// This many workers, one per core the process may use (counted before the kernel sandbox
+    /// hides the cgroup's CPU limit): `docs-agent serve`.
+    Workers(usize),
 }
 
 /// The runtime could not start (the OS refused a thread or an event queue).
@@ -23,9 +24,9 @@ pub struct RuntimeError(#[source] std::io::Error);
 pub fn build(flavor: Flavor) -> Result<tokio::runtime::Runtime, RuntimeError> {
     let mut builder = match flavor {
         Flavor::OneThread => tokio::runtime::Builder::new_current_thread(),
-        Flavor::Workers => {
+        Flavor::Workers(threads) => {
             let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.max_blocking_threads(BLOCKING_THREADS);
+            builder.worker_threads(threads.max(1)).max_blocking_threads(BLOCKING_THREADS);
             builder
         }
     };
@@ -58,7 +59,7 @@ mod tests {
         assert_eq!(blocking(|| 1), 1);
         let one = build(Flavor::OneThread).expect("runtime");
         assert_eq!(one.block_on(async { blocking(|| 2) }), 2);
-        let workers = build(Flavor::Workers).expect("runtime");
+        let workers = build(Flavor::Workers(2)).expect("runtime");
         let answered = workers.block_on(async {
             let (tx, rx) = std::sync::mpsc::channel::<()>();
             // This task waits in `blocking` until another task, spawned after it, answers.

@@ -257,7 +257,8 @@ fn a_secret_in_a_path_never_reaches_stdout_or_stderr() {
     let ws = sample_workspace();
     let root = parent.path().join(token);
     std::fs::rename(ws.path(), &root).expect("move the workspace under a token-named folder");
-    let file = format!("{}/index.db", root.display());
+    // In a folder of its own: the sandbox refuses an index folder that holds the workspace.
+    let file = format!("{}/.docs-agent/index.db", root.display());
     let out = run(&root, &[("DOCS_AGENT_INDEX", file.as_str())], &["index", "status"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("[REDACTED]"), "the path is printed, redacted: {}", out.stdout);

@@ -89,7 +89,7 @@ fn the_first_question_builds_the_file_and_later_ones_see_every_change() {
 fn a_broken_or_foreign_file_is_rebuilt_and_never_answers() {
     let ws = sample_workspace();
     let root = ws.path();
-    let shared = root.join("shared-index.db");
+    let shared = root.join(".docs-agent/shared-index.db");
     let env = [("DOCS_AGENT_INDEX", shared.to_str().expect("utf-8 path"))];
     assert!(quote(root, &env, "how long is the refund window").contains("14 days"));
 

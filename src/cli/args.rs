@@ -108,7 +108,8 @@ pub struct Global {
     )]
     pub require_sandbox: bool,
     /// Do not enter the kernel sandbox (to find out whether it is what breaks a setup; the
-    /// container's confinement remains)
+    /// container's confinement remains). Refused while the sandbox is required: set
+    /// DOCS_AGENT_REQUIRE_SANDBOX=0 first
     #[arg(long, global = true)]
     pub no_sandbox: bool,
 }
@@ -229,11 +230,8 @@ pub enum Command {
     #[cfg(debug_assertions)]
     #[command(hide = true)]
     SandboxProbe {
-        /// `read:PATH`, `write:PATH`, `connect:ADDR`, `bind:ADDR` or `exec:PATH`.
+        /// `read:PATH`, `write:PATH`, `connect:ADDR`, `bind:ADDR` or `exec:PATH [ARG...]`.
         attempts: Vec<String>,
-        /// Make the Landlock system calls fail first (ENOSYS), as on a kernel without Landlock.
-        #[arg(long)]
-        hide_landlock: bool,
     },
 }
 

@@ -50,25 +50,64 @@ pub fn eval(
             }
         }
     }
+    // Before the sandbox: the report files (opened now, filled at the end), the private folder
+    // the cases' copies go in, and the cores the process may use (the cgroup's limit is hidden
+    // once inside).
+    let reports: Vec<Report> = junit.into_iter().chain(json).map(Report::open).collect::<Result<_, _>>()?;
+    let scratch = super::sandbox::eval_scratch()?;
+    let jobs = jobs.unwrap_or_else(super::sandbox::cores);
     let mut workspaces: Vec<std::path::PathBuf> =
         categories.iter().flat_map(|c| &c.cases).map(|case| root.join(&case.workspace)).collect();
     workspaces.sort();
     workspaces.dedup();
-    let reports: Vec<&Path> = junit.into_iter().chain(json).collect();
-    super::sandbox::enter(global, &super::sandbox::for_eval(&workspaces, &reports, models.base_url.as_deref()))?;
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    super::sandbox::enter(global, &super::sandbox::for_eval(&workspaces, &scratch, models.base_url.as_deref()))?;
     let mut progress = crate::guard::sink::stderr_shared();
-    let results = eval::run_all(&categories, filter, root, &models, jobs, &mut progress);
+    let results = eval::run_all(&categories, filter, root, &scratch, &models, jobs, &mut progress);
     if results.is_empty() {
         return Err((Exit::Usage, format!("no eval case matches the filter {filter:?} in {}", cases.display())));
     }
     let mut out = crate::guard::sink::stdout();
     let _ = report::table(&results, &mut out);
-    if let Some(path) = junit {
-        report::junit(&results, path).map_err(|e| (Exit::Failure, e))?;
+    let mut reports = reports.into_iter();
+    if junit.is_some() {
+        let xml = report::junit(&results).map_err(|e| (Exit::Failure, e))?;
+        reports.next().map_or(Ok(()), |report| report.fill(&xml))?;
     }
-    if let Some(path) = json {
-        report::json(&results, path).map_err(|e| (Exit::Failure, e))?;
+    if json.is_some() {
+        let text = report::json(&results).map_err(|e| (Exit::Failure, e))?;
+        reports.next().map_or(Ok(()), |report| report.fill(&text))?;
     }
     Ok(if eval::failed(&results, &models) { Exit::Failure } else { Exit::Ok })
+}
+
+/// A report file, opened before the sandbox (so no rule has to name it, and `/dev/stdout` or a
+/// pipe works too) and filled when the results are in.
+struct Report {
+    /// Where it is, for messages.
+    path: std::path::PathBuf,
+    /// Open for writing; a regular file keeps its old content until it is filled.
+    file: std::fs::File,
+}
+
+impl Report {
+    /// Opens (creating) `path` for writing.
+    fn open(path: &Path) -> Result<Report, Failure> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| (Exit::Usage, format!("cannot open {} to write the report: {e}", path.display())))?;
+        Ok(Report { path: path.to_path_buf(), file })
+    }
+
+    /// Replaces a regular file's content with `bytes`; writes them to anything else.
+    fn fill(mut self, bytes: &[u8]) -> Result<(), Failure> {
+        use std::io::Write;
+        let fail = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", self.path.display()));
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.set_len(0).map_err(fail)?;
+        }
+        self.file.write_all(bytes).and_then(|()| self.file.flush()).map_err(fail)
+    }
 }

@@ -44,10 +44,11 @@ const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 pub fn run(cli: Cli) -> Result<Exit, Failure> {
     use sandbox::Use;
     let Cli { global, command, question } = cli;
+    hide_landlock_for_tests()?;
     // The configuration, then the sandbox of a command that works on the workspace.
     let within = |uses: Use| -> Result<Config, Failure> {
         let config = load_config(&global)?;
-        sandbox::enter(&global, &sandbox::for_workspace(&config, uses))?;
+        sandbox::enter(&global, &sandbox::for_workspace(&config, uses)?)?;
         Ok(config)
     };
     match command {
@@ -80,8 +81,9 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             let port = sandbox::listen_port(&config.serve.listen).ok_or_else(|| {
                 (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen))
             })?;
-            let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port }))?;
-            serve::serve(config, status)
+            let cores = sandbox::cores();
+            let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port })?)?;
+            serve::serve(config, status, cores)
         }
         Some(Command::HashToken) => {
             sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
@@ -92,9 +94,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             ops::health(&url, &status)
         }
         #[cfg(debug_assertions)]
-        Some(Command::SandboxProbe { attempts, hide_landlock }) => {
-            sandbox::probe(&global, &load_config(&global)?, &attempts, hide_landlock)
-        }
+        Some(Command::SandboxProbe { attempts }) => sandbox::probe(&global, &load_config(&global)?, &attempts),
         None if question.is_empty() => Err((
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
@@ -110,6 +110,24 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+/// In a test (debug) build, `DOCS_AGENT_TEST_HIDE_LANDLOCK=1` makes the Landlock system calls
+/// fail (`ENOSYS`) for this process, as on a kernel without Landlock, so tests can show that
+/// every command enters the sandbox (with `--require-sandbox`, each exits 7) and what happens
+/// without it. A release binary ignores the variable.
+#[cfg(debug_assertions)]
+fn hide_landlock_for_tests() -> Result<(), Failure> {
+    match std::env::var("DOCS_AGENT_TEST_HIDE_LANDLOCK").as_deref() {
+        Ok("1") => crate::sandbox::probe::hide_landlock().map_err(|e| (Exit::Failure, e)),
+        _ => Ok(()),
+    }
+}
+
+/// A release build has no test hooks.
+#[cfg(not(debug_assertions))]
+fn hide_landlock_for_tests() -> Result<(), Failure> {
+    Ok(())
 }
 
 /// The crash-test hook asked for by `DOCS_AGENT_TEST_KILL_AFTER`, in a test (debug) build.

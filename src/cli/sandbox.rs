@@ -6,14 +6,25 @@
 //! | ask, chat, sessions | the workspace | `notes/`, the index and session folders | connect: the model server |
 //! | serve | the workspace | `notes/`, the index and session folders | connect: the model server; listen: its port |
 //! | search, check, index | the workspace | the index folder | none |
-//! | eval | each case's workspace | a temporary folder, the report files | connect: `--model URL`'s port |
+//! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
 //! | redact, hash-token | — | — | none |
 //!
-//! Connecting also reads the host and resolver files and the CA certificates. The
-//! configuration file is read before the sandbox and never again, so no plan names it; no
-//! plan has a temporary folder but eval's (SQLite keeps its temporary tables in memory).
+//! Connecting also reads the host and resolver files and the CA certificates; opening SQLite
+//! reads `/dev/urandom`. The configuration file is read before the sandbox and never again (an
+//! eval case reads none), so no plan names it. SQLite keeps its temporary data in memory
+//! (`temp_store`), so only eval has a temporary folder. eval's reports are opened before the
+//! sandbox and written through those handles.
+//!
+//! A data folder (the session log's, the index's) is granted only when it neither holds the
+//! workspace nor lies in its `docs/` or `skills/`, and is not `/`: `DOCS_AGENT_SESSION_LOG=x.db`
+//! run in the workspace, or a workspace's own `.docs-agent -> /`, is refused, not granted.
+//!
+//! Besides `load_config`, this is where the CLI reads the environment: the variables the HTTP
+//! and TLS libraries read on their own (`*_PROXY`, `SSL_CERT_FILE`, `SSL_CERT_DIR`) and
+//! `TMPDIR`, so the sandbox lets through what they will use.
 
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::{Exit, Failure, Global};
@@ -52,14 +63,17 @@ pub fn mode(global: &Global) -> Result<Mode, Failure> {
     }
 }
 
-/// Enters `plan`; says on stderr when the kernel enforces less than all of it.
+/// Enters `plan`; says on stderr when the kernel leaves files or TCP ports unrestricted.
 pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
     let status = sandbox::enter(plan, mode(global)?).map_err(|e| match e {
         sandbox::SandboxError::Required(_) => (Exit::Sandbox, e.to_string()),
         other => (Exit::Failure, other.to_string()),
     })?;
     match status.state {
+        // An older kernel (before 6.12) lacks only the scopes and device ioctls: not worth a
+        // line on every command; `health` and `/readyz` still say "partial".
         State::Enforced | State::Off => {}
+        State::Partial if status.filesystem && status.network => {}
         State::Partial => crate::guard::sink::err_line!(
             "docs-agent: warning: the kernel sandbox is {}; this kernel lacks the rest",
             status.describe()
@@ -73,38 +87,68 @@ pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
     Ok(status)
 }
 
-/// The plan of a command that works on the workspace `config` names.
-pub fn for_workspace(config: &Config, uses: Use) -> Plan {
-    let mut plan = Plan::nothing().allow(&config.workspace, Grant::Read);
+/// The cores this process may use, counted before the sandbox: inside it, the cgroup's CPU
+/// limit (a container's `cpus:`) cannot be read, and the host's count would be used.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// The plan of a command that works on the workspace `config` names; an error when a data
+/// folder would open up the workspace or the whole filesystem.
+pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
+    let mut plan = Plan::nothing().allow(&config.workspace, Grant::Read).allow("/dev/urandom", Grant::Read);
     if let IndexStore::File(file) = config.index_store() {
-        plan = with_folder_of(plan, &file);
+        let what = if config.index.path.trim().is_empty() {
+            "the index (index.path unset: beside session.log_path, DOCS_AGENT_SESSION_LOG)"
+        } else {
+            "index.path (DOCS_AGENT_INDEX)"
+        };
+        plan = with_folder_of(plan, &file, what, &config.workspace)?;
     }
     if uses == Use::Look {
-        return plan;
+        return Ok(plan);
     }
     // notes/ only as a real folder: `notes -> /` must not make everything writable.
     plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
     if matches!(uses, Use::Converse | Use::Serve { .. }) {
-        plan = with_folder_of(plan, &config.session.log_path);
+        let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
+        plan = with_folder_of(plan, &config.session.log_path, what, &config.workspace)?;
     }
     plan = with_model(plan, &config.llm.base_url);
     if let Use::Serve { port } = uses {
         plan = plan.bind(port);
     }
-    plan
+    Ok(plan)
 }
 
-/// The plan of `eval`: each case's workspace (read; it is copied), a temporary folder for the
-/// copies, the report files, and the model server when one is named by URL.
-pub fn for_eval(workspaces: &[PathBuf], reports: &[&Path], base_url: Option<&str>) -> Plan {
-    let mut plan = Plan::nothing().allow(std::env::temp_dir(), Grant::Scratch);
+/// eval's own folder in the temporary folder (`docs-agent-eval-UID`), made private and kept
+/// between runs: each case's copy is a folder inside it, removed after the case. (A folder made
+/// fresh for each run could not be removed from inside the sandbox.)
+pub fn eval_scratch() -> Result<PathBuf, Failure> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let folder = std::env::temp_dir().join(format!("docs-agent-eval-{uid}"));
+    let refuse = |why: String| (Exit::Failure, format!("eval's temporary folder {}: {why}", folder.display()));
+    match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(refuse(format!("cannot be made ({e}); set TMPDIR to a writable folder"))),
+    }
+    let meta = std::fs::symlink_metadata(&folder).map_err(|e| refuse(e.to_string()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(refuse(
+            "is not a private folder of this user (a link, another user's, or open to others); remove it".into(),
+        ));
+    }
+    Ok(folder)
+}
+
+/// The plan of `eval`: each case's workspace (read; it is copied), its folder in the temporary
+/// folder for the copies, and the model server when one is named by URL.
+pub fn for_eval(workspaces: &[PathBuf], scratch: &Path, base_url: Option<&str>) -> Plan {
+    let mut plan = Plan::nothing().allow_folder_not_link(scratch, Grant::Scratch).allow("/dev/urandom", Grant::Read);
     for workspace in workspaces {
         plan = plan.allow(workspace, Grant::Read);
-    }
-    for report in reports {
-        // Made now (empty) so the rule can name the file itself, not its whole folder.
-        let _ = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(report);
-        plan = plan.allow(*report, Grant::Write);
     }
     match base_url {
         Some(url) => with_model(plan, url),
@@ -122,17 +166,40 @@ pub fn listen_port(listen: &str) -> Option<u16> {
     listen.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
-/// Adds the folder `file` lives in, made first (private, as the log and index make it) so the
-/// rule can name it.
-fn with_folder_of(plan: Plan, file: &Path) -> Plan {
+/// Adds the folder `file` (the setting `what`) lives in, made first (private, as the log and
+/// index make it) so the rule can name it, and granted as the real folder it resolves to. A
+/// folder that cannot be made gets no rule: the log or index then says why it cannot open.
+fn with_folder_of(plan: Plan, file: &Path, what: &str, workspace: &Path) -> Result<Plan, Failure> {
     let folder = match file.parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    use std::os::unix::fs::DirBuilderExt;
-    // A folder that cannot be made gets no rule; the log or index then says why it cannot open.
     let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder);
-    plan.allow(folder, Grant::Write)
+    let Ok(real) = std::fs::canonicalize(&folder) else { return Ok(plan) };
+    let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
+    let refuse = |why: &str| {
+        Err((
+            Exit::Usage,
+            format!(
+                "{what} {}: its folder {} {why}, and the sandbox would let docs-agent write there; \
+                 keep it in a folder of its own, e.g. .docs-agent/{name} or /data/{name}",
+                file.display(),
+                real.display(),
+            ),
+        ))
+    };
+    if real.parent().is_none() {
+        return refuse("is the root of the filesystem");
+    }
+    if let Ok(workspace) = std::fs::canonicalize(workspace) {
+        if workspace.starts_with(&real) {
+            return refuse("holds the workspace");
+        }
+        if ["docs", "skills"].iter().any(|area| real.starts_with(workspace.join(area))) {
+            return refuse("is inside the workspace's docs/ or skills/");
+        }
+    }
+    Ok(plan.allow_folder_not_link(real, Grant::Write))
 }
 
 /// Adds connecting to the server at `url` (its port, or the scheme's), and to a proxy the
@@ -142,8 +209,10 @@ fn with_model(mut plan: Plan, url: &str) -> Plan {
         // The client reports a malformed URL when it is used.
         return plan;
     };
-    let extra: Vec<PathBuf> =
-        ["SSL_CERT_FILE", "SSL_CERT_DIR"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
+    let mut extra: Vec<PathBuf> = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from).into_iter().collect();
+    if let Some(dirs) = std::env::var_os("SSL_CERT_DIR") {
+        extra.extend(std::env::split_paths(&dirs));
+    }
     if let Some(port) = url.port_or_known_default() {
         plan = plan.connect(port, &extra);
     }
@@ -162,15 +231,12 @@ fn with_model(mut plan: Plan, url: &str) -> Plan {
 /// `docs-agent sandbox-probe` (test builds): enters the plan `serve` would have, then makes
 /// each attempt; one JSON line for the status, then one per attempt.
 #[cfg(debug_assertions)]
-pub fn probe(global: &Global, config: &Config, attempts: &[String], hide_landlock: bool) -> Result<Exit, Failure> {
+pub fn probe(global: &Global, config: &Config, attempts: &[String]) -> Result<Exit, Failure> {
     use crate::sandbox::probe::{self, Attempt};
     let attempts: Vec<Attempt> =
         attempts.iter().map(|a| Attempt::parse(a)).collect::<Result<_, _>>().map_err(|e| (Exit::Usage, e))?;
-    if hide_landlock {
-        probe::hide_landlock().map_err(|e| (Exit::Failure, e))?;
-    }
     let port = listen_port(&config.serve.listen).unwrap_or(0);
-    let status = enter(global, &for_workspace(config, Use::Serve { port }))?;
+    let status = enter(global, &for_workspace(config, Use::Serve { port })?)?;
     let mut line = status.to_json();
     line["no_new_privs_kernel"] = probe::no_new_privs().into();
     crate::guard::sink::out_line!("{line}");
@@ -211,31 +277,54 @@ mod tests {
             plan.entries.iter().filter(|e| e.grant == grant).map(|e| e.path.clone()).collect()
         };
 
-        let look = for_workspace(&config, Use::Look);
-        assert_eq!(granted(&look, Grant::Read), vec![ws.clone()]);
+        let look = for_workspace(&config, Use::Look).expect("plan");
+        let data = data.canonicalize().expect("the folder is made so the rule can name it");
+        assert_eq!(granted(&look, Grant::Read), vec![ws.clone(), PathBuf::from("/dev/urandom")]);
         assert_eq!(granted(&look, Grant::Write), vec![data.clone()], "the index beside the session log");
         assert!(look.connect.is_empty() && look.bind.is_empty());
-        assert!(data.is_dir(), "the folder is made so the rule can name it");
 
-        let answer = for_workspace(&config, Use::Answer);
+        let answer = for_workspace(&config, Use::Answer).expect("plan");
         assert_eq!(granted(&answer, Grant::Write), vec![data.clone(), ws.join("notes")]);
         assert_eq!(answer.connect.iter().copied().collect::<Vec<_>>(), vec![11434]);
         assert!(answer.bind.is_empty());
         assert!(granted(&answer, Grant::Read).contains(&PathBuf::from("/etc/resolv.conf")));
 
-        let serve = for_workspace(&config, Use::Serve { port: 8080 });
+        let serve = for_workspace(&config, Use::Serve { port: 8080 }).expect("plan");
         assert_eq!(serve.bind.iter().copied().collect::<Vec<_>>(), vec![8080]);
         assert!(serve.entries.iter().all(|e| e.grant != Grant::Scratch), "no temporary folder");
     }
 
     #[test]
-    fn eval_reads_its_workspaces_and_writes_its_reports_and_a_temporary_folder() {
+    fn a_data_folder_that_would_open_up_the_workspace_or_everything_is_refused() {
         let tmp = tempfile::tempdir().expect("tmp");
-        let report = tmp.path().join("junit.xml");
-        let plan = for_eval(&[tmp.path().join("ws")], &[&report], None);
-        assert!(report.is_file(), "the report is made so its rule names the file, not the folder");
-        assert!(plan.entries.iter().any(|e| e.path == report && e.grant == Grant::Write));
-        assert!(plan.entries.iter().any(|e| e.path == std::env::temp_dir() && e.grant == Grant::Scratch));
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(ws.join("docs")).expect("docs");
+        std::os::unix::fs::symlink("/", ws.join("root-link")).expect("link");
+        for (log, why) in [
+            (tmp.path().join("sessions.db"), "holds the workspace"),
+            (ws.join("sessions.db"), "holds the workspace"),
+            (ws.join("docs/sessions.db"), "docs/ or skills/"),
+            (ws.join("root-link/sessions.db"), "root of the filesystem"),
+        ] {
+            let config = config(&ws, log.parent().expect("folder"));
+            let refused = for_workspace(&config, Use::Converse).expect_err("refused");
+            assert_eq!(refused.0, Exit::Usage);
+            assert!(refused.1.contains(why) && refused.1.contains("DOCS_AGENT_SESSION_LOG"), "{}", refused.1);
+        }
+        let config = config(&ws, &ws.join(".docs-agent"));
+        assert!(for_workspace(&config, Use::Converse).is_ok(), "a folder of its own inside the workspace");
+    }
+
+    #[test]
+    fn eval_reads_its_workspaces_and_writes_only_its_own_folder() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let scratch = eval_scratch().expect("eval's folder");
+        assert!(scratch.starts_with(std::env::temp_dir()) && scratch.is_dir());
+        assert_eq!(eval_scratch().expect("again"), scratch, "kept between runs");
+        let plan = for_eval(&[tmp.path().join("ws")], &scratch, None);
+        let scratched: Vec<_> = plan.entries.iter().filter(|e| e.grant == Grant::Scratch).map(|e| &e.path).collect();
+        assert_eq!(scratched, vec![&scratch], "not the whole temporary folder");
+        assert!(plan.entries.iter().all(|e| e.grant != Grant::Write), "nothing else is written");
         assert!(plan.connect.is_empty(), "the built-in models need no network");
     }
 

@@ -7,9 +7,9 @@ use super::{Exit, Failure};
 use crate::config::Config;
 use crate::runtime::{self, Flavor};
 
-/// Serves until a shutdown signal, inside the kernel sandbox described by `sandbox` (entered by
-/// the caller; `/readyz` shows it to admins).
-pub fn serve(config: Config, sandbox: crate::sandbox::Status) -> Result<Exit, Failure> {
+/// Serves until a shutdown signal on `cores` workers, inside the kernel sandbox described by
+/// `sandbox` (entered by the caller; `/readyz` shows it to admins).
+pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
     if config.serve.tokens.is_empty() {
         return Err((
             Exit::Usage,
@@ -20,10 +20,9 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status) -> Result<Exit, Fa
     }
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let harness = crate::agent::Harness::open_for(&config, workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
     let state = Arc::new(crate::serve::AppState::new(config, harness).with_sandbox(sandbox));
-    let runtime = runtime::build(Flavor::Workers).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)
 }

@@ -25,7 +25,7 @@ use crate::trace::Trace;
 pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
     let mut out = crate::guard::sink::stdout();
     let config = super::load_config(global)?;
-    super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse))?;
+    super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
     // Reading commands open the log alone; the others need the harness (index, model).
     let log_only = |config: Config| -> Result<(Config, Log), Failure> {
         let log = open_log(&config)?;

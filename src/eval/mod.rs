@@ -14,12 +14,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use run::{CaseResult, ModelChoice};
 
-/// Runs every case of `categories` whose category contains `filter`, on `jobs` threads,
-/// printing a progress line per case to `progress`.
+/// Runs every case of `categories` whose category contains `filter`, on `jobs` threads, each
+/// in a temporary copy of its workspace under `scratch`, printing a progress line per case to
+/// `progress`.
 pub fn run_all(
     categories: &[case::Category],
     filter: Option<&str>,
     root: &Path,
+    scratch: &Path,
     models: &ModelChoice,
     jobs: usize,
     progress: &mut (impl Write + Send),
@@ -41,7 +43,7 @@ pub fn run_all(
                     let Some((category, case)) = work.get(i) else {
                         break;
                     };
-                    let result = run::run_case(category, case, root, models);
+                    let result = run::run_case(category, case, root, scratch, models);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if let Ok(mut out) = progress.lock() {
                         let verdict = if result.passed {

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 
 use quick_xml::Writer;
 use quick_xml::events::{BytesCData, BytesDecl, BytesEnd, BytesStart, Event};
@@ -91,8 +90,8 @@ fn rate(t: Tally) -> f64 {
     if t.cases == 0 { 100.0 } else { 100.0 * t.passed as f64 / t.cases as f64 }
 }
 
-/// Writes JUnit XML: one `testsuite` per category, one `testcase` per case.
-pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
+/// JUnit XML: one `testsuite` per category, one `testcase` per case.
+pub fn junit(results: &[CaseResult]) -> Result<Vec<u8>, String> {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
     let xml = |e: std::io::Error| format!("cannot write JUnit XML: {e}");
     writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None))).map_err(xml)?;
@@ -136,12 +135,11 @@ pub fn junit(results: &[CaseResult], path: &Path) -> Result<(), String> {
         writer.write_event(Event::End(BytesEnd::new("testsuite"))).map_err(xml)?;
     }
     writer.write_event(Event::End(BytesEnd::new("testsuites"))).map_err(xml)?;
-    std::fs::write(path, writer.into_inner()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    Ok(writer.into_inner())
 }
 
-/// Writes the results and tallies as JSON.
-pub fn json(results: &[CaseResult], path: &Path) -> Result<(), String> {
+/// The results and tallies as JSON.
+pub fn json(results: &[CaseResult]) -> Result<Vec<u8>, String> {
     let value = serde_json::json!({ "categories": tallies(results), "cases": results });
-    let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())
 }

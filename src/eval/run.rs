@@ -57,10 +57,11 @@ pub struct CaseResult {
     pub ms: u128,
 }
 
-/// Runs `case` with its workspace resolved against `root`.
-pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) -> CaseResult {
+/// Runs `case` with its workspace resolved against `root`, copied into a new folder in
+/// `scratch`.
+pub fn run_case(category: &str, case: &Case, root: &Path, scratch: &Path, models: &ModelChoice) -> CaseResult {
     let started = Instant::now();
-    let executed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(case, root, models)));
+    let executed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(case, root, scratch, models)));
     let (stop, breaches, missed) = match executed {
         Ok(Ok(executed)) => executed,
         Ok(Err(error)) => ("failed".to_string(), vec![format!("could not run: {error}")], Vec::new()),
@@ -81,8 +82,8 @@ pub fn run_case(category: &str, case: &Case, root: &Path, models: &ModelChoice) 
 /// How the run ended, the invariants it broke, the other expectations it missed.
 type Executed = (String, Vec<String>, Vec<String>);
 
-fn execute(case: &Case, root: &Path, models: &ModelChoice) -> Result<Executed, String> {
-    let temp = tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+fn execute(case: &Case, root: &Path, scratch: &Path, models: &ModelChoice) -> Result<Executed, String> {
+    let temp = tempfile::tempdir_in(scratch).map_err(|e| format!("cannot make a temporary folder: {e}"))?;
     let workspace = temp.path().join("ws");
     copy_tree(&root.join(&case.workspace), &workspace)?;
     for step in &case.setup {
@@ -135,7 +136,7 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     for key in ["DOCS_AGENT_RETRIEVE_FIRST", "DOCS_AGENT_VERIFY"] {
         env.entry(key.to_string()).or_insert_with(|| models.retrieval.to_string());
     }
-    let config = Config::load(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
+    let config = Config::load_isolated(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
     // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
     // person, so only APPROVE=yes approves.
     let approver = Approver::new(&config, Terminal::Absent);

@@ -34,6 +34,8 @@ impl Image {
             // image's life.
             let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(image.0.as_ptr(), image.0.len()) };
             conn.deserialize_bytes(MAIN_DB, bytes)?;
+            // Sorts stay in memory: the kernel sandbox grants no temporary folder.
+            conn.pragma_update(None, "temp_store", "MEMORY")?;
             prune::prepare(&conn)?;
             conns.push(conn);
         }

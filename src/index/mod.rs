@@ -193,6 +193,7 @@ impl Index {
     /// An index with no documents (a workspace without `docs/`).
     pub fn empty() -> Result<Index, IndexError> {
         let conn = Connection::open_in_memory()?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
         create_schema(&conn)?;
         prune::prepare(&conn)?;
         Ok(Index {

@@ -356,6 +356,9 @@ pub fn connect(file: &Path) -> Result<Connection, IndexError> {
         .map_err(|e| IndexError(format!("search index: cannot open {} ({e})", file.display())))?;
     let conn = Connection::open(file).map_err(|e| failed(file, &e))?;
     conn.busy_timeout(BUSY).map_err(|e| failed(file, &e))?;
+    // Temporary data (a build's sorts, a large update's statement journal) stays in memory:
+    // the kernel sandbox grants no temporary folder.
+    conn.pragma_update(None, "temp_store", "MEMORY").map_err(|e| failed(file, &e))?;
     Ok(conn)
 }
 

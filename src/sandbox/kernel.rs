@@ -57,7 +57,9 @@ pub fn restrict(plan: &Plan) -> Result<Status, SandboxError> {
         // "partial" in the crate's eyes.
         let is_folder = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
         let rights = if is_folder { rights } else { rights & AccessFs::from_file(ABI_HANDLED) };
-        ruleset = ruleset.add_rule(PathBeneath::new(file, rights)).map_err(fail)?;
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(file, rights))
+            .map_err(|e| SandboxError::Ruleset(format!("a rule for {} was refused: {e}", entry.path.display())))?;
     }
     for port in &plan.connect {
         ruleset = ruleset.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(fail)?;

@@ -185,8 +185,9 @@ pub struct Status {
 }
 
 impl Status {
-    /// Not entered (`--no-sandbox`, or a command that never enters it).
-    pub fn off() -> Status {
+    /// Not entered, for `reason` (`--no-sandbox`; a server state made without a process of
+    /// its own, in tests).
+    pub fn off(reason: &str) -> Status {
         Status {
             state: State::Off,
             abi: 0,
@@ -194,7 +195,7 @@ impl Status {
             network: false,
             scopes: false,
             no_new_privs: false,
-            reason: "--no-sandbox".into(),
+            reason: reason.into(),
         }
     }
 
@@ -250,7 +251,7 @@ pub enum SandboxError {
     )]
     Required(String),
     /// The ruleset could not be built (a path could not be opened, the kernel refused a rule).
-    #[error("cannot build the kernel sandbox: {0}")]
+    #[error("cannot build the kernel sandbox: {0}; --no-sandbox runs without it (please report this)")]
     Ruleset(String),
 }
 
@@ -258,7 +259,7 @@ pub enum SandboxError {
 /// other thread starts (the tokio runtime, the index's workers).
 pub fn enter(plan: &Plan, mode: Mode) -> Result<Status, SandboxError> {
     if mode == Mode::Off {
-        return Ok(Status::off());
+        return Ok(Status::off("--no-sandbox"));
     }
     let threads = threads();
     if threads > 1 {
@@ -300,7 +301,7 @@ mod tests {
         let _ = stop.send(());
         let _ = other.join();
         assert!(matches!(result, Err(SandboxError::Threads(n)) if n >= 2), "{result:?}");
-        assert_eq!(enter(&Plan::nothing(), Mode::Off).ok(), Some(Status::off()), "off is never refused");
+        assert_eq!(enter(&Plan::nothing(), Mode::Off).ok(), Some(Status::off("--no-sandbox")), "off is never refused");
     }
 
     #[test]
@@ -316,6 +317,6 @@ mod tests {
         };
         assert_eq!(status.describe(), "partial (Landlock ABI 3: files and programs); no_new_privs set");
         assert_eq!(status.to_json()["state"], "partial");
-        assert_eq!(Status::off().describe(), "off (--no-sandbox)");
+        assert_eq!(Status::off("--no-sandbox").describe(), "off (--no-sandbox)");
     }
 }

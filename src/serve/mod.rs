@@ -123,7 +123,7 @@ impl AppState {
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             index_status: fresh::Status::default(),
-            sandbox: crate::sandbox::Status::off(),
+            sandbox: crate::sandbox::Status::off("not entered by this process"),
             harness,
             config,
         }

@@ -164,6 +164,9 @@ impl Log {
     }
 
     fn with(conn: Connection, path: Option<std::path::PathBuf>) -> Result<Log, LogError> {
+        // Temporary tables and sorts stay in memory: the kernel sandbox grants no temporary
+        // folder, and a session's log is small.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.execute_batch(SCHEMA)?;
         Ok(Log { conn, kill_after: None, path, on_append: None })
     }
