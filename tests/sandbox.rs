@@ -182,8 +182,9 @@ fn without_landlock_it_warns_and_goes_on_unless_the_sandbox_is_required() {
     assert_eq!(out.code, 0, "the requirement lifted: {}", out.stderr);
 }
 
-/// Every command enters the sandbox before it does anything: with Landlock hidden and the
-/// sandbox required, each one exits 7 (one that skipped the sandbox would run instead).
+/// Every command enters the sandbox before it reads the workspace or talks to anyone: with
+/// Landlock hidden and the sandbox required, each one exits 7 having printed nothing (one that
+/// skipped the sandbox would run instead).
 #[test]
 fn every_command_enters_the_sandbox_first() {
     let ws = common::sample_workspace();
@@ -226,11 +227,16 @@ fn a_data_folder_that_would_open_up_the_workspace_is_refused() {
         "{}",
         out.stderr
     );
-    // A workspace that ships `.docs-agent -> /`, run from inside it.
-    std::os::unix::fs::symlink("/", ws.path().join(".docs-agent")).expect("link");
-    let out = common::run(ws.path(), &[], &["search", "refund"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("index.path") && out.stderr.contains("root of the filesystem"), "{}", out.stderr);
+    // A workspace that ships `.docs-agent -> /` or a link to any other folder, run from inside it.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    for target in [Path::new("/"), elsewhere.path()] {
+        let _ = std::fs::remove_file(ws.path().join(".docs-agent"));
+        std::os::unix::fs::symlink(target, ws.path().join(".docs-agent")).expect("link");
+        let out = common::run(ws.path(), &[], &["search", "refund"]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains("index.path") && out.stderr.contains("symbolic link inside the workspace"));
+        assert_eq!(std::fs::read_dir(elsewhere.path()).map(|d| d.count()).ok(), Some(0), "nothing made there");
+    }
 }
 
 /// eval reads no config file from the folder it runs in, and writes its reports through

@@ -1111,3 +1111,38 @@ async fn bearer_in_any_case_cursors_in_range_and_unguessable_ids() {
     assert_eq!(status, StatusCode::OK, "the largest event number is a cursor: {body}");
     assert_eq!(body["events"].as_array().map(Vec::len), Some(0), "nothing after it");
 }
+
+/// A body is read only for a caller with a valid token (401 at once otherwise), and at most
+/// `serve.max_connections` bodies are read at once (503 at once beyond), so HTTP/2's many
+/// streams per connection cannot make the server buffer more.
+#[tokio::test]
+async fn bodies_are_read_for_token_holders_only_and_within_a_budget() {
+    let s = server_with(&[("serve.max_connections", "1".into()), ("serve.body_read_timeout_secs", "60".into())]);
+    // A body that never ends.
+    let request = |token: Option<&str>| {
+        let mut request =
+            Request::builder().method("POST").uri("/v1/ask").header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let never = futures_util::stream::pending::<Result<Vec<u8>, std::io::Error>>();
+        request.body(Body::from_stream(never)).expect("request")
+    };
+    let at_once = Duration::from_secs(10);
+    let answer = tokio::time::timeout(at_once, app(s.state.clone()).oneshot(request(None))).await;
+    let response = answer.expect("answered without reading the body").expect("response");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+
+    let held = tokio::spawn(app(s.state.clone()).oneshot(request(Some(ASKER))));
+    for _ in 0..10_000 {
+        if s.state.body_slots.available_permits() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(s.state.body_slots.available_permits(), 0, "the first body holds the one slot");
+    let answer = tokio::time::timeout(at_once, app(s.state.clone()).oneshot(request(Some(ASKER)))).await;
+    let response = answer.expect("answered without reading the body").expect("response");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    held.abort();
+}

@@ -38,12 +38,12 @@ fn server_with(extra: &str) -> (tempfile::TempDir, std::process::Child, String) 
     (ws, child, address)
 }
 
-/// A connection that sends a whole request head for a 64-byte body, then 8 bytes of it.
+/// A connection that sends a whole request head for a 64-byte body, then 11 bytes of it.
 fn slow_body(address: &str) -> TcpStream {
     let mut stream = TcpStream::connect(address).expect("connect");
     let head = format!(
-        "POST /v1/search HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
-         content-type: application/json\r\ncontent-length: 64\r\n\r\n{{\"query\""
+        "POST /v1/ask HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: 64\r\n\r\n{{\"question\""
     );
     stream.write_all(head.as_bytes()).expect("write");
     stream
@@ -202,7 +202,7 @@ fn a_body_over_the_limit_is_refused_as_soon_as_it_is_known_to_be() {
     let (_ws, child, address) = server_with("max_body_bytes = 1024\nbody_read_timeout_secs = 60\n");
     let head = |framing: &str| {
         format!(
-            "POST /v1/search HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+            "POST /v1/ask HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
              content-type: application/json\r\n{framing}\r\n"
         )
     };
@@ -217,5 +217,10 @@ fn a_body_over_the_limit_is_refused_as_soon_as_it_is_known_to_be() {
     chunked.write_all(format!("{}{chunk}{chunk}", head("transfer-encoding: chunked\r\n")).as_bytes()).expect("write");
     let got = read_to_close(&mut chunked);
     assert!(got.starts_with("HTTP/1.1 413"), "{got:?}");
+    // Without a token: refused before any of the body is read.
+    let mut anonymous = TcpStream::connect(&address).expect("connect");
+    anonymous.write_all(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-length: 64\r\n\r\n").expect("write");
+    let got = read_to_close(&mut anonymous);
+    assert!(got.starts_with("HTTP/1.1 401"), "{got:?}");
     stop(child);
 }

@@ -17,8 +17,9 @@
 //! sandbox and written through those handles.
 //!
 //! A data folder (the session log's, the index's) is granted only when it neither holds the
-//! workspace nor lies in its `docs/` or `skills/`, and is not `/`: `DOCS_AGENT_SESSION_LOG=x.db`
-//! run in the workspace, or a workspace's own `.docs-agent -> /`, is refused, not granted.
+//! workspace nor lies in its `docs/` or `skills/`, is not `/`, and is not reached through a
+//! link inside the workspace (`sandbox::data`): `DOCS_AGENT_SESSION_LOG=x.db` run in the
+//! workspace, or a workspace's own `.docs-agent -> ~/.ssh`, is refused, not granted.
 //!
 //! Besides `load_config`, this is where the CLI reads the environment: the variables the HTTP
 //! and TLS libraries read on their own (`*_PROXY`, `SSL_CERT_FILE`, `SSL_CERT_DIR`) and
@@ -122,23 +123,39 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
 }
 
 /// eval's own folder in the temporary folder (`docs-agent-eval-UID`), made private and kept
-/// between runs: each case's copy is a folder inside it, removed after the case. (A folder made
-/// fresh for each run could not be removed from inside the sandbox.)
+/// between runs: each case's copy is a folder inside it, removed after the case, and copies an
+/// interrupted run left behind (over an hour old) are removed here. (A folder made fresh for
+/// each run could not be removed from inside the sandbox.) When that name is taken by
+/// something that is not this user's private folder, a fresh folder is made instead.
 pub fn eval_scratch() -> Result<PathBuf, Failure> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let uid = unsafe { libc::geteuid() };
     let folder = std::env::temp_dir().join(format!("docs-agent-eval-{uid}"));
-    let refuse = |why: String| (Exit::Failure, format!("eval's temporary folder {}: {why}", folder.display()));
-    match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(refuse(format!("cannot be made ({e}); set TMPDIR to a writable folder"))),
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&folder);
+    let private = std::fs::symlink_metadata(&folder)
+        .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0);
+    if !private {
+        return tempfile::Builder::new()
+            .prefix(&format!("docs-agent-eval-{uid}-"))
+            .tempdir()
+            .map(tempfile::TempDir::keep)
+            .map_err(|e| {
+                (
+                    Exit::Failure,
+                    format!("cannot make a temporary folder for eval: {e}; set TMPDIR to a writable folder"),
+                )
+            });
     }
-    let meta = std::fs::symlink_metadata(&folder).map_err(|e| refuse(e.to_string()))?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(refuse(
-            "is not a private folder of this user (a link, another user's, or open to others); remove it".into(),
-        ));
+    let stale = |entry: &std::fs::DirEntry| {
+        entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600))
+    };
+    for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten().filter(stale) {
+        let _ = std::fs::remove_dir_all(entry.path());
     }
     Ok(folder)
 }
@@ -166,40 +183,26 @@ pub fn listen_port(listen: &str) -> Option<u16> {
     listen.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
-/// Adds the folder `file` (the setting `what`) lives in, made first (private, as the log and
-/// index make it) so the rule can name it, and granted as the real folder it resolves to. A
-/// folder that cannot be made gets no rule: the log or index then says why it cannot open.
+/// Adds the folder `file` (the setting `what`) lives in, made first so the rule can name it,
+/// and granted as the real folder it resolves to (`sandbox::data`); an error that names the
+/// setting when that folder would open up the workspace or the whole filesystem.
 fn with_folder_of(plan: Plan, file: &Path, what: &str, workspace: &Path) -> Result<Plan, Failure> {
-    let folder = match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder);
-    let Ok(real) = std::fs::canonicalize(&folder) else { return Ok(plan) };
-    let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
-    let refuse = |why: &str| {
-        Err((
-            Exit::Usage,
-            format!(
-                "{what} {}: its folder {} {why}, and the sandbox would let docs-agent write there; \
-                 keep it in a folder of its own, e.g. .docs-agent/{name} or /data/{name}",
-                file.display(),
-                real.display(),
-            ),
-        ))
-    };
-    if real.parent().is_none() {
-        return refuse("is the root of the filesystem");
-    }
-    if let Ok(workspace) = std::fs::canonicalize(workspace) {
-        if workspace.starts_with(&real) {
-            return refuse("holds the workspace");
-        }
-        if ["docs", "skills"].iter().any(|area| real.starts_with(workspace.join(area))) {
-            return refuse("is inside the workspace's docs/ or skills/");
+    match sandbox::data::folder_for(file, workspace) {
+        Ok(Some(real)) => Ok(plan.allow_folder_not_link(real, Grant::Write)),
+        Ok(None) => Ok(plan),
+        Err(refused) => {
+            let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
+            Err((
+                Exit::Usage,
+                format!(
+                    "{what} {}: its folder {}, and the sandbox would let docs-agent write there; keep it in a \
+                     folder of its own, e.g. .docs-agent/{name} or /data/{name}",
+                    file.display(),
+                    refused.why(),
+                ),
+            ))
         }
     }
-    Ok(plan.allow_folder_not_link(real, Grant::Write))
 }
 
 /// Adds connecting to the server at `url` (its port, or the scheme's), and to a proxy the
@@ -303,8 +306,8 @@ mod tests {
         for (log, why) in [
             (tmp.path().join("sessions.db"), "holds the workspace"),
             (ws.join("sessions.db"), "holds the workspace"),
-            (ws.join("docs/sessions.db"), "docs/ or skills/"),
-            (ws.join("root-link/sessions.db"), "root of the filesystem"),
+            (ws.join("docs/sessions.db"), "inside the workspace's docs/"),
+            (ws.join("root-link/sessions.db"), "a symbolic link inside the workspace"),
         ] {
             let config = config(&ws, log.parent().expect("folder"));
             let refused = for_workspace(&config, Use::Converse).expect_err("refused");

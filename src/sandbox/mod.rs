@@ -7,12 +7,15 @@
 //! - [`Plan`]: what a command may touch (paths and how, TCP ports), built by `cli::sandbox`;
 //! - [`enter`]: applies it with [`Mode`] (warn without Landlock, require it, or skip it) and
 //!   returns the [`Status`] that `docs-agent health` and `/readyz` report;
+//! - `data`: which folder a session log or index may be written in (never one that would
+//!   open up the workspace or the whole filesystem);
 //! - `kernel`: the Landlock ruleset itself; `probe` (test builds only): the attempts the tests
 //!   make from inside a sandboxed process.
 //!
 //! Landlock restricts the calling thread and the threads it starts later, so [`enter`] refuses
 //! to run once a second thread exists: a thread started earlier would stay unrestricted.
 
+pub mod data;
 mod kernel;
 #[cfg(debug_assertions)]
 pub mod probe;

@@ -66,15 +66,9 @@ pub async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
-    let principal = match presented {
-        None => {
-            return unauthorized("no bearer token: send `Authorization: Bearer <token>`");
-        }
-        Some(token) => match state.tokens.find(token) {
-            Some(principal) => principal.clone(),
-            None => return unauthorized("the bearer token is not valid"),
-        },
+    let principal = match authenticate(&state, request.headers()) {
+        Ok(principal) => principal,
+        Err(why) => return unauthorized(why),
     };
     if let Err(wait) = state.rate.check(&principal.name) {
         return ApiError::new(
@@ -89,6 +83,16 @@ pub async fn require_token(
     next.run(request).await
 }
 
+/// The principal of the bearer token `headers` carry, or why there is none (for a 401: no
+/// token, or one that is not valid).
+pub fn authenticate(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Principal, &'static str> {
+    let presented = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
+    match presented {
+        None => Err("no bearer token: send `Authorization: Bearer <token>`"),
+        Some(token) => state.tokens.find(token).cloned().ok_or("the bearer token is not valid"),
+    }
+}
+
 /// The principal whose valid bearer token `headers` carry, if any (for public routes that
 /// show more to some callers).
 pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Option<&'a Principal> {
@@ -96,7 +100,8 @@ pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Op
     state.tokens.find(bearer_token(value)?)
 }
 
-fn unauthorized(message: &str) -> Response {
+/// 401 with `WWW-Authenticate: Bearer`, in the one error shape.
+pub fn unauthorized(message: &str) -> Response {
     let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
     response

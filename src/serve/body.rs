@@ -1,15 +1,21 @@
 //! A request's body is read whole within `serve.body_read_timeout_secs`, before the request
 //! takes one of the `serve.max_concurrent` slots (and before its own `request_timeout_secs`
 //! starts). A client that sends its headers and then trickles its body (a slow POST) is answered
-//! 408 and its connection closed, and until its body is in, its connection counts as half-open
-//! (`conn`), so it is the first to go when a real client needs the room. A body over
-//! `serve.max_body_bytes` is answered 413 as soon as it is known to be.
+//! 408 (and, over HTTP/1.1, its connection closed); until the first body on a connection is in,
+//! the connection counts as half-open (`conn`), so it is the first to go when a real client
+//! needs the room. A body over `serve.max_body_bytes` is answered 413 as soon as it is known to
+//! be.
+//!
+//! Only a caller with a valid token gets a body read (401 at once otherwise: no public route
+//! takes one), and at most `serve.max_connections` bodies are read at once (503 beyond), so the
+//! memory bodies take is bounded by `max_connections × max_body_bytes` whatever HTTP/2's
+//! streams do.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
@@ -28,10 +34,22 @@ pub struct Arrived(pub Arc<AtomicBool>);
 pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let serve = &state.config.serve;
     let (parts, body) = request.into_parts();
+    // A body's end is known at once when there is none (no length or a zero one, an HTTP/2
+    // stream ended with its headers).
+    if body.is_end_stream() {
+        return run(parts, Vec::new(), next).await;
+    }
+    if let Err(why) = super::auth::authenticate(&state, &parts.headers) {
+        return closing(super::auth::unauthorized(why));
+    }
     let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > serve.max_body_bytes as u64) {
         return too_large();
     }
+    let Ok(slot) = state.body_slots.clone().try_acquire_owned() else {
+        let message = "the server is reading serve.max_connections request bodies; try again shortly";
+        return ApiError::overloaded(message, 1).into_response();
+    };
     let deadline = Duration::from_secs(serve.body_read_timeout_secs);
     let bytes = match tokio::time::timeout(deadline, collect(body, serve.max_body_bytes)).await {
         Err(_) => return timed_out(),
@@ -41,6 +59,12 @@ pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, n
         }
         Ok(Ok(bytes)) => bytes,
     };
+    drop(slot);
+    run(parts, bytes, next).await
+}
+
+/// Marks the connection as arrived and runs the request with its whole body.
+async fn run(parts: axum::http::request::Parts, bytes: Vec<u8>, next: Next) -> Response {
     if let Some(Arrived(arrived)) = parts.extensions.get::<Arrived>() {
         arrived.store(true, Ordering::Release);
     }
@@ -71,26 +95,19 @@ async fn collect(body: Body, max: usize) -> Result<Vec<u8>, Unread> {
 
 /// 413, closing the connection (the rest of the body is not read).
 fn too_large() -> Response {
-    closing(ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "too_large",
-        "the request body is larger than serve.max_body_bytes",
-    ))
+    let message = "the request body is larger than serve.max_body_bytes";
+    closing(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message).into_response())
 }
 
 /// 408, closing the connection.
 fn timed_out() -> Response {
-    closing(ApiError::new(
-        StatusCode::REQUEST_TIMEOUT,
-        "body_timeout",
-        "the request body did not arrive within serve.body_read_timeout_secs",
-    ))
+    let message = "the request body did not arrive within serve.body_read_timeout_secs";
+    closing(ApiError::new(StatusCode::REQUEST_TIMEOUT, "body_timeout", message).into_response())
 }
 
-/// The error's response, with `Connection: close`: the client is mid-body, so the connection
-/// cannot carry another request.
-fn closing(error: ApiError) -> Response {
-    let mut response = error.into_response();
+/// `response` with `Connection: close`: the client is mid-body, so the connection cannot carry
+/// another request (HTTP/2 has no such header: there the stream alone ends).
+fn closing(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
     response
 }

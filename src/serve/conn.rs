@@ -24,6 +24,10 @@ use tokio::net::TcpListener;
 use tokio::task::AbortHandle;
 use tower::ServiceExt;
 
+/// Streams one HTTP/2 connection may have open at once (hyper's default is 200): a connection
+/// counts once against `serve.max_connections`, so its streams are kept few.
+const H2_STREAMS: u32 = 8;
+
 /// What bounds connections: from `serve.max_connections` and `serve.header_read_timeout_secs`.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -72,7 +76,11 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(limits.header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.header_read_timeout)
+        .max_concurrent_streams(H2_STREAMS);
     let builder = Arc::new(builder);
     tokio::pin!(shutdown);
     loop {

@@ -77,6 +77,9 @@ pub struct AppState {
     pub turn_slots: Arc<tokio::sync::Semaphore>,
     /// Slots for streams following a session (4 × `serve.max_concurrent`).
     pub follower_slots: Arc<tokio::sync::Semaphore>,
+    /// Slots for request bodies being read (`serve.max_connections`): with HTTP/2's streams,
+    /// more bodies than connections could be read at once, each up to `serve.max_body_bytes`.
+    pub body_slots: Arc<tokio::sync::Semaphore>,
     /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
     pub index_status: fresh::Status,
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
@@ -122,6 +125,7 @@ impl AppState {
             stopping: tokio::sync::watch::channel(false).0,
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
+            body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             index_status: fresh::Status::default(),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
             harness,
