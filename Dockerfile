@@ -30,7 +30,9 @@ ARG TARGET=x86_64-unknown-linux-gnu
 # The same flags for the dependency build and the real build, otherwise cargo
 # would throw the cached dependencies away. Because --target is given, these
 # flags apply to the target artifacts only, not to build scripts/proc-macros.
-ENV RUSTFLAGS="-C target-feature=+crt-static" \
+# getrandom_backend: the getrandom system call itself (static glibc has no `getrandom` symbol
+# to look up, and the file fallback it would take must be opened before the kernel sandbox).
+ENV RUSTFLAGS="-C target-feature=+crt-static --cfg getrandom_backend=\"linux_getrandom\"" \
     CARGO_TERM_COLOR=never
 
 WORKDIR /src

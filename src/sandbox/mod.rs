@@ -268,11 +268,21 @@ pub fn enter(plan: &Plan, mode: Mode) -> Result<Status, SandboxError> {
     if threads > 1 {
         return Err(SandboxError::Threads(threads));
     }
+    warm_up_random();
     let status = kernel::restrict(plan)?;
     if mode == Mode::Require && status.state == State::Unavailable {
         return Err(SandboxError::Required(status.reason));
     }
     Ok(status)
+}
+
+/// Draws from the OS's random source once, so that `getrandom` has settled on how it reads it
+/// before the sandbox: in a static glibc build it cannot find the `getrandom` function and
+/// falls back to opening `/dev/urandom`, which it keeps open, and which the sandbox would refuse
+/// to open later (session ids would fail with EACCES).
+fn warm_up_random() {
+    let mut byte = [0u8; 1];
+    let _ = getrandom::fill(&mut byte);
 }
 
 /// The threads this process runs (1 when `/proc` cannot tell).
