@@ -44,8 +44,9 @@ COPY Cargo.toml Cargo.lock ./
 COPY benches ./benches
 RUN set -eux; \
     rustup target add "$TARGET"; \
-    mkdir -p src; \
+    mkdir -p src/bin; \
     echo 'fn main() {}' > src/main.rs; \
+    echo 'fn main() {}' > src/bin/ollama_stand_in.rs; \
     touch src/lib.rs; \
     cargo build --release --locked --target "$TARGET"; \
     # forget the dummy crate (lib and bin) so the real sources are always rebuilt
@@ -60,7 +61,7 @@ COPY src ./src
 RUN set -eux; \
     # COPY keeps the context's mtimes, which may be older than the dummy build
     find src -type f -exec touch {} +; \
-    cargo build --release --locked --target "$TARGET"; \
+    cargo build --release --locked --target "$TARGET" --bin docs-agent; \
     BIN="target/$TARGET/release/docs-agent"; \
     # a static binary has no program interpreter and no DT_NEEDED entries
     # (no pipes here: a SIGPIPE could silently turn the check off)
