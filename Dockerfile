@@ -7,7 +7,7 @@
 #      - builds the real binary fully static (glibc, crt-static) for $TARGET;
 #      - fails the build if the result still needs a dynamic loader;
 #      - assembles the runtime filesystem under /rootfs: the binary, a CA bundle,
-#        minimal passwd/group, an empty world-writable /tmp and the sample
+#        minimal passwd/group, an empty world-writable /tmp, the eval pack and the sample
 #        workspace (root-owned and read-only, except notes/ owned by 10001), and
 #        /data for the session log, owned by 10001.
 #   2. runtime  (scratch)
@@ -77,6 +77,9 @@ RUN set -eux; \
 # The sample workspace, so the image answers without a mount.
 # .dockerignore keeps workspace/notes/* (runtime output) out of the context.
 COPY workspace /rootfs/workspace/
+# The eval and red-team pack, so `docker compose run --rm agent eval` runs it (its cases name
+# the workspace relative to the pack's parent: /workspace).
+COPY evals /rootfs/evals/
 RUN set -eux; \
     # CA bundle for HTTPS model servers (rustls reads it; SSL_CERT_FILE points here)
     install -D -m 0444 /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt; \

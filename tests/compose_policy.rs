@@ -575,3 +575,25 @@ fn ollama_serves_a_context_long_enough_for_the_harness() {
     let length = text(req(ollama, "environment.OLLAMA_CONTEXT_LENGTH")).and_then(|v| v.parse::<u64>().ok());
     assert!(length.is_some_and(|n| n >= 8192), "OLLAMA_CONTEXT_LENGTH must be at least 8192, got {length:?}");
 }
+
+/// `docker compose run --rm agent eval` needs the pack in the image, where its cases find the
+/// workspace relative to the pack's parent (`/evals` → `/workspace`).
+#[test]
+fn the_image_holds_the_eval_pack_beside_the_workspace() {
+    let copies: Vec<String> = context_copies();
+    assert!(
+        copies.iter().any(|c| c == "evals /rootfs/evals/"),
+        "Dockerfile must COPY evals /rootfs/evals/: {copies:?}"
+    );
+    assert!(copies.iter().any(|c| c == "workspace /rootfs/workspace/"), "{copies:?}");
+    assert!(!read(".dockerignore").lines().any(|l| l.trim() == "evals" || l.trim() == "evals/"));
+}
+
+/// The arguments of every `COPY` in the Dockerfile (from the build context, not `--from`).
+fn context_copies() -> Vec<String> {
+    dockerfile()
+        .into_iter()
+        .filter(|i| i.keyword == "COPY" && !i.args.starts_with("--from"))
+        .map(|i| i.args.clone())
+        .collect()
+}
