@@ -20,6 +20,7 @@ pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Fai
     }
     let approver = Approver::new(&config, Terminal::detect());
     let harness = open(&config)?;
+    super::ops::pull_if_missing(&config.llm)?;
     let mut trace = Trace::new(live::Stderr, config.limits.trace_result_chars);
     warn_skipped(&harness, &mut trace);
     let mut live = Live::new(when, &config.allowed_link_hosts);

@@ -23,6 +23,11 @@ use crate::session::turn::{TurnEnd, TurnError, Verdict};
 /// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
 /// Answers are shown as they are written when `when` says so.
 pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>, when: StreamWhen) -> Result<Exit, Failure> {
+    // A new conversation uses the configured model (`--model` included); an old one keeps its
+    // pinned model, which was there when it started.
+    if session.is_none() {
+        super::ops::pull_if_missing(&desk.config.llm)?;
+    }
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(run(desk, session, repin, when))
 }

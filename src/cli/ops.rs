@@ -55,12 +55,39 @@ pub fn health(url: &str, sandbox: &crate::sandbox::Status) -> Result<Exit, Failu
 /// `docs-agent pull`: Ollama pulls `llm.model`; progress on stderr (one line redrawn on a
 /// terminal, a line per step otherwise).
 pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
-    use crate::model::pull::{self, Progress};
     let llm = &config.llm;
     if crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
         crate::guard::sink::err_line!("nothing to pull: `{}` is built into docs-agent", llm.model);
         return Ok(Exit::Ok);
     }
+    pull_with_progress(llm)?;
+    crate::guard::sink::err_line!("pulled {}; ask with `docs-agent \"your question\"`", llm.model);
+    Ok(Exit::Ok)
+}
+
+/// Before a question (`llm.pull = missing`): when the model is not built in and the server
+/// says it lacks it, pulls it with progress. Any other answer of the server is left for the
+/// question itself to meet and report.
+pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
+    use crate::model::{Model, ModelError, Pull};
+    if llm.pull == Pull::Never || crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
+        return Ok(());
+    }
+    let model = Model::from_config(llm, 1).map_err(|e| (Exit::Model, e.to_string()))?;
+    let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
+    if !matches!(runtime.block_on(model.ready()), Err(ModelError::UnknownModel { .. })) {
+        return Ok(());
+    }
+    crate::guard::sink::err_line!(
+        "docs-agent: the model server lacks {}; pulling it first (llm.pull = missing)",
+        llm.model
+    );
+    pull_with_progress(llm)
+}
+
+/// Asks Ollama to pull `llm.model`, showing its progress on stderr.
+fn pull_with_progress(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
+    use crate::model::pull::{self, Progress};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let terminal = crate::guard::sink::stderr_is_terminal();
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
@@ -89,11 +116,5 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
     if terminal {
         crate::guard::sink::err_line!();
     }
-    match result {
-        Ok(()) => {
-            crate::guard::sink::err_line!("pulled {}; ask with `docs-agent \"your question\"`", llm.model);
-            Ok(Exit::Ok)
-        }
-        Err(e) => Err((Exit::Model, e.to_string())),
-    }
+    result.map_err(|e| (Exit::Model, e.to_string()))
 }

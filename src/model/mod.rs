@@ -190,6 +190,18 @@ pub struct LlmConfig {
     pub retries: u32,
     /// Sampling temperature sent to the model.
     pub temperature: f32,
+    /// Whether a question first pulls a model the server lacks (Ollama only).
+    pub pull: Pull,
+}
+
+/// When the command line pulls the model before it asks (`llm.pull`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pull {
+    /// When the server says it lacks the model and it is Ollama: pulled once, with progress.
+    Missing,
+    /// Never: a missing model is an error (exit 3) that says to pull it.
+    Never,
 }
 
 /// The closed set of models.
