@@ -203,6 +203,7 @@ fn every_command_enters_the_sandbox_first() {
         &["health"],
         &["redact"],
         &["hash-token"],
+        &["init", "--to", "new.toml"],
     ];
     let env = [HIDE_LANDLOCK, ("LLM_MODEL", "scripted")];
     for command in commands {

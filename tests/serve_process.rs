@@ -122,3 +122,36 @@ async fn serve_answers_on_a_socket_and_stops_cleanly_on_sigterm_interrupting_a_t
     assert!(out.stdout.contains("\"type\":\"interrupted\""), "{}", out.stdout);
     assert!(out.stdout.contains("\"reason\":\"cancelled\""), "{}", out.stdout);
 }
+
+/// `docs-agent init` writes a config `serve` starts with, whose one admin token it prints once;
+/// it never replaces a file that exists.
+#[tokio::test]
+async fn init_writes_a_config_serve_starts_with_and_prints_its_token_once() {
+    let ws = common::sample_workspace();
+    let data = ws.path().join("data");
+    std::fs::create_dir(&data).expect("data");
+    let file = data.join("docs-agent.toml");
+    let to = file.display().to_string();
+    let out = common::run(ws.path(), &[], &["init", "--to", &to]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let token = out.stdout.trim().to_string();
+    assert_eq!(token.len(), 48, "24 random bytes in hex: {token:?}");
+    let written = std::fs::read_to_string(&file).expect("the file");
+    assert!(written.contains(&hash(&token)) && !written.contains(&token), "only the hash is kept: {written}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o600);
+
+    let again = common::run(ws.path(), &[], &["init", "--to", &to]);
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert_eq!(std::fs::read_to_string(&file).expect("the file"), written, "left as it was");
+
+    // serve starts with it (listening where the test says) and the printed token is an admin's.
+    let env = [("LLM_MODEL", "scripted"), ("DOCS_AGENT_CONFIG", to.as_str()), ("DOCS_AGENT_LISTEN", "127.0.0.1:0")];
+    let (mut child, url, _stderr) = start(ws.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let metrics = reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(&token).send().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(metrics.expect("GET /metrics").status().as_u16(), 200, "the token has the admin role");
+}

@@ -85,6 +85,10 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port })?)?;
             serve::serve(config, status, cores)
         }
+        Some(Command::Init { to }) => {
+            sandbox::enter(&global, &sandbox::for_new_file(&to)?)?;
+            ops::init(&to)
+        }
         Some(Command::HashToken) => {
             sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
             ops::hash_token()

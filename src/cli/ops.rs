@@ -52,6 +52,46 @@ pub fn health(url: &str, sandbox: &crate::sandbox::Status) -> Result<Exit, Failu
     if status.is_success() { Ok(Exit::Ok) } else { Err((Exit::Failure, format!("{url} answered {status}"))) }
 }
 
+/// `docs-agent init --to FILE`: a configuration for `serve` with one fresh admin token
+/// (24 random bytes, hex), written only when FILE does not exist (private to its owner); the
+/// token is printed once on stdout, the file keeps its SHA-256.
+pub fn init(to: &std::path::Path) -> Result<Exit, Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| (Exit::Failure, format!("drawing a random token: {e}")))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let text = format!(
+        "# Written by `docs-agent init`. Keep the token it printed: only its SHA-256 is here.\n\
+         # More callers: `docs-agent hash-token` and another [[serve.tokens]] entry.\n\
+         [serve]\nlisten = \"0.0.0.0:8080\"\n\n\
+         [[serve.tokens]]\nprincipal = \"admin\"\nsha256 = \"{}\"\nroles = [\"ask\", \"approve\", \"admin\"]\n",
+        crate::serve::auth::hash(&token)
+    );
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(to).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            (
+                Exit::Failure,
+                format!(
+                    "{} already exists and is left as it is; to add a caller, add a [[serve.tokens]] entry \
+                     (`docs-agent hash-token`), or delete the file to start again",
+                    to.display()
+                ),
+            )
+        } else {
+            (Exit::Failure, format!("cannot write {}: {e}", to.display()))
+        }
+    })?;
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(|e| {
+        let _ = std::fs::remove_file(to);
+        (Exit::Failure, format!("cannot write {}: {e}", to.display()))
+    })?;
+    crate::guard::sink::err_line!("wrote {} with one admin token; it is shown once, here:", to.display());
+    // A bare random hex string is not a secret's shape to the sink, so it passes whole (a test
+    // checks the printed token is the one whose hash was written).
+    crate::guard::sink::out_line!("{token}");
+    Ok(Exit::Ok)
+}
+
 /// `docs-agent pull`: Ollama pulls `llm.model`; progress on stderr (one line redrawn on a
 /// terminal, a line per step otherwise).
 pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {

@@ -8,6 +8,7 @@
 //! | search, check, index | the workspace | the index folder | none |
 //! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
+//! | init | — | the new file's folder | none |
 //! | redact, hash-token | — | — | none |
 //!
 //! Connecting also reads the host and resolver files and the CA certificates; opening SQLite
@@ -171,6 +172,18 @@ pub fn for_eval(workspaces: &[PathBuf], scratch: &Path, base_url: Option<&str>) 
         Some(url) => with_model(plan, url),
         None => plan,
     }
+}
+
+/// The plan of `init`: making `file` in its folder (which must exist), nothing else.
+pub fn for_new_file(file: &Path) -> Result<Plan, Failure> {
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err((Exit::Usage, format!("{}: the folder {} does not exist", file.display(), folder.display())));
+    }
+    Ok(Plan::nothing().allow(folder, Grant::Write))
 }
 
 /// The plan of a command that only talks to the server at `url` (`pull`, `health`).
