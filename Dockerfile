@@ -102,7 +102,11 @@ RUN set -eux; \
     # /data: the session log's folder; a new named volume mounted here takes this owner
     mkdir -p /rootfs/data; \
     chown 10001:10001 /rootfs/data; \
-    chmod 0700 /rootfs/data
+    chmod 0700 /rootfs/data; \
+    # /etc/docs-agent: the api's config, written once by `docs-agent init` (compose's `init`)
+    mkdir -p /rootfs/etc/docs-agent; \
+    chown 10001:10001 /rootfs/etc/docs-agent; \
+    chmod 0700 /rootfs/etc/docs-agent
 
 ############################ 2. runtime ##########################################
 FROM scratch AS runtime
