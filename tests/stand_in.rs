@@ -41,3 +41,70 @@ fn a_question_pulls_the_missing_model_then_the_stand_in_answers_with_a_verified_
     assert_eq!(pulled.code, 0, "`docs-agent pull` itself: {}", pulled.stderr);
     assert!(pulled.stderr.contains("pulled stand-in:1b"), "{}", pulled.stderr);
 }
+
+/// `serve` pulls the model the server lacks in the background (logging its progress), and
+/// `/readyz` turns ready once it is there.
+#[test]
+fn serve_pulls_the_missing_model_and_becomes_ready() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
+        .env("OLLAMA_HOST", "127.0.0.1:0")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the stand-in");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
+    let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    let ws = common::sample_workspace();
+    let token = "stand-in-serve-token-0123456789";
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        docs_agent::serve::auth::hash(token)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let base = format!("http://{address}/v1");
+    let mut serve =
+        common::command(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "stand-in:1b")], &["serve"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve");
+    // Its log, read on a thread as it comes.
+    let (lines, log) = std::sync::mpsc::channel::<String>();
+    let stderr = serve.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut url = None;
+    let mut ready = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let pulled = |seen: &[String]| seen.iter().any(|l| l.contains("pulled stand-in:1b"));
+    while std::time::Instant::now() < deadline && !(ready && pulled(&seen)) {
+        if let Ok(line) = log.recv_timeout(std::time::Duration::from_millis(200)) {
+            if let Some(rest) = line.split("serving on ").nth(1) {
+                url = rest.split_whitespace().next().map(str::to_string);
+            }
+            seen.push(line);
+        }
+        if let (Some(url), false) = (&url, ready) {
+            ready = common::http_status(&format!("{url}/readyz")) == Some(200);
+        }
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    let log = seen.join("\n");
+    assert!(ready, "/readyz never became ready: {log}");
+    assert!(
+        log.contains("lacks stand-in:1b; pulling it")
+            && log.contains("pulling stand-in:1b: pulling 0123456789ab: 100%"),
+        "{log}"
+    );
+    assert!(log.contains("pulled stand-in:1b"), "{log}");
+}

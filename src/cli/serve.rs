@@ -23,8 +23,42 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
     let state = Arc::new(crate::serve::AppState::new(config, harness).with_sandbox(sandbox));
     let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
+    runtime.spawn(pull_if_missing(state.config.llm.clone()));
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)
+}
+
+/// In the background while serving (`llm.pull = missing`): when the model server lacks the
+/// configured model and is Ollama, pulls it, logging its progress a line per tenth. `/readyz`
+/// says not ready until it is there; questions meanwhile get retrieval-only answers.
+async fn pull_if_missing(llm: crate::model::LlmConfig) {
+    use crate::model::pull::Progress;
+    use crate::model::{Model, ModelError, Pull};
+    if llm.pull == Pull::Never || crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
+        return;
+    }
+    let Ok(model) = Model::from_config(&llm, 1) else { return };
+    if !matches!(model.ready().await, Err(ModelError::UnknownModel { .. })) {
+        return;
+    }
+    crate::guard::sink::err_line!("docs-agent: the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
+    let mut last = String::new();
+    let on = |progress: Progress| {
+        let line = match progress {
+            Progress::Status(status) => status,
+            Progress::Bytes { status, completed, total } => {
+                format!("{status}: {}%", completed.saturating_mul(100) / total.max(1) / 10 * 10)
+            }
+        };
+        if line != last {
+            crate::guard::sink::err_line!("docs-agent: pulling {}: {line}", llm.model);
+            last = line;
+        }
+    };
+    match crate::model::pull::pull(&llm, on).await {
+        Ok(()) => crate::guard::sink::err_line!("docs-agent: pulled {}; ready once /readyz says so", llm.model),
+        Err(e) => crate::guard::sink::err_line!("docs-agent: could not pull {}: {e}", llm.model),
+    }
 }
 
 /// Completes on SIGTERM (a container stop) or Ctrl-C.

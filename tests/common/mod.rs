@@ -157,3 +157,16 @@ pub fn assert_valid_request(messages: &[docs_agent::model::Message], context: &s
     }
     assert!(open.is_empty(), "{context}: calls {open:?} left without results at the end");
 }
+
+/// The status of a plain `GET url` (`http://host:port/path`), or `None` when nothing answers.
+pub fn http_status(url: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n").as_bytes()).ok()?;
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.split_whitespace().nth(1)?.parse().ok()
+}
