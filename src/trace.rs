@@ -22,10 +22,22 @@ const MAX_PARSED_ARGS: usize = 64 * 1024;
 /// Characters of an argument string kept in a trace line.
 const ARG_CHARS: usize = 300;
 
+/// How trace lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line: for pipes, logs and programs.
+    Json,
+    /// A short readable line per tool call, warning and stop, and nothing else: for a terminal
+    /// that also shows the answer, so the answer stays apart from the trace.
+    Brief,
+}
+
 /// Where trace lines go.
 pub struct Trace<W: Write> {
     /// The sink (stderr in the CLI, a buffer in tests).
     out: W,
+    /// JSON lines, or brief ones for a terminal.
+    format: Format,
     /// Bytes of a result kept.
     result_bytes: usize,
     /// Model calls and tokens since the last answer.
@@ -63,17 +75,29 @@ fn truncated(counted: u64, estimate: u64) -> Option<String> {
 impl<W: Write> Trace<W> {
     /// A trace writing to `out`, keeping `result_bytes` of each result.
     pub fn new(out: W, result_bytes: usize) -> Self {
-        Trace { out, result_bytes, used: Used::default() }
+        Trace { out, format: Format::Json, result_bytes, used: Used::default() }
+    }
+
+    /// The same trace, written in `format`.
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
     }
 
     /// Writes the lines a turn's event makes: a tool line per decided call, an `event` line
     /// per stop; nothing for the rest.
     pub fn observe(&mut self, event: &TurnEvent<'_>) {
         match event {
-            TurnEvent::ToolResult { call, result, ms, decision } => {
-                let line = tool_line(call, result, *ms, *decision, self.result_bytes);
-                self.write(&line);
-            }
+            TurnEvent::ToolResult { call, result, ms, decision } => match self.format {
+                Format::Json => {
+                    let line = tool_line(call, result, *ms, *decision, self.result_bytes);
+                    self.write(&line);
+                }
+                Format::Brief => {
+                    let line = brief_tool_line(call, result);
+                    let _ = writeln!(self.out, "{line}");
+                }
+            },
             TurnEvent::Stopped { reason, message } => {
                 // The next question starts its own count.
                 self.used = Used::default();
@@ -85,19 +109,26 @@ impl<W: Write> Trace<W> {
                 self.used.calls += 1;
                 self.used.prompt += usage.map_or(0, |u| u.prompt);
                 self.used.completion += usage.map_or(0, |u| u.completion);
-                self.write(&json!({"event": "model", "step": step, "ms": ms, "prompt_tokens": prompt,
-                    "completion_tokens": completion, "prompt_estimate": estimate}));
+                if self.format == Format::Json {
+                    self.write(&json!({"event": "model", "step": step, "ms": ms, "prompt_tokens": prompt,
+                        "completion_tokens": completion, "prompt_estimate": estimate}));
+                }
                 if let Some(warning) = usage.and_then(|u| truncated(u.prompt, *estimate)) {
                     self.event("warning", &warning);
                 }
             }
-            TurnEvent::SentBack(kind) => {
-                self.write(&json!({"event": "correction", "kind": kind.as_str()}));
-            }
+            TurnEvent::SentBack(kind) => match self.format {
+                Format::Json => self.write(&json!({"event": "correction", "kind": kind.as_str()})),
+                Format::Brief => {
+                    let _ = writeln!(self.out, "  the answer was sent back to the model ({})", kind.as_str());
+                }
+            },
             TurnEvent::Answer(_) => {
                 let used = std::mem::take(&mut self.used);
-                self.write(&json!({"event": "usage", "model_calls": used.calls, "prompt_tokens": used.prompt,
-                    "completion_tokens": used.completion}));
+                if self.format == Format::Json {
+                    self.write(&json!({"event": "usage", "model_calls": used.calls, "prompt_tokens": used.prompt,
+                        "completion_tokens": used.completion}));
+                }
             }
             TurnEvent::ModelCall { .. }
             | TurnEvent::TextDelta(_)
@@ -108,7 +139,12 @@ impl<W: Write> Trace<W> {
 
     /// Records a harness event (a warning, a stop).
     pub fn event(&mut self, event: &str, message: &str) {
-        self.write(&json!({"event": event, "message": clean(message, 2_000)}));
+        match self.format {
+            Format::Json => self.write(&json!({"event": event, "message": clean(message, 2_000)})),
+            Format::Brief => {
+                let _ = writeln!(self.out, "docs-agent: {event}: {}", clean(message, 2_000));
+            }
+        }
     }
 
     fn write(&mut self, line: &Value) {
@@ -133,6 +169,27 @@ pub fn tool_line(call: &Call<'_>, result: &str, ms: u128, decision: Decision, re
         "ms": ms,
         "decision": decision.as_str(),
     })
+}
+
+/// A tool call in one readable line: `  search_docs "refund window": 3 sections matched, best
+/// first`; every string cleaned as in a JSON line.
+fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
+    // The argument that says what the call is about: a path, a query, a skill's name.
+    let argument = match clean_args(call.arguments) {
+        Value::Object(fields) => ["path", "query", "name"]
+            .iter()
+            .find_map(|key| fields.get(*key).and_then(Value::as_str))
+            .or_else(|| fields.values().find_map(Value::as_str))
+            .unwrap_or_default()
+            .to_string(),
+        Value::String(text) => text,
+        _ => String::new(),
+    };
+    let argument = redact::floor_char_boundary(&argument, 60).to_string();
+    let summary = clean(result, 400);
+    let summary = summary.lines().next().unwrap_or_default();
+    let summary = redact::floor_char_boundary(summary, 100);
+    format!("  {} {argument:?}: {summary}", clean(call.name, 64))
 }
 
 /// Redacted, sanitised and cut.
@@ -197,6 +254,28 @@ mod tests {
             (Some(2), Some(100)),
             "{text}"
         );
+    }
+
+    #[test]
+    fn brief_lines_are_one_per_tool_call_cleaned_and_leave_out_model_calls() {
+        let mut trace = Trace::new(Vec::new(), 200).with_format(Format::Brief);
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let args = format!(r#"{{"content":"{secret}","path":"notes/a.md"}}"#);
+        tool(&mut trace, "write_file", &args, &format!("OK: wrote notes/a.md with {secret}\nmore"), Decision::Allowed);
+        trace.observe(&TurnEvent::ModelReplied {
+            step: 1,
+            ms: 5,
+            usage: Some(Tokens { prompt: 9, completion: 3 }),
+            estimate: 9,
+        });
+        trace.observe(&TurnEvent::Answer("ok"));
+        trace.event("warning", &format!("a {secret} here"));
+        let text = String::from_utf8(trace.into_inner()).expect("UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "a tool line and the warning, no model or usage line: {text}");
+        assert!(lines[0].starts_with("  write_file \"notes/a.md\": OK: wrote notes/a.md with [REDACTED"), "{text}");
+        assert!(lines[1].starts_with("docs-agent: warning: a [REDACTED"), "{text}");
+        assert!(!text.contains(secret) && !text.contains("more"), "{text}");
     }
 
     /// Secrets of several formats; each must never reach a trace line, whole or in part.

@@ -142,7 +142,7 @@ fn on_a_terminal_the_answer_and_the_progress_line_show_by_default() {
     let ws = sample_workspace();
     let binary = env!("CARGO_BIN_EXE_docs-agent");
     let out = Command::new("script")
-        .args(["-qec", &format!("{binary} 'how long is the refund window'"), "/dev/null"])
+        .args(["-qec", &format!("{binary} --trace json 'how long is the refund window'"), "/dev/null"])
         .current_dir(ws.path())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -178,4 +178,33 @@ impl ToolLines for common::Run {
             .filter(|l| l["tool"] == name)
             .count()
     }
+}
+
+/// On a terminal (as under `docker compose run`, where stdout and stderr share one), the trace
+/// is a brief line per tool call by default: no JSON line lands among the answer's lines.
+#[test]
+fn on_a_terminal_the_trace_is_brief_and_stays_apart_from_the_answer() {
+    let server = FakeServer::start(vec![two_paragraphs()]);
+    let ws = sample_workspace();
+    let binary = env!("CARGO_BIN_EXE_docs-agent");
+    let out = Command::new("script")
+        .args(["-qec", &format!("{binary} 'how long is the refund window'"), "/dev/null"])
+        .current_dir(ws.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LLM_BASE_URL", server.base_url())
+        .env("LLM_MODEL", "test-model")
+        .env("WORKSPACE", ws.path())
+        .env("TERM", "dumb")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run `script` (util-linux)");
+    let screen = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n").replace("\r\x1b[2K", "\n");
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("  search_docs \"how long is the refund window\": "), "a brief tool line: {screen}");
+    assert!(!screen.lines().any(|l| l.trim_start().starts_with('{')), "no JSON line on the screen: {screen}");
+    let tool = screen.find("  search_docs").expect("tool line");
+    let answer = screen.find("Refunds are possible within 14 days").expect("answer");
+    assert!(tool < answer, "the trace comes before the answer, not inside it: {screen}");
+    assert!(screen.contains("Sources:\n- docs/refunds.md#window (Refunds > Window)"), "{screen}");
 }

@@ -70,6 +70,6 @@ fn chat_on_a_terminal_asks_and_a_session_grant_covers_the_next_write() {
     assert_eq!(screen.matches("allow? [y] once").count(), 1, "asked once, the grant covers the second: {screen}");
     assert!(screen.contains("every write under notes/ in this session"), "{screen}");
     assert!(!screen.contains(ONBOARDING_KEY), "{screen}");
-    assert_eq!(screen.matches("\"result\":\"OK: ").count(), 2, "both writes allowed: {screen}");
+    assert_eq!(screen.matches("write_file \"notes/leak.txt\": OK: ").count(), 2, "both writes allowed: {screen}");
     assert!(ws.path().join("notes/leak.txt").exists());
 }

@@ -98,6 +98,12 @@ pub struct Global {
     /// printed once
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = StreamWhen::Auto)]
     pub stream: StreamWhen,
+    /// How the trace is written on stderr: `auto` writes one JSON line per tool call and model
+    /// call when stderr is not a terminal, and a short readable line per tool call when it is
+    /// (so on a terminal shared with the answer, as in `docker compose run`, the answer stays
+    /// apart); `json` and `brief` choose
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value_t = TraceWhen::Auto)]
+    pub trace: TraceWhen,
     /// Refuse to run unless the kernel sandbox (Landlock) can be entered; without this flag a
     /// kernel without Landlock gets a warning and the command goes on. The image sets it
     #[arg(
@@ -114,6 +120,29 @@ pub struct Global {
     pub no_sandbox: bool,
 }
 
+/// How the CLI writes its trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceWhen {
+    /// JSON lines, or brief lines on a terminal.
+    Auto,
+    /// Always JSON lines.
+    Json,
+    /// Always brief lines.
+    Brief,
+}
+
+impl TraceWhen {
+    /// The format for this process's stderr.
+    pub fn format(self) -> crate::trace::Format {
+        match self {
+            TraceWhen::Json => crate::trace::Format::Json,
+            TraceWhen::Brief => crate::trace::Format::Brief,
+            TraceWhen::Auto if crate::guard::sink::stderr_is_terminal() => crate::trace::Format::Brief,
+            TraceWhen::Auto => crate::trace::Format::Json,
+        }
+    }
+}
+
 /// When the CLI shows an answer as it is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StreamWhen {
@@ -128,7 +157,8 @@ pub enum StreamWhen {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Answer a question: the answer on stdout, one JSON trace line per tool call on stderr.
+    /// Answer a question: the answer on stdout, the trace on stderr (JSON lines, or brief lines
+    /// on a terminal).
     Ask {
         /// The question.
         #[arg(required = true)]

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use super::live::{self, Live};
-use super::{Exit, Failure, StreamWhen, open, warn_skipped};
+use super::{Exit, Failure, StreamWhen, TraceWhen, open, warn_skipped};
 use crate::agent::{AskError, Stop};
 use crate::approval::{Approver, Terminal};
 use crate::config::Config;
@@ -14,14 +14,14 @@ use crate::{check as checks, guard};
 
 /// `docs-agent "question"`: the answer on stdout (as it is written, on a terminal), the trace
 /// on stderr.
-pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Failure> {
+pub fn ask(config: Config, question: &str, when: StreamWhen, trace: TraceWhen) -> Result<Exit, Failure> {
     if question.trim().is_empty() {
         return Err((Exit::Usage, "the question is empty; ask something about the docs".into()));
     }
     let approver = Approver::new(&config, Terminal::detect());
     let harness = open(&config)?;
     super::ops::pull_if_missing(&config.llm)?;
-    let mut trace = Trace::new(live::Stderr, config.limits.trace_result_chars);
+    let mut trace = Trace::new(live::Stderr, config.limits.trace_result_chars).with_format(trace.format());
     warn_skipped(&harness, &mut trace);
     let mut live = Live::new(when, &config.allowed_link_hosts);
     let mut observe = |event: &TurnEvent<'_>| {
@@ -44,9 +44,10 @@ pub fn ask(config: Config, question: &str, when: StreamWhen) -> Result<Exit, Fai
 }
 
 /// `docs-agent search QUERY`: ranked sections, no model.
-pub fn search(config: Config, query: &str, limit: usize) -> Result<Exit, Failure> {
+pub fn search(config: Config, query: &str, limit: usize, trace: TraceWhen) -> Result<Exit, Failure> {
     let harness = open(&config)?;
-    let mut trace = Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars);
+    let mut trace =
+        Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars).with_format(trace.format());
     warn_skipped(&harness, &mut trace);
     let hits = harness.index.current().search(query, limit.max(1)).map_err(|e| (Exit::Failure, e.to_string()))?;
     if hits.is_empty() {

@@ -25,7 +25,7 @@ pub mod sessions;
 use std::collections::HashMap;
 use std::io::Write;
 
-pub use args::{Cli, Command, Exit, Failure, Global, IndexAction, ScopeArg, SessionsAction, StreamWhen};
+pub use args::{Cli, Command, Exit, Failure, Global, IndexAction, ScopeArg, SessionsAction, StreamWhen, TraceWhen};
 
 use crate::agent::Harness;
 use crate::config::{Config, ENV_KEYS, Sources};
@@ -65,11 +65,15 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Eval { filter, junit, json, cases, jobs, retrieval }) => {
             eval::eval(&global, filter.as_deref(), junit.as_deref(), json.as_deref(), &cases, jobs, retrieval)
         }
-        Some(Command::Ask { question }) => ask::ask(within(Use::Answer)?, &question.join(" "), global.stream),
-        Some(Command::Search { query, limit }) => ask::search(within(Use::Look)?, &query.join(" "), limit),
+        Some(Command::Ask { question }) => {
+            ask::ask(within(Use::Answer)?, &question.join(" "), global.stream, global.trace)
+        }
+        Some(Command::Search { query, limit }) => {
+            ask::search(within(Use::Look)?, &query.join(" "), limit, global.trace)
+        }
         Some(Command::Check) => ask::check(within(Use::Look)?),
         Some(Command::Chat { session }) => {
-            let desk = sessions::Desk::open(within(Use::Converse)?, crash_hook()?)?;
+            let desk = sessions::Desk::open(within(Use::Converse)?, crash_hook()?, global.trace)?;
             chat::chat(desk, session, global.model.clone(), global.stream)
         }
         Some(Command::Sessions { action }) => sessions::run(&global, action),
@@ -103,7 +107,7 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             Exit::Usage,
             "no question given; try `docs-agent \"how long is the refund window\"` or `docs-agent --help`".into(),
         )),
-        None => ask::ask(within(Use::Answer)?, &question.join(" "), global.stream),
+        None => ask::ask(within(Use::Answer)?, &question.join(" "), global.stream, global.trace),
     }
 }
 

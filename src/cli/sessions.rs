@@ -31,7 +31,7 @@ pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
         let log = open_log(&config)?;
         Ok((config, log))
     };
-    let desk = |config: Config| Desk::open(config, super::crash_hook()?);
+    let desk = |config: Config| Desk::open(config, super::crash_hook()?, global.trace);
     let repin = global.model.as_deref();
     match action {
         SessionsAction::List => {
@@ -75,13 +75,13 @@ pub struct Desk {
 
 impl Desk {
     /// Opens the workspace and the log at `session.log_path`, arming the crash-test hook if given.
-    pub fn open(config: Config, kill_after: Option<KillAfter>) -> Result<Desk, Failure> {
+    pub fn open(config: Config, kill_after: Option<KillAfter>, trace: super::TraceWhen) -> Result<Desk, Failure> {
         let mut log = Log::open(&config.session.log_path).map_err(|e| (Exit::Failure, e.to_string()))?;
         if let Some(hook) = kill_after {
             log.kill_after(hook);
         }
         let harness = super::open(&config)?;
-        let trace = Trace::new(super::live::Stderr, config.limits.trace_result_chars);
+        let trace = Trace::new(super::live::Stderr, config.limits.trace_result_chars).with_format(trace.format());
         Ok(Desk { config, harness, log, trace })
     }
 
