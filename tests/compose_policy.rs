@@ -470,9 +470,14 @@ struct Instruction {
 /// Splits the Dockerfile into instructions: comment lines dropped (also inside
 /// a continued instruction, as Docker does), `\` continuations joined.
 fn dockerfile() -> Vec<Instruction> {
+    instructions("Dockerfile")
+}
+
+/// The instructions of the Dockerfile at `name` (see [`dockerfile`]).
+fn instructions(name: &str) -> Vec<Instruction> {
     let mut out = Vec::new();
     let mut current = String::new();
-    for line in read("Dockerfile").lines() {
+    for line in read(name).lines() {
         let trimmed = line.trim();
         if trimmed.starts_with('#') || (current.is_empty() && trimmed.is_empty()) {
             continue;
@@ -625,4 +630,31 @@ fn context_copies() -> Vec<String> {
         .filter(|i| i.keyword == "COPY" && !i.args.starts_with("--from"))
         .map(|i| i.args.clone())
         .collect()
+}
+
+/// The image built offline (`docker/prebuilt.Dockerfile`, from `docker/prebuilt.sh`) is the same
+/// runtime as the Dockerfile's last stage: same base, labels, user, folder, environment and
+/// entry point; only how its files arrive differs. Compose builds either, by
+/// `DOCS_AGENT_DOCKERFILE`.
+#[test]
+fn the_offline_image_is_the_same_runtime_as_the_dockerfile() {
+    let keep = |all: &[Instruction]| -> Vec<(String, String)> {
+        final_stage(all)
+            .iter()
+            .filter(|i| !matches!(i.keyword.as_str(), "COPY" | "ADD"))
+            .map(|i| (i.keyword.clone(), i.args.clone()))
+            .collect()
+    };
+    let main = dockerfile();
+    let offline = instructions("docker/prebuilt.Dockerfile");
+    assert_eq!(keep(&offline), keep(&main), "docker/prebuilt.Dockerfile's runtime differs from the Dockerfile's");
+    let added: Vec<&Instruction> =
+        final_stage(&offline).iter().filter(|i| i.keyword == "ADD" || i.keyword == "COPY").collect();
+    assert_eq!(added.len(), 1, "one archive: {added:?}");
+    assert_eq!(added[0].args, "dist/rootfs.tar /");
+    let c = compose();
+    for name in ["agent", "api", "init"] {
+        let file = at(service(&c, name), "build.dockerfile").and_then(text).unwrap_or_default();
+        assert_eq!(file, "${DOCS_AGENT_DOCKERFILE:-Dockerfile}", "{name}: the Dockerfile, or the offline one");
+    }
 }
