@@ -334,6 +334,9 @@ fn sealed_network_is_internal() {
         is_true(at(&c, "networks.sealed.internal")),
         "networks.sealed: `internal: true` is required (no route out)"
     );
+    // Without it, Docker before 25 still routes an internal network to the host's addresses.
+    let inhibit = at(&c, "networks.sealed.driver_opts").and_then(|o| o.get("com.docker.network.bridge.inhibit_ipv4"));
+    assert_eq!(inhibit.and_then(text).as_deref(), Some("true"), "networks.sealed: the host takes no address on it");
 }
 
 #[test]
