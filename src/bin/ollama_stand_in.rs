@@ -37,8 +37,9 @@ fn main() -> std::process::ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => serve(),
         Some("list") => list(),
+        Some("probe") => probe(&args[1..]),
         Some(other) => {
-            eprintln!("ollama-stand-in: unknown command `{other}`; use `serve` or `list`");
+            eprintln!("ollama-stand-in: unknown command `{other}`; use `serve`, `list` or `probe`");
             std::process::ExitCode::from(2)
         }
     }
@@ -108,6 +109,57 @@ fn list() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `probe ATTEMPT...` (for the compose test, run inside the agent's container): prints who
+/// the process is (uid, effective capabilities) and makes each attempt with a plain system
+/// call, one line each: `write:PATH`, `read:PATH`, `connect:HOST:PORT`. No sandbox of
+/// docs-agent's is involved, so what it shows is the container's confinement.
+fn probe(attempts: &[String]) -> std::process::ExitCode {
+    use std::io::Write;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        // The first value: the real uid or gid of the four, the one mask of the others.
+        let line = status.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("?");
+        line.split_whitespace().next().unwrap_or("?").to_string()
+    };
+    println!(
+        "uid {} gid {} CapEff {} NoNewPrivs {}",
+        field("Uid:"),
+        field("Gid:"),
+        field("CapEff:"),
+        field("NoNewPrivs:")
+    );
+    for attempt in attempts {
+        let Some((kind, target)) = attempt.split_once(':') else {
+            eprintln!("ollama-stand-in probe: `{attempt}`: expected KIND:TARGET");
+            return std::process::ExitCode::from(2);
+        };
+        let result = match kind {
+            "write" => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(target)
+                .and_then(|mut f| f.write_all(b"probe\n")),
+            "read" => std::fs::read(target).map(drop),
+            "connect" => {
+                use std::net::ToSocketAddrs;
+                target.to_socket_addrs().and_then(|mut addrs| {
+                    let addr = addrs.next().ok_or_else(|| std::io::Error::other("no address"))?;
+                    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3)).map(drop)
+                })
+            }
+            other => {
+                eprintln!("ollama-stand-in probe: unknown attempt `{other}` (write, read, connect)");
+                return std::process::ExitCode::from(2);
+            }
+        };
+        match result {
+            Ok(()) => println!("{kind} {target} ok"),
+            Err(e) => println!("{kind} {target} refused: {e}"),
+        }
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 /// The routes.
