@@ -22,6 +22,7 @@ if ! command -v dockerd > /dev/null || ! command -v docker-compose > /dev/null; 
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io docker-compose > /dev/null
 fi
+command -v curl > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl > /dev/null
 if ! docker info > /dev/null 2>&1; then
     (dockerd > /tmp/docs-agent-dockerd.log 2>&1 &)
     for _ in $(seq 1 60); do docker info > /dev/null 2>&1 && break; sleep 1; done
