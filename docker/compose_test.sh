@@ -18,33 +18,54 @@ fail() { printf 'FAIL %s\n' "$*" >&2; exit 1; }
 KEY=sk-test-4eC39HqLyjWDarjtT1zdp7dc   # the test key planted in the sample docs
 
 say "docker"
-if ! command -v dockerd > /dev/null || ! command -v docker-compose > /dev/null; then
+WORK=$(mktemp -d)
+DOCKERD=
+LISTENER=
+STAND_IN=
+cleanup() {
+    [ -n "$LISTENER" ] && kill "$LISTENER" 2> /dev/null
+    if [ -f "$WORK/compose.yaml" ]; then
+        (cd "$WORK" && compose --profile init down -v --remove-orphans > /dev/null 2>&1) || true
+    fi
+    [ -n "$STAND_IN" ] && docker rmi -f "$STAND_IN" > /dev/null 2>&1
+    rm -rf "$WORK"
+    # a dockerd this script started is stopped again
+    [ -n "$DOCKERD" ] && kill "$DOCKERD" 2> /dev/null
+    true
+}
+trap cleanup EXIT
+missing=
+for tool in dockerd:docker.io docker-compose:docker-compose curl:curl python3:python3; do
+    command -v "${tool%%:*}" > /dev/null || missing="$missing ${tool##*:}"
+done
+if [ -n "$missing" ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io docker-compose > /dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing > /dev/null
 fi
-command -v curl > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl > /dev/null
 if ! docker info > /dev/null 2>&1; then
-    (dockerd > /tmp/docs-agent-dockerd.log 2>&1 &)
+    dockerd > /tmp/docs-agent-dockerd.log 2>&1 &
+    DOCKERD=$!
     for _ in $(seq 1 60); do docker info > /dev/null 2>&1 && break; sleep 1; done
     docker info > /dev/null 2>&1 || fail "dockerd did not start (/tmp/docs-agent-dockerd.log)"
 fi
 if docker compose version > /dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi
+compose() { "${COMPOSE[@]}" "$@"; }
 say "$(docker version -f 'engine {{.Server.Version}}'), $("${COMPOSE[@]}" version --short 2>/dev/null || true)"
 
 say "images, built here"
 docker/prebuilt.sh
-OLLAMA_IMAGE=$(awk '/image: ollama\/ollama:/ {print $2; exit}' compose.yaml)
-docker build -q -f docker/stand-in.Dockerfile -t "$OLLAMA_IMAGE" . > /dev/null
+# The stand-in gets a tag of its own (never the real Ollama image's), named in an override file.
+STAND_IN="docs-agent-test/ollama-stand-in:$$"
+docker build -q -f docker/stand-in.Dockerfile -t "$STAND_IN" . > /dev/null
 
-WORK=$(mktemp -d)
 cp -R compose.yaml .dockerignore workspace docker dist "$WORK"/
+printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN" > "$WORK/compose.test.yaml"
 chown 10001:10001 "$WORK/workspace/notes"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export COMPOSE_PROJECT_NAME="docsagenttest$$" DOCS_AGENT_DOCKERFILE=docker/prebuilt.Dockerfile DOCS_AGENT_PORT=$PORT
+export COMPOSE_FILE=compose.yaml:compose.test.yaml
 cd "$WORK"
-compose() { "${COMPOSE[@]}" "$@"; }
-cleanup() { compose --profile init down -v --remove-orphans > /dev/null 2>&1 || true; rm -rf "$WORK"; }
-trap cleanup EXIT
 healthy() {
     for _ in $(seq 1 90); do
         [ "$(docker inspect -f '{{.State.Health.Status}}' "$(compose ps -q "$1")" 2>/dev/null)" = healthy ] && return 0
@@ -60,7 +81,8 @@ say "without Ollama"
 out=$(LLM_MODEL=scripted compose run --rm -T agent "how long is the refund window" 2> /dev/null)
 grep -q "docs/refunds.md#window" <<< "$out" || fail "scripted question: $out"
 ok "LLM_MODEL=scripted answers"
-compose run --rm -T agent search "refund window" 2> /dev/null | grep -q "^docs/refunds.md#window" || fail "search"
+out=$(compose run --rm -T agent search "refund window" 2> /dev/null) || fail "search"
+grep -q "^docs/refunds.md#window" <<< "$out" || fail "search: $out"
 ok "search"
 compose run --rm -T agent check > /dev/null 2>&1 || fail "check"
 ok "check"
@@ -89,14 +111,22 @@ ok "approved: notes/leak.txt on the host, redacted"
 
 say "inside the agent's container"
 # Egress is tried only against a listener started here, on every address of this machine: the
-# Docker bridge's and the host's own.
+# Docker bridge's and the host's own. A container on Docker's default bridge reaches it first,
+# so the refusals below are the sealed network's.
 BRIDGE_IP=$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')
 HOST_IP=$(hostname -I | awk '{print $1}')
-python3 -m http.server 18779 --bind 0.0.0.0 > /dev/null 2>&1 & LISTENER=$!
+[ -n "$BRIDGE_IP" ] && [ -n "$HOST_IP" ] || fail "cannot tell this machine's addresses"
+LISTEN_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$LISTEN_PORT" --bind 0.0.0.0 > /dev/null 2>&1 &
+LISTENER=$!
+control=$(docker run --rm --network bridge -v "$WORK/dist/ollama-stand-in:/probe:ro" --entrypoint /probe \
+    "$STAND_IN" probe "connect:$BRIDGE_IP:$LISTEN_PORT" "connect:$HOST_IP:$LISTEN_PORT" 2> /dev/null)
+for addr in "$BRIDGE_IP" "$HOST_IP"; do
+    grep -qF "connect $addr:$LISTEN_PORT ok" <<< "$control" || fail "the listener is not reachable from Docker's bridge: $control"
+done
 probe=$(compose run --rm -T -v "$WORK/dist/ollama-stand-in:/probe:ro" --entrypoint /probe agent probe \
     write:/etc/probe write:/usr/local/bin/probe write:/workspace/docs/probe.md write:/workspace/notes/probe.md \
-    write:/data/probe connect:ollama:11434 "connect:$BRIDGE_IP:18779" "connect:$HOST_IP:18779" 2> /dev/null)
-kill "$LISTENER" 2> /dev/null || true
+    write:/data/probe connect:ollama:11434 "connect:$BRIDGE_IP:$LISTEN_PORT" "connect:$HOST_IP:$LISTEN_PORT" 2> /dev/null)
 expect() { grep -qF "$1" <<< "$probe" || fail "inside the container, expected '$1' in: $probe"; }
 expect "uid 10001 gid 10001 CapEff 0000000000000000 NoNewPrivs 1"
 expect "write /etc/probe refused: Read-only file system"
@@ -105,9 +135,9 @@ expect "write /workspace/docs/probe.md refused: Read-only file system"
 expect "write /workspace/notes/probe.md ok"
 expect "write /data/probe ok"
 expect "connect ollama:11434 ok"
-expect "connect $BRIDGE_IP:18779 refused"
-expect "connect $HOST_IP:18779 refused"
-ok "uid 10001, no capabilities, no_new_privs; read-only root; writes only notes/ and /data (and the /tmp tmpfs); reaches ollama, not this machine's listener"
+expect "connect $BRIDGE_IP:$LISTEN_PORT refused"
+expect "connect $HOST_IP:$LISTEN_PORT refused"
+ok "uid 10001, no capabilities, no_new_privs; read-only root; writes only notes/ and /data (and the /tmp tmpfs); reaches ollama, not this machine's listener (which Docker's bridge reaches)"
 
 say "the api"
 token=$(compose run --rm -T init 2> /dev/null) || fail "init"

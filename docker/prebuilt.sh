@@ -19,8 +19,12 @@ RUSTFLAGS='-C target-feature=+crt-static --cfg getrandom_backend="linux_getrando
     cargo build --release --locked --target "$TARGET" --bins
 OUT="target/$TARGET/release"
 for bin in docs-agent ollama-stand-in; do
-    case "$(readelf -lW "$OUT/$bin")" in *'program interpreter'*)
+    # assigned first, so a readelf that fails stops the script (set -e)
+    HEADERS=$(readelf -lW "$OUT/$bin"); DYNAMIC=$(readelf -dW "$OUT/$bin")
+    case "$HEADERS" in *'program interpreter'*)
         echo "docker/prebuilt.sh: $OUT/$bin is dynamically linked" >&2; exit 1;; esac
+    case "$DYNAMIC" in *'(NEEDED)'*)
+        echo "docker/prebuilt.sh: $OUT/$bin needs shared libraries" >&2; exit 1;; esac
 done
 "$OUT/docs-agent" --help > /dev/null
 

@@ -42,6 +42,33 @@ fn a_question_pulls_the_missing_model_then_the_stand_in_answers_with_a_verified_
     assert!(pulled.stderr.contains("pulled stand-in:1b"), "{}", pulled.stderr);
 }
 
+/// A model named without a tag is the server's `name:latest`: not pulled again before every
+/// question (the server lists only the tagged name).
+#[test]
+fn a_model_named_without_a_tag_is_its_latest() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
+        .env("OLLAMA_HOST", "127.0.0.1:0")
+        .env("STAND_IN_MODELS", "llama3.2:latest")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the stand-in");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
+    let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    let ws = common::sample_workspace();
+    let base = format!("http://{address}/v1");
+    let out = common::run(
+        ws.path(),
+        &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "llama3.2")],
+        &["how long is the refund window"],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("pulling"), "nothing pulled: {}", out.stderr);
+    assert!(out.stdout.contains("14 days"), "{}", out.stdout);
+}
+
 /// `serve` pulls the model the server lacks in the background (logging its progress), and
 /// `/readyz` turns ready once it is there.
 #[test]

@@ -209,7 +209,9 @@ async fn pull(State(pulled): State<Pulled>, axum::Json(request): axum::Json<Valu
 /// `POST /v1/chat/completions`.
 async fn chat(State(pulled): State<Pulled>, axum::Json(request): axum::Json<Value>) -> Response {
     let model = request.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
-    if !names(&pulled).contains(&model) {
+    // As in Ollama, a name without a tag is the `latest` one.
+    let tagged = if model.contains(':') { model.clone() } else { format!("{model}:latest") };
+    if !names(&pulled).iter().any(|name| *name == model || *name == tagged) {
         let message = format!("model \"{model}\" not found, try pulling it first");
         return (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": message, "type": "api_error"}})))
             .into_response();

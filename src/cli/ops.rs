@@ -63,7 +63,7 @@ pub fn init(to: &std::path::Path) -> Result<Exit, Failure> {
     let text = format!(
         "# Written by `docs-agent init`. Keep the token it printed: only its SHA-256 is here.\n\
          # More callers: `docs-agent hash-token` and another [[serve.tokens]] entry.\n\
-         [serve]\nlisten = \"0.0.0.0:8080\"\n\n\
+         # serve listens on 127.0.0.1:8080 unless --listen or serve.listen says otherwise.\n\n\
          [[serve.tokens]]\nprincipal = \"admin\"\nsha256 = \"{}\"\nroles = [\"ask\", \"approve\", \"admin\"]\n",
         crate::serve::auth::hash(&token)
     );
@@ -106,8 +106,9 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
 }
 
 /// Before a question (`llm.pull = missing`): when the model is not built in and the server
-/// says it lacks it, pulls it with progress. Any other answer of the server is left for the
-/// question itself to meet and report.
+/// says it lacks it (`name` or, untagged, `name:latest` is not in `GET /models`), asks it to
+/// pull the model (Ollama's `/api/pull`), with progress. Any other answer of the server, and a
+/// pull that fails, are left for the question itself to meet and report.
 pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
     use crate::model::{Model, ModelError, Pull};
     if llm.pull == Pull::Never || crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
@@ -122,7 +123,12 @@ pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
         "docs-agent: the model server lacks {}; pulling it first (llm.pull = missing)",
         llm.model
     );
-    pull_with_progress(llm)
+    // A pull that fails (a server that is not Ollama, no network to the registry) is said, and
+    // the question goes on to meet the server's own answer.
+    if let Err((_, message)) = pull_with_progress(llm) {
+        crate::guard::sink::err_line!("docs-agent: warning: the pull failed: {message}");
+    }
+    Ok(())
 }
 
 /// Asks Ollama to pull `llm.model`, showing its progress on stderr.

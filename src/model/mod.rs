@@ -190,7 +190,7 @@ pub struct LlmConfig {
     pub retries: u32,
     /// Sampling temperature sent to the model.
     pub temperature: f32,
-    /// Whether a question first pulls a model the server lacks (Ollama only).
+    /// Whether a question first pulls a model the server lacks (through Ollama's pull API).
     pub pull: Pull,
 }
 
@@ -198,7 +198,8 @@ pub struct LlmConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pull {
-    /// When the server says it lacks the model and it is Ollama: pulled once, with progress.
+    /// When the server says it lacks the model: pulled through Ollama's pull API, with
+    /// progress; a server without that API makes the pull fail with a warning.
     Missing,
     /// Never: a missing model is an error (exit 3) that says to pull it.
     Never,

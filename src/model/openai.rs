@@ -73,7 +73,9 @@ impl Client {
             return Err(ModelError::Http { url, status: response.status().as_u16(), body: String::new() });
         }
         let body = response.text().await.unwrap_or_default();
-        if !body.contains(&format!("\"{}\"", self.model)) {
+        // Ollama lists a model named without a tag as `name:latest`.
+        let tagged = if self.model.contains(':') { self.model.clone() } else { format!("{}:latest", self.model) };
+        if !body.contains(&format!("\"{}\"", self.model)) && !body.contains(&format!("\"{tagged}\"")) {
             return Err(ModelError::UnknownModel { model: self.model.clone(), detail: "not in GET /models".into() });
         }
         Ok(())
