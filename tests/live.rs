@@ -140,19 +140,7 @@ fn chat_streams_each_answer_too() {
 fn on_a_terminal_the_answer_and_the_progress_line_show_by_default() {
     let server = FakeServer::start(vec![two_paragraphs()]);
     let ws = sample_workspace();
-    let binary = env!("CARGO_BIN_EXE_docs-agent");
-    let out = Command::new("script")
-        .args(["-qec", &format!("{binary} --trace json 'how long is the refund window'"), "/dev/null"])
-        .current_dir(ws.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("LLM_BASE_URL", server.base_url())
-        .env("LLM_MODEL", "test-model")
-        .env("WORKSPACE", ws.path())
-        .env("TERM", "dumb")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run `script` (util-linux)");
+    let out = on_a_terminal(ws.path(), &server, "--trace json ");
     let screen = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
     assert!(out.status.success(), "{screen}");
     assert!(screen.contains("step 1: the model reads its prompt (about "), "{screen}");
@@ -161,6 +149,24 @@ fn on_a_terminal_the_answer_and_the_progress_line_show_by_default() {
     assert!(first < replied, "the first paragraph shows while the model still writes: {screen}");
     assert!(screen.contains("Sources:\n- docs/refunds.md#window (Refunds > Window)"), "{screen}");
     assert!(!screen.contains("LyjWDarjtT1zdp7dc"), "{screen}");
+}
+
+/// `docs-agent FLAGS'how long is the refund window'` on a pseudo-terminal (`script`), against
+/// `server`: what the screen showed.
+fn on_a_terminal(ws: &std::path::Path, server: &FakeServer, flags: &str) -> std::process::Output {
+    let binary = env!("CARGO_BIN_EXE_docs-agent");
+    Command::new("script")
+        .args(["-qec", &format!("{binary} {flags}'how long is the refund window'"), "/dev/null"])
+        .current_dir(ws)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LLM_BASE_URL", server.base_url())
+        .env("LLM_MODEL", "test-model")
+        .env("WORKSPACE", ws)
+        .env("TERM", "dumb")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run `script` (util-linux)")
 }
 
 /// Counting trace lines in a stderr that also held the progress line.
@@ -186,19 +192,7 @@ impl ToolLines for common::Run {
 fn on_a_terminal_the_trace_is_brief_and_stays_apart_from_the_answer() {
     let server = FakeServer::start(vec![two_paragraphs()]);
     let ws = sample_workspace();
-    let binary = env!("CARGO_BIN_EXE_docs-agent");
-    let out = Command::new("script")
-        .args(["-qec", &format!("{binary} 'how long is the refund window'"), "/dev/null"])
-        .current_dir(ws.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("LLM_BASE_URL", server.base_url())
-        .env("LLM_MODEL", "test-model")
-        .env("WORKSPACE", ws.path())
-        .env("TERM", "dumb")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run `script` (util-linux)");
+    let out = on_a_terminal(ws.path(), &server, "");
     let screen = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n").replace("\r\x1b[2K", "\n");
     assert!(out.status.success(), "{screen}");
     assert!(screen.contains("  search_docs \"how long is the refund window\": "), "a brief tool line: {screen}");

@@ -6,18 +6,26 @@
 mod common;
 
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
-#[test]
-fn a_question_pulls_the_missing_model_then_the_stand_in_answers_with_a_verified_citation() {
+/// Starts the stand-in on a free port of 127.0.0.1 with `models` (comma-separated) already
+/// pulled; the process and its address.
+fn stand_in(models: &str) -> (Child, String) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
         .env("OLLAMA_HOST", "127.0.0.1:0")
+        .env("STAND_IN_MODELS", models)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the stand-in");
     let mut line = String::new();
     std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
     let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    (server, address)
+}
+
+#[test]
+fn a_question_pulls_the_missing_model_then_the_stand_in_answers_with_a_verified_citation() {
+    let (mut server, address) = stand_in("");
     let ws = common::sample_workspace();
     let base = format!("http://{address}/v1");
     let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "stand-in:1b")];
@@ -46,15 +54,7 @@ fn a_question_pulls_the_missing_model_then_the_stand_in_answers_with_a_verified_
 /// question (the server lists only the tagged name).
 #[test]
 fn a_model_named_without_a_tag_is_its_latest() {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
-        .env("OLLAMA_HOST", "127.0.0.1:0")
-        .env("STAND_IN_MODELS", "llama3.2:latest")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the stand-in");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
-    let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    let (mut server, address) = stand_in("llama3.2:latest");
     let ws = common::sample_workspace();
     let base = format!("http://{address}/v1");
     let out = common::run(
@@ -73,14 +73,7 @@ fn a_model_named_without_a_tag_is_its_latest() {
 /// `/readyz` turns ready once it is there.
 #[test]
 fn serve_pulls_the_missing_model_and_becomes_ready() {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
-        .env("OLLAMA_HOST", "127.0.0.1:0")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the stand-in");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
-    let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    let (mut server, address) = stand_in("");
     let ws = common::sample_workspace();
     let token = "stand-in-serve-token-0123456789";
     let toml = format!(
