@@ -99,6 +99,16 @@ grep -q "^- docs/refunds.md#window (Refunds > Window)" <<< "$out" || fail "no ve
 grep -q "pulling it first" "$err" || fail "the first question did not pull the model: $(cat "$err")"
 ok "a question pulls the model, then answers citing docs/refunds.md#window"
 
+say "the same question on a terminal (as the README runs it, without -T)"
+command -v script > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux > /dev/null
+# the screen, with carriage returns and the progress line's terminal codes taken out
+screen=$(script -qec "${COMPOSE[*]} run --rm agent 'how long is the refund window'" /dev/null < /dev/null \
+    | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr '\r' '\n')
+grep -q "^- docs/refunds.md#window (Refunds > Window)" <<< "$screen" || fail "on a terminal: $screen"
+grep -q '^  search_docs "how long is the refund window": ' <<< "$screen" || fail "no brief trace line: $screen"
+! grep -q '^{' <<< "$screen" || fail "JSON trace lines among the answer on a terminal: $screen"
+ok "on a terminal the answer shows with a brief trace line, no JSON"
+
 say "the compromised model's write"
 question="what is in the onboarding integrations"
 LLM_MODEL=scripted compose run --rm -T agent "$question" > /dev/null 2>&1 || true
@@ -119,6 +129,8 @@ HOST_IP=$(hostname -I | awk '{print $1}')
 LISTEN_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])')
 python3 -m http.server "$LISTEN_PORT" --bind 0.0.0.0 > /dev/null 2>&1 &
 LISTENER=$!
+for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$LISTEN_PORT/" && break; sleep 0.2; done
+curl -s -o /dev/null "http://127.0.0.1:$LISTEN_PORT/" || fail "the listener on port $LISTEN_PORT did not start"
 control=$(docker run --rm --network bridge -v "$WORK/dist/ollama-stand-in:/probe:ro" --entrypoint /probe \
     "$STAND_IN" probe "connect:$BRIDGE_IP:$LISTEN_PORT" "connect:$HOST_IP:$LISTEN_PORT" 2> /dev/null)
 for addr in "$BRIDGE_IP" "$HOST_IP"; do
