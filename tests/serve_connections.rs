@@ -74,6 +74,14 @@ fn health(address: &str) -> String {
     read_to_close(&mut stream).lines().next().unwrap_or_default().to_string()
 }
 
+/// `rounds` health checks one after another, each answered 200 (`why` says what that shows).
+fn always_served(address: &str, rounds: usize, why: &str) {
+    for round in 0..rounds {
+        let status = health(address);
+        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: {why}: {status:?}");
+    }
+}
+
 fn stop(mut child: std::process::Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -130,10 +138,7 @@ fn a_flood_of_half_open_connections_does_not_keep_a_real_client_out() {
             s
         })
         .collect();
-    for round in 0..10 {
-        let status = health(&address);
-        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a real request gets in: {status:?}");
-    }
+    always_served(&address, 10, "a real request gets in");
     drop(flood);
     stop(child);
 }
@@ -172,10 +177,7 @@ fn a_body_that_trickles_holds_no_slot_and_is_answered_408() {
     // One request slot: were the slow body holding it, the health check would be shed (503).
     let (_ws, child, address) = server_with("max_concurrent = 1\nbody_read_timeout_secs = 1\n");
     let mut slow = slow_body(&address);
-    for round in 0..20 {
-        let status = health(&address);
-        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a slow body holds no slot: {status:?}");
-    }
+    always_served(&address, 20, "a slow body holds no slot");
     let got = read_to_close(&mut slow);
     assert!(got.starts_with("HTTP/1.1 408"), "the body's deadline: {got:?}");
     assert!(got.contains("body_read_timeout_secs"), "{got:?}");
@@ -189,10 +191,7 @@ fn connections_still_sending_their_body_make_room_for_a_real_client() {
     let held: Vec<TcpStream> = (0..MAX_CONNECTIONS * 2).map(|_| slow_body(&address)).collect();
     // Many rounds: once the server has read the held requests' heads, a server that counted
     // them as arrived would refuse every round.
-    for round in 0..20 {
-        let status = health(&address);
-        assert!(status.starts_with("HTTP/1.1 200"), "round {round}: a real request gets in: {status:?}");
-    }
+    always_served(&address, 20, "a real request gets in");
     drop(held);
     stop(child);
 }

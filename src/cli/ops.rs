@@ -110,13 +110,8 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
 /// pull the model (Ollama's `/api/pull`), with progress. Any other answer of the server, and a
 /// pull that fails, are left for the question itself to meet and report.
 pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
-    use crate::model::{Model, ModelError, Pull};
-    if llm.pull == Pull::Never || crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
-        return Ok(());
-    }
-    let model = Model::from_config(llm, 1).map_err(|e| (Exit::Model, e.to_string()))?;
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
-    if !matches!(runtime.block_on(model.ready()), Err(ModelError::UnknownModel { .. })) {
+    if !runtime.block_on(crate::model::pull::lacking(llm)).map_err(|e| (Exit::Model, e.to_string()))? {
         return Ok(());
     }
     crate::guard::sink::err_line!(
@@ -139,15 +134,8 @@ fn pull_with_progress(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut last = String::new();
     let mut on = |progress: Progress| {
-        let line = match progress {
-            Progress::Status(status) => status,
-            Progress::Bytes { status, completed, total } => {
-                let percent = completed.saturating_mul(100) / total.max(1);
-                // Without a terminal, a line per tenth is enough.
-                let shown = if terminal { percent } else { percent / 10 * 10 };
-                format!("{status}: {shown}% of {:.1} MB", total as f64 / 1e6)
-            }
-        };
+        // Without a terminal, a line per tenth is enough.
+        let line = progress.describe(!terminal);
         if line == last {
             return;
         }

@@ -33,23 +33,13 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
 /// says not ready until it is there; questions meanwhile get retrieval-only answers.
 async fn pull_if_missing(llm: crate::model::LlmConfig) {
     use crate::model::pull::Progress;
-    use crate::model::{Model, ModelError, Pull};
-    if llm.pull == Pull::Never || crate::model::builtin::Builtin::from_name(&llm.model).is_some() {
-        return;
-    }
-    let Ok(model) = Model::from_config(&llm, 1) else { return };
-    if !matches!(model.ready().await, Err(ModelError::UnknownModel { .. })) {
+    if !matches!(crate::model::pull::lacking(&llm).await, Ok(true)) {
         return;
     }
     crate::guard::sink::err_line!("docs-agent: the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
     let mut last = String::new();
     let on = |progress: Progress| {
-        let line = match progress {
-            Progress::Status(status) => status,
-            Progress::Bytes { status, completed, total } => {
-                format!("{status}: {}%", completed.saturating_mul(100) / total.max(1) / 10 * 10)
-            }
-        };
+        let line = progress.describe(true);
         if line != last {
             crate::guard::sink::err_line!("docs-agent: pulling {}: {line}", llm.model);
             last = line;

@@ -75,6 +75,32 @@ struct Line {
     error: Option<String>,
 }
 
+impl Progress {
+    /// One line for a person: the step, or `status: 40% of 4.0 MB`; `tenths` rounds the
+    /// percentage down to a tenth (a line per tenth where lines cannot be redrawn).
+    pub fn describe(&self, tenths: bool) -> String {
+        match self {
+            Progress::Status(status) => status.clone(),
+            Progress::Bytes { status, completed, total } => {
+                let percent = completed.saturating_mul(100) / (*total).max(1);
+                let shown = if tenths { percent / 10 * 10 } else { percent };
+                format!("{status}: {shown}% of {:.1} MB", *total as f64 / 1e6)
+            }
+        }
+    }
+}
+
+/// Whether `llm.model` should be pulled before it is asked (`llm.pull = missing`): it is not
+/// built in, and the server says it lacks it (`GET /models`). Any other answer of the server
+/// is left for the question to meet.
+pub async fn lacking(llm: &LlmConfig) -> Result<bool, super::SetupError> {
+    if llm.pull == super::Pull::Never || super::builtin::Builtin::from_name(&llm.model).is_some() {
+        return Ok(false);
+    }
+    let model = super::Model::from_config(llm, 1)?;
+    Ok(matches!(model.ready().await, Err(super::ModelError::UnknownModel { .. })))
+}
+
 /// Ollama's own API root for an OpenAI-compatible base URL (`http://h:11434/v1` → `http://h:11434`).
 pub fn api_root(base_url: &str) -> &str {
     let base = base_url.trim_end_matches('/');
