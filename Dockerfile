@@ -5,11 +5,11 @@
 #      - resolves and compiles every dependency against a dummy main.rs, so that
 #        editing src/ only recompiles the crate itself (Docker layer cache);
 #      - builds the real binary fully static (glibc, crt-static) for $TARGET;
-#      - fails the build if the result still needs a dynamic loader;
-#      - assembles the runtime filesystem under /rootfs: the binary, a CA bundle,
-#        minimal passwd/group, an empty world-writable /tmp, the eval pack and the sample
-#        workspace (root-owned and read-only, except notes/ owned by 10001), and
-#        /data for the session log, owned by 10001.
+#      - assembles the runtime filesystem under /rootfs with docker/rootfs.sh (which fails
+#        if the binary still needs a dynamic loader): the binary, a CA bundle, minimal
+#        passwd/group, an empty world-writable /tmp, the eval pack and the sample workspace
+#        (root-owned and read-only, except notes/ owned by 10001), and /data and
+#        /etc/docs-agent owned by 10001.
 #   2. runtime  (scratch)
 #      - no shell, no package manager, no libc: only what /rootfs holds;
 #      - runs as the unprivileged 10001:10001.
@@ -61,52 +61,23 @@ COPY src ./src
 RUN set -eux; \
     # COPY keeps the context's mtimes, which may be older than the dummy build
     find src -type f -exec touch {} +; \
-    cargo build --release --locked --target "$TARGET" --bin docs-agent; \
-    BIN="target/$TARGET/release/docs-agent"; \
-    # a static binary has no program interpreter and no DT_NEEDED entries
-    # (no pipes here: a SIGPIPE could silently turn the check off)
-    HEADERS="$(readelf -lW "$BIN")"; DYNAMIC="$(readelf -dW "$BIN")"; \
-    case "$HEADERS" in *'program interpreter'*) \
-        echo "ERROR: $BIN is dynamically linked" >&2; exit 1;; esac; \
-    case "$DYNAMIC" in *'(NEEDED)'*) \
-        echo "ERROR: $BIN needs shared libraries" >&2; exit 1;; esac; \
-    "$BIN" --help > /dev/null; \
-    install -D -m 0555 "$BIN" /rootfs/usr/local/bin/docs-agent
+    cargo build --release --locked --target "$TARGET" --bin docs-agent
 
 # ---- runtime filesystem ---------------------------------------------------------
-# The sample workspace, so the image answers without a mount.
+# docker/rootfs.sh, the one assembly docker/prebuilt.sh runs too: it checks the binary is
+# static and runs, and packs it with a CA bundle, passwd/group, /tmp, the sample workspace (so
+# the image answers without a mount) and the eval pack (so `docker compose run --rm agent
+# eval` runs it), root's and read-only, and the folders uid 10001 writes: workspace/notes,
+# /data (the session log) and /etc/docs-agent (the api's config, written by `init`).
 # .dockerignore keeps workspace/notes/* (runtime output) out of the context.
-COPY workspace /rootfs/workspace/
-# The eval and red-team pack, so `docker compose run --rm agent eval` runs it (its cases name
-# the workspace relative to the pack's parent: /workspace).
-COPY evals /rootfs/evals/
+COPY workspace ./workspace/
+COPY evals ./evals/
+COPY docker/rootfs.sh ./docker/
 RUN set -eux; \
-    # CA bundle for HTTPS model servers (rustls reads it; SSL_CERT_FILE points here)
-    install -D -m 0444 /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt; \
-    # numeric user works without these; they give the uid a name and no shell
-    printf 'root:x:0:0:root:/root:/sbin/nologin\ndocs-agent:x:10001:10001:docs-agent:/nonexistent:/sbin/nologin\n' \
-        > /rootfs/etc/passwd; \
-    printf 'root:x:0:\ndocs-agent:x:10001:\n' > /rootfs/etc/group; \
-    chmod 0444 /rootfs/etc/passwd /rootfs/etc/group; \
-    # scratch has no /tmp; sticky and world-writable like on any Linux
-    mkdir -p /rootfs/tmp; \
-    chmod 1777 /rootfs/tmp; \
-    # workspace: readable, never writable, by the runtime user ...
-    mkdir -p /rootfs/workspace/notes; \
-    chown -R 0:0 /rootfs/workspace; \
-    chmod -R u=rwX,go=rX /rootfs/workspace; \
-    # ... except notes/, the one place the agent may write
-    find /rootfs/workspace/notes -mindepth 1 ! -name .gitkeep -exec rm -rf {} +; \
-    chown -R 10001:10001 /rootfs/workspace/notes; \
-    chmod 0750 /rootfs/workspace/notes; \
-    # /data: the session log's folder; a new named volume mounted here takes this owner
-    mkdir -p /rootfs/data; \
-    chown 10001:10001 /rootfs/data; \
-    chmod 0700 /rootfs/data; \
-    # /etc/docs-agent: the api's config, written once by `docs-agent init` (compose's `init`)
-    mkdir -p /rootfs/etc/docs-agent; \
-    chown 10001:10001 /rootfs/etc/docs-agent; \
-    chmod 0700 /rootfs/etc/docs-agent
+    docker/rootfs.sh "target/$TARGET/release/docs-agent" /rootfs.tar; \
+    mkdir /rootfs; \
+    # as root, -p and --numeric-owner keep the archive's modes and owners
+    tar -xpf /rootfs.tar --numeric-owner -C /rootfs
 
 ############################ 2. runtime ##########################################
 FROM scratch AS runtime

@@ -152,9 +152,17 @@ expect "connect $HOST_IP:$LISTEN_PORT refused"
 ok "uid 10001, no capabilities, no_new_privs; read-only root; writes only notes/ and /data (and the /tmp tmpfs); reaches ollama, not this machine's listener (which Docker's bridge reaches)"
 
 say "the api"
+# started before `init`: it waits for its config instead of exiting in a restart loop
+compose up -d api > /dev/null 2>&1
+waiting=
+for _ in $(seq 1 60); do
+    compose logs api 2>&1 | grep -q "waiting for /etc/docs-agent/docs-agent.toml" && waiting=yes && break
+    sleep 1
+done
+[ -n "$waiting" ] || fail "api before init: $(compose logs api 2>&1 | tail -5)"
+[ "$(docker inspect -f '{{.RestartCount}}' "$(compose ps -q api)")" = 0 ] || fail "api restarted before init"
 token=$(compose run --rm -T init 2> /dev/null) || fail "init"
 [ ${#token} -eq 48 ] || fail "init printed no token"
-compose up -d api > /dev/null 2>&1
 healthy api
 code=000
 for _ in $(seq 1 60); do
@@ -165,6 +173,6 @@ done
 answer=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' \
     -d '{"question":"how long is the refund window"}' "http://127.0.0.1:$PORT/v1/ask")
 grep -q '"path":"docs/refunds.md"' <<< "$answer" || fail "api /v1/ask: $answer"
-ok "init's token; api healthy and answering on 127.0.0.1:$PORT"
+ok "api up before init waits for its config; init's token; api healthy and answering on 127.0.0.1:$PORT"
 
 say "passed in $(( $(date +%s) - START )) s"

@@ -303,8 +303,10 @@ fn agent_keeps_its_session_log_on_the_volume() {
             log.as_deref().is_some_and(|p| p.starts_with("/data/")),
             "DOCS_AGENT_SESSION_LOG must be under /data, got {log:?}"
         );
+        let rootfs = read("docker/rootfs.sh");
+        let theirs = rootfs.lines().skip_while(|l| !l.contains("--owner=10001")).take(2).collect::<String>();
+        assert!(theirs.contains("./data"), "docker/rootfs.sh: /data must belong to 10001: {theirs}");
         let docker = read("Dockerfile");
-        assert!(docker.contains("chown 10001:10001 /rootfs/data"), "Dockerfile: /data must belong to 10001");
         assert!(docker.contains("DOCS_AGENT_SESSION_LOG=/data/sessions.db"), "Dockerfile: the image points at /data");
     }
 }
@@ -447,6 +449,11 @@ fn api_serves_with_a_health_check_of_its_own_binary() {
     let api = service(&c, "api");
     let command = strings(at(api, "command"));
     assert_eq!(command.first().map(String::as_str), Some("serve"), "api: must run `serve`, got {command:?}");
+    assert!(
+        command.iter().any(|c| c == "--wait-for-config"),
+        "api: started before `init` writes its config, `serve` must wait for it (--wait-for-config), \
+         not exit and be restarted in a loop; got {command:?}"
+    );
     let test = strings(at(api, "healthcheck.test"));
     assert!(
         test.first().is_some_and(|t| t == "CMD")
@@ -614,16 +621,36 @@ fn ollama_serves_a_context_long_enough_for_the_harness() {
 }
 
 /// `docker compose run --rm agent eval` needs the pack in the image, where its cases find the
-/// workspace relative to the pack's parent (`/evals` → `/workspace`).
+/// workspace relative to the pack's parent (`/evals` → `/workspace`). Both images' files come
+/// from one assembly, docker/rootfs.sh, fed the pack and the workspace.
 #[test]
 fn the_image_holds_the_eval_pack_beside_the_workspace() {
     let copies: Vec<String> = context_copies();
-    assert!(
-        copies.iter().any(|c| c == "evals /rootfs/evals/"),
-        "Dockerfile must COPY evals /rootfs/evals/: {copies:?}"
-    );
-    assert!(copies.iter().any(|c| c == "workspace /rootfs/workspace/"), "{copies:?}");
+    for wanted in ["evals ./evals/", "workspace ./workspace/", "docker/rootfs.sh ./docker/"] {
+        assert!(copies.iter().any(|c| c == wanted), "Dockerfile must COPY {wanted} (beside src/): {copies:?}");
+    }
+    let runs = dockerfile().into_iter().filter(|i| i.keyword == "RUN").map(|i| i.args).collect::<Vec<_>>();
+    assert!(runs.iter().any(|r| r.contains("docker/rootfs.sh ")), "the Dockerfile must run docker/rootfs.sh");
+    assert!(read("docker/prebuilt.sh").contains("docker/rootfs.sh \"$OUT/docs-agent\""), "prebuilt.sh too");
+    let rootfs = read("docker/rootfs.sh");
+    assert!(rootfs.contains("cp -R \"$HERE/evals\" \"$R/evals\""), "docker/rootfs.sh must pack evals/ as /evals");
+    assert!(rootfs.contains("cp -R \"$HERE/workspace\" \"$R/workspace\""), "and workspace/ as /workspace");
     assert!(!read(".dockerignore").lines().any(|l| l.trim() == "evals" || l.trim() == "evals/"));
+}
+
+/// The assembly refuses a binary that needs a dynamic loader (the image has none), naming it:
+/// here, this test build's own binary, which is not static.
+#[test]
+fn the_image_assembly_refuses_a_dynamic_binary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("temp dir");
+    let tar = out.path().join("rootfs.tar");
+    let bin = env!("CARGO_BIN_EXE_docs-agent");
+    let run = std::process::Command::new(root.join("docker/rootfs.sh")).arg(bin).arg(&tar).output().expect("sh");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(bin) && stderr.contains("dynamically linked"), "{stderr}");
+    assert!(!tar.exists(), "no archive is written");
 }
 
 /// The arguments of every `COPY` in the Dockerfile (from the build context, not `--from`).

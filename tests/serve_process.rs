@@ -155,3 +155,51 @@ async fn init_writes_a_config_serve_starts_with_and_prints_its_token_once() {
     let _ = child.wait();
     assert_eq!(metrics.expect("GET /metrics").status().as_u16(), 200, "the token has the admin role");
 }
+
+/// `serve --wait-for-config` (compose's `api`, started before `init`): a missing or unusable
+/// config is said and waited out, and `serve` starts once `init` writes a good one. Without the
+/// flag a missing config is exit 2.
+#[tokio::test]
+async fn serve_waits_for_a_usable_config_then_starts() {
+    use std::process::Stdio;
+    use std::time::Duration;
+    let ws = common::sample_workspace();
+    let file = ws.path().join("data").join("docs-agent.toml");
+    std::fs::create_dir(file.parent().expect("parent")).expect("data");
+    let to = file.display().to_string();
+    let env = [("LLM_MODEL", "scripted"), ("DOCS_AGENT_CONFIG", to.as_str()), ("DOCS_AGENT_LISTEN", "127.0.0.1:0")];
+    let without = common::run(ws.path(), &env, &["serve"]);
+    assert_eq!(without.code, 2, "{}", without.stderr);
+
+    let mut child = common::command(ws.path(), &env, &["serve", "--wait-for-config"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut log = common::Log::of(child.stderr.take().expect("stderr"));
+    let wait = Duration::from_secs(30);
+    let missing = log.until("waiting for", wait);
+    // A config without tokens is not enough either.
+    std::fs::write(&file, "[limits]\nmax_steps = 3\n").expect("write");
+    let no_tokens = log.until("waiting for", wait);
+    std::fs::remove_file(&file).expect("remove");
+    let init = common::run(ws.path(), &[], &["init", "--to", &to]);
+    let started = log.until("serving on", wait);
+    let token = init.stdout.trim();
+    let url = log.serving_on();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let metrics = match &url {
+        Some(url) => Some(reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(token).send().await),
+        None => None,
+    }
+    .map(|reply| reply.map(|r| r.status().as_u16()).ok());
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = log.text();
+    assert!(missing && text.contains("does not exist"), "{text}");
+    assert!(no_tokens && text.contains("no API tokens"), "{text}");
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert!(started && text.contains("is usable now; starting"), "{text}");
+    assert_eq!(metrics, Some(Some(200)), "the new token works: {metrics:?}; {text}");
+}

@@ -11,8 +11,13 @@ use std::process::{Child, Command, Stdio};
 /// Starts the stand-in on a free port of 127.0.0.1 with `models` (comma-separated) already
 /// pulled; the process and its address.
 fn stand_in(models: &str) -> (Child, String) {
+    stand_in_at("127.0.0.1:0", models)
+}
+
+/// Starts the stand-in listening on `host` (`127.0.0.1:PORT`) with `models` already pulled.
+fn stand_in_at(host: &str, models: &str) -> (Child, String) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
-        .env("OLLAMA_HOST", "127.0.0.1:0")
+        .env("OLLAMA_HOST", host)
         .env("STAND_IN_MODELS", models)
         .stderr(Stdio::piped())
         .spawn()
@@ -74,6 +79,43 @@ fn a_model_named_without_a_tag_is_its_latest() {
 #[test]
 fn serve_pulls_the_missing_model_and_becomes_ready() {
     let (mut server, address) = stand_in("");
+    let (ready, log) = serve_until_pulled(&address, || {});
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(ready, "/readyz never became ready: {log}");
+    assert!(
+        log.contains("lacks stand-in:1b; pulling it")
+            && log.contains("pulling stand-in:1b: pulling 0123456789ab: 100%"),
+        "{log}"
+    );
+    assert!(log.contains("pulled stand-in:1b"), "{log}");
+    assert!(!log.contains("trying again"), "the server was up: {log}");
+}
+
+/// A model server that comes up after `serve` (outside compose, nothing orders them): `serve`
+/// says it cannot reach it and asks again later, then pulls once it answers.
+#[test]
+fn serve_asks_again_until_the_model_server_is_up_then_pulls() {
+    let address = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        free.local_addr().expect("address").to_string()
+    };
+    let mut server = None;
+    let (ready, log) = serve_until_pulled(&address, || server = Some(stand_in_at(&address, "")));
+    if let Some((mut server, _)) = server {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    assert!(log.contains("cannot ask the model server whether it has stand-in:1b"), "{log}");
+    assert!(log.contains("trying again in 1 s"), "{log}");
+    assert!(ready && log.contains("pulled stand-in:1b"), "pulled once it was up: {log}");
+}
+
+/// Starts `serve` against the model server at `address` with `stand-in:1b` configured; once
+/// `serve` has logged that it serves and its first check of the model, runs `then`; waits for
+/// the pull and a ready `/readyz`. Whether it became ready, and its log.
+fn serve_until_pulled(address: &str, then: impl FnOnce()) -> (bool, String) {
+    use std::time::Duration;
     let ws = common::sample_workspace();
     let token = "stand-in-serve-token-0123456789";
     let toml = format!(
@@ -89,42 +131,18 @@ fn serve_pulls_the_missing_model_and_becomes_ready() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("serve");
-    // Its log, read on a thread as it comes.
-    let (lines, log) = std::sync::mpsc::channel::<String>();
-    let stderr = serve.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let mut url = None;
+    let mut log = common::Log::of(serve.stderr.take().expect("stderr"));
+    let wait = Duration::from_secs(30);
+    let first = log.until("serving on", wait) && log.until("stand-in:1b", wait);
+    then();
+    let pulled = first && log.until("pulled stand-in:1b", wait);
+    let deadline = std::time::Instant::now() + wait;
+    let readyz = log.serving_on().map(|url| format!("{url}/readyz"));
     let mut ready = false;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let pulled = |seen: &[String]| seen.iter().any(|l| l.contains("pulled stand-in:1b"));
-    while std::time::Instant::now() < deadline && !(ready && pulled(&seen)) {
-        if let Ok(line) = log.recv_timeout(std::time::Duration::from_millis(200)) {
-            if let Some(rest) = line.split("serving on ").nth(1) {
-                url = rest.split_whitespace().next().map(str::to_string);
-            }
-            seen.push(line);
-        }
-        if let (Some(url), false) = (&url, ready) {
-            ready = common::http_status(&format!("{url}/readyz")) == Some(200);
-        }
+    while pulled && !ready && std::time::Instant::now() < deadline {
+        ready = readyz.as_deref().and_then(common::http_status) == Some(200);
     }
     let _ = serve.kill();
     let _ = serve.wait();
-    let _ = server.kill();
-    let _ = server.wait();
-    let log = seen.join("\n");
-    assert!(ready, "/readyz never became ready: {log}");
-    assert!(
-        log.contains("lacks stand-in:1b; pulling it")
-            && log.contains("pulling stand-in:1b: pulling 0123456789ab: 100%"),
-        "{log}"
-    );
-    assert!(log.contains("pulled stand-in:1b"), "{log}");
+    (ready, log.text())
 }

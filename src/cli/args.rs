@@ -215,6 +215,11 @@ pub enum Command {
         /// Address to listen on (default: serve.listen, 127.0.0.1:8080) [env: DOCS_AGENT_LISTEN]
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
+        /// When the config file is missing or unusable (no tokens, a bad value), say why and
+        /// wait for it to change, then start; without it, `serve` exits 2. For a container
+        /// started before its config is written (compose's `api` before `init`).
+        #[arg(long)]
+        wait_for_config: bool,
     },
     /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
     HashToken,

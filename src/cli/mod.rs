@@ -77,14 +77,8 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             chat::chat(desk, session, global.model.clone(), global.stream)
         }
         Some(Command::Sessions { action }) => sessions::run(&global, action),
-        Some(Command::Serve { listen }) => {
-            let mut config = load_config(&global)?;
-            if let Some(listen) = listen {
-                config.serve.listen = listen;
-            }
-            let port = sandbox::listen_port(&config.serve.listen).ok_or_else(|| {
-                (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen))
-            })?;
+        Some(Command::Serve { listen, wait_for_config }) => {
+            let (config, port) = serve::configured(&global, listen, wait_for_config)?;
             let cores = sandbox::cores();
             let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port })?)?;
             serve::serve(config, status, cores)
@@ -111,13 +105,23 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     }
 }
 
-/// The configuration, read once: flags > environment > file > defaults. The only place the
-/// process environment is read.
+/// The configuration, read once: flags > environment > file > defaults. With [`config_file`],
+/// the only place the process environment is read.
 pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let wanted = |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+/// The config file that [`load_config`] reads: `--config`, `DOCS_AGENT_CONFIG`, or
+/// `./docs-agent.toml`.
+pub fn config_file(global: &Global) -> std::path::PathBuf {
+    global
+        .config
+        .clone()
+        .or_else(|| std::env::var_os("DOCS_AGENT_CONFIG").map(std::path::PathBuf::from))
+        .unwrap_or_else(|| crate::config::DEFAULT_FILE.into())
 }
 
 /// In a test (debug) build, `DOCS_AGENT_TEST_HIDE_LANDLOCK=1` makes the Landlock system calls

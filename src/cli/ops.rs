@@ -111,7 +111,8 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
 /// pull that fails, are left for the question itself to meet and report.
 pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
-    if !runtime.block_on(crate::model::pull::lacking(llm)).map_err(|e| (Exit::Model, e.to_string()))? {
+    let presence = runtime.block_on(crate::model::pull::presence(llm)).map_err(|e| (Exit::Model, e.to_string()))?;
+    if !matches!(presence, crate::model::pull::Presence::Missing) {
         return Ok(());
     }
     crate::guard::sink::err_line!(

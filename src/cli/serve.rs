@@ -2,22 +2,80 @@
 //! runtime, and serves until SIGTERM or Ctrl-C (see `crate::serve` for the service itself).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::{Exit, Failure};
+use super::{Exit, Failure, Global};
 use crate::config::Config;
 use crate::runtime::{self, Flavor};
 
-/// Serves until a shutdown signal on `cores` workers, inside the kernel sandbox described by
-/// `sandbox` (entered by the caller; `/readyz` shows it to admins).
-pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
+/// The configuration `serve` runs with, and the port it listens on: read and checked once; or,
+/// with `--wait-for-config`, read again each time its file changes until it is usable, so a
+/// container started before its config is written waits for it instead of failing in a loop.
+/// Only a problem in the configuration is waited out; anything else fails at once.
+pub fn configured(global: &Global, listen: Option<String>, wait: bool) -> Result<(Config, u16), Failure> {
+    let file = super::config_file(global);
+    let mut waited = false;
+    loop {
+        let attempt = super::load_config(global).and_then(|mut config| {
+            if let Some(listen) = &listen {
+                config.serve.listen = listen.clone();
+            }
+            let port = usable(&config)?;
+            Ok((config, port))
+        });
+        match attempt {
+            Ok(ready) => {
+                if waited {
+                    crate::guard::sink::err_line!("docs-agent: {} is usable now; starting", file.display());
+                }
+                return Ok(ready);
+            }
+            Err((Exit::Usage, message)) if wait => {
+                crate::guard::sink::err_line!("docs-agent: {message}");
+                crate::guard::sink::err_line!(
+                    "docs-agent: waiting for {} to change (serve --wait-for-config); in compose, \
+                     `docker compose run --rm init` writes it",
+                    file.display()
+                );
+                let before = fingerprint(&file);
+                while fingerprint(&file) == before {
+                    std::thread::sleep(CONFIG_POLL);
+                }
+                waited = true;
+            }
+            Err(failure) => return Err(failure),
+        }
+    }
+}
+
+/// How often `--wait-for-config` looks at the file.
+const CONFIG_POLL: Duration = Duration::from_millis(500);
+
+/// What identifies one version of a file: absent, or its identity, size and modification time.
+fn fingerprint(file: &std::path::Path) -> Option<(u64, u64, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(file).ok()?;
+    Some((meta.dev(), meta.ino(), meta.len(), meta.modified().ok()?))
+}
+
+/// Checks what `serve` needs beyond a valid configuration: a port, and at least one token.
+fn usable(config: &Config) -> Result<u16, Failure> {
+    let port = super::sandbox::listen_port(&config.serve.listen)
+        .ok_or_else(|| (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen)))?;
     if config.serve.tokens.is_empty() {
         return Err((
             Exit::Usage,
             "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to docs-agent.toml; \
-             `docs-agent hash-token` prints the sha256 of a token"
+             `docs-agent hash-token` prints the sha256 of a token, and `docs-agent init` writes a new config"
                 .into(),
         ));
     }
+    Ok(port)
+}
+
+/// Serves until a shutdown signal on `cores` workers, inside the kernel sandbox described by
+/// `sandbox` (entered by the caller; `/readyz` shows it to admins).
+pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
@@ -28,14 +86,50 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     Ok(Exit::Ok)
 }
 
+/// The first pause before `serve` asks the model server again, doubled after each failure up
+/// to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest pause between two tries.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// In the background while serving (`llm.pull = missing`): when the model server lacks the
-/// configured model and is Ollama, pulls it, logging its progress a line per tenth. `/readyz`
-/// says not ready until it is there; questions meanwhile get retrieval-only answers.
+/// configured model and is Ollama, pulls it, logging its progress a line per tenth. A server
+/// that is not up yet, or a pull that fails, is tried again after a pause that doubles up to a
+/// minute, until the model is there. `/readyz` says not ready until it is; questions meanwhile
+/// get retrieval-only answers.
 async fn pull_if_missing(llm: crate::model::LlmConfig) {
-    use crate::model::pull::Progress;
-    if !matches!(crate::model::pull::lacking(&llm).await, Ok(true)) {
-        return;
+    use crate::guard::sink::err_line;
+    use crate::model::pull::{Presence, worth_retrying};
+    let mut pause = RETRY_FIRST;
+    loop {
+        let why = match crate::model::pull::presence(&llm).await {
+            Ok(Presence::Present) => return,
+            Err(e) => {
+                err_line!("docs-agent: cannot check for {}: {e}", llm.model);
+                return;
+            }
+            Ok(Presence::Unsure(e)) => format!("cannot ask the model server whether it has {}: {e}", llm.model),
+            Ok(Presence::Missing) => match pull(&llm).await {
+                Ok(()) => {
+                    err_line!("docs-agent: pulled {}; ready once /readyz says so", llm.model);
+                    return;
+                }
+                Err(e) if !worth_retrying(&e) => {
+                    err_line!("docs-agent: could not pull {}: {e}", llm.model);
+                    return;
+                }
+                Err(e) => format!("could not pull {}: {e}", llm.model),
+            },
+        };
+        err_line!("docs-agent: {why}; trying again in {} s", pause.as_secs());
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(RETRY_MAX);
     }
+}
+
+/// Pulls `llm.model`, logging a line per tenth of its progress.
+async fn pull(llm: &crate::model::LlmConfig) -> Result<(), crate::model::pull::PullError> {
+    use crate::model::pull::Progress;
     crate::guard::sink::err_line!("docs-agent: the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
     let mut last = String::new();
     let on = |progress: Progress| {
@@ -45,10 +139,7 @@ async fn pull_if_missing(llm: crate::model::LlmConfig) {
             last = line;
         }
     };
-    match crate::model::pull::pull(&llm, on).await {
-        Ok(()) => crate::guard::sink::err_line!("docs-agent: pulled {}; ready once /readyz says so", llm.model),
-        Err(e) => crate::guard::sink::err_line!("docs-agent: could not pull {}: {e}", llm.model),
-    }
+    crate::model::pull::pull(llm, on).await
 }
 
 /// Completes on SIGTERM (a container stop) or Ctrl-C.

@@ -90,15 +90,39 @@ impl Progress {
     }
 }
 
+/// What the model server says of `llm.model`, before it is asked (`llm.pull = missing`).
+#[derive(Debug)]
+pub enum Presence {
+    /// Nothing to pull: the model is built in, `llm.pull = never`, or the server lists it (or
+    /// gave an answer a pull cannot mend, left for the question to meet).
+    Present,
+    /// The server answered that it lacks the model: pull it.
+    Missing,
+    /// The server could not be asked: it did not answer, timed out or failed (5xx). It may
+    /// come up later.
+    Unsure(super::ModelError),
+}
+
 /// Whether `llm.model` should be pulled before it is asked (`llm.pull = missing`): it is not
-/// built in, and the server says it lacks it (`GET /models`). Any other answer of the server
-/// is left for the question to meet.
-pub async fn lacking(llm: &LlmConfig) -> Result<bool, super::SetupError> {
+/// built in, and the server says it lacks it (`GET /models`).
+pub async fn presence(llm: &LlmConfig) -> Result<Presence, super::SetupError> {
+    use super::ModelError;
     if llm.pull == super::Pull::Never || super::builtin::Builtin::from_name(&llm.model).is_some() {
-        return Ok(false);
+        return Ok(Presence::Present);
     }
     let model = super::Model::from_config(llm, 1)?;
-    Ok(matches!(model.ready().await, Err(super::ModelError::UnknownModel { .. })))
+    Ok(match model.ready().await {
+        Err(ModelError::UnknownModel { .. }) => Presence::Missing,
+        Err(e @ (ModelError::Unreachable { .. } | ModelError::Timeout { .. })) => Presence::Unsure(e),
+        Err(e @ ModelError::Http { status: 500.., .. }) => Presence::Unsure(e),
+        Ok(_) | Err(_) => Presence::Present,
+    })
+}
+
+/// Whether a failed pull may succeed if tried again later: the server was down or the
+/// download failed, but it is Ollama.
+pub fn worth_retrying(error: &PullError) -> bool {
+    !matches!(error, PullError::NotOllama { .. })
 }
 
 /// Ollama's own API root for an OpenAI-compatible base URL (`http://h:11434/v1` → `http://h:11434`).

@@ -170,3 +170,58 @@ pub fn http_status(url: &str) -> Option<u16> {
     let _ = stream.read_to_string(&mut reply);
     reply.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// A child's stderr, read line by line on a thread as it comes, so a test can wait for a line
+/// with a deadline instead of blocking on a read that may never end.
+pub struct Log {
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+}
+
+impl Log {
+    /// Starts reading `stderr`.
+    pub fn of(stderr: std::process::ChildStderr) -> Log {
+        use std::io::BufRead;
+        let (send, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Log { lines, seen: Vec::new() }
+    }
+
+    /// Reads until a line contains `needle` (true), or the stream ends or `within` passes
+    /// (false).
+    pub fn until(&mut self, needle: &str, within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    self.seen.push(line);
+                    if found {
+                        return true;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
+    /// The lines read so far, for a failure message.
+    pub fn text(&self) -> String {
+        self.seen.join("\n")
+    }
+
+    /// The base URL `serve` said it serves on, if it has said so.
+    pub fn serving_on(&self) -> Option<String> {
+        self.seen.iter().find_map(|line| {
+            line.split("serving on ").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_string)
+        })
+    }
+}
