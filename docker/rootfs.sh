@@ -7,7 +7,7 @@
 #
 # The archive holds:
 #   /usr/local/bin/docs-agent   BIN, after checking it needs no dynamic loader and runs;
-#   /etc/ssl/certs/...          a CA bundle for HTTPS model servers (this machine's);
+#   /etc/ssl/certs/...          a CA bundle for HTTPS model servers (Debian's, no local CA);
 #   /etc/passwd, /etc/group     uid 10001 named, with no shell;
 #   /tmp                        empty, 1777;
 #   /workspace, /evals          the sample workspace and the eval pack, root's and read-only;
@@ -50,7 +50,13 @@ ROOT=$(mktemp -d)
 trap 'rm -rf "$ROOT"' EXIT
 R="$ROOT/rootfs"
 install -D -m 0555 "$BIN" "$R/usr/local/bin/docs-agent"
-install -D -m 0444 /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/certs/ca-certificates.crt"
+# The CA bundle from Debian's ca-certificates package alone (Mozilla's roots), never this
+# machine's /etc/ssl/certs/ca-certificates.crt: that one also holds any CA the machine's owner
+# added under /usr/local/share/ca-certificates (a company proxy's), which the image must not
+# trust. The same on a build host and in the rust image.
+mkdir -p "$R/etc/ssl/certs"
+cat /usr/share/ca-certificates/mozilla/*.crt > "$R/etc/ssl/certs/ca-certificates.crt"
+chmod 0444 "$R/etc/ssl/certs/ca-certificates.crt"
 printf 'root:x:0:0:root:/root:/sbin/nologin\ndocs-agent:x:10001:10001:docs-agent:/nonexistent:/sbin/nologin\n' > "$R/etc/passwd"
 printf 'root:x:0:\ndocs-agent:x:10001:\n' > "$R/etc/group"
 chmod 0444 "$R/etc/passwd" "$R/etc/group"

@@ -15,7 +15,8 @@
 //!   boundary).
 //! - Around them: [`sandbox`] (the kernel sandbox each command enters before it starts a
 //!   thread).
-//! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`runtime`], [`prompt`],
+//! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`telemetry`] (the log
+//!   subscriber and a turn's spans), [`runtime`], [`prompt`],
 //!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine).
 
 pub mod agent;
@@ -33,6 +34,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod session;
 pub mod skills;
+pub mod telemetry;
 pub mod tools;
 pub mod trace;
 pub mod workspace;

@@ -288,7 +288,7 @@ mod tests {
 
     /// A decided call, as a turn tells it.
     fn tool(t: &mut Trace<Vec<u8>>, name: &str, arguments: &str, result: &str, decision: Decision) {
-        let call = Call { step: 1, name, arguments };
+        let call = Call { step: 1, id: "h1", name, arguments };
         t.observe(&TurnEvent::ToolResult { call, result, ms: 1, decision });
     }
 
@@ -361,7 +361,7 @@ mod tests {
     fn long_strings_are_cut_after_redaction() {
         let mut trace = Trace::new(Vec::new(), 50);
         let arguments = json!({ "path": "é".repeat(400) }).to_string();
-        let call = Call { step: 2, name: "read_file", arguments: &arguments };
+        let call = Call { step: 2, id: "h2", name: "read_file", arguments: &arguments };
         let result = "ü".repeat(100);
         trace.observe(&TurnEvent::ToolResult { call, result: &result, ms: 3, decision: Decision::Allowed });
         let line: Value = serde_json::from_slice(&trace.into_inner()).expect("JSON");

@@ -638,6 +638,16 @@ fn the_image_holds_the_eval_pack_beside_the_workspace() {
     assert!(!read(".dockerignore").lines().any(|l| l.trim() == "evals" || l.trim() == "evals/"));
 }
 
+/// The image trusts Debian's CA bundle only, never the build machine's own additions (a
+/// company proxy's CA in /usr/local/share/ca-certificates, merged into /etc/ssl/certs).
+#[test]
+fn the_image_trusts_only_debians_ca_bundle() {
+    let rootfs = read("docker/rootfs.sh");
+    let commands: Vec<&str> = rootfs.lines().filter(|l| !l.trim_start().starts_with('#')).collect();
+    assert!(commands.iter().any(|l| l.contains("/usr/share/ca-certificates/mozilla/")), "{rootfs}");
+    assert!(!commands.iter().any(|l| l.contains("/etc/ssl/certs/ca-certificates.crt ")), "{rootfs}");
+}
+
 /// The assembly refuses a binary that needs a dynamic loader (the image has none), naming it:
 /// here, this test build's own binary, which is not static.
 #[test]

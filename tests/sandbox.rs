@@ -188,6 +188,13 @@ fn without_landlock_it_warns_and_goes_on_unless_the_sandbox_is_required() {
 #[test]
 fn every_command_enters_the_sandbox_first() {
     let ws = common::sample_workspace();
+    // `serve` checks its configuration (a token) before the sandbox, as every command reads its
+    // own: give it one it can use.
+    let toml = format!(
+        "[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        docs_agent::serve::auth::hash("a-token-of-twenty-characters")
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
     let evals = concat!(env!("CARGO_MANIFEST_DIR"), "/evals");
     let commands: &[&[&str]] = &[
         &["how long is the refund window"],

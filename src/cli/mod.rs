@@ -44,6 +44,7 @@ const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 pub fn run(cli: Cli) -> Result<Exit, Failure> {
     use sandbox::Use;
     let Cli { global, command, question } = cli;
+    start_log(&command)?;
     hide_landlock_for_tests()?;
     // The configuration, then the sandbox of a command that works on the workspace.
     let within = |uses: Use| -> Result<Config, Failure> {
@@ -105,13 +106,34 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
     }
 }
 
-/// The configuration, read once: flags > environment > file > defaults. With [`config_file`],
-/// the only place the process environment is read.
+/// The configuration, read once: flags > environment > file > defaults. With [`config_file`]
+/// and [`start_log`], the only place the process environment is read.
 pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let wanted = |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+/// Sets up the process's log (`telemetry::log`) from `DOCS_AGENT_LOG` (or `RUST_LOG`) and
+/// `DOCS_AGENT_LOG_FORMAT`: by default warnings only, and `serve`'s own progress too (`info`);
+/// text on a terminal, JSON lines otherwise.
+fn start_log(command: &Option<Command>) -> Result<(), Failure> {
+    use crate::telemetry::{Format, LogSettings};
+    let default = match command {
+        Some(Command::Serve { .. }) => "warn,docs_agent=info",
+        _ => "warn",
+    };
+    let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.trim().is_empty()).map(|v| (name, v));
+    let (from, filter) = var("DOCS_AGENT_LOG").or_else(|| var("RUST_LOG")).unwrap_or(("the default", default.into()));
+    let terminal = crate::guard::sink::stderr_is_terminal();
+    let format = match var("DOCS_AGENT_LOG_FORMAT") {
+        Some((_, value)) => Format::parse(value.trim()).map_err(|e| (Exit::Usage, e))?,
+        None if terminal => Format::Text,
+        None => Format::Json,
+    };
+    let settings = LogSettings { filter, from, format, colour: terminal };
+    crate::telemetry::log::init(&settings, Vec::new()).map_err(|e| (Exit::Usage, e))
 }
 
 /// The config file that [`load_config`] reads: `--config`, `DOCS_AGENT_CONFIG`, or

@@ -16,6 +16,8 @@ pub fn configured(global: &Global, listen: Option<String>, wait: bool) -> Result
     let file = super::config_file(global);
     let mut waited = false;
     loop {
+        // Taken before the file is read, so a change made while it is read is not missed.
+        let read = fingerprint(&file);
         let attempt = super::load_config(global).and_then(|mut config| {
             if let Some(listen) = &listen {
                 config.serve.listen = listen.clone();
@@ -26,19 +28,18 @@ pub fn configured(global: &Global, listen: Option<String>, wait: bool) -> Result
         match attempt {
             Ok(ready) => {
                 if waited {
-                    crate::guard::sink::err_line!("docs-agent: {} is usable now; starting", file.display());
+                    tracing::info!("{} is usable now; starting", file.display());
                 }
                 return Ok(ready);
             }
             Err((Exit::Usage, message)) if wait => {
-                crate::guard::sink::err_line!("docs-agent: {message}");
-                crate::guard::sink::err_line!(
-                    "docs-agent: waiting for {} to change (serve --wait-for-config); in compose, \
+                tracing::warn!("{message}");
+                tracing::warn!(
+                    "waiting for {} to change (serve --wait-for-config); in compose, \
                      `docker compose run --rm init` writes it",
                     file.display()
                 );
-                let before = fingerprint(&file);
-                while fingerprint(&file) == before {
+                while fingerprint(&file) == read {
                     std::thread::sleep(CONFIG_POLL);
                 }
                 waited = true;
@@ -98,30 +99,29 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 /// minute, until the model is there. `/readyz` says not ready until it is; questions meanwhile
 /// get retrieval-only answers.
 async fn pull_if_missing(llm: crate::model::LlmConfig) {
-    use crate::guard::sink::err_line;
     use crate::model::pull::{Presence, worth_retrying};
     let mut pause = RETRY_FIRST;
     loop {
         let why = match crate::model::pull::presence(&llm).await {
             Ok(Presence::Present) => return,
             Err(e) => {
-                err_line!("docs-agent: cannot check for {}: {e}", llm.model);
+                tracing::warn!("cannot check for {}: {e}", llm.model);
                 return;
             }
             Ok(Presence::Unsure(e)) => format!("cannot ask the model server whether it has {}: {e}", llm.model),
             Ok(Presence::Missing) => match pull(&llm).await {
                 Ok(()) => {
-                    err_line!("docs-agent: pulled {}; ready once /readyz says so", llm.model);
+                    tracing::info!("pulled {}; ready once /readyz says so", llm.model);
                     return;
                 }
                 Err(e) if !worth_retrying(&e) => {
-                    err_line!("docs-agent: could not pull {}: {e}", llm.model);
+                    tracing::warn!("could not pull {}: {e}", llm.model);
                     return;
                 }
                 Err(e) => format!("could not pull {}: {e}", llm.model),
             },
         };
-        err_line!("docs-agent: {why}; trying again in {} s", pause.as_secs());
+        tracing::warn!("{why}; trying again in {} s", pause.as_secs());
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(RETRY_MAX);
     }
@@ -130,12 +130,12 @@ async fn pull_if_missing(llm: crate::model::LlmConfig) {
 /// Pulls `llm.model`, logging a line per tenth of its progress.
 async fn pull(llm: &crate::model::LlmConfig) -> Result<(), crate::model::pull::PullError> {
     use crate::model::pull::Progress;
-    crate::guard::sink::err_line!("docs-agent: the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
+    tracing::info!("the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
     let mut last = String::new();
     let on = |progress: Progress| {
         let line = progress.describe(true);
         if line != last {
-            crate::guard::sink::err_line!("docs-agent: pulling {}: {line}", llm.model);
+            tracing::info!("pulling {}: {line}", llm.model);
             last = line;
         }
     };

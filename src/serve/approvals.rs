@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tracing::Instrument;
 
 use super::AppState;
 use super::auth::Principal;
@@ -138,10 +139,13 @@ pub async fn decide(
     let start = Start::Decision { call, verdict, by: format!("approver {}", principal.name), reply };
     let continued = state.clone();
     let id = session.clone();
-    tokio::spawn(async move {
-        // Its outcome is in the session's events; an error was already told to the approver.
-        let _ = turns::run(continued, id, start).await;
-    });
+    tokio::spawn(
+        async move {
+            // Its outcome is in the session's events; an error was already told to the approver.
+            let _ = turns::run(continued, id, start).await;
+        }
+        .in_current_span(),
+    );
     match recorded.await {
         Ok(Ok(outcome)) => {
             (StatusCode::OK, Json(json!({"approval_id": approval, "session_id": session, "decision": outcome})))

@@ -125,9 +125,7 @@ impl Drop for Freshness {
 pub fn start(state: Arc<AppState>) -> Option<Freshness> {
     let index = &state.config.index;
     let Some(docs) = docs_folder(&state.config.workspace) else {
-        crate::guard::sink::err_line!(
-            "docs-agent: the workspace has no docs/ folder; create it and restart to have docs indexed"
-        );
+        tracing::warn!("the workspace has no docs/ folder; create it and restart to have docs indexed");
         return None;
     };
     if !index.watch && index.rescan_secs == 0 {
@@ -148,9 +146,7 @@ pub fn start(state: Arc<AppState>) -> Option<Freshness> {
     match thread {
         Ok(_) => Some(Freshness { wake, _watcher: watcher }),
         Err(e) => {
-            crate::guard::sink::err_line!(
-                "docs-agent: cannot start the index updater ({e}); docs changes are seen after a restart"
-            );
+            tracing::warn!("cannot start the index updater ({e}); docs changes are seen after a restart");
             None
         }
     }
@@ -172,8 +168,8 @@ fn watch(docs: &Path, wake: mpsc::Sender<Wake>) -> Option<notify::RecommendedWat
     match watched {
         Ok(watcher) => Some(watcher),
         Err(e) => {
-            crate::guard::sink::err_line!(
-                "docs-agent: cannot watch docs/ for changes ({e}); changes are found by the rescan every \
+            tracing::warn!(
+                "cannot watch docs/ for changes ({e}); changes are found by the rescan every \
                  index.rescan_secs (DOCS_AGENT_INDEX_RESCAN_SECS) instead"
             );
             None
@@ -302,8 +298,8 @@ impl Updater {
     fn update(&mut self) -> Option<Instant> {
         if !self.told_replaced && self.replaced_folder() {
             self.told_replaced = true;
-            crate::guard::sink::err_line!(
-                "docs-agent: docs/ was replaced by another folder since serve started; this process still reads \
+            tracing::warn!(
+                "docs/ was replaced by another folder since serve started; this process still reads \
                  the old one: restart it (edit or copy into docs/ instead of replacing it)"
             );
         }
@@ -328,8 +324,8 @@ impl Updater {
             Ok(refreshed) => {
                 let u = &refreshed.update;
                 if refreshed.replaced {
-                    crate::guard::sink::err_line!(
-                        "docs-agent: index generation {}: {} added, {} changed, {} removed, {} held back ({} ms)",
+                    tracing::info!(
+                        "index generation {}: {} added, {} changed, {} removed, {} held back ({} ms)",
                         refreshed.version.generation,
                         u.added,
                         u.changed,
@@ -347,7 +343,7 @@ impl Updater {
                     c.held = u.held;
                 });
                 if let Some(reason) = &u.rebuilt {
-                    crate::guard::sink::err_line!("docs-agent: search index rebuilt ({reason})");
+                    tracing::info!("search index rebuilt ({reason})");
                 }
                 if u.held == 0 {
                     return None;
@@ -363,11 +359,9 @@ impl Updater {
             }
             Err(e) => {
                 status.with(|c| c.failed += 1);
-                crate::guard::sink::err_line!(
+                tracing::warn!(
                     "{}",
-                    crate::guard::scrub(&format!(
-                        "docs-agent: index update failed: {e}; answers use the last good index"
-                    ))
+                    crate::guard::scrub(&format!("index update failed: {e}; answers use the last good index"))
                 );
                 Some(Instant::now() + RETRY)
             }

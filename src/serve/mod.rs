@@ -20,6 +20,7 @@ pub mod limits;
 pub mod metrics;
 pub mod ops;
 pub mod page;
+pub mod requests;
 pub mod sessions;
 pub mod stream;
 pub mod turns;
@@ -249,6 +250,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), body::read_within))
         // Outside the limits, so shed (503) and timed-out (504) requests are counted too.
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        // Outermost: every request has its span and id, whatever answered it.
+        .layer(axum::middleware::from_fn(requests::traced))
         .layer(DefaultBodyLimit::max(serve.max_body_bytes))
         .with_state(state)
 }
@@ -290,14 +293,11 @@ pub async fn serve(
     // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
     let _fresh = fresh::start(state.clone());
-    crate::guard::sink::err_line!(
-        "docs-agent: serving on http://{address} (workspace {})",
-        state.config.workspace.display()
-    );
+    tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;
-        crate::guard::sink::err_line!("docs-agent: shutting down: no new requests; interrupting running turns");
+        tracing::info!("shutting down: no new requests; interrupting running turns");
         cancel_all.stopping.send_replace(true);
         for canceller in cancel_all.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
             canceller.cancel();

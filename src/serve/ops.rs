@@ -43,7 +43,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
             let detail = e.to_string();
             let mut last = state.readiness_error.lock().unwrap_or_else(|p| p.into_inner());
             if *last != detail {
-                crate::guard::sink::err_line!("docs-agent: not ready: {detail}");
+                tracing::warn!("not ready: {detail}");
                 last.clone_from(&detail);
             }
             let message = "the model server is unreachable or lacks the model; the server's log says why";

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
+use tracing::Instrument;
 
 use super::AppState;
 use super::auth::Principal;
@@ -119,22 +120,25 @@ pub async fn message(
         };
     }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        match turns::run_live(state, id, Start::Message(text), Some(tx.clone())).await {
-            Ok(outcome) => {
-                if let Some(approval) = &outcome.approval {
-                    let _ = tx.send(stream::event("approval_required", approval));
+    tokio::spawn(
+        async move {
+            match turns::run_live(state, id, Start::Message(text), Some(tx.clone())).await {
+                Ok(outcome) => {
+                    if let Some(approval) = &outcome.approval {
+                        let _ = tx.send(stream::event("approval_required", approval));
+                    }
+                    if let Some(answer) = &outcome.answer {
+                        let _ = tx.send(stream::event("answer", &json!({"answer": answer})));
+                    }
+                    let _ = tx.send(stream::event("done", &outcome));
                 }
-                if let Some(answer) = &outcome.answer {
-                    let _ = tx.send(stream::event("answer", &json!({"answer": answer})));
+                Err(e) => {
+                    let _ = tx.send(stream::event("error", &json!({"code": e.code, "message": e.message})));
                 }
-                let _ = tx.send(stream::event("done", &outcome));
-            }
-            Err(e) => {
-                let _ = tx.send(stream::event("error", &json!({"code": e.code, "message": e.message})));
             }
         }
-    });
+        .in_current_span(),
+    );
     stream::from_channel(rx).into_response()
 }
 

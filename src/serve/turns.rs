@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use tracing::Instrument;
 
 use super::AppState;
 use super::error::ApiError;
@@ -90,7 +91,7 @@ pub async fn run(state: Arc<AppState>, id: String, start: Start) -> Result<Outco
 
 /// Like [`run`], sending tool steps and guarded text to `live` as they happen.
 pub async fn run_live(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    tokio::spawn(drive(state, id, start, live))
+    tokio::spawn(drive(state, id, start, live).in_current_span())
         .await
         .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
 }

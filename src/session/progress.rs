@@ -72,6 +72,8 @@ pub enum TurnEvent<'a> {
 pub struct Call<'a> {
     /// The model call that asked for it.
     pub step: u32,
+    /// The call's id (the harness's own, not the model's).
+    pub id: &'a str,
     /// The tool's name, as the model wrote it.
     pub name: &'a str,
     /// The arguments, as the model wrote them (JSON text, perhaps malformed; not yet redacted

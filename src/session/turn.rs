@@ -10,7 +10,9 @@ use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::model::{Message, Model, ModelError};
 use crate::runtime;
+use crate::telemetry::TurnSpans;
 use crate::tools::{self, Decision, Outcome, Planned, Tool, Toolbox};
+use tracing::Instrument;
 
 use super::cancel::Cancel;
 use super::compact;
@@ -114,13 +116,16 @@ pub struct Turn<'a> {
     undecided: Undecided,
     /// Who is told what happens (the trace, metrics, a stream, the terminal), if anyone.
     observer: Option<Observer<'a>>,
+    /// The turn's spans (`telemetry`), told everything the observer is, first.
+    spans: TurnSpans,
 }
 
 impl<'a> Turn<'a> {
     /// A turn of `session` in `log`, answered by `model`; an undecided write pauses it, and
     /// nobody is told of its progress until [`Turn::observed`].
     pub(super) fn new(deps: &'a Deps<'a>, model: &'a Model, log: &'a mut Log, session: &'a str) -> Turn<'a> {
-        Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None }
+        let spans = TurnSpans::start(session, &model.name());
+        Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None, spans }
     }
 
     /// Decides an undecided write this way instead of pausing.
@@ -284,7 +289,7 @@ impl<'a> Turn<'a> {
             }
         };
         let result = tokio::select! {
-            reply = self.model.complete_streaming(messages, specs, &mut on_delta) => reply,
+            reply = self.model.complete_streaming(messages, specs, &mut on_delta).instrument(self.spans.chat()) => reply,
             () = tokio::time::sleep_until(deadline.into()) => return Called::TimedOut,
             () = cancel.cancelled() => {
                 return Called::Cancelled(partial.lock().unwrap_or_else(|p| p.into_inner()).clone());
@@ -349,6 +354,9 @@ impl<'a> Turn<'a> {
     fn run(&mut self, toolbox: &Toolbox<'_>, call: Call<'_>, question: &str) -> Result<(), LogError> {
         let allowed = self.deps.limits.max_tool_calls_per_step as usize;
         self.emit(TurnEvent::ToolCall(shown(call.step, call.record)));
+        // What the tool logs is logged in its span.
+        let span = self.spans.tool(&call.record.id);
+        let _in_tool = span.enter();
         let started = Instant::now();
         let outcome = if call.index >= allowed {
             Outcome::error(format!(
@@ -506,8 +514,9 @@ impl<'a> Turn<'a> {
         self.emit(TurnEvent::ToolResult { call: shown(call.step, call.record), result: text, ms, decision });
     }
 
-    /// Tells the observer, if there is one.
+    /// Tells the spans, then the observer, if there is one.
     fn emit(&mut self, event: TurnEvent<'_>) {
+        self.spans.hear(&event);
         if let Some(observe) = self.observer.as_mut() {
             observe(&event);
         }
@@ -603,7 +612,7 @@ enum Called {
 
 /// A logged call of model call `step`, as the observer sees it.
 fn shown(step: u32, record: &CallRecord) -> progress::Call<'_> {
-    progress::Call { step, name: &record.name, arguments: &record.arguments }
+    progress::Call { step, id: &record.id, name: &record.name, arguments: &record.arguments }
 }
 
 /// Files whose text a tool showed the model in this session: what an answer may cite.

@@ -1,0 +1,150 @@
+//! The process's log subscriber: one per process, set up by the front end before anything is
+//! logged. Lines go to stderr through the redacting sink (`guard::sink`), the same last step
+//! as every other line docs-agent writes.
+
+use std::sync::OnceLock;
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::guard::sink::Sink;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// For a person at a terminal: time, level, where, message and fields on one line.
+    Text,
+    /// One JSON object per line (a collector's input): `timestamp`, `level`, `target`,
+    /// `fields` and `spans` (each open span with its fields: request and session ids).
+    Json,
+}
+
+impl Format {
+    /// Reads `text` or `json` (from `DOCS_AGENT_LOG_FORMAT`).
+    pub fn parse(value: &str) -> Result<Format, String> {
+        match value {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            other => Err(format!("DOCS_AGENT_LOG_FORMAT: `{other}` is not a log format; write `text` or `json`")),
+        }
+    }
+}
+
+/// What the log shows, as the front end read it from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSettings {
+    /// `tracing` filter directives: `warn`, `info`, `docs_agent=debug,warn`...
+    pub filter: String,
+    /// Where the filter came from (`DOCS_AGENT_LOG`, `RUST_LOG` or the command's default), for
+    /// an error message.
+    pub from: &'static str,
+    /// How lines are written.
+    pub format: Format,
+    /// Whether the lines may carry terminal colours (stderr is a terminal).
+    pub colour: bool,
+}
+
+/// The log's layer, writing through `sink`: its type is the redacting [`Sink`], so no line can
+/// skip the redaction.
+fn log_layer<W, M>(settings: &LogSettings, sink: M) -> Boxed
+where
+    W: std::io::Write + 'static,
+    M: Fn() -> Sink<W> + Send + Sync + 'static,
+{
+    match settings.format {
+        Format::Text => tracing_subscriber::fmt::layer().with_writer(sink).with_ansi(settings.colour).boxed(),
+        Format::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(false)
+            .with_span_list(true)
+            .with_writer(sink)
+            .boxed(),
+    }
+}
+
+/// Set once the subscriber is installed: a second call (an in-process test) changes nothing.
+static INSTALLED: OnceLock<()> = OnceLock::new();
+
+/// A layer of the process's subscriber.
+pub type Boxed = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Installs the process's subscriber, with `extra` layers (an exporter's) beside the log, each
+/// with its own filter. An unreadable filter is an error that names its variable.
+pub fn init(settings: &LogSettings, extra: Vec<Boxed>) -> Result<(), String> {
+    let filter = EnvFilter::builder().parse(&settings.filter).map_err(|e| {
+        format!(
+            "{}: `{}` is not a log filter ({e}); write a level (`info`) or targets and levels \
+             (`docs_agent=debug,warn`)",
+            settings.from, settings.filter
+        )
+    })?;
+    if INSTALLED.get().is_some() {
+        return Ok(());
+    }
+    let log = log_layer(settings, crate::guard::sink::stderr);
+    let mut layers = extra;
+    layers.push(log.with_filter(filter).boxed());
+    let installed = tracing_subscriber::registry().with(layers).try_init();
+    // Already installed elsewhere (a test harness): that subscriber stays.
+    let _ = installed;
+    let _ = INSTALLED.set(());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A buffer the log writes into.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What one event, with a secret in its message and in a field, looks like in `format`.
+    fn logged(format: Format) -> String {
+        let buffer = Buffer::default();
+        let into = buffer.clone();
+        let settings = LogSettings { filter: "info".into(), from: "test", format, colour: false };
+        let layer = log_layer(&settings, move || Sink::new(into.clone()));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        let key = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("request", request_id = "r-1", token = %key);
+            span.in_scope(|| tracing::warn!(detail = %key, "the server said {key}"));
+        });
+        let text = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        assert!(text.contains("r-1") && text.contains("the server said"), "{text}");
+        text
+    }
+
+    #[test]
+    fn every_line_is_redacted_in_both_formats() {
+        for format in [Format::Text, Format::Json] {
+            let text = logged(format);
+            assert!(!text.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{format:?}: {text}");
+        }
+        let json: serde_json::Value = serde_json::from_str(logged(Format::Json).trim()).expect("one JSON line");
+        assert_eq!(json["spans"][0]["name"], "request");
+        assert_eq!(json["level"], "WARN");
+    }
+
+    #[test]
+    fn formats_and_filters_are_checked() {
+        assert_eq!(Format::parse("json"), Ok(Format::Json));
+        assert!(Format::parse("yaml").is_err_and(|e| e.contains("`text` or `json`")));
+        let settings = LogSettings { filter: "x=loud".into(), from: "RUST_LOG", format: Format::Text, colour: false };
+        assert!(init(&settings, Vec::new()).is_err_and(|e| e.starts_with("RUST_LOG: `x=loud`")));
+    }
+}

@@ -1,0 +1,18 @@
+//! What docs-agent tells an operator about itself: log events and spans through `tracing`, for
+//! every command.
+//!
+//! - `log`: the subscriber, set up once per process by the front end: human-readable text on
+//!   a terminal, JSON lines otherwise, filtered by `DOCS_AGENT_LOG` or `RUST_LOG`, written
+//!   through the redacting stderr sink (`guard::sink`), so no secret reaches a log;
+//! - `spans`: a turn's spans (`turn`, then `chat {model}` per model call and
+//!   `execute_tool {name}` per tool call), made from the turn's own events, so every front end
+//!   gets the same ones. `serve` adds a `request` span around each HTTP request.
+//!
+//! Span and field names follow the OpenTelemetry GenAI semantic conventions, so the same spans
+//! can be exported as they are.
+
+pub mod log;
+pub mod spans;
+
+pub use log::{Format, LogSettings};
+pub use spans::TurnSpans;

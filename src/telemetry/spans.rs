@@ -1,0 +1,155 @@
+//! A turn's spans, made from the turn's own events (`session::progress::TurnEvent`), so the CLI,
+//! chat and `serve` all get the same ones:
+//!
+//! ```text
+//! request (serve only: method, route, request id)
+//! └─ turn            invoke_agent docs-agent · gen_ai.conversation.id = the session id
+//!    ├─ chat         chat {model} · gen_ai.usage.input_tokens / output_tokens
+//!    └─ execute_tool execute_tool {name} · gen_ai.tool.name, gen_ai.tool.call.id
+//! ```
+//!
+//! `otel.name` carries the OpenTelemetry span name (`chat llama3.2:3b`), the other `gen_ai.*`
+//! fields the GenAI semantic conventions' attributes. No span field holds message content:
+//! only names, ids, counts and decisions, and names the model wrote (a tool's) are scrubbed and
+//! clipped first. A line is logged (`info`) as each model and tool call ends, and when a turn
+//! stops without an answer.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::session::event::StopReason;
+use crate::session::progress::TurnEvent;
+
+/// The longest name from the model (a tool's) a span records.
+const NAME_CHARS: usize = 64;
+
+/// The spans of one turn: the turn's own, the model call in flight, the tool calls in flight.
+/// Dropping it ends them all.
+#[derive(Debug)]
+pub struct TurnSpans {
+    /// The model asked, for the `chat {model}` spans.
+    model: String,
+    /// `turn`: the whole turn.
+    turn: Span,
+    /// The model call in flight.
+    chat: Option<Span>,
+    /// Tool calls in flight, by call id.
+    tools: Vec<(String, Span)>,
+    /// Tokens the server reported in this turn: prompt, completion.
+    used: (u64, u64),
+}
+
+impl TurnSpans {
+    /// Opens the turn's span for `session`, asking `model`, as a child of the current span
+    /// (an HTTP request's, under `serve`).
+    pub fn start(session: &str, model: &str) -> TurnSpans {
+        let turn = tracing::info_span!(
+            "turn",
+            otel.name = "invoke_agent docs-agent",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "docs-agent",
+            gen_ai.conversation.id = %session,
+            gen_ai.request.model = %model,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            docs_agent.stop_reason = Empty,
+        );
+        TurnSpans { model: model.to_string(), turn, chat: None, tools: Vec::new(), used: (0, 0) }
+    }
+
+    /// The turn's span, for work done on its behalf.
+    pub fn turn(&self) -> &Span {
+        &self.turn
+    }
+
+    /// The model call in flight's span (none between calls), for the call's own work.
+    pub fn chat(&self) -> Span {
+        self.chat.clone().unwrap_or_else(Span::none)
+    }
+
+    /// Tool call `id`'s span while it runs (none when it is not in flight).
+    pub fn tool(&self, id: &str) -> Span {
+        self.tools.iter().find(|(open, _)| open == id).map_or_else(Span::none, |(_, span)| span.clone())
+    }
+
+    /// Opens, fills or ends a span for what happened.
+    pub fn hear(&mut self, event: &TurnEvent<'_>) {
+        match *event {
+            TurnEvent::ModelCall { step, estimate } => {
+                self.chat = Some(tracing::info_span!(
+                    parent: &self.turn,
+                    "chat",
+                    otel.name = %format!("chat {}", self.model),
+                    gen_ai.operation.name = "chat",
+                    gen_ai.request.model = %self.model,
+                    gen_ai.usage.input_tokens = Empty,
+                    gen_ai.usage.output_tokens = Empty,
+                    docs_agent.step = step,
+                    docs_agent.prompt_estimate = estimate,
+                    error.type = Empty,
+                ));
+            }
+            TurnEvent::ModelReplied { step, ms, usage, .. } => {
+                let Some(span) = self.chat.take() else { return };
+                let (input, output) = usage.map_or((None, None), |u| (Some(u.prompt), Some(u.completion)));
+                if let (Some(input), Some(output)) = (input, output) {
+                    span.record("gen_ai.usage.input_tokens", input);
+                    span.record("gen_ai.usage.output_tokens", output);
+                    self.used = (self.used.0 + input, self.used.1 + output);
+                }
+                span.in_scope(|| {
+                    tracing::info!(
+                        step,
+                        ms = ms as u64,
+                        input_tokens = input,
+                        output_tokens = output,
+                        "model call done"
+                    )
+                });
+            }
+            TurnEvent::ToolCall(call) => {
+                let name = crate::guard::clip(&crate::guard::scrub(call.name), NAME_CHARS);
+                let span = tracing::info_span!(
+                    parent: &self.turn,
+                    "execute_tool",
+                    otel.name = %format!("execute_tool {name}"),
+                    gen_ai.operation.name = "execute_tool",
+                    gen_ai.tool.name = %name,
+                    gen_ai.tool.call.id = %call.id,
+                    docs_agent.step = call.step,
+                    docs_agent.decision = Empty,
+                );
+                self.tools.push((call.id.to_string(), span));
+            }
+            TurnEvent::ToolResult { call, ms, decision, .. } => {
+                let Some(at) = self.tools.iter().position(|(id, _)| id == call.id) else { return };
+                let (_, span) = self.tools.remove(at);
+                span.record("docs_agent.decision", decision.as_str());
+                span.in_scope(|| tracing::info!(decision = decision.as_str(), ms = ms as u64, "tool call done"));
+            }
+            TurnEvent::ApprovalRequired { call_id, .. } => {
+                self.turn.in_scope(|| tracing::info!(call_id, "a write waits for approval"));
+            }
+            TurnEvent::SentBack(kind) => {
+                self.turn.in_scope(|| tracing::info!(correction = kind.as_str(), "reply sent back to the model"));
+            }
+            TurnEvent::Answer(_) => self.end(StopReason::Answered),
+            TurnEvent::Stopped { reason, message } => {
+                if let Some(chat) = self.chat.take() {
+                    chat.record("error.type", reason.as_str());
+                }
+                self.end(reason);
+                // info, not warn: the front end tells the person already.
+                self.turn.in_scope(|| tracing::info!(reason = reason.as_str(), "{message}"));
+            }
+            TurnEvent::TextDelta(_) => {}
+        }
+    }
+
+    /// Records how the turn ended and the tokens it used.
+    fn end(&mut self, reason: StopReason) {
+        self.turn.record("docs_agent.stop_reason", reason.as_str());
+        self.turn.record("gen_ai.usage.input_tokens", self.used.0);
+        self.turn.record("gen_ai.usage.output_tokens", self.used.1);
+    }
+}
