@@ -22,12 +22,14 @@ WORK=$(mktemp -d)
 DOCKERD=
 LISTENER=
 STAND_IN=
+IMAGE=
 cleanup() {
     [ -n "$LISTENER" ] && kill "$LISTENER" 2> /dev/null
     if [ -f "$WORK/compose.yaml" ]; then
         (cd "$WORK" && compose --profile init down -v --remove-orphans > /dev/null 2>&1) || true
     fi
     [ -n "$STAND_IN" ] && docker rmi -f "$STAND_IN" > /dev/null 2>&1
+    [ -n "$IMAGE" ] && docker rmi -f "$IMAGE" > /dev/null 2>&1
     rm -rf "$WORK"
     # a dockerd this script started is stopped again
     [ -n "$DOCKERD" ] && kill "$DOCKERD" 2> /dev/null
@@ -59,8 +61,28 @@ docker/prebuilt.sh
 STAND_IN="docs-agent-test/ollama-stand-in:$$"
 docker build -q -f docker/stand-in.Dockerfile -t "$STAND_IN" . > /dev/null
 
+# The Dockerfile's builder unpacks the same archive with GNU tar as root: the owners and
+# modes the image needs must survive that too (the compose build below uses Docker's ADD).
+UNPACKED="$WORK/unpacked"
+mkdir "$UNPACKED"
+tar -xpf dist/rootfs.tar --numeric-owner -C "$UNPACKED"
+owners=$(stat -c '%n %u:%g %a' "$UNPACKED/data" "$UNPACKED/etc/docs-agent" "$UNPACKED/workspace/notes" \
+    "$UNPACKED/workspace/docs" "$UNPACKED/tmp" | sed "s|$UNPACKED||")
+[ "$owners" = "$(printf '%s\n' '/data 10001:10001 700' '/etc/docs-agent 10001:10001 700' \
+    '/workspace/notes 10001:10001 750' '/workspace/docs 0:0 755' '/tmp 0:0 1777')" ] \
+    || fail "rootfs.tar unpacked by tar -xp: $owners"
+rm -rf "$UNPACKED"
+ok "the image's files keep their owners and modes unpacked by tar (the Dockerfile) as by ADD"
+
 cp -R compose.yaml .dockerignore workspace docker dist "$WORK"/
-printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN" > "$WORK/compose.test.yaml"
+# notes left by an earlier run in the checkout are not this run's
+find "$WORK/workspace/notes" -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+# This run's own tags, so the machine's docs-agent:local is left alone.
+IMAGE="docs-agent-test/agent:$$"
+{
+    printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN"
+    for svc in agent api init; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
+} > "$WORK/compose.test.yaml"
 chown 10001:10001 "$WORK/workspace/notes"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export COMPOSE_PROJECT_NAME="docsagenttest$$" DOCS_AGENT_DOCKERFILE=docker/prebuilt.Dockerfile DOCS_AGENT_PORT=$PORT
@@ -74,7 +96,7 @@ healthy() {
     fail "$1 never became healthy"
 }
 compose build > /dev/null 2>&1 || compose build
-SIZE=$(docker image inspect docs-agent:local -f '{{.Size}}')
+SIZE=$(docker image inspect "$IMAGE" -f '{{.Size}}')
 ok "the agent image: $((SIZE / 1000000)).$(( (SIZE / 100000) % 10 )) MB (aim: under 20 MB)"
 
 say "without Ollama"
@@ -88,6 +110,14 @@ compose run --rm -T agent check > /dev/null 2>&1 || fail "check"
 ok "check"
 out=$(compose run --rm -T agent eval 2> /dev/null) || fail "eval: $(tail -3 <<< "$out")"
 ok "eval: $(tail -1 <<< "$out")"
+out=$(LLM_MODEL=extractive compose run --rm -T agent "how long is the refund window" 2> /dev/null)
+grep -q "docs/refunds.md#window" <<< "$out" || fail "extractive question: $out"
+ok "LLM_MODEL=extractive answers"
+out=$(echo "a-token-of-twenty-characters" | compose run --rm -T agent hash-token 2> /dev/null)
+[[ "$out" =~ ^[0-9a-f]{64}$ ]] || fail "hash-token: $out"
+ok "hash-token"
+out=$(compose run --rm -T agent sessions list 2>&1) || fail "sessions list: $out"
+ok "sessions list"
 [ -z "$(compose ps -q ollama)" ] || fail "something started ollama"
 
 say "the README's first commands"
@@ -156,7 +186,8 @@ say "the api"
 compose up -d api > /dev/null 2>&1
 waiting=
 for _ in $(seq 1 60); do
-    compose logs api 2>&1 | grep -q "waiting for /etc/docs-agent/docs-agent.toml" && waiting=yes && break
+    logs=$(compose logs api 2>&1 || true)
+    grep -qF "waiting for /etc/docs-agent/docs-agent.toml" <<< "$logs" && waiting=yes && break
     sleep 1
 done
 [ -n "$waiting" ] || fail "api before init: $(compose logs api 2>&1 | tail -5)"
@@ -174,5 +205,21 @@ answer=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application
     -d '{"question":"how long is the refund window"}' "http://127.0.0.1:$PORT/v1/ask")
 grep -q '"path":"docs/refunds.md"' <<< "$answer" || fail "api /v1/ask: $answer"
 ok "api up before init waits for its config; init's token; api healthy and answering on 127.0.0.1:$PORT"
+again=$(compose run --rm -T init 2>&1) && fail "a second init replaced the config: $again"
+grep -qF -- "--replace" <<< "$again" || fail "a second init does not say how to start again: $again"
+new_token=$(compose run --rm -T init --replace 2> /dev/null) || fail "init --replace"
+[ ${#new_token} -eq 48 ] && [ "$new_token" != "$token" ] || fail "init --replace printed no new token"
+compose restart api > /dev/null 2>&1
+healthy api
+code=000
+for _ in $(seq 1 60); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $new_token" \
+        "http://127.0.0.1:$PORT/metrics") && [ "$code" = 200 ] && break
+    sleep 1
+done
+[ "$code" = 200 ] || fail "the replaced token after a restart: $code"
+old=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$PORT/metrics")
+[ "$old" = 401 ] || fail "the old token still works after init --replace: $old"
+ok "init --replace: a new token works after a restart, the old one no longer does"
 
 say "passed in $(( $(date +%s) - START )) s"

@@ -66,6 +66,10 @@ cp -R "$HERE/evals" "$R/evals"
 # notes/ ships empty: never bake a user's notes into an image
 mkdir -p "$R/workspace/notes"
 find "$R/workspace/notes" -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+# nor a secret or an editor's litter left beside the docs (what .dockerignore keeps out of the
+# Dockerfile's context; docker/prebuilt.sh reads the checkout itself)
+find "$R/workspace" "$R/evals" \( -name '.env' -o -name '.env.*' -o -name '*.pem' -o -name '*.key' \
+    -o -name '*.swp' -o -name '*~' -o -name '.DS_Store' \) -exec rm -rf {} +
 chmod -R u=rwX,go=rX "$R/workspace" "$R/evals"
 mkdir -p "$R/data" "$R/etc/docs-agent"
 chmod 0750 "$R/workspace/notes"

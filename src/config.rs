@@ -279,6 +279,15 @@ impl Config {
         }
         let merged =
             builder.build().map_err(|e| ConfigError(format!("configuration: {}", without_source(&e.to_string()))))?;
+        // A closed set's word is checked first, so its error names the words it takes.
+        for (key, var, words) in CLOSED_SETS {
+            if let Ok(word) = merged.get_string(key)
+                && !words.contains(&word.as_str())
+            {
+                let words = words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(" or ");
+                return Err(ConfigError(format!("{key} ({var}) must be {words}, got `{word}`")));
+            }
+        }
         let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
         config.validate()?;
         // The model server's key is redacted wherever it shows, whatever its shape.
@@ -396,6 +405,9 @@ fn without_source(error: &str) -> String {
 fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
     config::File::from(path).format(config::FileFormat::Toml).required(true)
 }
+
+/// Settings that take one word of a closed set: the key, its environment variable, the words.
+const CLOSED_SETS: &[(&str, &str, &[&str])] = &[("llm.pull", "LLM_PULL", &["missing", "never"])];
 
 fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
     builder.set_override(key, value).map_err(|e| ConfigError(format!("configuration key {key}: {e}")))

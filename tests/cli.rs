@@ -319,3 +319,14 @@ fn chat_exits_with_the_code_of_its_last_turn() {
     assert_eq!(fine.code, 0, "stderr {}", fine.stderr);
     assert!(fine.stdout.contains("14 days"), "{}", fine.stdout);
 }
+
+/// A setting that takes one word of a closed set names the words it takes and its variable.
+#[test]
+fn a_closed_setting_names_the_words_it_takes() {
+    let ws = common::sample_workspace();
+    let out = common::run(ws.path(), &[("LLM_PULL", "always")], &["search", "refund"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("llm.pull (LLM_PULL) must be `missing` or `never`, got `always`"), "{}", out.stderr);
+    let out = common::run(ws.path(), &[("LLM_PULL", "never")], &["search", "refund"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

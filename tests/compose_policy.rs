@@ -408,9 +408,15 @@ fn init_writes_the_api_config_by_hand_only() {
     let init = service(&c, "init");
     assert!(is_non_empty(at(init, "profiles")), "init: a profile, so `up` never runs it");
     assert_eq!(at(init, "network_mode").and_then(text).as_deref(), Some("none"), "init: no network");
-    let command = strings(at(init, "command"));
+    // The whole command is the entrypoint, so `run --rm init --replace` only adds a flag.
+    let entrypoint = strings(at(init, "entrypoint"));
     let config = at(service(&c, "api"), "environment.DOCS_AGENT_CONFIG").and_then(text).unwrap_or_default();
-    assert_eq!(command, ["init", "--to", config.as_str()], "init: writes the api's DOCS_AGENT_CONFIG");
+    assert_eq!(
+        entrypoint,
+        ["/usr/local/bin/docs-agent", "init", "--to", config.as_str()],
+        "init: writes the api's DOCS_AGENT_CONFIG"
+    );
+    assert!(at(init, "command").is_none(), "init: no command, so arguments given to `run` are init's flags");
     assert_eq!(strings(at(init, "cap_drop")), ["ALL"]);
     assert!(is_true(at(init, "read_only")), "init: read-only root");
 }

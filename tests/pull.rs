@@ -64,10 +64,11 @@ fn pull_names_what_went_wrong() {
         (
             200,
             "{\"status\":\"pulling manifest\"}\n{\"error\":\"pull model manifest: file does not exist\"}\n",
-            "file does not exist",
+            "file does not exist; check the name (llm.model, LLM_MODEL)",
         ),
         (200, "{\"status\":\"pulling manifest\"}\n", "ended before `success`"),
-        (500, "{\"error\":\"disk full\"}", "disk full"),
+        (500, "{\"error\":\"disk full\"}", "could not pull `nope:1b`: HTTP 500 Internal Server Error: disk full"),
+        (400, "{\"error\":\"invalid model name\"}", "invalid model name; check the name"),
         (404, "404 page not found", "it is not Ollama"),
     ];
     for (status, body, says) in cases {
@@ -82,4 +83,44 @@ fn pull_names_what_went_wrong() {
     let out = run(ws.path(), &[("LLM_MODEL", "extractive")], &["pull"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("built into docs-agent"), "{}", out.stderr);
+}
+
+/// A server that lists models but is not Ollama (no `/api/version`: llama-server, vLLM, a
+/// gateway) is never asked to pull a model it does not list under that name: the question goes
+/// to it as it is.
+#[test]
+fn a_server_that_is_not_ollama_is_never_asked_to_pull() {
+    let pulls = Arc::new(Mutex::new(0));
+    let counted = pulls.clone();
+    let app = Router::new()
+        .route(
+            "/v1/models",
+            axum::routing::get(|| async { axum::Json(serde_json::json!({"data": [{"id": "local"}]})) }),
+        )
+        .route(
+            "/api/pull",
+            post(move || {
+                let counted = counted.clone();
+                async move {
+                    *counted.lock().expect("lock") += 1;
+                    "{\"status\":\"success\"}\n"
+                }
+            }),
+        );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await.expect("serve");
+        });
+    });
+    let ws = sample_workspace();
+    let base = format!("http://{addr}/v1");
+    let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "qwen2.5-coder")], &["refund window"]);
+    assert_eq!(*pulls.lock().expect("lock"), 0, "never asked to pull: {}", out.stderr);
+    assert!(!out.stderr.contains("pulling") && !out.stderr.contains("pull failed"), "{}", out.stderr);
+    assert!(out.stderr.contains("chat/completions answered HTTP 404"), "the question went to it: {}", out.stderr);
 }

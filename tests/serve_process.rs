@@ -143,8 +143,20 @@ async fn init_writes_a_config_serve_starts_with_and_prints_its_token_once() {
 
     let again = common::run(ws.path(), &[], &["init", "--to", &to]);
     assert_eq!(again.code, 1, "{}", again.stderr);
-    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert!(again.stderr.contains("already exists") && again.stderr.contains("--replace"), "{}", again.stderr);
     assert_eq!(std::fs::read_to_string(&file).expect("the file"), written, "left as it was");
+
+    // --replace: a new token, the old one's hash gone; still private; no draft left behind.
+    let replaced = common::run(ws.path(), &[], &["init", "--to", &to, "--replace"]);
+    assert_eq!(replaced.code, 0, "{}", replaced.stderr);
+    let new_token = replaced.stdout.trim();
+    let rewritten = std::fs::read_to_string(&file).expect("the file");
+    assert!(new_token.len() == 48 && new_token != token, "{new_token}");
+    assert!(rewritten.contains(&hash(new_token)) && !rewritten.contains(&hash(&token)), "{rewritten}");
+    assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o600);
+    let left: Vec<_> = std::fs::read_dir(&data).expect("data").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "only the config: {left:?}");
+    std::fs::write(&file, &written).expect("the first config back, for the rest of the test");
 
     // serve starts with it (listening where the test says) and the printed token is an admin's.
     let env = [("LLM_MODEL", "scripted"), ("DOCS_AGENT_CONFIG", to.as_str()), ("DOCS_AGENT_LISTEN", "127.0.0.1:0")];

@@ -141,6 +141,10 @@ fn serve_until_pulled(address: &str, then: impl FnOnce()) -> (bool, String) {
     let mut ready = false;
     while pulled && !ready && std::time::Instant::now() < deadline {
         ready = readyz.as_deref().and_then(common::http_status) == Some(200);
+        if !ready {
+            // a pause between polls, not a timing assumption: the deadline decides
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     let _ = serve.kill();
     let _ = serve.wait();

@@ -224,11 +224,14 @@ pub enum Command {
     /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
     HashToken,
     /// Write a docs-agent.toml for `serve` with a fresh admin token, and print the token once
-    /// (only its SHA-256 is kept). Refuses to replace a file that exists.
+    /// (only its SHA-256 is kept). Refuses to replace a file that exists, unless --replace.
     Init {
         /// Where to write it.
         #[arg(long, value_name = "FILE", default_value = "docs-agent.toml")]
         to: PathBuf,
+        /// Replace FILE if it exists (a lost token): its tokens stop working.
+        #[arg(long)]
+        replace: bool,
     },
     /// Exit 0 when a running server answers its health check (for container health checks:
     /// the image has no shell or curl).

@@ -84,9 +84,9 @@ pub fn run(cli: Cli) -> Result<Exit, Failure> {
             let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port })?)?;
             serve::serve(config, status, cores)
         }
-        Some(Command::Init { to }) => {
+        Some(Command::Init { to, replace }) => {
             sandbox::enter(&global, &sandbox::for_new_file(&to)?)?;
-            ops::init(&to)
+            ops::init(&to, replace)
         }
         Some(Command::HashToken) => {
             sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;

@@ -52,11 +52,12 @@ pub fn health(url: &str, sandbox: &crate::sandbox::Status) -> Result<Exit, Failu
     if status.is_success() { Ok(Exit::Ok) } else { Err((Exit::Failure, format!("{url} answered {status}"))) }
 }
 
-/// `docs-agent init --to FILE`: a configuration for `serve` with one fresh admin token
-/// (24 random bytes, hex), written only when FILE does not exist (private to its owner); the
-/// token is printed once on stdout, the file keeps its SHA-256.
-pub fn init(to: &std::path::Path) -> Result<Exit, Failure> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// `docs-agent init --to FILE [--replace]`: a configuration for `serve` with one fresh admin
+/// token (24 random bytes, hex), private to its owner; the token is printed once on stdout, the
+/// file keeps its SHA-256. The file appears whole or not at all (written beside it, then linked
+/// or renamed into place), so a `serve --wait-for-config` polling it never reads half of it.
+/// An existing FILE is left as it is unless `replace`.
+pub fn init(to: &std::path::Path, replace: bool) -> Result<Exit, Failure> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(|e| (Exit::Failure, format!("drawing a random token: {e}")))?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -67,29 +68,47 @@ pub fn init(to: &std::path::Path) -> Result<Exit, Failure> {
          [[serve.tokens]]\nprincipal = \"admin\"\nsha256 = \"{}\"\nroles = [\"ask\", \"approve\", \"admin\"]\n",
         crate::serve::auth::hash(&token)
     );
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(to).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            (
-                Exit::Failure,
-                format!(
-                    "{} already exists and is left as it is; to add a caller, add a [[serve.tokens]] entry \
-                     (`docs-agent hash-token`), or delete the file to start again",
-                    to.display()
-                ),
-            )
-        } else {
-            (Exit::Failure, format!("cannot write {}: {e}", to.display()))
-        }
-    })?;
-    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(|e| {
-        let _ = std::fs::remove_file(to);
-        (Exit::Failure, format!("cannot write {}: {e}", to.display()))
-    })?;
+    let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", to.display()));
+    if !replace && to.exists() {
+        return Err(exists(to));
+    }
+    let draft = draft_beside(to, &text).map_err(cannot)?;
+    // A link fails if the file appeared meanwhile; a rename replaces it.
+    let placed = if replace { std::fs::rename(&draft, to) } else { std::fs::hard_link(&draft, to) };
+    let _ = std::fs::remove_file(&draft);
+    placed.map_err(|e| if e.kind() == std::io::ErrorKind::AlreadyExists { exists(to) } else { cannot(e) })?;
     crate::guard::sink::err_line!("wrote {} with one admin token; it is shown once, here:", to.display());
     // A bare random hex string is not a secret's shape to the sink, so it passes whole (a test
     // checks the printed token is the one whose hash was written).
     crate::guard::sink::out_line!("{token}");
     Ok(Exit::Ok)
+}
+
+/// `init`'s refusal to replace `to`.
+fn exists(to: &std::path::Path) -> Failure {
+    (
+        Exit::Failure,
+        format!(
+            "{} already exists and is left as it is; to add a caller, add a [[serve.tokens]] entry \
+             (`docs-agent hash-token`); to start again with a new admin token, `docs-agent init --replace` \
+             (in compose: `docker compose run --rm init --replace`), which makes the old tokens stop working",
+            to.display()
+        ),
+    )
+}
+
+/// Writes `text` to a new private file beside `to` and syncs it; its path.
+fn draft_beside(to: &std::path::Path, text: &str) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let draft = to.with_file_name(format!(".{name}.init-{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&draft)?;
+    let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&draft);
+        return Err(e);
+    }
+    Ok(draft)
 }
 
 /// `docs-agent pull`: Ollama pulls `llm.model`; progress on stderr (one line redrawn on a

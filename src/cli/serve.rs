@@ -22,7 +22,7 @@ pub fn configured(global: &Global, listen: Option<String>, wait: bool) -> Result
             if let Some(listen) = &listen {
                 config.serve.listen = listen.clone();
             }
-            let port = usable(&config)?;
+            let port = usable(&config, &file)?;
             Ok((config, port))
         });
         match attempt {
@@ -59,16 +59,19 @@ fn fingerprint(file: &std::path::Path) -> Option<(u64, u64, u64, std::time::Syst
     Some((meta.dev(), meta.ino(), meta.len(), meta.modified().ok()?))
 }
 
-/// Checks what `serve` needs beyond a valid configuration: a port, and at least one token.
-fn usable(config: &Config) -> Result<u16, Failure> {
+/// Checks what `serve` needs beyond a valid configuration (read from `file`, when it exists):
+/// a port, and at least one token.
+fn usable(config: &Config, file: &std::path::Path) -> Result<u16, Failure> {
     let port = super::sandbox::listen_port(&config.serve.listen)
         .ok_or_else(|| (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen)))?;
     if config.serve.tokens.is_empty() {
         return Err((
             Exit::Usage,
-            "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to docs-agent.toml; \
-             `docs-agent hash-token` prints the sha256 of a token, and `docs-agent init` writes a new config"
-                .into(),
+            format!(
+                "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to {}; \
+                 `docs-agent hash-token` prints the sha256 of a token, and `docs-agent init` writes a new config",
+                file.display()
+            ),
         ));
     }
     Ok(port)

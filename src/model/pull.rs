@@ -52,7 +52,15 @@ pub enum PullError {
         /// The model.
         model: String,
     },
-    /// Ollama refused or failed the pull.
+    /// Ollama refused the model itself: a name it cannot find, or a request it rejects.
+    #[error("ollama cannot pull `{model}`: {detail}; check the name (llm.model, LLM_MODEL)")]
+    Rejected {
+        /// The model.
+        model: String,
+        /// What Ollama said.
+        detail: String,
+    },
+    /// Ollama failed the pull.
     #[error("ollama could not pull `{model}`: {detail}")]
     Failed {
         /// The model.
@@ -112,17 +120,44 @@ pub async fn presence(llm: &LlmConfig) -> Result<Presence, super::SetupError> {
     }
     let model = super::Model::from_config(llm, 1)?;
     Ok(match model.ready().await {
-        Err(ModelError::UnknownModel { .. }) => Presence::Missing,
+        // Only Ollama can pull; another server's list may just name the model differently.
+        Err(ModelError::UnknownModel { .. }) if is_ollama(llm).await => Presence::Missing,
         Err(e @ (ModelError::Unreachable { .. } | ModelError::Timeout { .. })) => Presence::Unsure(e),
         Err(e @ ModelError::Http { status: 500.., .. }) => Presence::Unsure(e),
         Ok(_) | Err(_) => Presence::Present,
     })
 }
 
+/// Whether the server at `llm.base_url` is Ollama: its own API answers `GET /api/version`
+/// with a version. Any other answer, or none, is "no", and nothing is pulled.
+async fn is_ollama(llm: &LlmConfig) -> bool {
+    #[derive(Deserialize)]
+    struct Version {
+        version: String,
+    }
+    let Ok(http) = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).timeout(CONNECT_TIMEOUT).build() else {
+        return false;
+    };
+    let mut request = http.get(format!("{}/api/version", api_root(&llm.base_url)));
+    if let Some(key) = &llm.api_key {
+        request = request.bearer_auth(key);
+    }
+    match request.send().await {
+        Ok(reply) if reply.status().is_success() => reply.json::<Version>().await.is_ok_and(|v| !v.version.is_empty()),
+        _ => false,
+    }
+}
+
 /// Whether a failed pull may succeed if tried again later: the server was down or the
-/// download failed, but it is Ollama.
+/// download failed. Not when the server is not Ollama, or refused the model itself.
 pub fn worth_retrying(error: &PullError) -> bool {
-    !matches!(error, PullError::NotOllama { .. })
+    !matches!(error, PullError::NotOllama { .. } | PullError::Rejected { .. })
+}
+
+/// Whether what Ollama said means the model itself cannot be had (a name that does not exist),
+/// so asking again would not help.
+fn is_rejection(status: Option<reqwest::StatusCode>, detail: &str) -> bool {
+    status.is_some_and(|s| s.is_client_error()) || detail.contains("does not exist") || detail.contains("not found")
 }
 
 /// Ollama's own API root for an OpenAI-compatible base URL (`http://h:11434/v1` → `http://h:11434`).
@@ -147,10 +182,19 @@ pub async fn pull(llm: &LlmConfig, mut on: impl FnMut(Progress)) -> Result<(), P
     }
     let failed =
         |detail: String| PullError::Failed { model: llm.model.clone(), detail: crate::guard::clip(&detail, 500) };
+    let said = |status: Option<reqwest::StatusCode>, detail: String| {
+        let model = llm.model.clone();
+        let shown = crate::guard::clip(&detail, 500);
+        if is_rejection(status, &detail) {
+            PullError::Rejected { model, detail: shown }
+        } else {
+            PullError::Failed { model, detail: shown }
+        }
+    };
     if !status.is_success() {
         let body = response.text().await.unwrap_or_default();
         let detail = serde_json::from_str::<Line>(&body).ok().and_then(|l| l.error).unwrap_or(body);
-        return Err(failed(format!("HTTP {status}: {detail}")));
+        return Err(said(Some(status), format!("HTTP {status}: {detail}")));
     }
     let mut pending: Vec<u8> = Vec::new();
     let mut succeeded = false;
@@ -158,11 +202,11 @@ pub async fn pull(llm: &LlmConfig, mut on: impl FnMut(Progress)) -> Result<(), P
         pending.extend_from_slice(&chunk);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
-            succeeded |= report(&line, &mut on).map_err(failed)?;
+            succeeded |= report(&line, &mut on).map_err(|e| said(None, e))?;
         }
     }
     if !pending.is_empty() {
-        succeeded |= report(&pending, &mut on).map_err(failed)?;
+        succeeded |= report(&pending, &mut on).map_err(|e| said(None, e))?;
     }
     if succeeded { Ok(()) } else { Err(failed("the progress stream ended before `success`".into())) }
 }
