@@ -42,9 +42,17 @@ const KILL_AFTER_VAR: &str = "DOCS_AGENT_TEST_KILL_AFTER";
 /// enters its kernel sandbox (`sandbox`) once its configuration is read, before it starts a
 /// thread.
 pub fn run(cli: Cli) -> Result<Exit, Failure> {
+    start_log(&cli.command)?;
+    let ran = run_command(cli);
+    // The traces not yet exported are sent before the process exits.
+    crate::telemetry::otel::finish();
+    ran
+}
+
+/// Runs the command, once the log is set up.
+fn run_command(cli: Cli) -> Result<Exit, Failure> {
     use sandbox::Use;
     let Cli { global, command, question } = cli;
-    start_log(&command)?;
     hide_landlock_for_tests()?;
     // The configuration, then the sandbox of a command that works on the workspace.
     let within = |uses: Use| -> Result<Config, Failure> {
@@ -117,7 +125,8 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
 
 /// Sets up the process's log (`telemetry::log`) from `DOCS_AGENT_LOG` (or `RUST_LOG`) and
 /// `DOCS_AGENT_LOG_FORMAT`: by default warnings only, and `serve`'s own progress too (`info`);
-/// text on a terminal, JSON lines otherwise.
+/// text on a terminal, JSON lines otherwise. With `OTEL_EXPORTER_OTLP_ENDPOINT`, the trace
+/// export's layer too (`telemetry::otel`), started once the sandbox is entered.
 fn start_log(command: &Option<Command>) -> Result<(), Failure> {
     use crate::telemetry::{Format, LogSettings};
     let default = match command {
@@ -133,7 +142,10 @@ fn start_log(command: &Option<Command>) -> Result<(), Failure> {
         None => Format::Json,
     };
     let settings = LogSettings { filter, from, format, colour: terminal };
-    crate::telemetry::log::init(&settings, Vec::new()).map_err(|e| (Exit::Usage, e))
+    let otel = crate::telemetry::otel::OtelSettings::from_env(|name| std::env::var(name).ok())
+        .map_err(|e| (Exit::Usage, e))?;
+    let extra = otel.map(crate::telemetry::otel::layer).into_iter().collect();
+    crate::telemetry::log::init(&settings, extra).map_err(|e| (Exit::Usage, e))
 }
 
 /// The config file that [`load_config`] reads: `--config`, `DOCS_AGENT_CONFIG`, or

@@ -67,7 +67,12 @@ pub fn mode(global: &Global) -> Result<Mode, Failure> {
 
 /// Enters `plan`; says on stderr when the kernel leaves files or TCP ports unrestricted.
 pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
-    let status = sandbox::enter(plan, mode(global)?).map_err(|e| match e {
+    // The trace exporter, when one is asked for, connects to its collector.
+    let plan = match crate::telemetry::otel::settings() {
+        Some(otel) => with_model(plan.clone(), &otel.endpoint),
+        None => plan.clone(),
+    };
+    let status = sandbox::enter(&plan, mode(global)?).map_err(|e| match e {
         sandbox::SandboxError::Required(_) => (Exit::Sandbox, e.to_string()),
         other => (Exit::Failure, other.to_string()),
     })?;
@@ -85,6 +90,10 @@ pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
              (--require-sandbox makes this an error)",
             status.reason
         ),
+    }
+    // Its threads start inside the sandbox.
+    if let Err(e) = crate::telemetry::otel::start() {
+        crate::guard::sink::err_line!("docs-agent: warning: {e}; going on without exporting traces");
     }
     Ok(status)
 }

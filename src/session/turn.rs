@@ -152,6 +152,9 @@ impl<'a> Turn<'a> {
             .sum::<u64>();
         loop {
             let events = self.log.events_after(self.session, 0)?;
+            if let Some(question) = state::latest_user_message(&events) {
+                self.spans.question(question);
+            }
             match state::next(&events) {
                 Next::Idle => return Ok(TurnEnd::Idle),
                 Next::Finish { text, shown, steps } => {

@@ -8,10 +8,16 @@
 //!   `execute_tool {name}` per tool call), made from the turn's own events, so every front end
 //!   gets the same ones. `serve` adds a `request` span around each HTTP request.
 //!
+//! - `otel`: when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, the same spans exported over OTLP
+//!   (HTTP/protobuf), started once the kernel sandbox is entered; `guarded`: the exporter's
+//!   last step, which scrubs every text a span carries out.
+//!
 //! Span and field names follow the OpenTelemetry GenAI semantic conventions, so the same spans
-//! can be exported as they are.
+//! are exported as they are.
 
+pub mod guarded;
 pub mod log;
+pub mod otel;
 pub mod spans;
 
 pub use log::{Format, LogSettings};

@@ -9,9 +9,12 @@
 //! ```
 //!
 //! `otel.name` carries the OpenTelemetry span name (`chat llama3.2:3b`), the other `gen_ai.*`
-//! fields the GenAI semantic conventions' attributes. No span field holds message content:
-//! only names, ids, counts and decisions, and names the model wrote (a tool's) are scrubbed and
-//! clipped first. A line is logged (`info`) as each model and tool call ends, and when a turn
+//! fields the GenAI semantic conventions' attributes. By default no span field holds message
+//! content: only names, ids, counts and decisions, and names the model wrote (a tool's) are
+//! scrubbed and clipped first. With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`,
+//! the question, the answer and tool arguments and results are recorded too
+//! (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`,
+//! `gen_ai.tool.call.result`), each scrubbed and clipped to 4 KiB. A line is logged (`info`) as each model and tool call ends, and when a turn
 //! stops without an answer.
 
 use tracing::Span;
@@ -37,6 +40,11 @@ pub struct TurnSpans {
     tools: Vec<(String, Span)>,
     /// Tokens the server reported in this turn: prompt, completion.
     used: (u64, u64),
+    /// Whether message content goes into the spans (guarded):
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+    content: bool,
+    /// Whether the question was recorded.
+    asked: bool,
 }
 
 impl TurnSpans {
@@ -52,14 +60,25 @@ impl TurnSpans {
             gen_ai.request.model = %model,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
+            gen_ai.input.messages = Empty,
+            gen_ai.output.messages = Empty,
             docs_agent.stop_reason = Empty,
         );
-        TurnSpans { model: model.to_string(), turn, chat: None, tools: Vec::new(), used: (0, 0) }
+        let content = super::otel::capture_content();
+        TurnSpans { model: model.to_string(), turn, chat: None, tools: Vec::new(), used: (0, 0), content, asked: false }
     }
 
     /// The turn's span, for work done on its behalf.
     pub fn turn(&self) -> &Span {
         &self.turn
+    }
+
+    /// Records the question the turn answers, once, when message content may be recorded.
+    pub fn question(&mut self, text: &str) {
+        if self.content && !self.asked {
+            self.turn.record("gen_ai.input.messages", messages("user", text).as_str());
+            self.asked = true;
+        }
     }
 
     /// The model call in flight's span (none between calls), for the call's own work.
@@ -116,14 +135,22 @@ impl TurnSpans {
                     gen_ai.operation.name = "execute_tool",
                     gen_ai.tool.name = %name,
                     gen_ai.tool.call.id = %call.id,
+                    gen_ai.tool.call.arguments = Empty,
+                    gen_ai.tool.call.result = Empty,
                     docs_agent.step = call.step,
                     docs_agent.decision = Empty,
                 );
+                if self.content {
+                    span.record("gen_ai.tool.call.arguments", guarded(call.arguments).as_str());
+                }
                 self.tools.push((call.id.to_string(), span));
             }
-            TurnEvent::ToolResult { call, ms, decision, .. } => {
+            TurnEvent::ToolResult { call, result, ms, decision } => {
                 let Some(at) = self.tools.iter().position(|(id, _)| id == call.id) else { return };
                 let (_, span) = self.tools.remove(at);
+                if self.content {
+                    span.record("gen_ai.tool.call.result", guarded(result).as_str());
+                }
                 span.record("docs_agent.decision", decision.as_str());
                 span.in_scope(|| tracing::info!(decision = decision.as_str(), ms = ms as u64, "tool call done"));
             }
@@ -133,7 +160,12 @@ impl TurnSpans {
             TurnEvent::SentBack(kind) => {
                 self.turn.in_scope(|| tracing::info!(correction = kind.as_str(), "reply sent back to the model"));
             }
-            TurnEvent::Answer(_) => self.end(StopReason::Answered),
+            TurnEvent::Answer(text) => {
+                if self.content {
+                    self.turn.record("gen_ai.output.messages", messages("assistant", text).as_str());
+                }
+                self.end(StopReason::Answered);
+            }
             TurnEvent::Stopped { reason, message } => {
                 if let Some(chat) = self.chat.take() {
                     chat.record("error.type", reason.as_str());
@@ -152,4 +184,18 @@ impl TurnSpans {
         self.turn.record("gen_ai.usage.input_tokens", self.used.0);
         self.turn.record("gen_ai.usage.output_tokens", self.used.1);
     }
+}
+
+/// The longest message content a span records.
+const CONTENT_BYTES: usize = 4096;
+
+/// Message content as a span may hold it: scrubbed (invisible characters, secrets) and clipped.
+fn guarded(text: &str) -> String {
+    crate::guard::clip(text, CONTENT_BYTES)
+}
+
+/// One message in the GenAI conventions' shape (`[{"role", "parts": [{"type": "text",
+/// "content"}]}]`), its text guarded.
+fn messages(role: &str, text: &str) -> String {
+    serde_json::json!([{"role": role, "parts": [{"type": "text", "content": guarded(text)}]}]).to_string()
 }
