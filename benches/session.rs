@@ -28,6 +28,7 @@ fn event(i: usize) -> Event {
                 arguments: format!("{{\"query\":\"q{i}\"}}"),
             }],
             usage: None,
+            estimated: None,
             origin: Origin::Model,
         },
         _ => Event::ToolResult {

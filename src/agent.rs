@@ -63,6 +63,7 @@ impl Exchange {
                 text: self.assistant.clone(),
                 tool_calls: Vec::new(),
                 usage: None,
+                estimated: None,
                 origin: session::event::Origin::Model,
             },
             Event::Answer { text: self.assistant.clone() },
@@ -204,6 +205,7 @@ impl Harness {
             session: &config.session,
             link_hosts: &config.allowed_link_hosts,
             retrieval: &config.retrieval,
+            budget: &config.budget,
         }
     }
 

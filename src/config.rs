@@ -33,6 +33,36 @@ pub struct Config {
     pub session: SessionConfig,
     /// `docs-agent serve`: address, tokens and limits.
     pub serve: ServeConfig,
+    /// Tokens and cost a question and a session may use.
+    pub budget: BudgetConfig,
+}
+
+/// Tokens and cost a question (one turn) and a session (all its turns) may use; 0 is no limit.
+/// A turn that reaches one stops before its next model call, with the stop reason `budget`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Tokens (prompt and completion) one question may use.
+    pub question_tokens: u64,
+    /// Tokens a session may use over all its turns.
+    pub session_tokens: u64,
+    /// Cost one question may use, in the unit of `prices`.
+    pub question_cost: f64,
+    /// Cost a session may use over all its turns.
+    pub session_cost: f64,
+    /// What a model's tokens cost, by model name: `[budget.prices."qwen2.5:7b"]`.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// What a million tokens of one model cost.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// A million prompt tokens.
+    pub input_per_million: f64,
+    /// A million completion tokens.
+    pub output_per_million: f64,
 }
 
 /// The HTTP service.
@@ -213,6 +243,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_VERIFY", "retrieval.verify"),
     ("DOCS_AGENT_CONTEXT_TOKENS", "retrieval.context_tokens"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
+    ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
+    ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
 ];
 
 /// The longest an approval request may wait: 30 days.
@@ -297,6 +329,34 @@ impl Config {
         Ok(config)
     }
 
+    /// Cost caps are numbers a price can reach: not negative, and with a price for the model
+    /// (a built-in one costs nothing).
+    fn validate_budget(&self) -> Result<(), ConfigError> {
+        let budget = &self.budget;
+        for (key, value) in
+            [("budget.question_cost", budget.question_cost), ("budget.session_cost", budget.session_cost)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(ConfigError(format!("{key} must be 0 (no cap) or more, got {value}")));
+            }
+        }
+        for (model, price) in &budget.prices {
+            if ![price.input_per_million, price.output_per_million].iter().all(|p| p.is_finite() && *p >= 0.0) {
+                return Err(ConfigError(format!("budget.prices.\"{model}\": prices must be 0 or more")));
+            }
+        }
+        let capped = budget.question_cost > 0.0 || budget.session_cost > 0.0;
+        let builtin = crate::model::builtin::Builtin::from_name(&self.llm.model).is_some();
+        if capped && !builtin && !budget.prices.contains_key(&self.llm.model) {
+            return Err(ConfigError(format!(
+                "a cost cap (budget.question_cost or budget.session_cost) needs the price of the model `{0}`: \
+                 add [budget.prices.\"{0}\"] with input_per_million and output_per_million",
+                self.llm.model
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks values the types alone cannot.
     fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
@@ -337,6 +397,7 @@ impl Config {
                 self.session.context_budget_tokens
             )));
         }
+        self.validate_budget()?;
         for (i, token) in self.serve.tokens.iter().enumerate() {
             let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
             if !hex {
@@ -444,6 +505,10 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("session.context_budget_tokens", 8192_i64.into()),
         ("session.compact_at", 0.75_f64.into()),
         ("serve.listen", "127.0.0.1:8080".into()),
+        ("budget.question_tokens", 0_i64.into()),
+        ("budget.session_tokens", 0_i64.into()),
+        ("budget.question_cost", 0.0_f64.into()),
+        ("budget.session_cost", 0.0_f64.into()),
         ("serve.tokens", Vec::<config::Value>::new().into()),
         ("serve.max_body_bytes", 65_536_i64.into()),
         ("serve.request_timeout_secs", 120_i64.into()),

@@ -17,6 +17,7 @@ fn assistant(ids: &[&str]) -> Event {
         text: String::new(),
         tool_calls: ids.iter().map(|i| call(i)).collect(),
         usage: None,
+        estimated: None,
         origin: Origin::Model,
     }
 }
@@ -77,6 +78,7 @@ fn a_secret_in_a_user_message_never_reaches_the_log() {
             text: format!("key {secret}"),
             tool_calls: vec![CallRecord { id: "c".into(), name: "write_file".into(), arguments: secret.into() }],
             usage: None,
+            estimated: None,
             origin: Origin::Model,
         },
     )
@@ -172,6 +174,7 @@ fn turn(log: &mut Log, i: usize) {
                 arguments: format!("{{\"query\":\"topic {i}\"}}"),
             }],
             usage: None,
+            estimated: None,
             origin: Origin::Model,
         },
         Event::ToolResult {
@@ -186,6 +189,7 @@ fn turn(log: &mut Log, i: usize) {
             text: format!("answer {i}"),
             tool_calls: Vec::new(),
             usage: None,
+            estimated: None,
             origin: Origin::Model,
         },
         Event::Answer { text: format!("answer {i}") },

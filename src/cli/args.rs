@@ -25,6 +25,8 @@ pub enum Exit {
     WriteFailed = 6,
     /// The kernel sandbox is required (`--require-sandbox`) but cannot be entered.
     Sandbox = 7,
+    /// The question's or the session's budget (`[budget]`: tokens or cost) was spent.
+    Budget = 8,
 }
 
 /// A failed command: its exit code and the message for the person.
@@ -40,12 +42,15 @@ Exit codes:
   5  a session's write awaits approval (docs-agent sessions approve|deny ID)
   6  answered, but an approved note could not be written (stderr says why)
   7  the kernel sandbox is required (--require-sandbox) but this kernel cannot enforce it
+  8  the question's or the session's budget (tokens or cost, [budget]) was spent
 
 Environment: LLM_BASE_URL, LLM_MODEL (scripted | extractive | a model name), LLM_API_KEY,
 APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE,
 DOCS_AGENT_CONFIG, DOCS_AGENT_REQUIRE_SANDBOX, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS,
 DOCS_AGENT_SESSION_LOG (default .docs-agent/sessions.db), DOCS_AGENT_APPROVAL_TTL_SECS,
-DOCS_AGENT_CONTEXT_BUDGET.
+DOCS_AGENT_CONTEXT_BUDGET, DOCS_AGENT_QUESTION_TOKENS, DOCS_AGENT_SESSION_TOKENS.
+Logs: DOCS_AGENT_LOG (or RUST_LOG), DOCS_AGENT_LOG_FORMAT (text | json); traces over OTLP when
+OTEL_EXPORTER_OTLP_ENDPOINT is set.
 Precedence: flags > environment > docs-agent.toml > defaults.";
 
 /// Answers questions about a product's docs, citing them; every guardrail is held by code.

@@ -39,6 +39,7 @@ pub fn ask(config: Config, question: &str, when: StreamWhen, trace: TraceWhen) -
             Ok(super::report_failed_writes(&super::failed_writes(&run.events)).unwrap_or(Exit::Ok))
         }
         Stop::StepLimit | Stop::TimeLimit => Err((Exit::Limit, run.answer)),
+        Stop::Budget => Err((Exit::Budget, run.answer)),
         Stop::ModelError | Stop::Cancelled => Err((Exit::Failure, run.answer)),
     }
 }

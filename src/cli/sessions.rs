@@ -244,6 +244,9 @@ pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Resul
         state::pinned_model(&events).unwrap_or("?"),
         events.len()
     );
+    let model = state::pinned_model(&events).unwrap_or(&config.llm.model);
+    let usage = crate::session::budget::Usage::of(&config.budget, model, &events);
+    text.push_str(&format!("usage: {}\n", usage.describe()));
     for stored in &events {
         text.push_str(&format!("{:>5}  {:<18}  {}\n", stored.seq, stored.event.kind(), describe(&stored.event)));
     }
@@ -369,6 +372,7 @@ pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure
                 crate::guard::sink::err_line!("{message}");
                 Ok(Exit::Ok)
             }
+            crate::agent::Stop::Budget => Err((Exit::Budget, message)),
             _ => Err((Exit::Limit, message)),
         },
         Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => {

@@ -51,7 +51,8 @@ pub async fn ask(
         }
         let (run, degraded) = answer(&state, question).await?;
         let used = usage(&run.events);
-        state.metrics.tokens(used.prompt_tokens, used.completion_tokens);
+        let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
+        state.metrics.tokens(model, &principal.name, used.prompt_tokens, used.completion_tokens);
         Ok(json!({
             "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
             "message": if run.stop == Stop::Answered { None } else { Some(&run.answer) },

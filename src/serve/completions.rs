@@ -106,6 +106,8 @@ pub async fn completions(
         Err(e) => return e.into_response(),
     };
     let usage = super::turns::usage(&run.events);
+    let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
+    state.metrics.tokens(model, &principal.name, usage.prompt_tokens, usage.completion_tokens);
     let text = match run.stop {
         Stop::Answered => run.answer,
         _ => format!("docs-agent could not answer: {}", run.answer),

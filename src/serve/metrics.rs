@@ -31,8 +31,8 @@ pub struct Metrics {
     tool_calls: Mutex<BTreeMap<String, u64>>,
     approvals: Mutex<BTreeMap<String, u64>>,
     model_errors: AtomicU64,
-    prompt_tokens: AtomicU64,
-    completion_tokens: AtomicU64,
+    /// Tokens by (model, principal): prompt, completion.
+    tokens: Mutex<BTreeMap<(String, String), (u64, u64)>>,
 }
 
 fn bump(map: &Mutex<BTreeMap<String, u64>>, key: &str) {
@@ -69,10 +69,13 @@ impl Metrics {
         self.model_errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Tokens a model call used.
-    pub fn tokens(&self, prompt: u64, completion: u64) {
-        self.prompt_tokens.fetch_add(prompt, Ordering::Relaxed);
-        self.completion_tokens.fetch_add(completion, Ordering::Relaxed);
+    /// Tokens `principal`'s turn used of `model` (reported by the server, or estimated where it
+    /// said nothing).
+    pub fn tokens(&self, model: &str, principal: &str, prompt: u64, completion: u64) {
+        let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        let used = tokens.entry((model.to_string(), principal.to_string())).or_default();
+        used.0 += prompt;
+        used.1 += completion;
     }
 
     /// The Prometheus text format.
@@ -104,15 +107,19 @@ impl Metrics {
             "# HELP docs_agent_model_errors_total Failed model calls.\n# TYPE docs_agent_model_errors_total counter\ndocs_agent_model_errors_total {}\n",
             self.model_errors.load(Ordering::Relaxed)
         ));
-        out.push_str("# HELP docs_agent_tokens_total Tokens the model server reported.\n# TYPE docs_agent_tokens_total counter\n");
-        out.push_str(&format!(
-            "docs_agent_tokens_total{{kind=\"prompt\"}} {}\n",
-            self.prompt_tokens.load(Ordering::Relaxed)
-        ));
-        out.push_str(&format!(
-            "docs_agent_tokens_total{{kind=\"completion\"}} {}\n",
-            self.completion_tokens.load(Ordering::Relaxed)
-        ));
+        out.push_str(
+            "# HELP docs_agent_tokens_total Tokens used, by model and principal (as the model server \
+             reported them, or estimated where it did not).\n# TYPE docs_agent_tokens_total counter\n",
+        );
+        for ((model, principal), (prompt, completion)) in self.tokens.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            for (kind, n) in [("prompt", prompt), ("completion", completion)] {
+                out.push_str(&format!(
+                    "docs_agent_tokens_total{{kind=\"{kind}\",model=\"{}\",principal=\"{}\"}} {n}\n",
+                    label(model),
+                    label(principal)
+                ));
+            }
+        }
         out
     }
 }

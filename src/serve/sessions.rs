@@ -68,10 +68,13 @@ pub async fn show(
 ) -> Response {
     let result = crate::runtime::blocking(|| {
         let events = owned(&state.log()?, &id, &principal)?;
+        let model = state::pinned_model(&events).unwrap_or(&state.config.llm.model);
+        let usage = crate::session::budget::Usage::of(&state.config.budget, model, &events);
         Ok(json!({
             "id": id,
             "status": state::status(&events).as_str(),
             "model": state::pinned_model(&events),
+            "usage": usage,
             "events": events.len(),
             "last_seq": events.last().map_or(0, |s| s.seq),
             "approval": super::approvals::pending(&state, &id, &events),

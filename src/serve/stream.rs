@@ -45,10 +45,11 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
     use crate::session::event::Event;
     let neutral = |t: &str| crate::guard::outbound(t, allowed_hosts);
     let event = match &stored.event {
-        Event::AssistantMessage { text, tool_calls, usage, origin } => Event::AssistantMessage {
+        Event::AssistantMessage { text, tool_calls, usage, estimated, origin } => Event::AssistantMessage {
             text: neutral(text),
             tool_calls: tool_calls.clone(),
             usage: *usage,
+            estimated: *estimated,
             origin: *origin,
         },
         Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },

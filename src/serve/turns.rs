@@ -44,7 +44,8 @@ pub enum Start {
 pub struct Outcome {
     /// The session.
     pub session_id: String,
-    /// `answered`, `step_limit`, `time_limit`, `model_error`, `cancelled`, `awaiting_approval`, `idle`.
+    /// `answered`, `step_limit`, `time_limit`, `model_error`, `cancelled`, `budget`, `awaiting_approval`,
+    /// `idle`.
     pub stop: String,
     /// The answer, when there is one (guarded like every answer).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,15 +71,11 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-/// The tokens the assistant messages among `events` used.
+/// The tokens the model calls among `events` used: as the server reported them, or as the
+/// harness estimated them where it did not (what budgets count too).
 pub fn usage(events: &[Stored]) -> Usage {
-    events.iter().fold(Usage::default(), |mut u, s| {
-        if let Event::AssistantMessage { usage: Some(t), .. } = &s.event {
-            u.prompt_tokens += t.prompt;
-            u.completion_tokens += t.completion;
-        }
-        u
-    })
+    let spent = crate::session::budget::Spent::of(events);
+    Usage { prompt_tokens: spent.input, completion_tokens: spent.output }
 }
 
 /// Where a streamed turn's live events go.
@@ -108,6 +105,8 @@ struct Ready {
     degraded: bool,
     /// The last seq before the turn (its usage is counted after it).
     before: u64,
+    /// The session's owner (its principal), for the metrics.
+    owner: String,
     /// The turn's slot, held for the turn.
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
@@ -156,6 +155,11 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                     ));
                 }
             }
+            // A session whose budget is spent takes no new message (the turn would stop at once).
+            let budget = &state.config.budget;
+            if let Some(why) = crate::session::budget::reached_by_session(budget, &pinned, &events) {
+                return Err(ApiError::new(axum::http::StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", why));
+            }
             log.append(id, Event::UserMessage { text })?;
         }
         Start::Continue => {}
@@ -185,7 +189,8 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
             }
         }
     }
-    Ok(Ready { log, _lock: lock, model, degraded, before, _slot: slot })
+    let owner = state::owner(&events).unwrap_or_default().to_string();
+    Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot })
 }
 
 /// Fails a start, telling a waiting decision why.
@@ -200,7 +205,7 @@ fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
 }
 
 async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    let Ready { mut log, _lock, model, degraded, before, _slot } =
+    let Ready { mut log, _lock, model, degraded, before, owner, _slot } =
         crate::runtime::blocking(|| prepare(&state, &id, start))?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
@@ -215,7 +220,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     state.model_result(&model, !matches!(end, Err(TurnError::Model(_))));
     let turn_events = crate::runtime::blocking(|| log.events_after(&id, before))?;
     let usage = usage(&turn_events);
-    state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens);
+    state.metrics.tokens(&model.name(), &owner, usage.prompt_tokens, usage.completion_tokens);
     let mut outcome = Outcome {
         session_id: id.clone(),
         stop: String::new(),

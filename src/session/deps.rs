@@ -23,6 +23,8 @@ pub struct Deps<'a> {
     pub link_hosts: &'a [String],
     /// Retrieve-first and answer verification.
     pub retrieval: &'a RetrievalConfig,
+    /// Tokens and cost a question and a session may use.
+    pub budget: &'a crate::config::BudgetConfig,
 }
 
 impl<'a> Deps<'a> {

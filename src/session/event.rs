@@ -102,6 +102,8 @@ pub enum StopReason {
     ModelError,
     /// A person cancelled the turn.
     Cancelled,
+    /// The question's or the session's budget (tokens or cost) was spent.
+    Budget,
 }
 
 impl StopReason {
@@ -113,6 +115,7 @@ impl StopReason {
             StopReason::TimeLimit => "time_limit",
             StopReason::ModelError => "model_error",
             StopReason::Cancelled => "cancelled",
+            StopReason::Budget => "budget",
         }
     }
 }
@@ -147,6 +150,10 @@ pub enum Event {
         /// Tokens the call used, when the server said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Tokens>,
+        /// The harness's estimate of the tokens a model call used when the server did not say
+        /// (prompt and reply as bytes / 4): what budgets count instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated: Option<Tokens>,
         /// Who asked: the model, or the harness retrieving before the first model call.
         #[serde(default, skip_serializing_if = "Origin::is_model")]
         origin: Origin,
@@ -245,8 +252,9 @@ impl Event {
                 principal: principal.map(s),
             },
             Event::UserMessage { text } => Event::UserMessage { text: s(text) },
-            Event::AssistantMessage { text, tool_calls, usage, origin } => Event::AssistantMessage {
+            Event::AssistantMessage { text, tool_calls, usage, estimated, origin } => Event::AssistantMessage {
                 usage,
+                estimated,
                 origin,
                 text: s(text),
                 tool_calls: tool_calls

@@ -7,6 +7,7 @@
 //! - `deps`: what a turn uses, built in one place; `progress`: what a turn tells its front end;
 //! - `cancel`: interrupting a turn.
 
+pub mod budget;
 pub mod cancel;
 pub mod compact;
 pub mod deps;

@@ -289,6 +289,7 @@ mod tests {
                             text: String::new(),
                             tool_calls: Vec::new(),
                             usage: None,
+                            estimated: None,
                             origin: Origin::Harness,
                         },
                     },

@@ -59,7 +59,13 @@ fn granted_write(log: &mut Log, config: &Config) -> String {
     let seq = log
         .append(
             &session,
-            Event::AssistantMessage { text: String::new(), tool_calls: vec![call], usage: None, origin: Origin::Model },
+            Event::AssistantMessage {
+                text: String::new(),
+                tool_calls: vec![call],
+                usage: None,
+                estimated: None,
+                origin: Origin::Model,
+            },
         )
         .expect("assistant");
     let key = format!("{session}/{seq}/call_3_0");
@@ -163,7 +169,7 @@ fn an_answer_from_an_unscrubbed_log_is_redacted_on_its_way_out() {
     let text = "The key is AKIAIOSFODNN7EXAMPLE.".to_string();
     log.append_unscrubbed(
         &session,
-        Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None, origin: Origin::Model },
+        Event::AssistantMessage { text, tool_calls: Vec::new(), usage: None, estimated: None, origin: Origin::Model },
     )
     .expect("an unscrubbed reply");
     match resume(&config, &harness, &mut log, &session) {

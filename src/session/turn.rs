@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::budget;
 use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::model::{Message, Model, ModelError};
@@ -196,6 +197,7 @@ impl<'a> Turn<'a> {
                             text: String::new(),
                             tool_calls: vec![search],
                             usage: None,
+                            estimated: None,
                             origin: Origin::Harness,
                         })?;
                         continue;
@@ -205,6 +207,10 @@ impl<'a> Turn<'a> {
                     }
                     if Instant::now() >= deadline {
                         return self.stop(StopReason::TimeLimit, steps);
+                    }
+                    let model = self.model.name();
+                    if let Some(why) = budget::reached(self.deps.budget, &model, state::this_turn(&events), &events) {
+                        return self.stop_for_budget(why, steps);
                     }
                     let messages = project(self.deps.system_prompt, &events);
                     let size = compact::tokens(&messages);
@@ -220,7 +226,7 @@ impl<'a> Turn<'a> {
                             let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
                             let ms = started.elapsed().as_millis();
                             self.emit(TurnEvent::ModelReplied { step: steps + 1, ms, usage, estimate });
-                            self.record_reply(toolbox, next_seq, reply, steps + 1)?
+                            self.record_reply(toolbox, next_seq, reply, steps + 1, estimate)?
                         }
                         Called::Failed(error) => {
                             self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
@@ -316,6 +322,7 @@ impl<'a> Turn<'a> {
         seq: u64,
         reply: crate::model::Reply,
         step: u32,
+        estimate: u64,
     ) -> Result<(), LogError> {
         let allowed = self.deps.limits.max_tool_calls_per_step as usize;
         let mut early = Vec::new();
@@ -336,8 +343,12 @@ impl<'a> Turn<'a> {
             })
             .collect();
         let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
+        // Without the server's count, budgets count the harness's estimate.
+        let reply_bytes =
+            reply.content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
+        let estimated = usage.is_none().then(|| budget::estimate(estimate, reply_bytes));
         let mut events =
-            vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, origin: Origin::Model }];
+            vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, estimated, origin: Origin::Model }];
         events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
             call_id: record.id.clone(),
             text: outcome.text.clone(),
@@ -525,6 +536,13 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// Stops the turn because `why` (a budget's message) says no model call is left.
+    fn stop_for_budget(&mut self, why: String, steps: u32) -> Result<TurnEnd, TurnError> {
+        self.append(Event::Stopped { reason: StopReason::Budget, detail: why.clone() })?;
+        self.emit(TurnEvent::Stopped { reason: StopReason::Budget, message: &why });
+        Ok(TurnEnd::Stopped { reason: StopReason::Budget, message: why, steps })
+    }
+
     fn stop(&mut self, reason: StopReason, steps: u32) -> Result<TurnEnd, TurnError> {
         let limits = self.deps.limits;
         let message = match reason {
@@ -538,7 +556,7 @@ impl<'a> Turn<'a> {
             StopReason::Cancelled => {
                 "stopped: the turn was interrupted; the session is ready for the next message".into()
             }
-            StopReason::Answered | StopReason::ModelError => String::new(),
+            StopReason::Answered | StopReason::ModelError | StopReason::Budget => String::new(),
         };
         self.append(Event::Stopped { reason, detail: message.clone() })?;
         self.emit(TurnEvent::Stopped { reason, message: &message });

@@ -23,6 +23,7 @@ fn turn() -> Vec<Stored> {
                 text: String::new(),
                 tool_calls: vec![call("a", "search_docs"), call("b", "read_file"), call("c", "load_skill")],
                 usage: None,
+                estimated: None,
                 origin: Origin::Harness,
             },
         ),

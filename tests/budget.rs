@@ -1,0 +1,143 @@
+//! Budgets (issue 15, part 3), through the real binary against a fake model server that
+//! reports 10 prompt and 5 completion tokens per call: a question stops at its token budget
+//! (exit 8, no further model call); a cost cap stops it at its price; a session's budget spans
+//! its turns, and `serve` then refuses a new message with 429 `budget_exhausted`; the session's
+//! usage shows in the API, `sessions show` and `/metrics` (by model and principal).
+
+mod common;
+mod fake;
+
+use serde_json::{Value, json};
+
+const TOKEN: &str = "budget-token-0123456789";
+
+/// Model replies that search forever: the model never answers by itself.
+fn searching(calls: usize) -> Vec<fake::Canned> {
+    (0..calls).map(|i| fake::Canned::tool("search_docs", json!({"query": format!("refund {i}")}))).collect()
+}
+
+#[test]
+fn a_question_stops_at_its_token_budget_before_the_next_model_call() {
+    let fake = fake::FakeServer::start(searching(6));
+    let ws = common::sample_workspace();
+    let base = fake.base_url();
+    let env = [
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_MODEL", "m"),
+        ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
+        ("DOCS_AGENT_QUESTION_TOKENS", "40"),
+    ];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    assert_eq!(out.code, 8, "{}", out.stderr);
+    assert!(out.stderr.contains("this question used 45 tokens, its budget is 40 (budget.question_tokens)"));
+    assert_eq!(fake.requests().len(), 3, "three calls of 15 tokens reach 40; no fourth is made");
+    let stopped = out.tool_lines();
+    assert_eq!(stopped.len(), 3, "{}", out.stderr);
+}
+
+#[test]
+fn a_cost_cap_stops_a_question_at_its_price_and_needs_one() {
+    let fake = fake::FakeServer::start(searching(6));
+    let ws = common::sample_workspace();
+    // 1 per prompt token, 2 per completion token: 20 a call.
+    let priced = "[budget]\nquestion_cost = 50.0\n\n[budget.prices.m]\ninput_per_million = 1000000.0\n\
+                  output_per_million = 2000000.0\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), priced).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    assert_eq!(out.code, 8, "{}", out.stderr);
+    assert!(out.stderr.contains("this question cost 60.0000, its cap is 50 (budget.question_cost)"), "{}", out.stderr);
+    assert_eq!(fake.requests().len(), 3);
+
+    // A cap without the model's price is refused at start, naming what to add.
+    let other = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "other"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
+    let out = common::run(ws.path(), &other, &["refund window"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("[budget.prices.\"other\"]"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn a_session_budget_spans_its_turns_then_serve_refuses_new_messages() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+        fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+        fake::Canned::text("never asked"),
+    ]);
+    let ws = common::sample_workspace();
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\n\
+         roles = [\"ask\", \"admin\"]\n\n[budget]\nsession_tokens = 20\n",
+        docs_agent::serve::auth::hash(TOKEN)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")];
+    let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{url}/v1/sessions"))
+        .bearer_auth(TOKEN)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_str().expect("id").to_string();
+    let say = |text: &str| {
+        client.post(format!("{url}/v1/sessions/{id}/messages")).bearer_auth(TOKEN).json(&json!({"text": text})).send()
+    };
+    let first = say("how long is the refund window").await.expect("first");
+    let first = (first.status().as_u16(), first.json::<Value>().await.unwrap_or_default());
+    let second = say("and for annual plans?").await.expect("second");
+    let second = (second.status().as_u16(), second.json::<Value>().await.unwrap_or_default());
+    let third = say("and one more?").await.expect("third");
+    let third = (third.status().as_u16(), third.json::<Value>().await.unwrap_or_default());
+    let shown: Value = client
+        .get(format!("{url}/v1/sessions/{id}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("show")
+        .json()
+        .await
+        .expect("json");
+    let metrics = client.get(format!("{url}/metrics")).bearer_auth(TOKEN).send().await.expect("metrics");
+    let metrics = metrics.text().await.unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!((first.0, first.1["stop"].as_str()), (200, Some("answered")), "{first:?}");
+    assert_eq!((second.0, second.1["stop"].as_str()), (200, Some("answered")), "15 < 20: room for one more");
+    assert_eq!(third.0, 429, "{third:?}");
+    assert_eq!(third.1["error"]["code"], "budget_exhausted", "{third:?}");
+    assert!(third.1["error"]["message"].as_str().is_some_and(|m| m.contains("budget.session_tokens")));
+    assert_eq!(fake.requests().len(), 2, "the refused message reached no model");
+    let usage = &shown["usage"];
+    assert_eq!(
+        (usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64(), usage["model_calls"].as_u64()),
+        (Some(20), Some(10), Some(2)),
+        "{shown}"
+    );
+    assert_eq!(usage["tokens_left"].as_u64(), Some(0), "{shown}");
+    assert!(metrics.contains("docs_agent_tokens_total{kind=\"prompt\",model=\"m\",principal=\"ana\"} 20"), "{metrics}");
+    assert!(metrics.contains("docs_agent_tokens_total{kind=\"completion\",model=\"m\",principal=\"ana\"} 10"));
+
+    // `sessions show` reads the same log.
+    let out = common::run(ws.path(), &env, &["sessions", "show", &id]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("usage: 20 tokens in, 10 out, over 2 model calls; 0 tokens left"), "{}", out.stdout);
+}
+
+/// A model server that reports no usage: budgets count the harness's estimate, said as such.
+#[test]
+fn without_reported_usage_the_estimate_counts() {
+    let ws = common::sample_workspace();
+    let env = [("LLM_MODEL", "scripted-loop"), ("DOCS_AGENT_QUESTION_TOKENS", "1")];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    assert_eq!(out.code, 8, "the first call's estimate already spends a 1-token budget: {}", out.stderr);
+    assert!(out.stderr.contains("budget.question_tokens"), "{}", out.stderr);
+}
