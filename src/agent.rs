@@ -42,6 +42,8 @@ pub struct Harness {
     pub system_prompt: String,
     /// In-memory logs for one-shot questions, reused (a server answers thousands a second).
     ephemeral: std::sync::Mutex<Vec<Log>>,
+    /// The policy hooks (`[hooks]`), compiled.
+    pub hooks: crate::hooks::Hooks,
 }
 
 /// One earlier exchange of a conversation a client keeps itself: what the user said, and what
@@ -122,6 +124,9 @@ pub enum OpenError {
     /// The docs could not be indexed.
     #[error(transparent)]
     Index(IndexError),
+    /// A policy hook does not compile (a configuration read without its checks).
+    #[error("{0}")]
+    Hooks(String),
 }
 
 /// The index of `docs` where `config` keeps it: the file, brought up to date (a progress
@@ -158,6 +163,7 @@ impl Harness {
     /// [`Harness::open`] for `readers` threads that search at once (a server's workers): each
     /// generation of the index gets as many read-only databases.
     pub fn open_for(config: &Config, readers: usize) -> Result<Harness, OpenError> {
+        let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let (index, source) = match workspace.docs() {
             Some(docs) => open_index(docs, config, readers).map_err(OpenError::Index)?,
@@ -176,6 +182,7 @@ impl Harness {
             skills,
             system_prompt,
             ephemeral: Default::default(),
+            hooks,
         })
     }
 
@@ -206,6 +213,7 @@ impl Harness {
             link_hosts: &config.allowed_link_hosts,
             retrieval: &config.retrieval,
             budget: &config.budget,
+            hooks: &self.hooks,
         }
     }
 

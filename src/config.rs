@@ -35,6 +35,9 @@ pub struct Config {
     pub serve: ServeConfig,
     /// Tokens and cost a question and a session may use.
     pub budget: BudgetConfig,
+    /// Policy hooks: rules before and after tool calls and before an answer is taken.
+    #[serde(default)]
+    pub hooks: crate::hooks::HooksConfig,
 }
 
 /// Tokens and cost a question (one turn) and a session (all its turns) may use; 0 is no limit.
@@ -398,6 +401,7 @@ impl Config {
             )));
         }
         self.validate_budget()?;
+        crate::hooks::Hooks::compile(&self.hooks).map_err(ConfigError)?;
         for (i, token) in self.serve.tokens.iter().enumerate() {
             let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
             if !hex {

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod config;
 pub mod eval;
 pub mod guard;
+pub mod hooks;
 pub mod index;
 pub mod model;
 pub mod prompt;

@@ -130,6 +130,13 @@ impl<W: Write> Trace<W> {
                         "completion_tokens": used.completion}));
                 }
             }
+            TurnEvent::Hook { stage, rule, decision, call_id } => match self.format {
+                Format::Json => self.write(&json!({"event": "hook", "stage": stage.as_str(), "rule": rule,
+                    "decision": decision, "call_id": call_id})),
+                Format::Brief => {
+                    let _ = writeln!(self.out, "  hook {} {rule}: {decision}", stage.as_str());
+                }
+            },
             TurnEvent::ModelCall { .. }
             | TurnEvent::TextDelta(_)
             | TurnEvent::ToolCall(_)

@@ -93,11 +93,12 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     }
     let stats = &index.stats;
     let summary = format!(
-        "{} docs, {} sections indexed; {} files skipped; {} skills valid; {} problems",
+        "{} docs, {} sections indexed; {} files skipped; {} skills valid; hooks: {}; {} problems",
         stats.files,
         stats.sections,
         skipped.len(),
         harness.skills.skills.len(),
+        harness.hooks.describe(),
         problems.len()
     );
     Report { problems, skipped, summary }

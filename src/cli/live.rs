@@ -331,6 +331,8 @@ impl Live {
                     .map(|tool| Progress { step: call.step, phase: Phase::Running(tool), since: Instant::now() });
                 self.show(progress);
             }
+            // The trace shows a hook's decision; the progress line stays.
+            TurnEvent::Hook { .. } => {}
             TurnEvent::ModelReplied { .. }
             | TurnEvent::ToolResult { .. }
             | TurnEvent::ApprovalRequired { .. }

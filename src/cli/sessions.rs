@@ -421,6 +421,10 @@ fn describe(event: &Event) -> String {
         Event::Interrupted { partial_text } => format!("partial: {}", one(partial_text)),
         Event::Correction { kind, text } => format!("{}: {}", kind.as_str(), one(text)),
         Event::ModelPinned { model } => model.clone(),
+        Event::Hook { stage, rule, decision, call_id } => {
+            let about = call_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
+            format!("{} {rule}: {}{about}", stage.as_str(), one(decision))
+        }
         Event::Stopped { reason, detail } => format!("{} {}", reason.as_str(), one(detail)).trim().to_string(),
     }
 }

@@ -289,6 +289,7 @@ impl Listener<'_> {
             | TurnEvent::ModelReplied { .. }
             | TurnEvent::SentBack(_)
             | TurnEvent::ApprovalRequired { .. }
+            | TurnEvent::Hook { .. }
             | TurnEvent::Answer(_)
             | TurnEvent::Stopped { .. } => {}
         }

@@ -178,6 +178,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             | Event::Correction { .. }
             | Event::Compaction { .. }
             | Event::ModelPinned { .. }
+            | Event::Hook { .. }
             | Event::Stopped { .. } => {}
         }
     }

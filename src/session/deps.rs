@@ -25,6 +25,8 @@ pub struct Deps<'a> {
     pub retrieval: &'a RetrievalConfig,
     /// Tokens and cost a question and a session may use.
     pub budget: &'a crate::config::BudgetConfig,
+    /// The policy hooks (`[hooks]`).
+    pub hooks: &'a crate::hooks::Hooks,
 }
 
 impl<'a> Deps<'a> {

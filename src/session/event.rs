@@ -18,6 +18,29 @@ pub struct CallRecord {
     pub arguments: String,
 }
 
+/// Where a policy hook applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookStage {
+    /// Before a tool call runs.
+    PreTool,
+    /// On a tool call's result.
+    PostTool,
+    /// Before an answer is taken.
+    Stop,
+}
+
+impl HookStage {
+    /// The word in the log and the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookStage::PreTool => "pre_tool",
+            HookStage::PostTool => "post_tool",
+            HookStage::Stop => "stop",
+        }
+    }
+}
+
 /// Tokens one model call used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Tokens {
@@ -135,6 +158,18 @@ pub enum Event {
         /// Who owns it, for sessions made over HTTP (none for the local CLI).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         principal: Option<String>,
+    },
+    /// A policy hook (`[hooks]`) decided or changed something.
+    Hook {
+        /// Where: before a tool call, after one, or before an answer is taken.
+        stage: HookStage,
+        /// The rule or setting that decided (`no-internal`, `hooks.post_tool.redact[0]`).
+        rule: String,
+        /// What it decided or did (`deny`, `allow`, `redacted 2 matches…`, `sent back`).
+        decision: String,
+        /// The tool call it was about, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
     },
     /// The person said something.
     UserMessage {
@@ -282,6 +317,9 @@ impl Event {
             }
             Event::Interrupted { partial_text } => Event::Interrupted { partial_text: s(partial_text) },
             Event::Correction { kind, text } => Event::Correction { kind, text: s(text) },
+            Event::Hook { stage, rule, decision, call_id } => {
+                Event::Hook { stage, rule: s(rule), decision: s(decision), call_id }
+            }
             other @ Event::ApprovalExpired { .. } => other,
         }
     }
@@ -303,6 +341,7 @@ impl Event {
             Event::Answer { .. } => "answer",
             Event::ModelPinned { .. } => "model_pinned",
             Event::Stopped { .. } => "stopped",
+            Event::Hook { .. } => "hook",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! that lets one leave the process guards it first (`trace` redacts every string, streamed text
 //! goes through `guard::stream`).
 
-use crate::session::event::{CorrectionKind, StopReason, Tokens};
+use crate::session::event::{CorrectionKind, HookStage, StopReason, Tokens};
 use crate::tools::Decision;
 
 /// One thing that happened in a turn.
@@ -56,6 +56,17 @@ pub enum TurnEvent<'a> {
     /// answer (a citation it could not verify, a tool call it could not read); the model is
     /// asked again.
     SentBack(CorrectionKind),
+    /// A policy hook (`[hooks]`) decided or changed something (also in the session log).
+    Hook {
+        /// Where.
+        stage: HookStage,
+        /// The rule or setting.
+        rule: &'a str,
+        /// What it decided or did.
+        decision: &'a str,
+        /// The call it was about, if any.
+        call_id: Option<&'a str>,
+    },
     /// The turn answered; the text passed the outbound guard.
     Answer(&'a str),
     /// The turn stopped without an answer: a limit or a cancel.

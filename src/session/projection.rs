@@ -76,6 +76,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             | Event::Compaction { .. }
             | Event::Answer { .. }
             | Event::ModelPinned { .. }
+            | Event::Hook { .. }
             | Event::Stopped { .. } => {}
         }
     }

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use super::budget;
 use crate::approval::{Approved, Approver};
 use crate::guard;
+use crate::hooks::{RuleDecision, Ruled};
 use crate::model::{Message, Model, ModelError};
 use crate::runtime;
+use crate::session::event::HookStage;
 use crate::telemetry::TurnSpans;
 use crate::tools::{self, Decision, Outcome, Planned, Tool, Toolbox};
 use tracing::Instrument;
@@ -166,10 +168,19 @@ impl<'a> Turn<'a> {
                     let answer = match shown {
                         Some(shown) => shown.to_string(),
                         None => match self.checked(text, question, turn, steps) {
-                            Checked::SendBack { kind, text } => {
+                            Checked::SendBack { kind, text, hook } => {
+                                if let Some(rule) = hook {
+                                    self.hook(HookStage::Stop, &rule, "sent back to the model", None)?;
+                                }
                                 self.append(Event::Correction { kind, text })?;
                                 self.emit(TurnEvent::SentBack(kind));
                                 continue;
+                            }
+                            Checked::Replaced { text, rule } => {
+                                self.hook(HookStage::Stop, &rule, "replaced by the retrieval-only answer", None)?;
+                                let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
+                                end.insert(0, Event::Answer { text: answer.clone() });
+                                answer
                             }
                             Checked::Answer(text) => {
                                 let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
@@ -325,6 +336,7 @@ impl<'a> Turn<'a> {
         estimate: u64,
     ) -> Result<(), LogError> {
         let allowed = self.deps.limits.max_tool_calls_per_step as usize;
+        let hooks = self.deps.hooks;
         let mut early = Vec::new();
         let tool_calls: Vec<CallRecord> = reply
             .tool_calls
@@ -335,8 +347,14 @@ impl<'a> Turn<'a> {
                 let record = CallRecord { id: format!("call_{seq}_{i}"), name: c.name, arguments: c.arguments };
                 if i < allowed && guard::scrub(&record.arguments) != record.arguments.as_str() {
                     let started = Instant::now();
-                    if let Planned::Done(outcome) = toolbox.plan(&record.name, &record.arguments) {
-                        early.push((record.clone(), outcome, started.elapsed().as_millis()));
+                    let ruled = hooks.before(&record.name, &record.arguments);
+                    let planned = match &ruled {
+                        Some(ruled) if ruled.decision == RuleDecision::Deny => Planned::Done(refused(ruled)),
+                        _ => toolbox.plan(&record.name, &record.arguments),
+                    };
+                    if let Planned::Done(outcome) = planned {
+                        let outcome = Outcome { text: hooks.after(&outcome.text).text, ..outcome };
+                        early.push((record.clone(), outcome, started.elapsed().as_millis(), ruled));
                     }
                 }
                 record
@@ -349,15 +367,34 @@ impl<'a> Turn<'a> {
         let estimated = usage.is_none().then(|| budget::estimate(estimate, reply_bytes));
         let mut events =
             vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, estimated, origin: Origin::Model }];
-        events.extend(early.iter().map(|(record, outcome, _)| Event::ToolResult {
-            call_id: record.id.clone(),
-            text: outcome.text.clone(),
-            decision: outcome.decision,
-        }));
+        for (record, outcome, _, ruled) in &early {
+            if let Some(ruled) = ruled {
+                events.push(Event::Hook {
+                    stage: HookStage::PreTool,
+                    rule: ruled.rule.clone(),
+                    decision: ruled.decision.as_str().to_string(),
+                    call_id: Some(record.id.clone()),
+                });
+            }
+            events.push(Event::ToolResult {
+                call_id: record.id.clone(),
+                text: outcome.text.clone(),
+                decision: outcome.decision,
+            });
+        }
         self.append_all(events)?;
-        for (record, outcome, ms) in &early {
+        for (record, outcome, ms, ruled) in &early {
             let call = shown(step, record);
             self.emit(TurnEvent::ToolCall(call));
+            if let Some(ruled) = ruled {
+                let decision = ruled.decision.as_str();
+                self.emit(TurnEvent::Hook {
+                    stage: HookStage::PreTool,
+                    rule: &ruled.rule,
+                    decision,
+                    call_id: Some(&record.id),
+                });
+            }
             self.emit(TurnEvent::ToolResult { call, result: &outcome.text, ms: *ms, decision: outcome.decision });
         }
         Ok(())
@@ -383,7 +420,16 @@ impl<'a> Turn<'a> {
                     question,
                     self.deps.retrieval.context_tokens,
                 )),
-                Origin::Model => toolbox.plan(&call.record.name, &call.record.arguments),
+                Origin::Model => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
+                    Some(ruled) => {
+                        self.hook(HookStage::PreTool, &ruled.rule, ruled.decision.as_str(), Some(&call.record.id))?;
+                        match ruled.decision {
+                            RuleDecision::Deny => Planned::Done(refused(&ruled)),
+                            RuleDecision::Allow => toolbox.plan(&call.record.name, &call.record.arguments),
+                        }
+                    }
+                    None => toolbox.plan(&call.record.name, &call.record.arguments),
+                },
             };
             match planned {
                 Planned::Done(outcome) => outcome,
@@ -498,22 +544,52 @@ impl<'a> Turn<'a> {
             && can_retry
             && !sent(CorrectionKind::ToolCall)
         {
-            return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem };
+            return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem, hook: None };
         }
-        if !self.deps.retrieval.verify {
-            return Checked::Answer(text.to_string());
+        if self.deps.retrieval.verify {
+            let verdict = verify::check(text, question, turn);
+            if !verdict.holds() {
+                if can_retry && !sent(CorrectionKind::Unverified) {
+                    return Checked::SendBack {
+                        kind: CorrectionKind::Unverified,
+                        text: reminder(&verdict),
+                        hook: None,
+                    };
+                }
+                return Checked::Answer(retrieval_only(turn));
+            }
         }
-        let verdict = verify::check(text, question, turn);
-        if verdict.holds() {
-            return Checked::Answer(text.to_string());
+        // The operator's stop rules: what the answer must cite.
+        if self.deps.hooks.checks_stop()
+            && let Some((rule, correction)) = self.deps.hooks.lacking(&verify::check(text, question, turn).citations)
+        {
+            if can_retry && !sent(CorrectionKind::Unverified) {
+                return Checked::SendBack { kind: CorrectionKind::Unverified, text: correction, hook: Some(rule) };
+            }
+            return Checked::Replaced { text: retrieval_only(turn), rule };
         }
-        if can_retry && !sent(CorrectionKind::Unverified) {
-            return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict) };
-        }
-        Checked::Answer(retrieval_only(turn))
+        Checked::Answer(text.to_string())
+    }
+
+    /// Records a hook's decision in the log and tells it.
+    fn hook(&mut self, stage: HookStage, rule: &str, decision: &str, call_id: Option<&str>) -> Result<(), LogError> {
+        self.append(Event::Hook {
+            stage,
+            rule: rule.to_string(),
+            decision: decision.to_string(),
+            call_id: call_id.map(str::to_string),
+        })?;
+        self.emit(TurnEvent::Hook { stage, rule, decision, call_id });
+        Ok(())
     }
 
     fn result(&mut self, call: Call<'_>, outcome: Outcome, ms: u128) -> Result<(), LogError> {
+        // The operator's post-tool rules: extra redaction, a size cap.
+        let trimmed = self.deps.hooks.after(&outcome.text);
+        for change in &trimmed.changes {
+            self.hook(HookStage::PostTool, "hooks.post_tool", change, Some(&call.record.id))?;
+        }
+        let outcome = Outcome { text: trimmed.text, ..outcome };
         self.append(Event::ToolResult {
             call_id: call.record.id.clone(),
             text: outcome.text.clone(),
@@ -593,9 +669,19 @@ enum Checked {
         kind: CorrectionKind,
         /// What the model is told.
         text: String,
+        /// The operator's stop rule that sent it back, if one did.
+        hook: Option<String>,
     },
     /// Answer with this text (the model's, or the retrieval-only fallback).
     Answer(String),
+    /// An operator's stop rule was still not met after a correction: answer with the
+    /// retrieval-only text instead.
+    Replaced {
+        /// The retrieval-only answer.
+        text: String,
+        /// The rule.
+        rule: String,
+    },
 }
 
 /// The one-line reminder for an answer that failed the check.
@@ -651,4 +737,9 @@ fn retrieved(events: &[Stored]) -> std::collections::BTreeSet<String> {
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What the model is shown when an operator's rule refuses its call.
+fn refused(ruled: &Ruled) -> Outcome {
+    Outcome::denied(format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason))
 }

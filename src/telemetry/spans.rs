@@ -174,6 +174,11 @@ impl TurnSpans {
                 // info, not warn: the front end tells the person already.
                 self.turn.in_scope(|| tracing::info!(reason = reason.as_str(), "{message}"));
             }
+            TurnEvent::Hook { stage, rule, decision, call_id } => {
+                let span = call_id.and_then(|id| self.tools.iter().find(|(open, _)| open == id)).map(|(_, s)| s);
+                let span = span.unwrap_or(&self.turn);
+                span.in_scope(|| tracing::info!(stage = stage.as_str(), rule, decision, "hook decided"));
+            }
             TurnEvent::TextDelta(_) => {}
         }
     }

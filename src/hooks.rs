@@ -1,0 +1,414 @@
+//! Policy hooks: rules an operator declares in `[hooks]` (data, never code), applied by the
+//! harness around every tool call and before an answer is taken:
+//!
+//! - `[[hooks.pre_tool]]`: the first rule whose `tool`, `path` (a glob on the call's path, as
+//!   the workspace policy reads it) and `arguments` (a regular expression over the call's
+//!   arguments) all match decides: `allow` (no further rule applies; the built-in policy still
+//!   does) or `deny` (the call is refused with the rule's reason);
+//! - `[hooks.post_tool]`: extra redaction patterns and a size cap for every tool result;
+//! - `[hooks.stop]`: an answer must cite a verified section, or one whose path matches one of
+//!   `require_citation_from`; otherwise it is sent back once, then replaced by the retrieval-only
+//!   answer, as an unverified one is.
+//!
+//! Each decision is recorded in the session log (`Event::Hook`) and told to the trace, with the
+//! rule that made it. The rules are compiled once ([`Hooks::compile`]), when the configuration is
+//! read, so a bad glob or pattern is a configuration error that names the rule.
+
+use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::session::verify::Citation;
+use crate::tools::Tool;
+
+/// What a pre-tool rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleDecision {
+    /// The call goes on to the built-in policy; no later rule applies.
+    Allow,
+    /// The call is refused, with the rule's reason.
+    Deny,
+}
+
+impl RuleDecision {
+    /// The word in the log and the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleDecision::Allow => "allow",
+            RuleDecision::Deny => "deny",
+        }
+    }
+}
+
+/// `[[hooks.pre_tool]]`: one rule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreToolRule {
+    /// The rule's name, recorded with each decision it makes.
+    pub name: String,
+    /// The tool it applies to (`search_docs`, `read_file`, `load_skill`, `write_file`); any
+    /// when absent.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// A glob on the call's `path` argument, as the workspace policy reads it
+    /// (`docs/internal/**`); a call without a path does not match.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A regular expression over the call's arguments (JSON text).
+    #[serde(default)]
+    pub arguments: Option<String>,
+    /// `allow` or `deny`.
+    pub decision: RuleDecision,
+    /// Why, shown to the model with a refusal.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `[hooks.post_tool]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostToolConfig {
+    /// Regular expressions whose matches are redacted from every tool result, besides the
+    /// built-in secret patterns.
+    #[serde(default)]
+    pub redact: Vec<String>,
+    /// Bytes of a tool result the model is shown at most; 0: only `limits.max_tool_result_bytes`.
+    #[serde(default)]
+    pub max_result_bytes: usize,
+}
+
+/// `[hooks.stop]`: what an answer must have.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopConfig {
+    /// At least one verified citation.
+    #[serde(default)]
+    pub require_citation: bool,
+    /// At least one verified citation whose path matches one of these globs (`docs/policies/**`).
+    #[serde(default)]
+    pub require_citation_from: Vec<String>,
+}
+
+/// `[hooks]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// Rules before each tool call, first match decides.
+    #[serde(default)]
+    pub pre_tool: Vec<PreToolRule>,
+    /// What every tool result goes through.
+    #[serde(default)]
+    pub post_tool: PostToolConfig,
+    /// What an answer must have.
+    #[serde(default)]
+    pub stop: StopConfig,
+}
+
+/// A compiled pre-tool rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    name: String,
+    tool: Option<Tool>,
+    path: Option<GlobMatcher>,
+    arguments: Option<Regex>,
+    decision: RuleDecision,
+    reason: String,
+}
+
+/// The rules, compiled.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    rules: Vec<Rule>,
+    redact: Vec<Regex>,
+    max_result_bytes: usize,
+    require_citation: bool,
+    citation_from: Option<(GlobSet, Vec<String>)>,
+}
+
+/// A pre-tool rule's decision on one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ruled {
+    /// The rule's name.
+    pub rule: String,
+    /// What it decided.
+    pub decision: RuleDecision,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// What the post-tool hook did to a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trimmed {
+    /// The result as the model is shown it.
+    pub text: String,
+    /// What changed, for the log (`redacted 2 matches of post_tool.redact[0]`, `cut to 4000
+    /// bytes`); empty when nothing did.
+    pub changes: Vec<String>,
+}
+
+impl Hooks {
+    /// Compiles `config`; an error names the rule or setting and says what is wrong.
+    pub fn compile(config: &HooksConfig) -> Result<Hooks, String> {
+        let mut rules = Vec::new();
+        for (i, rule) in config.pre_tool.iter().enumerate() {
+            let at = format!("hooks.pre_tool[{i}] ({})", rule.name);
+            if rule.name.trim().is_empty() {
+                return Err(format!("hooks.pre_tool[{i}] needs a name, recorded with each decision it makes"));
+            }
+            let tool = match &rule.tool {
+                Some(name) => Some(Tool::from_name(name).ok_or_else(|| {
+                    format!("{at}: no tool is named `{name}`; the tools are {}", crate::tools::names().join(", "))
+                })?),
+                None => None,
+            };
+            let path = match &rule.path {
+                Some(glob) => Some(
+                    Glob::new(glob).map_err(|e| format!("{at}: path `{glob}` is not a glob ({e})"))?.compile_matcher(),
+                ),
+                None => None,
+            };
+            let arguments = match &rule.arguments {
+                Some(pattern) => Some(
+                    Regex::new(pattern).map_err(|e| format!("{at}: arguments `{pattern}` is not a pattern ({e})"))?,
+                ),
+                None => None,
+            };
+            if rule.decision == RuleDecision::Deny && rule.reason.trim().is_empty() {
+                return Err(format!("{at}: a deny rule needs a reason, which the model is shown"));
+            }
+            rules.push(Rule {
+                name: rule.name.clone(),
+                tool,
+                path,
+                arguments,
+                decision: rule.decision,
+                reason: rule.reason.clone(),
+            });
+        }
+        let mut redact = Vec::new();
+        for (i, pattern) in config.post_tool.redact.iter().enumerate() {
+            let regex = Regex::new(pattern)
+                .map_err(|e| format!("hooks.post_tool.redact[{i}]: `{pattern}` is not a pattern ({e})"))?;
+            if regex.is_match("") {
+                return Err(format!(
+                    "hooks.post_tool.redact[{i}]: `{pattern}` matches empty text; it must match something"
+                ));
+            }
+            redact.push(regex);
+        }
+        let citation_from = if config.stop.require_citation_from.is_empty() {
+            None
+        } else {
+            let mut set = GlobSetBuilder::new();
+            for glob in &config.stop.require_citation_from {
+                set.add(
+                    Glob::new(glob)
+                        .map_err(|e| format!("hooks.stop.require_citation_from: `{glob}` is not a glob ({e})"))?,
+                );
+            }
+            let set = set.build().map_err(|e| format!("hooks.stop.require_citation_from: {e}"))?;
+            Some((set, config.stop.require_citation_from.clone()))
+        };
+        Ok(Hooks {
+            rules,
+            redact,
+            max_result_bytes: config.post_tool.max_result_bytes,
+            require_citation: config.stop.require_citation,
+            citation_from,
+        })
+    }
+
+    /// How many rules and patterns there are, for `check`.
+    pub fn describe(&self) -> String {
+        let stop = match (&self.citation_from, self.require_citation) {
+            (Some((_, globs)), _) => format!("a citation from {}", globs.join(" or ")),
+            (None, true) => "a verified citation".into(),
+            (None, false) => "nothing beyond the built-in verification".into(),
+        };
+        format!(
+            "{} pre-tool rule(s), {} post-tool redaction pattern(s){}, an answer needs {stop}",
+            self.rules.len(),
+            self.redact.len(),
+            if self.max_result_bytes > 0 {
+                format!(", results cut at {} bytes", self.max_result_bytes)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// The first rule that matches a call of `tool` with `arguments`, if any.
+    pub fn before(&self, tool: &str, arguments: &str) -> Option<Ruled> {
+        let known = Tool::from_name(tool);
+        let path = call_path(arguments);
+        self.rules.iter().find_map(|rule| {
+            let tool_matches = rule.tool.is_none_or(|t| Some(t) == known);
+            let path_matches = match (&rule.path, &path) {
+                (None, _) => true,
+                (Some(glob), Some(path)) => glob.is_match(path),
+                (Some(_), None) => false,
+            };
+            let arguments_match = rule.arguments.as_ref().is_none_or(|re| re.is_match(arguments));
+            (tool_matches && path_matches && arguments_match).then(|| Ruled {
+                rule: rule.name.clone(),
+                decision: rule.decision,
+                reason: rule.reason.clone(),
+            })
+        })
+    }
+
+    /// A tool result after the extra redaction and the size cap.
+    pub fn after(&self, text: &str) -> Trimmed {
+        let mut changes = Vec::new();
+        let mut text = text.to_string();
+        for (i, regex) in self.redact.iter().enumerate() {
+            let found = regex.find_iter(&text).count();
+            if found > 0 {
+                text = regex.replace_all(&text, "[REDACTED:hook]").into_owned();
+                changes.push(format!("redacted {found} match(es) of hooks.post_tool.redact[{i}]"));
+            }
+        }
+        if self.max_result_bytes > 0 && text.len() > self.max_result_bytes {
+            let cut = crate::guard::redact::floor_char_boundary(&text, self.max_result_bytes);
+            text = format!("{cut}\n[cut at {} bytes by hooks.post_tool.max_result_bytes]", self.max_result_bytes);
+            changes.push(format!("cut to {} bytes (hooks.post_tool.max_result_bytes)", self.max_result_bytes));
+        }
+        Trimmed { text, changes }
+    }
+
+    /// What an answer with these `citations` lacks under `[hooks.stop]`, as a correction for the
+    /// model and the rule's name; `None` when it has what the rules ask.
+    pub fn lacking(&self, citations: &[Citation]) -> Option<(String, String)> {
+        let verified: Vec<&Citation> = citations.iter().filter(|c| c.verified).collect();
+        if let Some((set, globs)) = &self.citation_from {
+            if !verified.iter().any(|c| set.is_match(&c.path)) {
+                return Some((
+                    "hooks.stop.require_citation_from".into(),
+                    format!(
+                        "The operator's rules require the answer to cite a section from {} that you retrieved; \
+                         search there, read the section and cite it as [path#anchor].",
+                        globs.join(" or ")
+                    ),
+                ));
+            }
+        } else if self.require_citation && verified.is_empty() {
+            return Some((
+                "hooks.stop.require_citation".into(),
+                "The operator's rules require the answer to cite a section you retrieved, as [path#anchor].".into(),
+            ));
+        }
+        None
+    }
+
+    /// Whether any stop rule is set.
+    pub fn checks_stop(&self) -> bool {
+        self.require_citation || self.citation_from.is_some()
+    }
+}
+
+/// The `path` argument of a call, as the workspace policy reads it (`./docs//a.md` →
+/// `docs/a.md`), when the call has one the policy accepts.
+fn call_path(arguments: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let raw = value.get("path")?.as_str()?;
+    crate::workspace::policy::check_read(raw)
+        .or_else(|_| crate::workspace::policy::check_write(raw))
+        .ok()
+        .map(|path| path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hooks(toml: &str) -> Result<Hooks, String> {
+        let config: HooksConfig = toml::from_str(toml).map_err(|e| e.to_string())?;
+        Hooks::compile(&config)
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides_on_the_path_the_policy_reads() {
+        let h = hooks(
+            r#"
+            [[pre_tool]]
+            name = "public-internal"
+            path = "docs/internal/public.md"
+            decision = "allow"
+            [[pre_tool]]
+            name = "no-internal"
+            tool = "read_file"
+            path = "docs/internal/**"
+            decision = "deny"
+            reason = "internal docs are not for answers"
+            [[pre_tool]]
+            name = "no-passwords"
+            arguments = "(?i)password"
+            decision = "deny"
+            reason = "no searching for passwords"
+            "#,
+        )
+        .expect("compiles");
+        let ruled = |tool: &str, args: &str| h.before(tool, args).map(|r| (r.rule, r.decision));
+        assert_eq!(
+            ruled("read_file", r#"{"path":"docs/internal/x.md"}"#),
+            Some(("no-internal".into(), RuleDecision::Deny))
+        );
+        // The same file however the model writes its path.
+        assert_eq!(
+            ruled("read_file", r#"{"path":"./docs//internal/x.md"}"#),
+            Some(("no-internal".into(), RuleDecision::Deny))
+        );
+        assert_eq!(ruled("read_file", r#"{"path":"docs/internal/public.md"}"#).map(|r| r.1), Some(RuleDecision::Allow));
+        assert_eq!(ruled("read_file", r#"{"path":"docs/refunds.md"}"#), None);
+        assert_eq!(ruled("search_docs", r#"{"query":"admin PASSWORD"}"#).map(|r| r.0), Some("no-passwords".into()));
+        assert_eq!(ruled("search_docs", r#"{"query":"refunds"}"#), None);
+    }
+
+    #[test]
+    fn bad_rules_are_named() {
+        let tool = hooks("[[pre_tool]]\nname = \"x\"\ntool = \"rm\"\ndecision = \"deny\"\nreason = \"r\"\n");
+        assert!(tool.is_err_and(|e| e.contains("hooks.pre_tool[0] (x): no tool is named `rm`")));
+        let glob = hooks("[[pre_tool]]\nname = \"x\"\npath = \"docs/[\"\ndecision = \"allow\"\n");
+        assert!(glob.is_err_and(|e| e.contains("path `docs/[` is not a glob")));
+        let reason = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"deny\"\n");
+        assert!(reason.is_err_and(|e| e.contains("needs a reason")));
+        let empty = hooks("[post_tool]\nredact = [\"a*\"]\n");
+        assert!(empty.is_err_and(|e| e.contains("matches empty text")));
+        let ask = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"ask\"\n");
+        assert!(ask.is_err(), "only allow and deny");
+    }
+
+    #[test]
+    fn results_are_redacted_and_cut_and_each_change_is_named() {
+        let h = hooks("[post_tool]\nredact = [\"ACME-[0-9]{6}\"]\nmax_result_bytes = 40\n").expect("compiles");
+        let trimmed = h.after("customer ACME-123456 and ACME-654321 are in the refund window of 14 days");
+        assert!(!trimmed.text.contains("ACME-1") && trimmed.text.contains("[REDACTED:hook]"), "{}", trimmed.text);
+        assert!(trimmed.text.ends_with("[cut at 40 bytes by hooks.post_tool.max_result_bytes]"));
+        assert_eq!(trimmed.changes.len(), 2, "{:?}", trimmed.changes);
+        assert!(h.after("nothing to do").changes.is_empty());
+    }
+
+    #[test]
+    fn an_answer_must_cite_where_the_stop_rules_say() {
+        let cite = |path: &str, verified: bool| Citation {
+            path: path.into(),
+            anchor: "a".into(),
+            heading: String::new(),
+            verified,
+        };
+        let any = hooks("[stop]\nrequire_citation = true\n").expect("compiles");
+        assert!(any.lacking(&[]).is_some());
+        assert!(any.lacking(&[cite("docs/refunds.md", false)]).is_some(), "an unverified citation is not enough");
+        assert_eq!(any.lacking(&[cite("docs/refunds.md", true)]), None);
+        let from = hooks("[stop]\nrequire_citation_from = [\"docs/policies/**\"]\n").expect("compiles");
+        let lacking = from.lacking(&[cite("docs/refunds.md", true)]);
+        assert!(
+            lacking.is_some_and(
+                |(rule, text)| rule.ends_with("require_citation_from") && text.contains("docs/policies/**")
+            )
+        );
+        assert_eq!(from.lacking(&[cite("docs/policies/refunds.md", true)]), None);
+        assert!(!Hooks::default().checks_stop());
+    }
+}

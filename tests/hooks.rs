@@ -1,0 +1,168 @@
+//! Policy hooks (issue 15, part 4) through the real binary, against a fake model server that
+//! does what the test scripts: a pre-tool rule refuses a read however the model spells the
+//! path; post-tool rules redact and cut what the model is shown; a stop rule sends an answer
+//! back, then replaces it; every decision is in the trace and the session log with its rule;
+//! `check` reports the rules and names a bad one.
+
+mod common;
+mod fake;
+
+use serde_json::{Value, json};
+
+/// The hook lines of a run's trace.
+fn hook_lines(out: &common::Run) -> Vec<Value> {
+    out.stderr.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v["event"] == "hook").collect()
+}
+
+/// The tool messages the model was sent in its `n`th request.
+fn tool_messages(fake: &fake::FakeServer, n: usize) -> Vec<String> {
+    let requests = fake.requests();
+    let messages = requests.get(n).and_then(|r| r["messages"].as_array().cloned()).unwrap_or_default();
+    messages.iter().filter(|m| m["role"] == "tool").filter_map(|m| m["content"].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn a_pre_tool_rule_refuses_a_read_however_the_path_is_written() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::tool("read_file", json!({"path": "./docs//refunds.md"})),
+        fake::Canned::text("I could not read it."),
+    ]);
+    let ws = common::sample_workspace();
+    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
+                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    let hooks = hook_lines(&out);
+    assert_eq!(hooks.len(), 1, "{}", out.stderr);
+    assert_eq!((hooks[0]["stage"].as_str(), hooks[0]["rule"].as_str()), (Some("pre_tool"), Some("no-refund-file")));
+    assert_eq!(hooks[0]["decision"], "deny");
+    let tools = out.tool_lines();
+    assert_eq!(tools[0]["decision"], "denied", "{}", out.stderr);
+    let shown = tool_messages(&fake, 1);
+    assert!(
+        shown.iter().any(|t| t.contains("refused by the operator's rule `no-refund-file`: refunds are answered")),
+        "{shown:?}"
+    );
+    assert!(!shown.iter().any(|t| t.contains("14 days")), "the file was not read: {shown:?}");
+}
+
+#[test]
+fn post_tool_rules_redact_and_cut_what_the_model_is_shown() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::text(
+        "Refunds are possible within 14 days of the first payment. [docs/refunds.md#window]",
+    )]);
+    let ws = common::sample_workspace();
+    let rules = "[hooks.post_tool]\nredact = [\"(?i)first payment\"]\nmax_result_bytes = 400\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    let shown = tool_messages(&fake, 0).join("\n");
+    assert!(shown.contains("[REDACTED:hook]") && !shown.to_lowercase().contains("first payment"), "{shown}");
+    assert!(shown.contains("[cut at 400 bytes by hooks.post_tool.max_result_bytes]"), "{shown}");
+    let rules: Vec<String> =
+        hook_lines(&out).iter().filter_map(|h| h["decision"].as_str().map(str::to_string)).collect();
+    assert!(rules.iter().any(|d| d.contains("redacted") && d.contains("hooks.post_tool.redact[0]")), "{rules:?}");
+    assert!(rules.iter().any(|d| d.contains("cut to 400 bytes")), "{rules:?}");
+}
+
+#[tokio::test]
+async fn a_stop_rule_sends_an_answer_back_then_replaces_it_and_the_log_records_each_decision() {
+    let cites_refunds = "Refunds are possible within 14 days. [docs/refunds.md#window]";
+    let fake = fake::FakeServer::start(vec![fake::Canned::text(cites_refunds), fake::Canned::text(cites_refunds)]);
+    let ws = common::sample_workspace();
+    let token = "hooks-token-0123456789";
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\n\
+         roles = [\"ask\"]\n\n[hooks.stop]\nrequire_citation_from = [\"docs/api-keys.md\"]\n",
+        docs_agent::serve::auth::hash(token)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")];
+    let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{url}/v1/sessions"))
+        .bearer_auth(token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_str().expect("id").to_string();
+    let outcome: Value = client
+        .post(format!("{url}/v1/sessions/{id}/messages"))
+        .bearer_auth(token)
+        .json(&json!({"text": "how long is the refund window"}))
+        .send()
+        .await
+        .expect("message")
+        .json()
+        .await
+        .expect("json");
+    let events: Value = client
+        .get(format!("{url}/v1/sessions/{id}/events"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("events")
+        .json()
+        .await
+        .expect("json");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(outcome["stop"], "answered", "{outcome}");
+    let answer = outcome["answer"].as_str().unwrap_or_default();
+    assert_ne!(answer, cites_refunds, "the model's answer was replaced: {answer}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "sent back once");
+    let second = requests[1]["messages"].to_string();
+    assert!(second.contains("docs/api-keys.md"), "the correction names where to cite from: {second}");
+    let hooks: Vec<(String, String)> = events["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["event"]["type"] == "hook")
+        .map(|e| {
+            (e["event"]["rule"].as_str().unwrap_or("").into(), e["event"]["decision"].as_str().unwrap_or("").into())
+        })
+        .collect();
+    let rule = "hooks.stop.require_citation_from".to_string();
+    assert_eq!(
+        hooks,
+        vec![
+            (rule.clone(), "sent back to the model".to_string()),
+            (rule, "replaced by the retrieval-only answer".to_string())
+        ],
+        "{events}"
+    );
+}
+
+#[test]
+fn check_reports_the_rules_and_names_a_bad_one() {
+    let ws = common::sample_workspace();
+    let good = "[[hooks.pre_tool]]\nname = \"no-internal\"\npath = \"docs/internal/**\"\ndecision = \"deny\"\n\
+                reason = \"internal\"\n\n[hooks.stop]\nrequire_citation = true\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), good).expect("config");
+    let out = common::run(ws.path(), &[], &["check"]);
+    assert!(
+        out.stdout.contains(
+            "hooks: 1 pre-tool rule(s), 0 post-tool redaction pattern(s), an answer needs a verified citation"
+        ),
+        "{}",
+        out.stdout
+    );
+    let bad = "[[hooks.pre_tool]]\nname = \"typo\"\ntool = \"read_files\"\ndecision = \"deny\"\nreason = \"x\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), bad).expect("config");
+    let out = common::run(ws.path(), &[], &["check"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("hooks.pre_tool[0] (typo): no tool is named `read_files`"), "{}", out.stderr);
+}
