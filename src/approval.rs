@@ -88,6 +88,49 @@ impl Approver {
     }
 }
 
+impl Approver {
+    /// Decides one call that is not a write, which the operator's `rule` asks a person about:
+    /// `target` is the tool and its path (or its arguments).
+    pub fn decide_call(&self, target: &str, rule: &str) -> Result<Approved, Denied> {
+        match self {
+            Approver::Always => Ok(Approved(())),
+            Approver::Never => Err(Denied(format!(
+                "not approved: the rule `{rule}` asks a person first, APPROVE is not `yes` and there is no terminal to ask"
+            ))),
+            Approver::NotInOneShot => Err(Denied(format!(
+                "not approved: the rule `{rule}` asks a person first, and a one-shot question cannot wait for one; \
+                 start a session (POST /v1/sessions)"
+            ))),
+            Approver::AskOnTerminal => {
+                let prompt = format!(
+                    "\nThe model wants to run {} (the rule `{}` asks you first).\nallow? [y/N] ",
+                    crate::guard::scrub(target),
+                    crate::guard::scrub(rule)
+                );
+                let stdin = std::io::stdin();
+                let mut input = stdin.lock();
+                let mut out = crate::guard::sink::stderr();
+                answer(&mut out, &mut input, &prompt, "not approved")
+            }
+        }
+    }
+}
+
+/// Shows `prompt` and reads `y`/`yes`; anything else denies, the reason starting with `no`
+/// (`write not approved`).
+fn answer(out: &mut impl Write, input: &mut impl BufRead, prompt: &str, no: &str) -> Result<Approved, Denied> {
+    if out.write_all(prompt.as_bytes()).and_then(|()| out.flush()).is_err() {
+        return Err(Denied(format!("{no}: could not show the approval prompt")));
+    }
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(Approved(())),
+        Ok(0) => Err(Denied(format!("{no}: no answer (end of input)"))),
+        Ok(_) => Err(Denied(format!("{no}: the user declined"))),
+        Err(e) => Err(Denied(format!("{no}: could not read the answer ({e})"))),
+    }
+}
+
 /// Shows the exact path and the redacted content, and reads `y`/`yes`; anything else denies.
 pub fn ask(
     out: &mut impl Write,
@@ -98,16 +141,7 @@ pub fn ask(
     let shown = crate::guard::scrub(content);
     let prompt =
         format!("\nThe model wants to write {path} ({} bytes):\n----\n{}\n----\nallow? [y/N] ", shown.len(), shown);
-    if out.write_all(prompt.as_bytes()).and_then(|()| out.flush()).is_err() {
-        return Err(Denied("write not approved: could not show the approval prompt".into()));
-    }
-    let mut answer = String::new();
-    match input.read_line(&mut answer) {
-        Ok(_) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(Approved(())),
-        Ok(0) => Err(Denied("write not approved: no answer (end of input)".into())),
-        Ok(_) => Err(Denied("write not approved: the user declined".into())),
-        Err(e) => Err(Denied(format!("write not approved: could not read the answer ({e})"))),
-    }
+    answer(out, input, &prompt, "write not approved")
 }
 
 #[cfg(test)]

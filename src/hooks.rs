@@ -4,7 +4,8 @@
 //! - `[[hooks.pre_tool]]`: the first rule whose `tool`, `path` (a glob on the call's path, as
 //!   the workspace policy reads it) and `arguments` (a regular expression over the call's
 //!   arguments) all match decides: `allow` (no further rule applies; the built-in policy still
-//!   does) or `deny` (the call is refused with the rule's reason);
+//!   does), `deny` (the call is refused with the rule's reason) or `ask` (a person approves the
+//!   call first, as a write is approved);
 //! - `[hooks.post_tool]`: extra redaction patterns and a size cap for every tool result;
 //! - `[hooks.stop]`: an answer must cite a verified section, or one whose path matches one of
 //!   `require_citation_from`; otherwise it is sent back once, then replaced by the retrieval-only
@@ -29,6 +30,10 @@ pub enum RuleDecision {
     Allow,
     /// The call is refused, with the rule's reason.
     Deny,
+    /// A person approves the call before it runs, as a write is approved (on the terminal, or
+    /// `sessions approve`, or over HTTP); no session grant decides it. A write still passes the
+    /// write policy first.
+    Ask,
 }
 
 impl RuleDecision {
@@ -37,6 +42,7 @@ impl RuleDecision {
         match self {
             RuleDecision::Allow => "allow",
             RuleDecision::Deny => "deny",
+            RuleDecision::Ask => "ask",
         }
     }
 }
@@ -58,7 +64,7 @@ pub struct PreToolRule {
     /// A regular expression over the call's arguments (JSON text).
     #[serde(default)]
     pub arguments: Option<String>,
-    /// `allow` or `deny`.
+    /// `allow`, `deny` or `ask`.
     pub decision: RuleDecision,
     /// Why, shown to the model with a refusal.
     #[serde(default)]
@@ -307,6 +313,16 @@ impl Hooks {
     }
 }
 
+/// What a person is asked about for a call a rule asks about: its path as the policy reads it
+/// (`read_file docs/internal/x.md`), or the tool and its arguments, clipped.
+pub fn target(tool: &str, arguments: &str) -> String {
+    let tool = crate::guard::clip(tool, 40);
+    match call_path(arguments) {
+        Some(path) => format!("{tool} {path}"),
+        None => format!("{tool} {}", crate::guard::clip(arguments, 200)),
+    }
+}
+
 /// The `path` argument of a call, as the workspace policy reads it (`./docs//a.md` →
 /// `docs/a.md`), when the call has one the policy accepts.
 fn call_path(arguments: &str) -> Option<String> {
@@ -375,8 +391,9 @@ mod tests {
         assert!(reason.is_err_and(|e| e.contains("needs a reason")));
         let empty = hooks("[post_tool]\nredact = [\"a*\"]\n");
         assert!(empty.is_err_and(|e| e.contains("matches empty text")));
-        let ask = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"ask\"\n");
-        assert!(ask.is_err(), "only allow and deny");
+        let unknown = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"maybe\"\n");
+        assert!(unknown.is_err(), "allow, deny or ask");
+        assert!(hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"ask\"\n").is_ok());
     }
 
     #[test]

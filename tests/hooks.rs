@@ -166,3 +166,123 @@ fn check_reports_the_rules_and_names_a_bad_one() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("hooks.pre_tool[0] (typo): no tool is named `read_files`"), "{}", out.stderr);
 }
+
+/// `ask` on a read: a one-shot question without a person to ask is refused (fail closed) with
+/// the rule named; with `APPROVE=yes` the read runs.
+#[test]
+fn an_ask_rule_needs_a_person_before_a_read_runs() {
+    let ws = common::sample_workspace();
+    let rules = "[[hooks.pre_tool]]\nname = \"ask-before-reading\"\ntool = \"read_file\"\ndecision = \"ask\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    let replies = || {
+        vec![
+            fake::Canned::tool("read_file", json!({"path": "docs/refunds.md"})),
+            fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+        ]
+    };
+    let env = |base: &str, approve: &str| {
+        vec![
+            ("LLM_BASE_URL".to_string(), base.to_string()),
+            ("LLM_MODEL".into(), "m".into()),
+            ("DOCS_AGENT_RETRIEVE_FIRST".into(), "false".into()),
+            ("APPROVE".into(), approve.into()),
+        ]
+    };
+    let run = |approve: &str| {
+        let fake = fake::FakeServer::start(replies());
+        let pairs = env(&fake.base_url(), approve);
+        let env: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+        (out, tool_messages(&fake, 1).join("\n"))
+    };
+    let (refused, shown) = run("");
+    assert_eq!(hook_lines(&refused)[0]["decision"], "ask", "{}", refused.stderr);
+    assert!(shown.contains("the rule `ask-before-reading` asks a person first"), "{shown}");
+    assert!(!shown.contains("14 days"), "not read: {shown}");
+    let (approved, shown) = run("yes");
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    assert!(shown.contains("14 days"), "read once approved: {shown}");
+}
+
+/// `ask` over HTTP: the session waits; the pending approval names the tool and the rule; an
+/// approver's decision runs the call and the turn goes on.
+#[tokio::test]
+async fn an_ask_rule_waits_for_an_approver_over_http() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::tool("search_docs", json!({"query": "internal refund escalation"})),
+        fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+    ]);
+    let ws = common::sample_workspace();
+    let (asker, approver) = ("hooks-asker-0123456789", "hooks-approver-0123456789");
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n\n\
+         [[serve.tokens]]\nprincipal = \"bo\"\nsha256 = \"{}\"\nroles = [\"approve\"]\n\n\
+         [[hooks.pre_tool]]\nname = \"internal-searches\"\narguments = \"internal\"\ndecision = \"ask\"\n",
+        docs_agent::serve::auth::hash(asker),
+        docs_agent::serve::auth::hash(approver)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
+    let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{url}/v1/sessions"))
+        .bearer_auth(asker)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_str().expect("id").to_string();
+    let waiting: Value = client
+        .post(format!("{url}/v1/sessions/{id}/messages"))
+        .bearer_auth(asker)
+        .json(&json!({"text": "how long is the refund window"}))
+        .send()
+        .await
+        .expect("message")
+        .json()
+        .await
+        .expect("json");
+    let pending: Value = client
+        .get(format!("{url}/v1/approvals?state=pending"))
+        .bearer_auth(approver)
+        .send()
+        .await
+        .expect("pending")
+        .json()
+        .await
+        .expect("json");
+    let entry = pending["approvals"].as_array().and_then(|a| a.first().cloned()).unwrap_or_default();
+    let approval = entry["id"].as_str().unwrap_or_default().to_string();
+    let decided = client
+        .post(format!("{url}/v1/approvals/{approval}"))
+        .bearer_auth(approver)
+        .json(&json!({"decision": "once"}))
+        .send()
+        .await
+        .expect("decide")
+        .status()
+        .as_u16();
+    // The turn goes on in its own task: wait for the model's second call.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fake.requests().len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(waiting["stop"], "awaiting_approval", "{waiting}");
+    assert_eq!(
+        (entry["tool"].as_str(), entry["rule"].as_str()),
+        (Some("search_docs"), Some("internal-searches")),
+        "{pending}"
+    );
+    assert_eq!(decided, 200);
+    let shown = tool_messages(&fake, 1).join("\n");
+    assert!(shown.contains("sections matched") || shown.contains("docs/"), "the search ran once approved: {shown}");
+}

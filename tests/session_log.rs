@@ -103,7 +103,12 @@ fn projections_are_valid_whatever_state_the_log_was_left_in() {
             vec![
                 user("q"),
                 assistant(&["c1"]),
-                Event::ApprovalRequested { call_id: "c1".into(), path: "notes/a.md".into(), key: "s/2/c1".into() },
+                Event::ApprovalRequested {
+                    call_id: "c1".into(),
+                    path: "notes/a.md".into(),
+                    key: "s/2/c1".into(),
+                    rule: None,
+                },
                 Event::ApprovalDenied { call_id: "c1".into(), reason: "no".into() },
             ],
             4,

@@ -391,6 +391,15 @@ pub fn report(id: &str, end: Result<TurnEnd, TurnError>) -> Result<Exit, Failure
 
 /// The message for a write that waits.
 pub fn awaiting(id: &str, call_id: &str, path: &str, content: &str) -> String {
+    // A call an operator's rule asks about names its tool first (`read_file docs/x.md`).
+    if !path.starts_with("notes/") {
+        return format!(
+            "session {id} waits for approval to run {} (call {call_id}; an operator's rule asks a person first): \
+             allow it with `docs-agent sessions approve {id} --call {call_id}`, \
+             or refuse it with `docs-agent sessions deny {id} --call {call_id}`",
+            guard::clip(path, 300)
+        );
+    }
     format!(
         "session {id} waits for approval to write {path} ({} bytes, call {call_id}):\n----\n{}\n----\n\
          allow it with `docs-agent sessions approve {id} --call {call_id}` (add --scope session for later writes in that folder), \
@@ -413,7 +422,10 @@ fn describe(event: &Event) -> String {
             if calls.is_empty() { one(text) } else { format!("{} {}", one(text), calls.join("; ")).trim().to_string() }
         }
         Event::ToolResult { call_id, text, decision } => format!("{call_id} {decision}: {}", one(text)),
-        Event::ApprovalRequested { call_id, path, key } => format!("{call_id} write {path} (key {key})"),
+        Event::ApprovalRequested { call_id, path, key, rule: None } => format!("{call_id} write {path} (key {key})"),
+        Event::ApprovalRequested { call_id, path, rule: Some(rule), .. } => {
+            format!("{call_id} {path}: the rule `{rule}` asks a person first")
+        }
         Event::ApprovalGranted { call_id, scope, by } => format!("{call_id} approved {scope} by {by}"),
         Event::ApprovalDenied { call_id, reason } => format!("{call_id}: {}", one(reason)),
         Event::ApprovalExpired { call_id } => call_id.clone(),

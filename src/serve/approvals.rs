@@ -23,16 +23,21 @@ use crate::session::store::Stored;
 use crate::session::turn::Verdict;
 use crate::tools::Toolbox;
 
-/// A write waiting for a decision.
+/// A write (or a call an operator's rule asks about) waiting for a decision.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pending {
+    /// The tool (`write_file`, or another one a rule asks about).
+    pub tool: String,
+    /// The operator's rule that asks, when one does (then no session grant decides it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     /// `{session}.{call}`: what `POST /v1/approvals/{id}` takes.
     pub id: String,
     /// The session.
     pub session_id: String,
     /// Who owns the session.
     pub principal: Option<String>,
-    /// Where the model wants to write.
+    /// Where the model wants to write; for another call, the tool and what it is about.
     pub path: String,
     /// What (scrubbed).
     pub content: String,
@@ -50,6 +55,8 @@ pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending>
     let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
     Some(Pending {
         id: format!("{id}.{}", p.call.record.id),
+        tool: p.call.record.name.clone(),
+        rule: p.rule.map(str::to_string),
         session_id: id.to_string(),
         principal: state::owner(events).map(str::to_string),
         path: p.path.to_string(),

@@ -202,15 +202,20 @@ pub enum Event {
         /// allowed, denied or error.
         decision: Decision,
     },
-    /// A write waits for a person.
+    /// A call waits for a person: a write, or a call an operator's rule asks about.
     ApprovalRequested {
-        /// The call that asked to write.
+        /// The call that asked.
         call_id: String,
-        /// The path it wants to write.
+        /// The path it wants to write (or read); for a call without a path, the tool and its
+        /// arguments.
         path: String,
         /// The write's idempotency key: `{session}/{seq of the requesting assistant message}/{call id}`.
         /// It comes from the event that asked, so a resumed session never does the write twice.
         key: String,
+        /// The pre-tool rule that asks for a person (`[[hooks.pre_tool]]` with `decision =
+        /// "ask"`): then no session grant decides it, only a person.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A write was allowed.
     ApprovalGranted {
@@ -298,8 +303,8 @@ impl Event {
                     .collect(),
             },
             Event::ToolResult { call_id, text, decision } => Event::ToolResult { call_id, text: s(text), decision },
-            Event::ApprovalRequested { call_id, path, key } => {
-                Event::ApprovalRequested { call_id, path: s(path), key: s(key) }
+            Event::ApprovalRequested { call_id, path, key, rule } => {
+                Event::ApprovalRequested { call_id, path: s(path), key: s(key), rule: rule.map(s) }
             }
             Event::ApprovalGranted { call_id, scope, by } => {
                 let scope = match scope {

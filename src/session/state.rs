@@ -19,7 +19,7 @@ pub enum Next<'a> {
     Run(Call<'a>),
     /// This write waits for a decision.
     Decide(Pending<'a>),
-    /// This write was allowed and has no result yet: do it (once).
+    /// This write (or a call a rule asked about) was allowed and has no result yet: do it (once).
     Write {
         /// The call.
         call: Call<'a>,
@@ -58,8 +58,10 @@ pub struct Call<'a> {
 pub struct Pending<'a> {
     /// The call.
     pub call: Call<'a>,
-    /// The path it wants to write.
+    /// The path it wants to write (or, asked about by a rule, what the call is about).
     pub path: &'a str,
+    /// The operator's rule that asks a person about the call, if one does.
+    pub rule: Option<&'a str>,
     /// When it was requested (ms since the epoch).
     pub requested_at_ms: u64,
     /// The request's sequence number.
@@ -115,17 +117,19 @@ pub fn next(events: &[Stored]) -> Next<'_> {
             continue;
         }
         let request = after.iter().find_map(|s| match &s.event {
-            Event::ApprovalRequested { call_id, path, key } if call_id == id => Some((s, path, key)),
+            Event::ApprovalRequested { call_id, path, key, rule } if call_id == id => {
+                Some((s, path, key, rule.as_deref()))
+            }
             _ => None,
         });
-        let Some((requested, path, key)) = request else {
+        let Some((requested, path, key, rule)) = request else {
             return Next::Run(call);
         };
         let granted = after.iter().any(|s| matches!(&s.event, Event::ApprovalGranted { call_id, .. } if call_id == id));
         if granted {
             return Next::Write { call, key };
         }
-        return Next::Decide(Pending { call, path, requested_at_ms: requested.at_ms, seq: requested.seq });
+        return Next::Decide(Pending { call, path, rule, requested_at_ms: requested.at_ms, seq: requested.seq });
     }
     Next::CallModel { steps }
 }

@@ -69,7 +69,7 @@ fn granted_write(log: &mut Log, config: &Config) -> String {
         )
         .expect("assistant");
     let key = format!("{session}/{seq}/call_3_0");
-    log.append(&session, Event::ApprovalRequested { call_id: "call_3_0".into(), path: NOTE.into(), key })
+    log.append(&session, Event::ApprovalRequested { call_id: "call_3_0".into(), path: NOTE.into(), key, rule: None })
         .expect("request");
     log.append(&session, Event::ApprovalGranted { call_id: "call_3_0".into(), scope: Scope::Once, by: "user".into() })
         .expect("grant");

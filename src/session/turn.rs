@@ -349,10 +349,12 @@ impl<'a> Turn<'a> {
                     let started = Instant::now();
                     let ruled = hooks.before(&record.name, &record.arguments);
                     let planned = match &ruled {
-                        Some(ruled) if ruled.decision == RuleDecision::Deny => Planned::Done(refused(ruled)),
-                        _ => toolbox.plan(&record.name, &record.arguments),
+                        Some(ruled) if ruled.decision == RuleDecision::Deny => Some(Planned::Done(refused(ruled))),
+                        // A person is asked later, on the logged (scrubbed) call.
+                        Some(ruled) if ruled.decision == RuleDecision::Ask => None,
+                        _ => Some(toolbox.plan(&record.name, &record.arguments)),
                     };
-                    if let Planned::Done(outcome) = planned {
+                    if let Some(Planned::Done(outcome)) = planned {
                         let outcome = Outcome { text: hooks.after(&outcome.text).text, ..outcome };
                         early.push((record.clone(), outcome, started.elapsed().as_millis(), ruled));
                     }
@@ -409,6 +411,10 @@ impl<'a> Turn<'a> {
         let span = self.spans.tool(&call.record.id);
         let _in_tool = span.enter();
         let started = Instant::now();
+        let session = self.session;
+        let key = || format!("{session}/{}/{}", call.assistant_seq, call.record.id);
+        // The operator's rule that asks a person about this call, if one does.
+        let mut asked_by: Option<String> = None;
         let outcome = if call.index >= allowed {
             Outcome::error(format!(
                 "too many tool calls in one step (limit {allowed}); this call and any after it were not run"
@@ -426,6 +432,21 @@ impl<'a> Turn<'a> {
                         match ruled.decision {
                             RuleDecision::Deny => Planned::Done(refused(&ruled)),
                             RuleDecision::Allow => toolbox.plan(&call.record.name, &call.record.arguments),
+                            // A write plans (and is checked) as always; any other call waits
+                            // for a person before it runs.
+                            RuleDecision::Ask if Tool::from_name(&call.record.name) == Some(Tool::WriteFile) => {
+                                asked_by = Some(ruled.rule);
+                                toolbox.plan(&call.record.name, &call.record.arguments)
+                            }
+                            RuleDecision::Ask => {
+                                self.append(Event::ApprovalRequested {
+                                    call_id: call.record.id.clone(),
+                                    path: crate::hooks::target(&call.record.name, &call.record.arguments),
+                                    key: key(),
+                                    rule: Some(ruled.rule),
+                                })?;
+                                return Ok(());
+                            }
                         }
                     }
                     None => toolbox.plan(&call.record.name, &call.record.arguments),
@@ -434,11 +455,11 @@ impl<'a> Turn<'a> {
             match planned {
                 Planned::Done(outcome) => outcome,
                 Planned::Write(request) => {
-                    let key = format!("{}/{}/{}", self.session, call.assistant_seq, call.record.id);
                     self.append(Event::ApprovalRequested {
                         call_id: call.record.id.clone(),
                         path: request.path.display(),
-                        key,
+                        key: key(),
+                        rule: asked_by,
                     })?;
                     return Ok(());
                 }
@@ -451,10 +472,16 @@ impl<'a> Turn<'a> {
     /// session grant or a configured approver decides at once; only a request left waiting for
     /// a person can expire.
     fn decide(&mut self, events: &[Stored], pending: Pending<'_>) -> Result<Option<TurnEnd>, LogError> {
-        if let Some((prefix, seq)) = state::covering_grant(events, pending.path) {
+        // A call an operator's rule asks about is decided by a person only, never by a grant.
+        if pending.rule.is_none()
+            && let Some((prefix, seq)) = state::covering_grant(events, pending.path)
+        {
             let by = format!("the session grant for {prefix} (event {seq})");
             self.verdict(pending, Verdict::Allow(Scope::Once), &by)?;
             return Ok(None);
+        }
+        if Tool::from_name(&pending.call.record.name) != Some(Tool::WriteFile) {
+            return self.decide_call(pending);
         }
         let request = match Toolbox::plan_write(&pending.call.record.arguments) {
             Ok(request) => request,
@@ -478,6 +505,33 @@ impl<'a> Turn<'a> {
             }
             Undecided::Decide(Approver::Always) => self.verdict(pending, Verdict::Allow(Scope::Once), "APPROVE=yes")?,
             Undecided::Decide(approver) => match approver.decide(&request.path, &request.content) {
+                Ok(_) => self.verdict(pending, Verdict::Allow(Scope::Once), "user")?,
+                Err(crate::workspace::policy::Denied(reason)) => {
+                    self.verdict(pending, Verdict::Deny(reason), "user")?
+                }
+            },
+        }
+        Ok(None)
+    }
+
+    /// Decides a call that is not a write but that an operator's rule asks a person about: as
+    /// a write is decided, the person shown the tool and what it is about.
+    fn decide_call(&mut self, pending: Pending<'_>) -> Result<Option<TurnEnd>, LogError> {
+        let rule = pending.rule.unwrap_or("hooks.pre_tool");
+        match self.undecided {
+            Undecided::Pause if pending.expired(now_ms(), self.deps.session.approval_ttl_secs) => {
+                self.expire(pending)?;
+            }
+            Undecided::Pause => {
+                self.emit(TurnEvent::ApprovalRequired { call_id: &pending.call.record.id, path: pending.path });
+                return Ok(Some(TurnEnd::AwaitingApproval {
+                    call_id: pending.call.record.id.clone(),
+                    path: pending.path.to_string(),
+                    content: String::new(),
+                }));
+            }
+            Undecided::Decide(Approver::Always) => self.verdict(pending, Verdict::Allow(Scope::Once), "APPROVE=yes")?,
+            Undecided::Decide(approver) => match approver.decide_call(pending.path, rule) {
                 Ok(_) => self.verdict(pending, Verdict::Allow(Scope::Once), "user")?,
                 Err(crate::workspace::policy::Denied(reason)) => {
                     self.verdict(pending, Verdict::Deny(reason), "user")?
@@ -514,6 +568,15 @@ impl<'a> Turn<'a> {
         let started = Instant::now();
         let id = call.record.id.as_str();
         let grant = events.iter().find_map(|s| Approved::from_grant(&s.event, id));
+        if Tool::from_name(&call.record.name) != Some(Tool::WriteFile) {
+            // A call a rule asked about, now decided: run it (a read has no effect to repeat).
+            let outcome = match (grant, toolbox.plan(&call.record.name, &call.record.arguments)) {
+                (None, _) => Outcome::denied("not approved: no grant in the session log"),
+                (Some(_), Planned::Done(outcome)) => outcome,
+                (Some(_), Planned::Write(_)) => Outcome::error("a write cannot be run as another tool"),
+            };
+            return self.result(call, outcome, started.elapsed().as_millis());
+        }
         let outcome = match (Toolbox::plan_write(&call.record.arguments), grant) {
             (Err(outcome), _) => outcome,
             (Ok(_), None) => Outcome::denied("write not approved: no grant in the session log"),
