@@ -205,7 +205,8 @@ impl Harness {
                 index: self.index.current(),
                 skills: &self.skills,
                 top_k: config.index.top_k,
-                max_result_bytes: config.limits.max_tool_result_bytes,
+                // A post-tool cap cuts whole fenced sections here, before the hook's own cut.
+                max_result_bytes: self.hooks.result_cap(config.limits.max_tool_result_bytes),
             },
             system_prompt: &self.system_prompt,
             limits: &config.limits,

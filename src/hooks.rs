@@ -1,9 +1,11 @@
 //! Policy hooks: rules an operator declares in `[hooks]` (data, never code), applied by the
 //! harness around every tool call and before an answer is taken:
 //!
-//! - `[[hooks.pre_tool]]`: the first rule whose `tool`, `path` (a glob on the call's path, as
-//!   the workspace policy reads it) and `arguments` (a regular expression over the call's
-//!   arguments) all match decides: `allow` (no further rule applies; the built-in policy still
+//! - `[[hooks.pre_tool]]`: the first rule whose `tool`, `path` (a glob on the call's `path`
+//!   argument, as the workspace policy reads it: only `read_file` and `write_file` have one; a
+//!   search still finds the sections of a denied file) and `arguments` (a regular expression
+//!   over the call's arguments, decoded) all match decides, for the model's calls and the
+//!   harness's own first search alike: `allow` (no further rule applies; the built-in policy still
 //!   does), `deny` (the call is refused with the rule's reason) or `ask` (a person approves the
 //!   call first, as a write is approved);
 //! - `[hooks.post_tool]`: extra redaction patterns and a size cap for every tool result;
@@ -169,9 +171,7 @@ impl Hooks {
                 None => None,
             };
             let path = match &rule.path {
-                Some(glob) => Some(
-                    Glob::new(glob).map_err(|e| format!("{at}: path `{glob}` is not a glob ({e})"))?.compile_matcher(),
-                ),
+                Some(glob) => Some(path_glob(glob).map_err(|e| format!("{at}: {e}"))?.compile_matcher()),
                 None => None,
             };
             let arguments = match &rule.arguments {
@@ -208,10 +208,7 @@ impl Hooks {
         } else {
             let mut set = GlobSetBuilder::new();
             for glob in &config.stop.require_citation_from {
-                set.add(
-                    Glob::new(glob)
-                        .map_err(|e| format!("hooks.stop.require_citation_from: `{glob}` is not a glob ({e})"))?,
-                );
+                set.add(path_glob(glob).map_err(|e| format!("hooks.stop.require_citation_from: {e}"))?);
             }
             let set = set.build().map_err(|e| format!("hooks.stop.require_citation_from: {e}"))?;
             Some((set, config.stop.require_citation_from.clone()))
@@ -244,10 +241,16 @@ impl Hooks {
         )
     }
 
-    /// The first rule that matches a call of `tool` with `arguments`, if any.
+    /// The first rule that matches a call of `tool` with `arguments`, if any. A rule's
+    /// `arguments` pattern is matched against the arguments as the toolbox will read them
+    /// (JSON escapes decoded: `\u0070assword` is `password`), and against the raw text.
     pub fn before(&self, tool: &str, arguments: &str) -> Option<Ruled> {
+        if self.rules.is_empty() {
+            return None;
+        }
         let known = Tool::from_name(tool);
         let path = call_path(arguments);
+        let decoded = serde_json::from_str::<serde_json::Value>(arguments).map(|v| v.to_string()).ok();
         self.rules.iter().find_map(|rule| {
             let tool_matches = rule.tool.is_none_or(|t| Some(t) == known);
             let path_matches = match (&rule.path, &path) {
@@ -255,7 +258,10 @@ impl Hooks {
                 (Some(glob), Some(path)) => glob.is_match(path),
                 (Some(_), None) => false,
             };
-            let arguments_match = rule.arguments.as_ref().is_none_or(|re| re.is_match(arguments));
+            let arguments_match = rule
+                .arguments
+                .as_ref()
+                .is_none_or(|re| re.is_match(arguments) || decoded.as_deref().is_some_and(|d| re.is_match(d)));
             (tool_matches && path_matches && arguments_match).then(|| Ruled {
                 rule: rule.name.clone(),
                 decision: rule.decision,
@@ -266,6 +272,9 @@ impl Hooks {
 
     /// A tool result after the extra redaction and the size cap.
     pub fn after(&self, text: &str) -> Trimmed {
+        if self.redact.is_empty() && (self.max_result_bytes == 0 || text.len() <= self.max_result_bytes) {
+            return Trimmed { text: text.to_string(), changes: Vec::new() };
+        }
         let mut changes = Vec::new();
         let mut text = text.to_string();
         for (i, regex) in self.redact.iter().enumerate() {
@@ -307,10 +316,29 @@ impl Hooks {
         None
     }
 
+    /// The result size the toolbox should keep to, so a cut keeps whole fenced sections:
+    /// `limit`, or the post-tool cap when it is smaller.
+    pub fn result_cap(&self, limit: usize) -> usize {
+        if self.max_result_bytes > 0 { limit.min(self.max_result_bytes) } else { limit }
+    }
+
     /// Whether any stop rule is set.
     pub fn checks_stop(&self) -> bool {
         self.require_citation || self.citation_from.is_some()
     }
+}
+
+/// A glob over workspace paths as the policy writes them (`docs/internal/**`): `*` stays inside
+/// one folder, as in a `.gitignore`; a glob that starts with `./` or `/` could never match,
+/// so it is refused.
+fn path_glob(glob: &str) -> Result<Glob, String> {
+    if glob.starts_with("./") || glob.starts_with('/') {
+        return Err(format!("path `{glob}` must start with an area, as docs/… (paths are workspace-relative)"));
+    }
+    globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| format!("path `{glob}` is not a glob ({e})"))
 }
 
 /// What a person is asked about for a call a rule asks about: its path as the policy reads it
@@ -379,6 +407,21 @@ mod tests {
         assert_eq!(ruled("read_file", r#"{"path":"docs/refunds.md"}"#), None);
         assert_eq!(ruled("search_docs", r#"{"query":"admin PASSWORD"}"#).map(|r| r.0), Some("no-passwords".into()));
         assert_eq!(ruled("search_docs", r#"{"query":"refunds"}"#), None);
+        // A JSON escape is read as the toolbox reads it.
+        assert_eq!(
+            ruled("search_docs", r#"{"query":"admin \u0070assword"}"#).map(|r| r.0),
+            Some("no-passwords".into())
+        );
+    }
+
+    #[test]
+    fn a_star_stays_inside_one_folder_and_globs_start_with_an_area() {
+        let h = hooks("[[pre_tool]]\nname = \"top\"\npath = \"docs/*\"\ndecision = \"deny\"\nreason = \"r\"\n")
+            .expect("compiles");
+        assert!(h.before("read_file", r#"{"path":"docs/a.md"}"#).is_some());
+        assert!(h.before("read_file", r#"{"path":"docs/internal/a.md"}"#).is_none(), "* is one folder");
+        let dotted = hooks("[[pre_tool]]\nname = \"d\"\npath = \"./docs/**\"\ndecision = \"deny\"\nreason = \"r\"\n");
+        assert!(dotted.is_err_and(|e| e.contains("must start with an area")));
     }
 
     #[test]

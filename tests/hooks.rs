@@ -286,3 +286,45 @@ async fn an_ask_rule_waits_for_an_approver_over_http() {
     let shown = tool_messages(&fake, 1).join("\n");
     assert!(shown.contains("sections matched") || shown.contains("docs/"), "the search ran once approved: {shown}");
 }
+
+/// Rules hold however the model writes its arguments (a JSON escape is read as the toolbox
+/// reads it), for the harness's own first search too, and an `ask` on a call whose arguments
+/// hold a secret is refused rather than asked about on other arguments.
+#[test]
+fn rules_hold_for_escapes_the_harness_search_and_secret_arguments() {
+    let ws = common::sample_workspace();
+    let rules = "[[hooks.pre_tool]]\nname = \"no-windows\"\narguments = \"(?i)window\"\ndecision = \"deny\"\n\
+                 reason = \"not about windows\"\n\n[[hooks.pre_tool]]\nname = \"ask-reads\"\ntool = \"read_file\"\n\
+                 decision = \"ask\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+
+    // The harness's own search of the question.
+    let out = common::run(ws.path(), &[("LLM_MODEL", "extractive")], &["how long is the refund window"]);
+    let hooks = hook_lines(&out);
+    assert!(hooks.iter().any(|h| h["rule"] == "no-windows" && h["decision"] == "deny"), "{}", out.stderr);
+    assert_eq!(out.tool_lines()[0]["decision"], "denied", "{}", out.stderr);
+    assert!(!out.stdout.contains("14 days"), "nothing was retrieved: {}", out.stdout);
+
+    // A JSON escape, and a read whose path holds a secret.
+    let escaped = fake::Canned::message(json!({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "search_docs", "arguments": "{\"query\":\"refund \\u0077indow\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "read_file",
+            "arguments": format!("{{\"path\":\"docs/{}.md\"}}", common::ONBOARDING_KEY)}}
+    ]}));
+    let fake = fake::FakeServer::start(vec![escaped, fake::Canned::text("I could not look.")]);
+    let base = fake.base_url();
+    let env = [
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_MODEL", "m"),
+        ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
+        ("APPROVE", "yes"),
+    ];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    let shown = tool_messages(&fake, 1);
+    assert!(shown.iter().any(|t| t.contains("refused by the operator's rule `no-windows`")), "{shown:?}");
+    assert!(
+        shown.iter().any(|t| t.contains("`ask-reads` asks a person first") && t.contains("cannot be shown")),
+        "{shown:?}"
+    );
+    assert!(!out.stderr.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{}", out.stderr);
+}

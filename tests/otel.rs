@@ -172,8 +172,14 @@ fn content_is_exported_only_when_asked_and_then_guarded() {
         ("LLM_MODEL", "scripted"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
         ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ("DOCS_AGENT_LOG", "info"),
     ];
     let out = common::run(ws.path(), &env, &[question.as_str()]);
+    // Content goes to the collector only, never into a log line (which lists its spans' fields).
+    assert!(out.stderr.contains("tool call done"), "{}", out.stderr);
+    for key in ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.result"] {
+        assert!(!out.stderr.contains(key), "{key} in the log: {}", out.stderr);
+    }
     assert_eq!(out.code, 0, "{}", out.stderr);
     let spans = collector.spans();
     let turn = named(&spans, "invoke_agent docs-agent");

@@ -95,7 +95,12 @@ fn projections_are_valid_whatever_state_the_log_was_left_in() {
         ("interrupted before the result", vec![user("q"), assistant(&["c1", "c2"]), result("c1")], 5),
         (
             "interrupted with partial text",
-            vec![user("q"), assistant(&["c1"]), Event::Interrupted { partial_text: "half".into() }, user("again")],
+            vec![
+                user("q"),
+                assistant(&["c1"]),
+                Event::Interrupted { partial_text: "half".into(), estimated: None },
+                user("again"),
+            ],
             6,
         ),
         (

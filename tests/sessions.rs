@@ -275,7 +275,7 @@ fn a_cancel_mid_stream_keeps_the_partial_text_and_the_session_goes_on() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, Event::Interrupted { partial_text } if partial_text == "Refunds take 14 days"))
+            .any(|e| matches!(e, Event::Interrupted { partial_text, .. } if partial_text == "Refunds take 14 days"))
     );
     // The second request shows the model its interrupted reply, marked, and is valid.
     let second = &server.requests()[1]["messages"];
@@ -344,7 +344,7 @@ fn ctrl_c_interrupts_the_answer_and_the_chat_goes_on() {
     let id = ids(ws.path()).pop().expect("session");
     let events = export(ws.path(), &id);
     let partial = events.iter().find_map(|e| match e {
-        Event::Interrupted { partial_text } => Some(partial_text.clone()),
+        Event::Interrupted { partial_text, .. } => Some(partial_text.clone()),
         _ => None,
     });
     let partial = partial.expect("an interrupted event");

@@ -67,10 +67,13 @@ pub fn mode(global: &Global) -> Result<Mode, Failure> {
 
 /// Enters `plan`; says on stderr when the kernel leaves files or TCP ports unrestricted.
 pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
-    // The trace exporter, when one is asked for, connects to its collector.
+    // The trace exporter, when one is asked for, connects to its collector; not from a
+    // command that connects nowhere (`redact`, `hash-token`, `init`, `search`...): those export
+    // nothing rather than get a network.
+    let exports = plan.connect.iter().next().is_some();
     let plan = match crate::telemetry::otel::settings() {
-        Some(otel) => with_model(plan.clone(), &otel.endpoint),
-        None => plan.clone(),
+        Some(otel) if exports => with_model(plan.clone(), &otel.endpoint),
+        _ => plan.clone(),
     };
     let status = sandbox::enter(&plan, mode(global)?).map_err(|e| match e {
         sandbox::SandboxError::Required(_) => (Exit::Sandbox, e.to_string()),
@@ -92,7 +95,7 @@ pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
         ),
     }
     // Its threads start inside the sandbox.
-    if let Err(e) = crate::telemetry::otel::start() {
+    if exports && let Err(e) = crate::telemetry::otel::start() {
         crate::guard::sink::err_line!("docs-agent: warning: {e}; going on without exporting traces");
     }
     Ok(status)

@@ -430,7 +430,7 @@ fn describe(event: &Event) -> String {
         Event::ApprovalDenied { call_id, reason } => format!("{call_id}: {}", one(reason)),
         Event::ApprovalExpired { call_id } => call_id.clone(),
         Event::Compaction { replaces_through, .. } => format!("summarises events up to {replaces_through}"),
-        Event::Interrupted { partial_text } => format!("partial: {}", one(partial_text)),
+        Event::Interrupted { partial_text, .. } => format!("partial: {}", one(partial_text)),
         Event::Correction { kind, text } => format!("{}: {}", kind.as_str(), one(text)),
         Event::ModelPinned { model } => model.clone(),
         Event::Hook { stage, rule, decision, call_id } => {

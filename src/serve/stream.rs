@@ -52,7 +52,9 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
             estimated: *estimated,
             origin: *origin,
         },
-        Event::Interrupted { partial_text } => Event::Interrupted { partial_text: neutral(partial_text) },
+        Event::Interrupted { partial_text, estimated } => {
+            Event::Interrupted { partial_text: neutral(partial_text), estimated: *estimated }
+        }
         // A correction may quote the model's own text back.
         Event::Correction { kind, text } => Event::Correction { kind: *kind, text: neutral(text) },
         // The server's folders are not a client's business: the workspace goes by its name.
@@ -163,7 +165,7 @@ mod tests {
                 kind: CorrectionKind::Unverified,
                 text: format!("This quote is not in them: \"{link}\""),
             },
-            Event::Interrupted { partial_text: link.to_string() },
+            Event::Interrupted { partial_text: link.to_string(), estimated: None },
         ];
         for event in events {
             let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &[]).to_string();

@@ -25,7 +25,13 @@ impl Spent {
     /// Everything the model calls among `events` used.
     pub fn of(events: &[Stored]) -> Spent {
         events.iter().fold(Spent::default(), |mut spent, stored| {
-            if let Event::AssistantMessage { usage, estimated, .. } = &stored.event {
+            let (usage, estimated) = match &stored.event {
+                Event::AssistantMessage { usage, estimated, .. } => (usage, estimated),
+                // A call cut by a cancel was billed too.
+                Event::Interrupted { estimated, .. } => (&None, estimated),
+                _ => return spent,
+            };
+            {
                 let (tokens, guessed) = match (usage, estimated) {
                     (Some(t), _) => (*t, false),
                     (None, Some(t)) => (*t, true),
@@ -198,6 +204,17 @@ mod tests {
         ];
         let spent = Spent::of(&events);
         assert_eq!(spent, Spent { input: 150, output: 25, estimated: 55, calls: 2 });
+        // A call cut by a cancel counts too (a client cannot stream and cancel for free).
+        let cut = Stored {
+            seq: 4,
+            at_ms: 0,
+            event: Event::Interrupted {
+                partial_text: "Refunds".into(),
+                estimated: Some(Tokens { prompt: 40, completion: 2 }),
+            },
+        };
+        let with_cut = [events[0].clone(), cut];
+        assert_eq!(Spent::of(&with_cut), Spent { input: 140, output: 22, estimated: 42, calls: 2 });
         let price = Price { input_per_million: 1.0, output_per_million: 4.0 };
         assert!((spent.cost(&price) - (150.0 + 100.0) / 1e6).abs() < 1e-12);
     }

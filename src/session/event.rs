@@ -259,6 +259,10 @@ pub enum Event {
     Interrupted {
         /// What the model had said so far.
         partial_text: String,
+        /// The harness's estimate of the tokens the cut call used (its prompt and what it wrote
+        /// so far): a server bills a call it was not let finish, and budgets count it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated: Option<Tokens>,
     },
     /// The answer shown to the person: the model's final text after the outbound guard.
     Answer {
@@ -320,7 +324,9 @@ impl Event {
             Event::Compaction { summary, replaces_through, pinned_goal } => {
                 Event::Compaction { summary: s(summary), replaces_through, pinned_goal: s(pinned_goal) }
             }
-            Event::Interrupted { partial_text } => Event::Interrupted { partial_text: s(partial_text) },
+            Event::Interrupted { partial_text, estimated } => {
+                Event::Interrupted { partial_text: s(partial_text), estimated }
+            }
             Event::Correction { kind, text } => Event::Correction { kind, text: s(text) },
             Event::Hook { stage, rule, decision, call_id } => {
                 Event::Hook { stage, rule: s(rule), decision: s(decision), call_id }

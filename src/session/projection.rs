@@ -61,7 +61,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
                 close(&mut open, &mut out, NO_RESULT);
                 out.push(Message::User(text.clone()));
             }
-            Event::Interrupted { partial_text } => {
+            Event::Interrupted { partial_text, .. } => {
                 close(&mut open, &mut out, NO_RESULT);
                 if !partial_text.is_empty() {
                     out.push(Message::Assistant {

@@ -221,6 +221,21 @@ impl<'a> Turn<'a> {
                     }
                     let model = self.model.name();
                     if let Some(why) = budget::reached(self.deps.budget, &model, state::this_turn(&events), &events) {
+                        // A reply was sent back and no call is left to mend it: the turn still
+                        // answers, from what it retrieved.
+                        if matches!(events.last().map(|s| &s.event), Some(Event::Correction { .. })) {
+                            let turn = state::this_turn(&events);
+                            let text = retrieval_only(turn);
+                            let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
+                            let question = state::latest_user_message(&events).unwrap_or_default();
+                            self.append_all(vec![
+                                Event::Answer { text: answer.clone() },
+                                Event::Stopped { reason: StopReason::Answered, detail: why },
+                            ])?;
+                            self.emit(TurnEvent::Answer(&answer));
+                            let citations = verify::check(&answer, question, turn).citations;
+                            return Ok(TurnEnd::Answered { answer, steps, citations });
+                        }
                         return self.stop_for_budget(why, steps);
                     }
                     let messages = project(self.deps.system_prompt, &events);
@@ -241,10 +256,13 @@ impl<'a> Turn<'a> {
                         }
                         Called::Failed(error) => {
                             self.append(Event::Stopped { reason: StopReason::ModelError, detail: error.to_string() })?;
+                            // The spans only: the front ends report the error themselves.
+                            let message = error.to_string();
+                            self.spans.hear(&TurnEvent::Stopped { reason: StopReason::ModelError, message: &message });
                             return Err(TurnError::Model(error));
                         }
                         Called::TimedOut => return self.stop(StopReason::TimeLimit, steps),
-                        Called::Cancelled(partial) => return self.interrupted(partial, steps),
+                        Called::Cancelled(partial) => return self.cut(partial, steps, estimate),
                     }
                 }
                 Next::Run(call) => {
@@ -349,14 +367,20 @@ impl<'a> Turn<'a> {
                     let started = Instant::now();
                     let ruled = hooks.before(&record.name, &record.arguments);
                     let planned = match &ruled {
-                        Some(ruled) if ruled.decision == RuleDecision::Deny => Some(Planned::Done(refused(ruled))),
-                        // A person is asked later, on the logged (scrubbed) call.
-                        Some(ruled) if ruled.decision == RuleDecision::Ask => None,
-                        _ => Some(toolbox.plan(&record.name, &record.arguments)),
+                        Some(ruled) if ruled.decision == RuleDecision::Deny => Planned::Done(refused(ruled)),
+                        // A person cannot be shown what the scrub would change: refused, failing
+                        // closed, rather than asked about on other arguments than the model sent.
+                        Some(ruled) if ruled.decision == RuleDecision::Ask => Planned::Done(Outcome::denied(format!(
+                            "refused: the operator's rule `{}` asks a person first, and this call's arguments hold \
+                             text that cannot be shown (a secret); ask without it",
+                            ruled.rule
+                        ))),
+                        _ => toolbox.plan(&record.name, &record.arguments),
                     };
-                    if let Some(Planned::Done(outcome)) = planned {
-                        let outcome = Outcome { text: hooks.after(&outcome.text).text, ..outcome };
-                        early.push((record.clone(), outcome, started.elapsed().as_millis(), ruled));
+                    if let Planned::Done(outcome) = planned {
+                        let trimmed = hooks.after(&outcome.text);
+                        let outcome = Outcome { text: trimmed.text, ..outcome };
+                        early.push((record.clone(), outcome, started.elapsed().as_millis(), ruled, trimmed.changes));
                     }
                 }
                 record
@@ -369,7 +393,7 @@ impl<'a> Turn<'a> {
         let estimated = usage.is_none().then(|| budget::estimate(estimate, reply_bytes));
         let mut events =
             vec![Event::AssistantMessage { text: reply.content, tool_calls, usage, estimated, origin: Origin::Model }];
-        for (record, outcome, _, ruled) in &early {
+        for (record, outcome, _, ruled, changes) in &early {
             if let Some(ruled) = ruled {
                 events.push(Event::Hook {
                     stage: HookStage::PreTool,
@@ -378,6 +402,12 @@ impl<'a> Turn<'a> {
                     call_id: Some(record.id.clone()),
                 });
             }
+            events.extend(changes.iter().map(|change| Event::Hook {
+                stage: HookStage::PostTool,
+                rule: "hooks.post_tool".into(),
+                decision: change.clone(),
+                call_id: Some(record.id.clone()),
+            }));
             events.push(Event::ToolResult {
                 call_id: record.id.clone(),
                 text: outcome.text.clone(),
@@ -385,7 +415,7 @@ impl<'a> Turn<'a> {
             });
         }
         self.append_all(events)?;
-        for (record, outcome, ms, ruled) in &early {
+        for (record, outcome, ms, ruled, changes) in &early {
             let call = shown(step, record);
             self.emit(TurnEvent::ToolCall(call));
             if let Some(ruled) = ruled {
@@ -395,6 +425,15 @@ impl<'a> Turn<'a> {
                     rule: &ruled.rule,
                     decision,
                     call_id: Some(&record.id),
+                });
+            }
+            for change in changes {
+                let id = Some(record.id.as_str());
+                self.emit(TurnEvent::Hook {
+                    stage: HookStage::PostTool,
+                    rule: "hooks.post_tool",
+                    decision: change,
+                    call_id: id,
                 });
             }
             self.emit(TurnEvent::ToolResult { call, result: &outcome.text, ms: *ms, decision: outcome.decision });
@@ -421,11 +460,19 @@ impl<'a> Turn<'a> {
             ))
         } else {
             let planned = match call.origin {
-                Origin::Harness => Planned::Done(toolbox.retrieve(
-                    &call.record.arguments,
-                    question,
-                    self.deps.retrieval.context_tokens,
-                )),
+                // The harness's own first search passes the rules too; a rule that asks a person
+                // refuses it (the model may still ask for the search, and a person decides).
+                Origin::Harness => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
+                    Some(ruled) if ruled.decision != RuleDecision::Allow => {
+                        self.hook(HookStage::PreTool, &ruled.rule, "deny", Some(&call.record.id))?;
+                        Planned::Done(refused(&ruled))
+                    }
+                    _ => Planned::Done(toolbox.retrieve(
+                        &call.record.arguments,
+                        question,
+                        self.deps.retrieval.context_tokens,
+                    )),
+                },
                 Origin::Model => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
                     Some(ruled) => {
                         self.hook(HookStage::PreTool, &ruled.rule, ruled.decision.as_str(), Some(&call.record.id))?;
@@ -703,7 +750,15 @@ impl<'a> Turn<'a> {
     }
 
     fn interrupted(&mut self, partial_text: String, steps: u32) -> Result<TurnEnd, TurnError> {
-        self.append(Event::Interrupted { partial_text })?;
+        self.append(Event::Interrupted { partial_text, estimated: None })?;
+        self.stop(StopReason::Cancelled, steps)
+    }
+
+    /// A model call cut by a cancel: its partial text, and the tokens it is estimated to have
+    /// used (`prompt` sent, what it wrote), which budgets count.
+    fn cut(&mut self, partial_text: String, steps: u32, prompt: u64) -> Result<TurnEnd, TurnError> {
+        let estimated = Some(budget::estimate(prompt, partial_text.len()));
+        self.append(Event::Interrupted { partial_text, estimated })?;
         self.stop(StopReason::Cancelled, steps)
     }
 

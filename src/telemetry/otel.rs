@@ -122,7 +122,10 @@ pub fn start() -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot export traces to {}: {e}", settings.endpoint))?;
     let mut resource = opentelemetry_sdk::Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+    let named = std::env::var_os("OTEL_SERVICE_NAME").is_some()
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES")
+            .is_ok_and(|a| a.split(',').any(|kv| kv.trim().starts_with("service.name=")));
+    if !named {
         resource = resource.with_service_name("docs-agent");
     }
     let resource = resource.with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
@@ -187,6 +190,17 @@ impl Layer<Registry> for Deferred {
         if let Some(inner) = self.inner.get() {
             inner.on_close(id, ctx);
         }
+    }
+
+    // SAFETY: the pointers come from the started layer's own `downcast_raw`, valid as long as
+    // `self` (which owns it, never replaced once set) is; before it is started, nothing is
+    // found, so attributes set on a span then are dropped, as the span itself is.
+    unsafe fn downcast_raw(&self, id: std::any::TypeId) -> Option<*const ()> {
+        if id == std::any::TypeId::of::<Self>() {
+            return Some(self as *const Self as *const ());
+        }
+        // SAFETY: forwarded as is; see above.
+        self.inner.get().and_then(|inner| unsafe { inner.downcast_raw(id) })
     }
 }
 

@@ -12,13 +12,17 @@
 //! fields the GenAI semantic conventions' attributes. By default no span field holds message
 //! content: only names, ids, counts and decisions, and names the model wrote (a tool's) are
 //! scrubbed and clipped first. With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`,
-//! the question, the answer and tool arguments and results are recorded too
+//! the question, the answer and tool arguments and results are added to the *exported* spans
 //! (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`,
-//! `gen_ai.tool.call.result`), each scrubbed and clipped to 4 KiB. A line is logged (`info`) as each model and tool call ends, and when a turn
+//! `gen_ai.tool.call.result`), each scrubbed and clipped to 4 KiB, as OpenTelemetry
+//! attributes, never as `tracing` fields: a log line never shows them. A line is logged (`info`) as each model and tool call ends, and when a turn
 //! stops without an answer.
 
 use tracing::Span;
 use tracing::field::Empty;
+// Message content goes to the exported span only, as OpenTelemetry attributes: never a
+// `tracing` field, which every log line in the span would print.
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::session::event::StopReason;
 use crate::session::progress::TurnEvent;
@@ -60,8 +64,6 @@ impl TurnSpans {
             gen_ai.request.model = %model,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
-            gen_ai.input.messages = Empty,
-            gen_ai.output.messages = Empty,
             docs_agent.stop_reason = Empty,
         );
         let content = super::otel::capture_content();
@@ -76,7 +78,7 @@ impl TurnSpans {
     /// Records the question the turn answers, once, when message content may be recorded.
     pub fn question(&mut self, text: &str) {
         if self.content && !self.asked {
-            self.turn.record("gen_ai.input.messages", messages("user", text).as_str());
+            self.turn.set_attribute("gen_ai.input.messages", messages("user", text));
             self.asked = true;
         }
     }
@@ -127,29 +129,20 @@ impl TurnSpans {
                 });
             }
             TurnEvent::ToolCall(call) => {
-                let name = crate::guard::clip(&crate::guard::scrub(call.name), NAME_CHARS);
-                let span = tracing::info_span!(
-                    parent: &self.turn,
-                    "execute_tool",
-                    otel.name = %format!("execute_tool {name}"),
-                    gen_ai.operation.name = "execute_tool",
-                    gen_ai.tool.name = %name,
-                    gen_ai.tool.call.id = %call.id,
-                    gen_ai.tool.call.arguments = Empty,
-                    gen_ai.tool.call.result = Empty,
-                    docs_agent.step = call.step,
-                    docs_agent.decision = Empty,
-                );
+                let span = self.tool_span(&call);
                 if self.content {
-                    span.record("gen_ai.tool.call.arguments", guarded(call.arguments).as_str());
+                    span.set_attribute("gen_ai.tool.call.arguments", guarded(call.arguments));
                 }
                 self.tools.push((call.id.to_string(), span));
             }
             TurnEvent::ToolResult { call, result, ms, decision } => {
-                let Some(at) = self.tools.iter().position(|(id, _)| id == call.id) else { return };
-                let (_, span) = self.tools.remove(at);
+                // A call approved or resumed in a later turn has no open span yet: it gets one.
+                let span = match self.tools.iter().position(|(id, _)| id == call.id) {
+                    Some(at) => self.tools.remove(at).1,
+                    None => self.tool_span(&call),
+                };
                 if self.content {
-                    span.record("gen_ai.tool.call.result", guarded(result).as_str());
+                    span.set_attribute("gen_ai.tool.call.result", guarded(result));
                 }
                 span.record("docs_agent.decision", decision.as_str());
                 span.in_scope(|| tracing::info!(decision = decision.as_str(), ms = ms as u64, "tool call done"));
@@ -162,7 +155,7 @@ impl TurnSpans {
             }
             TurnEvent::Answer(text) => {
                 if self.content {
-                    self.turn.record("gen_ai.output.messages", messages("assistant", text).as_str());
+                    self.turn.set_attribute("gen_ai.output.messages", messages("assistant", text));
                 }
                 self.end(StopReason::Answered);
             }
@@ -181,6 +174,21 @@ impl TurnSpans {
             }
             TurnEvent::TextDelta(_) => {}
         }
+    }
+
+    /// A new `execute_tool` span for `call`, under the turn.
+    fn tool_span(&self, call: &crate::session::progress::Call<'_>) -> Span {
+        let name = crate::guard::clip(&crate::guard::scrub(call.name), NAME_CHARS);
+        tracing::info_span!(
+            parent: &self.turn,
+            "execute_tool",
+            otel.name = %format!("execute_tool {name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %call.id,
+            docs_agent.step = call.step,
+            docs_agent.decision = Empty,
+        )
     }
 
     /// Records how the turn ended and the tokens it used.
