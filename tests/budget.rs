@@ -7,7 +7,7 @@
 mod common;
 mod fake;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TOKEN: &str = "budget-token-0123456789";
 
@@ -65,46 +65,18 @@ async fn a_session_budget_spans_its_turns_then_serve_refuses_new_messages() {
         fake::Canned::text("never asked"),
     ]);
     let ws = common::sample_workspace();
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\n\
-         roles = [\"ask\", \"admin\"]\n\n[budget]\nsession_tokens = 20\n",
-        docs_agent::serve::auth::hash(TOKEN)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    common::serve_config(ws.path(), &[("ana", TOKEN, &["ask", "admin"])], "[budget]\nsession_tokens = 20\n");
     let base = fake.base_url();
     let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")];
     let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let api = common::Api::new(&url, TOKEN);
+    let id = api.new_session().await;
+    let messages = format!("/v1/sessions/{id}/messages");
+    let first = api.post(&messages, json!({"text": "how long is the refund window"})).await;
+    let second = api.post(&messages, json!({"text": "and for annual plans?"})).await;
+    let third = api.post(&messages, json!({"text": "and one more?"})).await;
+    let (_, shown) = api.get(&format!("/v1/sessions/{id}")).await;
     let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("{url}/v1/sessions"))
-        .bearer_auth(TOKEN)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    let id = created["id"].as_str().expect("id").to_string();
-    let say = |text: &str| {
-        client.post(format!("{url}/v1/sessions/{id}/messages")).bearer_auth(TOKEN).json(&json!({"text": text})).send()
-    };
-    let first = say("how long is the refund window").await.expect("first");
-    let first = (first.status().as_u16(), first.json::<Value>().await.unwrap_or_default());
-    let second = say("and for annual plans?").await.expect("second");
-    let second = (second.status().as_u16(), second.json::<Value>().await.unwrap_or_default());
-    let third = say("and one more?").await.expect("third");
-    let third = (third.status().as_u16(), third.json::<Value>().await.unwrap_or_default());
-    let shown: Value = client
-        .get(format!("{url}/v1/sessions/{id}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("show")
-        .json()
-        .await
-        .expect("json");
     let metrics = client.get(format!("{url}/metrics")).bearer_auth(TOKEN).send().await.expect("metrics");
     let metrics = metrics.text().await.unwrap_or_default();
     let _ = child.kill();

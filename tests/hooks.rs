@@ -74,47 +74,16 @@ async fn a_stop_rule_sends_an_answer_back_then_replaces_it_and_the_log_records_e
     let fake = fake::FakeServer::start(vec![fake::Canned::text(cites_refunds), fake::Canned::text(cites_refunds)]);
     let ws = common::sample_workspace();
     let token = "hooks-token-0123456789";
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\n\
-         roles = [\"ask\"]\n\n[hooks.stop]\nrequire_citation_from = [\"docs/api-keys.md\"]\n",
-        docs_agent::serve::auth::hash(token)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let stop = "[hooks.stop]\nrequire_citation_from = [\"docs/api-keys.md\"]\n";
+    common::serve_config(ws.path(), &[("ana", token, &["ask"])], stop);
     let base = fake.base_url();
     let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")];
     let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("{url}/v1/sessions"))
-        .bearer_auth(token)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    let id = created["id"].as_str().expect("id").to_string();
-    let outcome: Value = client
-        .post(format!("{url}/v1/sessions/{id}/messages"))
-        .bearer_auth(token)
-        .json(&json!({"text": "how long is the refund window"}))
-        .send()
-        .await
-        .expect("message")
-        .json()
-        .await
-        .expect("json");
-    let events: Value = client
-        .get(format!("{url}/v1/sessions/{id}/events"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("events")
-        .json()
-        .await
-        .expect("json");
+    let api = common::Api::new(&url, token);
+    let id = api.new_session().await;
+    let (_, outcome) =
+        api.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "how long is the refund window"})).await;
+    let (_, events) = api.get(&format!("/v1/sessions/{id}/events")).await;
     let _ = child.kill();
     let _ = child.wait();
 
@@ -214,60 +183,19 @@ async fn an_ask_rule_waits_for_an_approver_over_http() {
     ]);
     let ws = common::sample_workspace();
     let (asker, approver) = ("hooks-asker-0123456789", "hooks-approver-0123456789");
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n\n\
-         [[serve.tokens]]\nprincipal = \"bo\"\nsha256 = \"{}\"\nroles = [\"approve\"]\n\n\
-         [[hooks.pre_tool]]\nname = \"internal-searches\"\narguments = \"internal\"\ndecision = \"ask\"\n",
-        docs_agent::serve::auth::hash(asker),
-        docs_agent::serve::auth::hash(approver)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let rule = "[[hooks.pre_tool]]\nname = \"internal-searches\"\narguments = \"internal\"\ndecision = \"ask\"\n";
+    common::serve_config(ws.path(), &[("ana", asker, &["ask"]), ("bo", approver, &["approve"])], rule);
     let base = fake.base_url();
     let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
     let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("{url}/v1/sessions"))
-        .bearer_auth(asker)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    let id = created["id"].as_str().expect("id").to_string();
-    let waiting: Value = client
-        .post(format!("{url}/v1/sessions/{id}/messages"))
-        .bearer_auth(asker)
-        .json(&json!({"text": "how long is the refund window"}))
-        .send()
-        .await
-        .expect("message")
-        .json()
-        .await
-        .expect("json");
-    let pending: Value = client
-        .get(format!("{url}/v1/approvals?state=pending"))
-        .bearer_auth(approver)
-        .send()
-        .await
-        .expect("pending")
-        .json()
-        .await
-        .expect("json");
+    let (asks, approves) = (common::Api::new(&url, asker), common::Api::new(&url, approver));
+    let id = asks.new_session().await;
+    let (_, waiting) =
+        asks.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "how long is the refund window"})).await;
+    let (_, pending) = approves.get("/v1/approvals?state=pending").await;
     let entry = pending["approvals"].as_array().and_then(|a| a.first().cloned()).unwrap_or_default();
     let approval = entry["id"].as_str().unwrap_or_default().to_string();
-    let decided = client
-        .post(format!("{url}/v1/approvals/{approval}"))
-        .bearer_auth(approver)
-        .json(&json!({"decision": "once"}))
-        .send()
-        .await
-        .expect("decide")
-        .status()
-        .as_u16();
+    let (decided, _) = approves.post(&format!("/v1/approvals/{approval}"), json!({"decision": "once"})).await;
     // The turn goes on in its own task: wait for the model's second call.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while fake.requests().len() < 2 && std::time::Instant::now() < deadline {

@@ -13,11 +13,7 @@ const TOKEN: &str = "logging-token-0123456789";
 /// A workspace whose config has one token with the ask role.
 fn workspace() -> tempfile::TempDir {
     let ws = common::sample_workspace();
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
-        docs_agent::serve::auth::hash(TOKEN)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    common::serve_config(ws.path(), &[("ana", TOKEN, &["ask"])], "");
     ws
 }
 

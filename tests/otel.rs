@@ -43,16 +43,7 @@ impl Collector {
                 }
             }),
         );
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                axum::serve(listener, app).await.expect("serve");
-            });
-        });
+        let url = format!("http://{}", common::serve_app(app));
         Collector { url, received, types }
     }
 
@@ -142,7 +133,7 @@ fn a_question_exports_genai_spans_nested_as_they_ran_without_content() {
 #[test]
 fn the_chat_span_carries_the_tokens_the_server_reported() {
     let collector = Collector::start();
-    let (mut server, address) = stand_in();
+    let (mut server, address) = common::stand_in_at("127.0.0.1:0", "stand-in:1b");
     let ws = common::sample_workspace();
     let base = format!("http://{address}/v1");
     let env = [
@@ -229,11 +220,7 @@ async fn serve_exports_the_request_as_the_turns_parent() {
     let collector = Collector::start();
     let ws = common::sample_workspace();
     let token = "otel-serve-token-0123456789";
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
-        docs_agent::serve::auth::hash(token)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    common::serve_config(ws.path(), &[("ana", token, &["ask"])], "");
     let env = [("LLM_MODEL", "scripted"), ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str())];
     let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &env);
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -273,19 +260,4 @@ fn a_bad_endpoint_is_named() {
     let out = common::run(ws.path(), &env, &["search", "refund"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL: `grpc` is not supported"), "{}", out.stderr);
-}
-
-/// Starts the stand-in on a free port of 127.0.0.1 (it reports token usage).
-fn stand_in() -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
-        .env("OLLAMA_HOST", "127.0.0.1:0")
-        .env("STAND_IN_MODELS", "stand-in:1b")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the stand-in");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
-    let address = line.trim().rsplit(' ').next().expect("address").to_string();
-    (server, address)
 }

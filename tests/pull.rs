@@ -23,16 +23,7 @@ fn fake_ollama(status: u16, body: &'static str) -> (String, Arc<Mutex<Vec<String
             }
         }),
     );
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            axum::serve(listener, app).await.expect("serve");
-        });
-    });
+    let addr = common::serve_app(app);
     (format!("http://{addr}/v1"), seen)
 }
 
@@ -107,16 +98,7 @@ fn a_server_that_is_not_ollama_is_never_asked_to_pull() {
                 }
             }),
         );
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            axum::serve(listener, app).await.expect("serve");
-        });
-    });
+    let addr = common::serve_app(app);
     let ws = sample_workspace();
     let base = format!("http://{addr}/v1");
     let out = run(ws.path(), &[("LLM_BASE_URL", &base), ("LLM_MODEL", "qwen2.5-coder")], &["refund window"]);

@@ -5,27 +5,12 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 /// Starts the stand-in on a free port of 127.0.0.1 with `models` (comma-separated) already
 /// pulled; the process and its address.
 fn stand_in(models: &str) -> (Child, String) {
-    stand_in_at("127.0.0.1:0", models)
-}
-
-/// Starts the stand-in listening on `host` (`127.0.0.1:PORT`) with `models` already pulled.
-fn stand_in_at(host: &str, models: &str) -> (Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
-        .env("OLLAMA_HOST", host)
-        .env("STAND_IN_MODELS", models)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the stand-in");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
-    let address = line.trim().rsplit(' ').next().expect("address").to_string();
-    (server, address)
+    common::stand_in_at("127.0.0.1:0", models)
 }
 
 #[test]
@@ -101,7 +86,7 @@ fn serve_asks_again_until_the_model_server_is_up_then_pulls() {
         free.local_addr().expect("address").to_string()
     };
     let mut server = None;
-    let (ready, log) = serve_until_pulled(&address, || server = Some(stand_in_at(&address, "")));
+    let (ready, log) = serve_until_pulled(&address, || server = Some(common::stand_in_at(&address, "")));
     if let Some((mut server, _)) = server {
         let _ = server.kill();
         let _ = server.wait();
@@ -118,11 +103,7 @@ fn serve_until_pulled(address: &str, then: impl FnOnce()) -> (bool, String) {
     use std::time::Duration;
     let ws = common::sample_workspace();
     let token = "stand-in-serve-token-0123456789";
-    let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\n\n[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
-        docs_agent::serve::auth::hash(token)
-    );
-    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    common::serve_config(ws.path(), &[("ana", token, &["ask"])], "");
     let base = format!("http://{address}/v1");
     let mut serve =
         common::command(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "stand-in:1b")], &["serve"])

@@ -538,6 +538,18 @@ impl<'a> Turn<'a> {
                 return Ok(None);
             }
         };
+        let content = request.content.clone();
+        self.settle(pending, content, |approver| approver.decide(&request.path, &request.content))
+    }
+
+    /// What becomes of a pending call no grant decided: it expires, pauses for a person (the
+    /// front end shows `content`), or `ask` decides it (`APPROVE=yes` approves at once).
+    fn settle(
+        &mut self,
+        pending: Pending<'_>,
+        content: String,
+        ask: impl FnOnce(&Approver) -> Result<Approved, crate::workspace::policy::Denied>,
+    ) -> Result<Option<TurnEnd>, LogError> {
         match self.undecided {
             Undecided::Pause if pending.expired(now_ms(), self.deps.session.approval_ttl_secs) => {
                 self.expire(pending)?;
@@ -547,11 +559,11 @@ impl<'a> Turn<'a> {
                 return Ok(Some(TurnEnd::AwaitingApproval {
                     call_id: pending.call.record.id.clone(),
                     path: pending.path.to_string(),
-                    content: request.content,
+                    content,
                 }));
             }
             Undecided::Decide(Approver::Always) => self.verdict(pending, Verdict::Allow(Scope::Once), "APPROVE=yes")?,
-            Undecided::Decide(approver) => match approver.decide(&request.path, &request.content) {
+            Undecided::Decide(approver) => match ask(&approver) {
                 Ok(_) => self.verdict(pending, Verdict::Allow(Scope::Once), "user")?,
                 Err(crate::workspace::policy::Denied(reason)) => {
                     self.verdict(pending, Verdict::Deny(reason), "user")?
@@ -565,27 +577,7 @@ impl<'a> Turn<'a> {
     /// a write is decided, the person shown the tool and what it is about.
     fn decide_call(&mut self, pending: Pending<'_>) -> Result<Option<TurnEnd>, LogError> {
         let rule = pending.rule.unwrap_or("hooks.pre_tool");
-        match self.undecided {
-            Undecided::Pause if pending.expired(now_ms(), self.deps.session.approval_ttl_secs) => {
-                self.expire(pending)?;
-            }
-            Undecided::Pause => {
-                self.emit(TurnEvent::ApprovalRequired { call_id: &pending.call.record.id, path: pending.path });
-                return Ok(Some(TurnEnd::AwaitingApproval {
-                    call_id: pending.call.record.id.clone(),
-                    path: pending.path.to_string(),
-                    content: String::new(),
-                }));
-            }
-            Undecided::Decide(Approver::Always) => self.verdict(pending, Verdict::Allow(Scope::Once), "APPROVE=yes")?,
-            Undecided::Decide(approver) => match approver.decide_call(pending.path, rule) {
-                Ok(_) => self.verdict(pending, Verdict::Allow(Scope::Once), "user")?,
-                Err(crate::workspace::policy::Denied(reason)) => {
-                    self.verdict(pending, Verdict::Deny(reason), "user")?
-                }
-            },
-        }
-        Ok(None)
+        self.settle(pending, String::new(), |approver| approver.decide_call(pending.path, rule))
     }
 
     fn verdict(&mut self, pending: Pending<'_>, verdict: Verdict, by: &str) -> Result<(), LogError> {

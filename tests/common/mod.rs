@@ -225,3 +225,92 @@ impl Log {
         })
     }
 }
+
+/// Writes `workspace/docs-agent.toml` for `serve` on a port of its choosing: one
+/// `[[serve.tokens]]` entry per `(principal, token, roles)` (only the token's hash is kept),
+/// then `extra` (more sections).
+pub fn serve_config(workspace: &Path, tokens: &[(&str, &str, &[&str])], extra: &str) {
+    let mut toml = String::from("[serve]\nlisten = \"127.0.0.1:0\"\n\n");
+    for (principal, token, roles) in tokens {
+        let roles: Vec<String> = roles.iter().map(|r| format!("\"{r}\"")).collect();
+        toml.push_str(&format!(
+            "[[serve.tokens]]\nprincipal = \"{principal}\"\nsha256 = \"{}\"\nroles = [{}]\n\n",
+            docs_agent::serve::auth::hash(token),
+            roles.join(", ")
+        ));
+    }
+    toml.push_str(extra);
+    std::fs::write(workspace.join("docs-agent.toml"), toml).expect("write docs-agent.toml");
+}
+
+/// Starts `ollama-stand-in` on `host` (`127.0.0.1:0` for any free port) with `models`
+/// (comma-separated) already pulled; the process and its address.
+pub fn stand_in_at(host: &str, models: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ollama-stand-in"))
+        .env("OLLAMA_HOST", host)
+        .env("STAND_IN_MODELS", models)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the stand-in");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stderr.take().expect("stderr")).read_line(&mut line).expect("its address");
+    let address = line.trim().rsplit(' ').next().expect("address").to_string();
+    (server, address)
+}
+
+/// A client of a `serve` on `url`, with one bearer token.
+pub struct Api {
+    client: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Api {
+    /// A client for `url` that sends `token`.
+    pub fn new(url: &str, token: &str) -> Api {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Api { client: reqwest::Client::new(), url: url.to_string(), token: token.to_string() }
+    }
+
+    /// `GET path`: the status and the JSON body (null when there is none).
+    pub async fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        let reply = self.client.get(format!("{}{path}", self.url)).bearer_auth(&self.token).send().await;
+        Api::read(reply).await
+    }
+
+    /// `POST path` with `body`: the status and the JSON body (null when there is none).
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let reply = self.client.post(format!("{}{path}", self.url)).bearer_auth(&self.token).json(&body).send().await;
+        Api::read(reply).await
+    }
+
+    /// A new session's id.
+    pub async fn new_session(&self) -> String {
+        let (status, created) = self.post("/v1/sessions", serde_json::json!({})).await;
+        assert_eq!(status, 201, "create a session: {created}");
+        created["id"].as_str().expect("a session id").to_string()
+    }
+
+    async fn read(reply: reqwest::Result<reqwest::Response>) -> (u16, serde_json::Value) {
+        let reply = reply.expect("the server answers");
+        let status = reply.status().as_u16();
+        (status, reply.json().await.unwrap_or_default())
+    }
+}
+
+/// Serves `app` on a free port of 127.0.0.1 on its own thread (a fake of an outside
+/// service): its address, `127.0.0.1:PORT`.
+pub fn serve_app(app: axum::Router) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await.expect("serve");
+        });
+    });
+    addr
+}
