@@ -113,3 +113,23 @@ fn without_reported_usage_the_estimate_counts() {
     assert_eq!(out.code, 8, "the first call's estimate already spends a 1-token budget: {}", out.stderr);
     assert!(out.stderr.contains("budget.question_tokens"), "{}", out.stderr);
 }
+
+/// A reply sent back for a correction when no budget is left for another call: the turn
+/// answers from what it retrieved instead of stopping without an answer.
+#[test]
+fn a_spent_budget_after_a_send_back_answers_from_the_retrieved_sections() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+        fake::Canned::text("never asked"),
+    ]);
+    let ws = common::sample_workspace();
+    let stop = "[hooks.stop]\nrequire_citation_from = [\"docs/api-keys.md\"]\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), stop).expect("config");
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_QUESTION_TOKENS", "15")];
+    let out = common::run(ws.path(), &env, &["how long is the refund window"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(fake.requests().len(), 1, "no second call: the budget was spent");
+    assert!(out.stdout.starts_with("Retrieval-only answer"), "{}", out.stdout);
+    assert!(out.stdout.contains("14 days"), "{}", out.stdout);
+}
