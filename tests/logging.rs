@@ -38,8 +38,7 @@ fn span_field(line: &Value, name: &str, field: &str) -> Option<String> {
 #[tokio::test]
 async fn serve_logs_each_request_with_its_id_and_nests_the_turn_under_it() {
     let ws = workspace();
-    let (mut child, url, stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
-    let mut log = common::Log::of(stderr.into_inner());
+    let (mut child, url, mut log) = common::spawn_serve_logged(ws.path(), &[("LLM_MODEL", "scripted")]);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let ask = |id: Option<&str>| {
@@ -95,8 +94,7 @@ async fn serve_logs_each_request_with_its_id_and_nests_the_turn_under_it() {
 #[test]
 fn a_secret_in_a_request_never_reaches_the_log() {
     let ws = workspace();
-    let (mut child, url, stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
-    let mut log = common::Log::of(stderr.into_inner());
+    let (mut child, url, mut log) = common::spawn_serve_logged(ws.path(), &[("LLM_MODEL", "scripted")]);
     let status = common::http_status(&format!("{url}/v1/sessions/{}", common::ONBOARDING_KEY));
     let done = log.until("request done", std::time::Duration::from_secs(20));
     let _ = child.kill();

@@ -173,7 +173,6 @@ async fn init_writes_a_config_serve_starts_with_and_prints_its_token_once() {
 /// flag a missing config is exit 2.
 #[tokio::test]
 async fn serve_waits_for_a_usable_config_then_starts() {
-    use std::process::Stdio;
     use std::time::Duration;
     let ws = common::sample_workspace();
     let file = ws.path().join("data").join("docs-agent.toml");
@@ -183,13 +182,7 @@ async fn serve_waits_for_a_usable_config_then_starts() {
     let without = common::run(ws.path(), &env, &["serve"]);
     assert_eq!(without.code, 2, "{}", without.stderr);
 
-    let mut child = common::command(ws.path(), &env, &["serve", "--wait-for-config"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let mut log = common::Log::of(child.stderr.take().expect("stderr"));
+    let (mut child, mut log) = common::spawn_logged(ws.path(), &env, &["serve", "--wait-for-config"]);
     let wait = Duration::from_secs(30);
     let missing = log.until("waiting for", wait);
     // A config without tokens is not enough either.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 
 /// Starts the stand-in on a free port of 127.0.0.1 with `models` (comma-separated) already
 /// pulled; the process and its address.
@@ -105,14 +105,8 @@ fn serve_until_pulled(address: &str, then: impl FnOnce()) -> (bool, String) {
     let token = "stand-in-serve-token-0123456789";
     common::serve_config(ws.path(), &[("ana", token, &["ask"])], "");
     let base = format!("http://{address}/v1");
-    let mut serve =
-        common::command(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "stand-in:1b")], &["serve"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("serve");
-    let mut log = common::Log::of(serve.stderr.take().expect("stderr"));
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "stand-in:1b")];
+    let (mut serve, mut log) = common::spawn_logged(ws.path(), &env, &["serve"]);
     let wait = Duration::from_secs(30);
     let first = log.until("serving on", wait) && log.until("stand-in:1b", wait);
     then();

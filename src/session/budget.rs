@@ -31,19 +31,17 @@ impl Spent {
                 Event::Interrupted { estimated, .. } => (&None, estimated),
                 _ => return spent,
             };
-            {
-                let (tokens, guessed) = match (usage, estimated) {
-                    (Some(t), _) => (*t, false),
-                    (None, Some(t)) => (*t, true),
-                    (None, None) => return spent,
-                };
-                spent.input += tokens.prompt;
-                spent.output += tokens.completion;
-                if guessed {
-                    spent.estimated += tokens.prompt + tokens.completion;
-                }
-                spent.calls += 1;
+            let (tokens, guessed) = match (usage, estimated) {
+                (Some(t), _) => (*t, false),
+                (None, Some(t)) => (*t, true),
+                (None, None) => return spent,
+            };
+            spent.input += tokens.prompt;
+            spent.output += tokens.completion;
+            if guessed {
+                spent.estimated += tokens.prompt + tokens.completion;
             }
+            spent.calls += 1;
             spent
         })
     }

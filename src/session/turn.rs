@@ -163,10 +163,8 @@ impl<'a> Turn<'a> {
                 Next::Finish { text, shown, steps } => {
                     let question = state::latest_user_message(&events).unwrap_or_default();
                     let turn = state::this_turn(&events);
-                    // The answer and the turn's end are durable together (one commit).
-                    let mut end = vec![Event::Stopped { reason: StopReason::Answered, detail: String::new() }];
-                    let answer = match shown {
-                        Some(shown) => shown.to_string(),
+                    let text = match shown {
+                        Some(shown) => return self.answered(&events, Answer::Recorded(shown), String::new(), steps),
                         None => match self.checked(text, question, turn, steps) {
                             Checked::SendBack { kind, text, hook } => {
                                 if let Some(rule) = hook {
@@ -178,21 +176,12 @@ impl<'a> Turn<'a> {
                             }
                             Checked::Replaced { text, rule } => {
                                 self.hook(HookStage::Stop, &rule, "replaced by the retrieval-only answer", None)?;
-                                let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
-                                end.insert(0, Event::Answer { text: answer.clone() });
-                                answer
+                                text
                             }
-                            Checked::Answer(text) => {
-                                let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
-                                end.insert(0, Event::Answer { text: answer.clone() });
-                                answer
-                            }
+                            Checked::Answer(text) => text,
                         },
                     };
-                    self.append_all(end)?;
-                    self.emit(TurnEvent::Answer(&answer));
-                    let citations = verify::check(&answer, question, turn).citations;
-                    return Ok(TurnEnd::Answered { answer, steps, citations });
+                    return self.answered(&events, Answer::New(&text), String::new(), steps);
                 }
                 Next::CallModel { steps } => {
                     if self.deps.retrieval.first
@@ -224,17 +213,8 @@ impl<'a> Turn<'a> {
                         // A reply was sent back and no call is left to mend it: the turn still
                         // answers, from what it retrieved.
                         if matches!(events.last().map(|s| &s.event), Some(Event::Correction { .. })) {
-                            let turn = state::this_turn(&events);
-                            let text = retrieval_only(turn);
-                            let answer = guard::outbound_answer(&text, self.deps.link_hosts, &retrieved(&events));
-                            let question = state::latest_user_message(&events).unwrap_or_default();
-                            self.append_all(vec![
-                                Event::Answer { text: answer.clone() },
-                                Event::Stopped { reason: StopReason::Answered, detail: why },
-                            ])?;
-                            self.emit(TurnEvent::Answer(&answer));
-                            let citations = verify::check(&answer, question, turn).citations;
-                            return Ok(TurnEnd::Answered { answer, steps, citations });
+                            let text = retrieval_only(state::this_turn(&events));
+                            return self.answered(&events, Answer::New(&text), why, steps);
                         }
                         return self.stop_for_budget(why, steps);
                     }
@@ -609,10 +589,10 @@ impl<'a> Turn<'a> {
         let grant = events.iter().find_map(|s| Approved::from_grant(&s.event, id));
         if Tool::from_name(&call.record.name) != Some(Tool::WriteFile) {
             // A call a rule asked about, now decided: run it (a read has no effect to repeat).
-            let outcome = match (grant, toolbox.plan(&call.record.name, &call.record.arguments)) {
-                (None, _) => Outcome::denied("not approved: no grant in the session log"),
-                (Some(_), Planned::Done(outcome)) => outcome,
-                (Some(_), Planned::Write(_)) => Outcome::error("a write cannot be run as another tool"),
+            let outcome = match grant.map(|_| toolbox.plan(&call.record.name, &call.record.arguments)) {
+                None => Outcome::denied("not approved: no grant in the session log"),
+                Some(Planned::Done(outcome)) => outcome,
+                Some(Planned::Write(_)) => Outcome::error("a write cannot be run as another tool"),
             };
             return self.result(call, outcome, started.elapsed().as_millis());
         }
@@ -648,29 +628,52 @@ impl<'a> Turn<'a> {
         {
             return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem, hook: None };
         }
-        if self.deps.retrieval.verify {
-            let verdict = verify::check(text, question, turn);
-            if !verdict.holds() {
-                if can_retry && !sent(CorrectionKind::Unverified) {
-                    return Checked::SendBack {
-                        kind: CorrectionKind::Unverified,
-                        text: reminder(&verdict),
-                        hook: None,
-                    };
-                }
-                return Checked::Answer(retrieval_only(turn));
+        if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
+            return Checked::Answer(text.to_string());
+        }
+        let verdict = verify::check(text, question, turn);
+        if self.deps.retrieval.verify && !verdict.holds() {
+            if can_retry && !sent(CorrectionKind::Unverified) {
+                return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict), hook: None };
             }
+            return Checked::Answer(retrieval_only(turn));
         }
         // The operator's stop rules: what the answer must cite.
-        if self.deps.hooks.checks_stop()
-            && let Some((rule, correction)) = self.deps.hooks.lacking(&verify::check(text, question, turn).citations)
-        {
+        if let Some((rule, correction)) = self.deps.hooks.lacking(&verdict.citations) {
             if can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: correction, hook: Some(rule) };
             }
             return Checked::Replaced { text: retrieval_only(turn), rule };
         }
         Checked::Answer(text.to_string())
+    }
+
+    /// Ends the turn with an answer: a new one (guarded on its way out) recorded with the
+    /// turn's end in one commit, or the one already recorded before a crash, whose end is
+    /// recorded now. `detail` says why it ended there (empty: the model answered).
+    fn answered(
+        &mut self,
+        events: &[Stored],
+        answer: Answer<'_>,
+        detail: String,
+        steps: u32,
+    ) -> Result<TurnEnd, TurnError> {
+        let stopped = Event::Stopped { reason: StopReason::Answered, detail };
+        let answer = match answer {
+            Answer::Recorded(text) => {
+                self.append(stopped)?;
+                text.to_string()
+            }
+            Answer::New(text) => {
+                let answer = guard::outbound_answer(text, self.deps.link_hosts, &retrieved(events));
+                self.append_all(vec![Event::Answer { text: answer.clone() }, stopped])?;
+                answer
+            }
+        };
+        self.emit(TurnEvent::Answer(&answer));
+        let question = state::latest_user_message(events).unwrap_or_default();
+        let citations = verify::check(&answer, question, state::this_turn(events)).citations;
+        Ok(TurnEnd::Answered { answer, steps, citations })
     }
 
     /// Records a hook's decision in the log and tells it.
@@ -817,6 +820,14 @@ fn retrieval_only(turn: &[Stored]) -> String {
         .map(|s| crate::guard::fence::Fenced::new(&s.source, &s.body).into_string())
         .collect();
     crate::model::builtin::extractive_answer(&searched.join("\n"), crate::model::builtin::UNCHECKED_HEADER)
+}
+
+/// The answer a turn ends with.
+enum Answer<'a> {
+    /// Made now: guarded, then recorded.
+    New(&'a str),
+    /// Recorded already (an `Answer` event whose turn end was not).
+    Recorded(&'a str),
 }
 
 /// What one model call came to.

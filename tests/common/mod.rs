@@ -179,6 +179,27 @@ pub struct Log {
     pub seen: Vec<String>,
 }
 
+/// Starts `docs-agent ARGS` in `workspace` (stdin and stdout closed) with its stderr read as a
+/// [`Log`] from its first byte.
+pub fn spawn_logged(workspace: &Path, env: &[(&str, &str)], args: &[&str]) -> (std::process::Child, Log) {
+    let mut child = command(workspace, env, args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn docs-agent");
+    let log = Log::of(child.stderr.take().expect("stderr"));
+    (child, log)
+}
+
+/// [`spawn_logged`] for `serve`, once it says where it serves: the child, its base URL, its log.
+pub fn spawn_serve_logged(workspace: &Path, env: &[(&str, &str)]) -> (std::process::Child, String, Log) {
+    let (child, mut log) = spawn_logged(workspace, env, &["serve"]);
+    let url = log.until("serving on", std::time::Duration::from_secs(30)).then(|| log.serving_on()).flatten();
+    let url = url.unwrap_or_else(|| panic!("serve never said where it serves: {}", log.text()));
+    (child, url, log)
+}
+
 impl Log {
     /// Starts reading `stderr`.
     pub fn of(stderr: std::process::ChildStderr) -> Log {
