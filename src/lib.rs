@@ -28,6 +28,7 @@ pub mod eval;
 pub mod guard;
 pub mod hooks;
 pub mod index;
+pub mod mcp;
 pub mod model;
 pub mod prompt;
 pub mod runtime;

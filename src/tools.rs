@@ -285,12 +285,7 @@ impl Toolbox<'_> {
             Ok(hits) => hits,
             Err(e) => return Outcome::error(e),
         };
-        if hits.is_empty() {
-            return Outcome::allowed("No section of the docs matched. Try other words.".to_string());
-        }
-        let budget = self.max_result_bytes / hits.len();
-        let fenced: Vec<String> = hits.iter().map(|hit| fence_hit(hit, budget)).collect();
-        Outcome::allowed(listing(&fenced))
+        Outcome::allowed(search_result(&hits, self.max_result_bytes))
     }
 
     /// The search the harness runs for a user's message before the first model call
@@ -375,6 +370,17 @@ fn fence_hit(hit: &crate::index::Hit, bytes: usize) -> String {
     let body = format!("# {}\n{}", hit.heading, hit.excerpt);
     let body = redact::redact_truncated(&body, bytes.saturating_sub(hit.source().len() + FENCE_OVERHEAD));
     Fenced::new(&hit.source(), &body).into_string()
+}
+
+/// What `search_docs` answers for `hits`: each fenced and redacted, sharing `max_bytes`, or a
+/// hint to try other words when there are none. The MCP server's `search_docs` answers the same.
+pub fn search_result(hits: &[crate::index::Hit], max_bytes: usize) -> String {
+    if hits.is_empty() {
+        return "No section of the docs matched. Try other words.".to_string();
+    }
+    let budget = max_bytes / hits.len();
+    let fenced: Vec<String> = hits.iter().map(|hit| fence_hit(hit, budget)).collect();
+    listing(&fenced)
 }
 
 /// Fenced sections as a search result shows them: a count, then each, best first.

@@ -226,6 +226,12 @@ pub enum Command {
         #[arg(long)]
         wait_for_config: bool,
     },
+    /// Serve the docs to another agent (Claude Code, codex, an IDE) over MCP on stdin and
+    /// stdout: tools search_docs, read_section and ask, and the docs' sections as resources
+    /// (docs-agent://docs/file.md#anchor). The client starts this command; stdout carries only
+    /// the protocol, and logs go to stderr. `ask` answers in a session that is never stored
+    /// and may not write. `serve` offers the same at /mcp, over HTTP with bearer tokens.
+    Mcp,
     /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
     HashToken,
     /// Write a docs-agent.toml for `serve` with a fresh admin token, and print the token once

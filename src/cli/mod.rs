@@ -8,7 +8,7 @@
 //! - `live`: what a terminal shows while a turn runs (the answer as it is written, a progress
 //!   line);
 //! - `eval`: the eval and red-team pack; `serve`: the HTTP service's start and shutdown;
-//! - `ops`: `redact`, `hash-token`, `health`;
+//! - `ops`: `redact`, `hash-token`, `health`; `mcp`: the MCP server on stdio;
 //! - `sandbox`: what each command may touch once it runs, and entering the kernel sandbox.
 
 pub mod args;
@@ -17,6 +17,7 @@ pub mod chat;
 pub mod eval;
 pub mod index;
 pub mod live;
+pub mod mcp;
 pub mod ops;
 pub mod sandbox;
 pub mod serve;
@@ -96,6 +97,7 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             sandbox::enter(&global, &sandbox::for_new_file(&to)?)?;
             ops::init(&to, replace)
         }
+        Some(Command::Mcp) => mcp::serve_stdio(within(Use::Mcp)?),
         Some(Command::HashToken) => {
             sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
             ops::hash_token()

@@ -40,6 +40,9 @@ pub enum Use {
     Look,
     /// Answers one question: may write notes, talks to the model.
     Answer,
+    /// Serves another agent over MCP (`docs-agent mcp`): reads, talks to the model, writes
+    /// nothing (its questions are asked in sessions that may not write).
+    Mcp,
     /// Answers in durable sessions: `chat`, `sessions`; also keeps the session log.
     Converse,
     /// `serve`: a durable conversation for many, listening on `port`.
@@ -119,8 +122,10 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
         };
         plan = with_folder_of(plan, &file, what, &config.workspace)?;
     }
-    if uses == Use::Look {
-        return Ok(plan);
+    match uses {
+        Use::Look => return Ok(plan),
+        Use::Mcp => return Ok(with_model(plan, &config.llm.base_url)),
+        Use::Answer | Use::Converse | Use::Serve { .. } => {}
     }
     // notes/ only as a real folder: `notes -> /` must not make everything writable.
     plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
@@ -316,6 +321,11 @@ mod tests {
         assert_eq!(answer.connect.iter().copied().collect::<Vec<_>>(), vec![11434]);
         assert!(answer.bind.is_empty());
         assert!(granted(&answer, Grant::Read).contains(&PathBuf::from("/etc/resolv.conf")));
+
+        let mcp = for_workspace(&config, Use::Mcp).expect("plan");
+        assert_eq!(granted(&mcp, Grant::Write), vec![data.clone()], "the index; no notes/, no session log");
+        assert_eq!(mcp.connect.iter().copied().collect::<Vec<_>>(), vec![11434]);
+        assert!(mcp.bind.is_empty());
 
         let serve = for_workspace(&config, Use::Serve { port: 8080 }).expect("plan");
         assert_eq!(serve.bind.iter().copied().collect::<Vec<_>>(), vec![8080]);

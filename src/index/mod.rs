@@ -546,6 +546,22 @@ mod reader_tests {
         let first = index.section("docs/long.md", "").expect("read").expect("the first section");
         assert_eq!((first.anchor.as_str(), first.text.trim()), ("intro", "Hello."));
         assert!(index.section("docs/long.md", "nope").expect("read").is_none());
+
+        // A listing names each section once however many windows it has, and a page ends on
+        // a whole section, whatever its size.
+        for size in [1, 2, 5] {
+            let (mut listed, mut after) = (Vec::new(), 0);
+            loop {
+                let page = index.sections_after(after, size).expect("page");
+                assert!(page.sections.len() <= size);
+                listed.extend(page.sections.into_iter().map(|s| format!("{}#{}", s.path, s.anchor)));
+                match page.next {
+                    Some(next) => after = next,
+                    None => break,
+                }
+            }
+            assert_eq!(listed, ["docs/long.md#intro", "docs/long.md#long-part"], "pages of {size}");
+        }
     }
 
     #[test]

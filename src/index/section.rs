@@ -58,3 +58,52 @@ impl Index {
         Ok(found)
     }
 }
+
+/// A section as a listing names it: where it is, not its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Workspace-relative file, e.g. `docs/refunds.md`.
+    pub path: String,
+    /// Its anchor (empty for the text before the first heading).
+    pub anchor: String,
+    /// "Refunds > Window".
+    pub heading: String,
+}
+
+/// One page of [`Index::sections_after`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The sections, in the order of the files and of their headings.
+    pub sections: Vec<Listed>,
+    /// Where the next page starts (pass it back as `after`), or `None` after the last section.
+    pub next: Option<i64>,
+}
+
+impl Index {
+    /// Up to `limit` sections after the row `after` (0 for the first page), each once however
+    /// many windows it was indexed as. A page ends on a whole section, so the next one starts
+    /// on a new section. The rows belong to this generation: a later one numbers them anew.
+    pub fn sections_after(&self, after: i64, limit: usize) -> Result<Page, IndexError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare_cached(
+            "SELECT s.rowid, s.path, s.anchor, s.heading FROM sections s \
+             JOIN files f ON f.path = s.path AND f.warning IS NULL \
+             WHERE s.rowid > ?1 ORDER BY s.rowid",
+        )?;
+        let mut rows = stmt.query([after])?;
+        let mut sections: Vec<Listed> = Vec::new();
+        let mut last = after;
+        while let Some(row) = rows.next()? {
+            let (rowid, path, anchor): (i64, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            let same = sections.last().is_some_and(|s| s.path == path && s.anchor == anchor);
+            if !same {
+                if sections.len() == limit.max(1) {
+                    return Ok(Page { sections, next: Some(last) });
+                }
+                sections.push(Listed { path, anchor, heading: row.get(3)? });
+            }
+            last = rowid;
+        }
+        Ok(Page { sections, next: None })
+    }
+}

@@ -17,6 +17,7 @@ pub mod conn;
 pub mod error;
 pub mod fresh;
 pub mod limits;
+pub mod mcp;
 pub mod metrics;
 pub mod ops;
 pub mod page;
@@ -34,7 +35,7 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use tower::ServiceBuilder;
 
 use crate::agent::Harness;
@@ -212,6 +213,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/chat/completions", post(completions::completions)),
         ("/v1/models", get(completions::models)),
         ("/metrics", get(ops::metrics)),
+        ("/mcp", any(mcp::handle)),
     ]
 }
 

@@ -1,0 +1,103 @@
+//! The MCP server: docs-agent's guarded docs search for other agents (Claude Code, codex, IDEs),
+//! over the Model Context Protocol, with the official Rust SDK (`rmcp`).
+//!
+//! Two front ends serve the same [`DocsServer`]:
+//! - `docs-agent mcp`: one client over stdio, with the command line's configuration, harness
+//!   and model (`cli::mcp`);
+//! - `/mcp` under `serve`: streamable HTTP, stateless (each request answered on its own, so any
+//!   replica can take it), behind the same bearer tokens and the `ask` role (`serve::mcp`).
+//!
+//! What it offers (`tools`, `resources`):
+//! - tools `search_docs`, `read_section` and `ask` (the whole harness, in an ephemeral session
+//!   that may not write);
+//! - resources: the docs' sections, by `docs-agent://path#anchor`.
+//!
+//! Every text it returns passes the same guards as the model's own tool results: the
+//! operator's pre-tool rules decide the call first (`ask` and `deny` refuse it: nobody is
+//! there to approve), sections are fenced as untrusted and redacted, the post-tool rules
+//! redact and cap the result, and an answer is the guarded, verified answer.
+
+pub mod resources;
+pub mod tools;
+
+use std::sync::Arc;
+
+use crate::agent::{AskError, Harness, Run};
+use crate::approval::Approver;
+use crate::config::Config;
+use crate::model::Model;
+use crate::serve::AppState;
+use crate::serve::auth::Principal;
+
+pub use tools::DocsServer;
+
+/// Where the server's tools answer from: the closed set of its front ends.
+pub enum Front {
+    /// `docs-agent mcp`: one local client, the command line's harness and model.
+    Local(Box<Local>),
+    /// `/mcp` under `serve`: the service's harness, model (with its breaker) and metrics.
+    Serve(Arc<AppState>),
+}
+
+/// What `docs-agent mcp` answers with.
+pub struct Local {
+    /// The configuration, read once.
+    pub config: Config,
+    /// Workspace, index, skills, prompt.
+    pub harness: Harness,
+    /// The configured model.
+    pub model: Model,
+}
+
+/// An answer from the whole harness, with whether it came from the retrieval-only fallback.
+pub struct Answered {
+    /// The run.
+    pub run: Run,
+    /// True when the model failed (or its breaker is open) and retrieval alone answered.
+    pub degraded: bool,
+}
+
+impl Front {
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        match self {
+            Front::Local(local) => &local.config,
+            Front::Serve(state) => &state.config,
+        }
+    }
+
+    /// The harness.
+    pub fn harness(&self) -> &Harness {
+        match self {
+            Front::Local(local) => &local.harness,
+            Front::Serve(state) => &state.harness,
+        }
+    }
+
+    /// Answers `question` in an ephemeral session, where a write is refused (no person is
+    /// there to approve it). Under `serve`, as `POST /v1/ask` does: the breaker's fallback, and
+    /// the tokens counted for `principal`.
+    pub async fn ask(&self, question: &str, principal: Option<&Principal>) -> Result<Answered, String> {
+        match self {
+            Front::Local(local) => {
+                let asked =
+                    local.harness.ask(&local.config, &local.model, Approver::NotInOneShot, question, None).await;
+                match asked {
+                    Ok(run) => Ok(Answered { run, degraded: false }),
+                    Err(AskError::Model(e)) => {
+                        Err(format!("the model server failed: {e}; search_docs and read_section still work without it"))
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Front::Serve(state) => {
+                let (run, degraded) = crate::serve::ask::answer(state, question).await.map_err(|e| e.message)?;
+                let used = crate::serve::turns::usage(&run.events);
+                let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
+                let who = principal.map_or("unknown", |p| p.name.as_str());
+                state.metrics.tokens(model, who, used.prompt_tokens, used.completion_tokens);
+                Ok(Answered { run, degraded })
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The docs' sections as MCP resources: `docs-agent://` followed by a section's citation,
+//! `path#anchor` (`docs-agent://docs/refunds.md#refund-window`; the bare path for a document's
+//! first section), percent-encoded where a URI needs it. Listed a page at a time, in the order
+//! of the files and their headings, from the index generation searched now; read whole, fenced
+//! as untrusted and redacted, as `read_section` reads them.
+
+use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use rmcp::ErrorData;
+use rmcp::model::{ListResourcesResult, Resource, ResourceTemplate};
+
+use super::Front;
+use crate::guard::fence::Fenced;
+use crate::workspace::policy::{Area, check_read};
+
+/// The scheme and separator every section's URI starts with.
+pub const SCHEME: &str = "docs-agent://";
+/// Sections per page of `resources/list`.
+const PAGE: usize = 100;
+/// The most bytes of one section a read returns (before the post-tool cap, if smaller).
+const MAX_SECTION_BYTES: usize = 64 * 1024;
+
+/// What is percent-encoded in a path or an anchor: controls, space, and what a URI reads as
+/// syntax (`#`, `?`, `%`...), never `/`.
+const ENCODED: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'|')
+    .add(b'[')
+    .add(b']');
+
+/// The URI of the section `anchor` of `path`.
+pub fn uri(path: &str, anchor: &str) -> String {
+    let path = utf8_percent_encode(path, ENCODED);
+    if anchor.is_empty() {
+        format!("{SCHEME}{path}")
+    } else {
+        format!("{SCHEME}{path}#{}", utf8_percent_encode(anchor, ENCODED))
+    }
+}
+
+/// The path and anchor a section's URI names; an error that says what such a URI looks like.
+pub fn parse(uri: &str) -> Result<(String, String), String> {
+    let shown = crate::guard::clip(uri, 200);
+    let rest = uri.strip_prefix(SCHEME).ok_or_else(|| {
+        format!(
+            "`{shown}` is not a docs section; a section's URI is {SCHEME}docs/file.md#anchor, as resources/list gives"
+        )
+    })?;
+    let (path, anchor) = rest.split_once('#').unwrap_or((rest, ""));
+    let decode = |part: &str| {
+        percent_decode_str(part)
+            .decode_utf8()
+            .map(|s| s.into_owned())
+            .map_err(|_| format!("`{shown}` is not UTF-8 once decoded"))
+    };
+    Ok((decode(path)?, decode(anchor)?))
+}
+
+/// The one template the URIs follow.
+pub fn template() -> ResourceTemplate {
+    ResourceTemplate::new(format!("{SCHEME}{{+path}}{{#anchor}}"), "docs-section")
+        .with_title("A section of the docs")
+        .with_description(
+            "A section of the product docs by its citation: docs-agent://docs/refunds.md#refund-window. \
+             Without an anchor, the document's first section.",
+        )
+        .with_mime_type("text/plain")
+}
+
+/// One page of sections, after `cursor` (from the page before; absent for the first).
+pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let index = front.harness().index.current();
+    let generation = index.version.generation;
+    let after = match cursor {
+        None => 0,
+        Some(cursor) => {
+            let (of, row) = cursor
+                .split_once(':')
+                .and_then(|(g, r)| Some((g.parse::<i64>().ok()?, r.parse::<i64>().ok()?)))
+                .ok_or_else(|| {
+                    ErrorData::invalid_params("this cursor was not made by this server; list from the start", None)
+                })?;
+            if of != generation {
+                return Err(ErrorData::invalid_params(
+                    "the docs changed since this listing began (a new index generation); list from the start",
+                    None,
+                ));
+            }
+            row
+        }
+    };
+    let page = index.sections_after(after, PAGE).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let hooks = &front.harness().hooks;
+    let resources = page
+        .sections
+        .iter()
+        .map(|s| {
+            let heading = hooks.after(&crate::guard::scrub(&s.heading)).text;
+            let source = if s.anchor.is_empty() { s.path.clone() } else { format!("{}#{}", s.path, s.anchor) };
+            Resource::new(uri(&s.path, &s.anchor), source).with_title(heading).with_mime_type("text/plain")
+        })
+        .collect();
+    let mut result = ListResourcesResult::with_all_items(resources);
+    result.next_cursor = page.next.map(|row| format!("{generation}:{row}"));
+    Ok(result)
+}
+
+/// The section `anchor` of `path` (a document under `docs/`), fenced as untrusted and redacted,
+/// from the index generation searched now; an error that says what to do instead.
+pub fn read(front: &Front, path: &str, anchor: &str) -> Result<String, String> {
+    let shown = crate::guard::clip(path, 200);
+    let checked = check_read(path).ok().filter(|p| p.area() == Area::Docs).ok_or_else(|| {
+        format!("`{shown}` is not a document of the docs; give its path as search_docs does (docs/…)")
+    })?;
+    let path = checked.display();
+    let index = front.harness().index.current();
+    let section = index.section(&path, anchor).map_err(|e| e.to_string())?.ok_or_else(|| {
+        let at = if anchor.is_empty() { path.clone() } else { format!("{path}#{}", crate::guard::clip(anchor, 100)) };
+        format!("no section {at} in the docs; search_docs names the sections that exist (path#anchor)")
+    })?;
+    let source = if section.anchor.is_empty() { path.clone() } else { format!("{path}#{}", section.anchor) };
+    let body = format!("# {}\n(lines {}-{})\n{}", section.heading, section.lines.0, section.lines.1, section.text);
+    let body = crate::guard::redact::redact_truncated(&body, MAX_SECTION_BYTES);
+    Ok(Fenced::new(&source, &body).into_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A URI names its section back, whatever the path holds; other URIs are refused.
+    #[test]
+    fn a_uri_names_its_section_back() {
+        for (path, anchor) in [("docs/refunds.md", "refund-window"), ("docs/a b/ü#?.md", "x%y"), ("docs/top.md", "")] {
+            let made = uri(path, anchor);
+            assert!(made.starts_with(SCHEME) && !made[SCHEME.len()..].contains(' '), "{made}");
+            assert_eq!(made.matches('#').count(), usize::from(!anchor.is_empty()), "{made}");
+            assert_eq!(parse(&made).expect("parses"), (path.to_string(), anchor.to_string()));
+        }
+        assert_eq!(uri("docs/refunds.md", "refund-window"), "docs-agent://docs/refunds.md#refund-window");
+        assert!(parse("file:///etc/passwd").is_err());
+        assert!(parse("docs-agent://docs/%FF.md").is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! `/mcp`: the MCP server (`crate::mcp`) over streamable HTTP, behind the same bearer tokens
+//! as the rest of the API and the `ask` role.
+//!
+//! Stateless: every request is answered on its own, as JSON, by a server made for it (no
+//! session is kept in memory, so nothing grows with clients and any replica can answer).
+//! `rmcp`'s check of the `Host` header (against DNS rebinding of a server without
+//! authentication) is off: a page that rebinds a name to this server still has no token, and
+//! the listen address and a proxy in front decide which names reach it.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::AppState;
+use super::auth::Principal;
+use crate::config::Role;
+use crate::mcp::{DocsServer, Front};
+
+/// `POST /mcp` (and the other methods, which the SDK answers as the protocol says).
+pub async fn handle(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    request: Request,
+) -> Response {
+    if let Err(e) = principal.require(Role::Ask) {
+        return e.into_response();
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_max_request_body_bytes(state.config.serve.max_body_bytes)
+        .disable_allowed_hosts();
+    let front = Arc::new(Front::Serve(state));
+    let service = StreamableHttpService::new(
+        move || Ok(DocsServer::new(front.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    service.handle(request).await.map(axum::body::Body::new)
+}

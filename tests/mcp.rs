@@ -1,0 +1,286 @@
+//! The MCP server (issue 15, part 5) through the real binary, spoken to as a client would, in
+//! raw JSON-RPC: `docs-agent mcp` over stdio, and `/mcp` under `serve` with its tokens and
+//! roles. Every answer passes the same guards as the model's own tools: the planted key is
+//! never shown, the operator's rules refuse and redact, `ask` never writes, and a bad argument
+//! is a clean error that names the field. (`tests/mcp/client.py` drives both with the official
+//! Python SDK's client; `.ci/run` runs it.)
+
+mod common;
+mod fake;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+use serde_json::{Value, json};
+
+/// `docs-agent mcp`, started as a client starts it, and initialized.
+struct McpChild {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    /// Every line the server wrote on stdout.
+    lines: Vec<String>,
+}
+
+impl McpChild {
+    fn start(workspace: &std::path::Path, env: &[(&str, &str)]) -> McpChild {
+        let mut child = common::command(workspace, env, &["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start docs-agent mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut server = McpChild { child, stdin, stdout, next: 0, lines: Vec::new() };
+        let init = server.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "docs-agent", "{init}");
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write a message");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Sends a request; its response (the other lines read on the way are kept too).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).expect("read a line");
+            assert!(read > 0, "the server closed stdout before answering {method}");
+            self.lines.push(line.clone());
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// `tools/call NAME ARGUMENTS`: its result.
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let reply = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        reply["result"].clone()
+    }
+}
+
+impl Drop for McpChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result.
+fn text(result: &Value) -> String {
+    result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+#[test]
+fn over_stdio_the_tools_and_resources_answer_through_the_guards() {
+    let ws = common::sample_workspace();
+    let mut mcp = McpChild::start(ws.path(), &[("LLM_MODEL", "scripted")]);
+
+    let tools = mcp.request("tools/list", json!({}));
+    let mut names: Vec<&str> =
+        tools["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["ask", "read_section", "search_docs"]);
+    let search = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "search_docs"))
+        .expect("search");
+    assert_eq!(search["inputSchema"]["required"], json!(["query"]), "{search}");
+
+    // The onboarding doc plants a key: found, fenced, never shown.
+    let found = mcp.call("search_docs", json!({"query": "shared sandbox key"}));
+    let shown = text(&found);
+    assert!(!is_error(&found) && shown.contains("<untrusted source=\"docs/onboarding.md#"), "{shown}");
+    assert!(shown.contains("[REDACTED") && !shown.contains(common::ONBOARDING_KEY), "{shown}");
+    let hit = found["structuredContent"]["sections"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["path"] == "docs/onboarding.md"))
+        .cloned()
+        .expect("the onboarding section in the structured hits");
+    let read = mcp.call("read_section", json!({"path": hit["path"], "anchor": hit["anchor"]}));
+    let read_text = text(&read);
+    assert!(!is_error(&read) && read_text.starts_with("<untrusted source=\"docs/onboarding.md#"), "{read_text}");
+    assert!(!read_text.contains(common::ONBOARDING_KEY), "{read_text}");
+    let resource = mcp.request("resources/read", json!({"uri": hit["uri"]}));
+    let resource_text = resource["result"]["contents"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(resource_text, read_text, "a resource reads as read_section does: {resource}");
+
+    // Resources: every section once, a page at a time, each readable by its URI.
+    let mut uris = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+        let page = mcp.request("resources/list", params);
+        uris.extend(
+            page["result"]["resources"]
+                .as_array()
+                .expect("resources")
+                .iter()
+                .filter_map(|r| r["uri"].as_str().map(str::to_string)),
+        );
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    let unique: std::collections::BTreeSet<&String> = uris.iter().collect();
+    assert_eq!(unique.len(), uris.len(), "no section twice");
+    assert!(uris.contains(&"docs-agent://docs/refunds.md#window".to_string()), "{uris:?}");
+
+    // The whole harness, with the scripted model: an answer with a verified citation.
+    let asked = mcp.call("ask", json!({"question": "How long is the refund window?"}));
+    assert!(!is_error(&asked), "{asked}");
+    assert!(text(&asked).contains("14 days") && text(&asked).contains("Sources:"), "{asked}");
+    assert_eq!(asked["structuredContent"]["stop"], "answered");
+    assert!(
+        asked["structuredContent"]["citations"].as_array().is_some_and(|c| c.iter().any(|c| c["verified"] == true)),
+        "{asked}"
+    );
+
+    // Bad arguments: clean errors that name the field, the session goes on.
+    for (tool, arguments, names) in [
+        ("search_docs", json!({}), "`query`"),
+        ("search_docs", json!({"query": 42}), "`query`"),
+        ("search_docs", json!({"query": "refunds", "limit": 0}), "limit"),
+        ("read_section", json!({"path": "../../etc/passwd"}), "not a document of the docs"),
+        ("read_section", json!({"path": "notes/x.md"}), "not a document of the docs"),
+        ("ask", json!({"question": "refunds?", "model": "gpt"}), "`model`"),
+    ] {
+        let bad = mcp.call(tool, arguments.clone());
+        assert!(is_error(&bad) && text(&bad).contains(names), "{tool} {arguments}: {bad}");
+    }
+    let unknown = mcp.request("resources/read", json!({"uri": "file:///etc/passwd"}));
+    assert!(unknown["error"]["message"].as_str().is_some_and(|m| m.contains("not a docs section")), "{unknown}");
+
+    // Only the protocol on stdout, and no key anywhere in it.
+    assert!(mcp.lines.iter().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["jsonrpc"] == "2.0")));
+    assert!(!mcp.lines.concat().contains(common::ONBOARDING_KEY));
+}
+
+#[test]
+fn the_operators_rules_decide_mcp_calls_as_they_decide_the_models() {
+    let ws = common::sample_workspace();
+    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
+                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n\n\
+                 [[hooks.pre_tool]]\nname = \"keys-need-a-person\"\ntool = \"search_docs\"\narguments = \"(?i)keys?\\\\b\"\n\
+                 decision = \"ask\"\n\n\
+                 [hooks.post_tool]\nredact = [\"(?i)first payment\"]\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    let mut mcp = McpChild::start(ws.path(), &[("LLM_MODEL", "scripted")]);
+
+    let denied = mcp.call("read_section", json!({"path": "./docs//refunds.md", "anchor": "window"}));
+    assert!(
+        is_error(&denied) && text(&denied).contains("no-refund-file") && !text(&denied).contains("14 days"),
+        "{denied}"
+    );
+    let resource = mcp.request("resources/read", json!({"uri": "docs-agent://docs/refunds.md#window"}));
+    assert!(resource["error"]["message"].as_str().is_some_and(|m| m.contains("no-refund-file")), "{resource}");
+
+    let asked = mcp.call("search_docs", json!({"query": "secret keys"}));
+    assert!(
+        is_error(&asked) && text(&asked).contains("keys-need-a-person") && text(&asked).contains("nobody can approve"),
+        "{asked}"
+    );
+
+    let found = mcp.call("search_docs", json!({"query": "refund window"}));
+    let shown = text(&found);
+    assert!(!is_error(&found) && shown.contains("[REDACTED:hook]"), "{shown}");
+    assert!(!shown.to_lowercase().contains("first payment"), "{shown}");
+}
+
+#[test]
+fn ask_over_mcp_never_writes() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::tool("write_file", json!({"path": "notes/mcp.md", "content": "written over MCP"})),
+        fake::Canned::text("Refunds are possible within 14 days. [docs/refunds.md#window]"),
+    ]);
+    let ws = common::sample_workspace();
+    let base = fake.base_url();
+    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("APPROVE", "yes")];
+    let mut mcp = McpChild::start(ws.path(), &env);
+    let asked = mcp.call("ask", json!({"question": "How long is the refund window? Save a note."}));
+    assert!(!is_error(&asked) && text(&asked).contains("14 days"), "{asked}");
+    assert!(!ws.path().join("notes/mcp.md").exists(), "APPROVE=yes does not reach a question asked over MCP");
+    let requests = fake.requests();
+    let told = requests.get(1).map(|r| r["messages"].to_string()).unwrap_or_default();
+    // Refused by the harness (the kernel sandbox, which grants `mcp` no notes/, is a second wall).
+    assert!(told.contains("write not approved: a one-shot question cannot write"), "the model was told: {told}");
+}
+
+/// `POST /mcp` with `token`: the status and the JSON body.
+async fn post_mcp(url: &str, token: Option<&str>, message: Value) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut request = client
+        .post(format!("{url}/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&message);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let reply = request.send().await.expect("the server answers");
+    let status = reply.status().as_u16();
+    (status, reply.json().await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn under_serve_mcp_takes_the_same_tokens_and_roles_and_counts_tokens_by_principal() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = fake::FakeServer::start(vec![fake::Canned::text(
+        "Refunds are possible within 14 days. [docs/refunds.md#window]",
+    )]);
+    let ws = common::sample_workspace();
+    let (asker, approver, admin) = ("mcp-asker-0123456789", "mcp-approver-0123456789", "mcp-admin-0123456789");
+    common::serve_config(
+        ws.path(),
+        &[("ide", asker, &["ask"]), ("cy", approver, &["approve"]), ("ops", admin, &["admin"])],
+        "",
+    );
+    let base = fake.base_url();
+    let (mut child, url, _log) =
+        common::spawn_serve_logged(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")]);
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (without, _) = post_mcp(&url, None, list.clone()).await;
+    let (wrong_role, refused) = post_mcp(&url, Some(approver), list.clone()).await;
+    // Stateless: a request needs no session from an earlier one.
+    let (listed, tools) = post_mcp(&url, Some(asker), list).await;
+    let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "ask", "arguments": {"question": "How long is the refund window?"}}});
+    let (_, asked) = post_mcp(&url, Some(asker), ask).await;
+    let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_docs", "arguments": {"query": []}}});
+    let (_, bad) = post_mcp(&url, Some(asker), bad).await;
+    let metrics =
+        reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(admin).send().await.expect("metrics");
+    let metrics = metrics.text().await.unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(without, 401);
+    assert_eq!(wrong_role, 403, "{refused}");
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("ask")), "{refused}");
+    assert_eq!(listed, 200, "{tools}");
+    assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(3), "{tools}");
+    assert_eq!(asked["result"]["structuredContent"]["stop"], "answered", "{asked}");
+    assert!(text(&asked["result"]).contains("[docs/refunds.md#window]"), "{asked}");
+    assert!(is_error(&bad["result"]) && text(&bad["result"]).contains("`query`"), "{bad}");
+    assert!(metrics.contains("docs_agent_tokens_total{kind=\"prompt\",model=\"m\",principal=\"ide\"} 10"), "{metrics}");
+}
