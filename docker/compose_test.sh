@@ -118,6 +118,14 @@ out=$(echo "a-token-of-twenty-characters" | compose run --rm -T agent hash-token
 ok "hash-token"
 out=$(compose run --rm -T agent sessions list 2>&1) || fail "sessions list: $out"
 ok "sessions list"
+# An MCP client starts `docker compose run --rm -T agent mcp` and speaks JSON-RPC on its stdin.
+mcp_in='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"compose-test","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_docs","arguments":{"query":"refund window","limit":1}}}'
+out=$(LLM_MODEL=scripted compose run --rm -T agent mcp 2> /dev/null <<< "$mcp_in") || fail "mcp: $out"
+grep -q '"name":"docs-agent"' <<< "$out" && grep -qF 'untrusted source=\"docs/refunds.md#window' <<< "$out" \
+    || fail "mcp over stdio in the container: $out"
+ok "mcp over stdio, in the sandboxed container"
 [ -z "$(compose ps -q ollama)" ] || fail "something started ollama"
 
 say "the README's first commands"
@@ -204,7 +212,12 @@ done
 answer=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' \
     -d '{"question":"how long is the refund window"}' "http://127.0.0.1:$PORT/v1/ask")
 grep -q '"path":"docs/refunds.md"' <<< "$answer" || fail "api /v1/ask: $answer"
-ok "api up before init waits for its config; init's token; api healthy and answering on 127.0.0.1:$PORT"
+mcp=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_docs","arguments":{"query":"refund window"}}}' \
+    "http://127.0.0.1:$PORT/mcp")
+grep -qF 'docs/refunds.md#window' <<< "$mcp" || fail "api /mcp: $mcp"
+ok "api up before init waits for its config; init's token; api healthy and answering on 127.0.0.1:$PORT (/v1/ask, /mcp)"
 again=$(compose run --rm -T init 2>&1) && fail "a second init replaced the config: $again"
 grep -qF -- "--replace" <<< "$again" || fail "a second init does not say how to start again: $again"
 new_token=$(compose run --rm -T init --replace 2> /dev/null) || fail "init --replace"

@@ -209,6 +209,7 @@ fn every_command_enters_the_sandbox_first() {
         &["pull"],
         &["health"],
         &["redact"],
+        &["mcp"],
         &["hash-token"],
         &["init", "--to", "new.toml"],
     ];

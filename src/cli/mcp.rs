@@ -6,12 +6,15 @@ use rmcp::ServiceExt;
 
 use super::{Exit, Failure};
 use crate::config::Config;
+use crate::mcp::stdout::Scrubbed;
 use crate::mcp::{DocsServer, Front, Local};
 use crate::model::Model;
 use crate::runtime::{Flavor, build};
 
-/// Serves until the client closes stdin (exit 0). Only the protocol is written to stdout;
-/// what the harness has to say (skipped docs, a failing model) goes to the log on stderr.
+/// Serves until the client closes stdin (exit 0). Only the protocol is written to stdout, each
+/// message with every string scrubbed last (`mcp::stdout`); what the harness has to say
+/// (skipped docs, a failing model) goes to the log on stderr.
+#[allow(clippy::disallowed_methods)] // stdout, behind `Scrubbed`: the one writer of the protocol
 pub fn serve_stdio(config: Config) -> Result<Exit, Failure> {
     let harness = super::open(&config)?;
     for warning in &harness.index.current().warnings {
@@ -23,7 +26,7 @@ pub fn serve_stdio(config: Config) -> Result<Exit, Failure> {
     let runtime = build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(async {
         let running = DocsServer::new(front)
-            .serve(rmcp::transport::stdio())
+            .serve((tokio::io::stdin(), Scrubbed::new(tokio::io::stdout())))
             .await
             .map_err(|e| (Exit::Failure, format!("the MCP client did not start a session: {e}")))?;
         running.waiting().await.map_err(|e| (Exit::Failure, format!("the MCP session failed: {e}")))?;

@@ -18,6 +18,7 @@
 //! redact and cap the result, and an answer is the guarded, verified answer.
 
 pub mod resources;
+pub mod stdout;
 pub mod tools;
 
 use std::sync::Arc;

@@ -12,7 +12,8 @@ Against both transports, with the scripted model:
 
 Each transport: initialize, list the tools, call each one, list and read resources, and bad
 arguments (a missing field, a wrong type, a path outside docs/, an unknown tool) come back as
-clean errors. A secret planted in the docs never shows in anything the client receives.
+clean errors; then a client of the newest revision (2026-07-28: `server/discover`, no
+handshake) lists and calls too. A secret planted in the docs never shows in anything the client receives.
 
 The transcripts are written to target/mcp/transcript-{stdio,http}.txt. Exit 0 when every
 check passed; 1 with the failures listed otherwise.
@@ -106,7 +107,7 @@ async def exercise(session, transcript, label):
     names = sorted(t.name for t in tools.tools)
     transcript.exchange(
         "tools/list",
-        "\n".join(f"{t.name}: {t.description.split('.')[0]}. input {json.dumps(t.input_schema.get('required', []))}" for t in tools.tools),
+        "\n".join(f"{t.name}: {t.description.split('. ')[0]}. input {json.dumps(t.input_schema.get('required', []))}" for t in tools.tools),
     )
     check(f"{label}: tools/list has search_docs, read_section, ask", names == ["ask", "read_section", "search_docs"], names)
     check(
@@ -199,6 +200,21 @@ async def exercise(session, transcript, label):
     check(f"{label}: the planted secret never reaches the client", SECRET not in everything_seen, "the key was shown")
 
 
+async def discover(session, transcript, label):
+    """A client of the newest protocol revision (2026-07-28) asks `server/discover` instead of
+    the handshake, and sends each request on its own."""
+    found = await session.discover()
+    transcript.exchange("server/discover", f"protocolVersion {session.protocol_version}, supported {found.supported_versions}")
+    tools = await session.list_tools()
+    result = await session.call_tool("search_docs", {"query": "refund window", "limit": 1})
+    transcript.exchange('tools/call search_docs {"query": "refund window", "limit": 1}', clip(text_of(result), 4))
+    check(
+        f"{label}: a 2026-07-28 client discovers, lists and calls",
+        session.protocol_version == "2026-07-28" and len(tools.tools) == 3 and not result.is_error,
+        (session.protocol_version, len(tools.tools), text_of(result)[:200]),
+    )
+
+
 async def over_stdio(workspace, env):
     transcript = Transcript("stdio")
     params = StdioServerParameters(command=str(BINARY), args=["mcp"], env=env)
@@ -206,6 +222,9 @@ async def over_stdio(workspace, env):
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
                 await exercise(session, transcript, "stdio")
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await discover(session, transcript, "stdio")
     return transcript.save()
 
 
@@ -230,6 +249,9 @@ async def over_http(base):
         async with streamable_http_client(url, http_client=client) as (read, write):
             async with ClientSession(read, write) as session:
                 await exercise(session, transcript, "http")
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await discover(session, transcript, "http")
     return transcript.save()
 
 
