@@ -147,9 +147,20 @@ fn the_chat_span_carries_the_tokens_the_server_reported() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let spans = collector.spans();
     let chat = named(&spans, "chat stand-in:1b");
-    let input = attr(chat, "gen_ai.usage.input_tokens").and_then(|t| t.parse::<u64>().ok());
-    let output = attr(chat, "gen_ai.usage.output_tokens").and_then(|t| t.parse::<u64>().ok());
+    // Integers, as the GenAI conventions type them (a collector sums them), not text.
+    let int = |span: &Span, key: &str| {
+        span.attributes.iter().find(|a| a.key == key).and_then(|a| {
+            match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(Any::IntValue(i)) => Some(*i),
+                _ => None,
+            }
+        })
+    };
+    let (input, output) = (int(chat, "gen_ai.usage.input_tokens"), int(chat, "gen_ai.usage.output_tokens"));
     assert!(input.is_some_and(|t| t > 0) && output.is_some_and(|t| t > 0), "{chat:?}");
+    assert!(int(chat, "docs_agent.step").is_some_and(|s| s >= 1), "{chat:?}");
+    let turn = named(&spans, "invoke_agent docs-agent");
+    assert_eq!(int(turn, "gen_ai.usage.input_tokens"), input, "the turn's total of its one call: {turn:?}");
 }
 
 /// With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` the question, the answer and

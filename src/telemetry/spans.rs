@@ -105,8 +105,8 @@ impl TurnSpans {
                     gen_ai.request.model = %self.model,
                     gen_ai.usage.input_tokens = Empty,
                     gen_ai.usage.output_tokens = Empty,
-                    docs_agent.step = step,
-                    docs_agent.prompt_estimate = estimate,
+                    docs_agent.step = count(step),
+                    docs_agent.prompt_estimate = count(estimate),
                     error.type = Empty,
                 ));
             }
@@ -114,8 +114,8 @@ impl TurnSpans {
                 let Some(span) = self.chat.take() else { return };
                 let (input, output) = usage.map_or((None, None), |u| (Some(u.prompt), Some(u.completion)));
                 if let (Some(input), Some(output)) = (input, output) {
-                    span.record("gen_ai.usage.input_tokens", input);
-                    span.record("gen_ai.usage.output_tokens", output);
+                    span.record("gen_ai.usage.input_tokens", count(input));
+                    span.record("gen_ai.usage.output_tokens", count(output));
                     self.used = (self.used.0 + input, self.used.1 + output);
                 }
                 span.in_scope(|| {
@@ -186,7 +186,7 @@ impl TurnSpans {
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %name,
             gen_ai.tool.call.id = %call.id,
-            docs_agent.step = call.step,
+            docs_agent.step = count(call.step),
             docs_agent.decision = Empty,
         )
     }
@@ -194,9 +194,15 @@ impl TurnSpans {
     /// Records how the turn ended and the tokens it used.
     fn end(&mut self, reason: StopReason) {
         self.turn.record("docs_agent.stop_reason", reason.as_str());
-        self.turn.record("gen_ai.usage.input_tokens", self.used.0);
-        self.turn.record("gen_ai.usage.output_tokens", self.used.1);
+        self.turn.record("gen_ai.usage.input_tokens", count(self.used.0));
+        self.turn.record("gen_ai.usage.output_tokens", count(self.used.1));
     }
+}
+
+/// A count as a span records it: `i64`, which the OpenTelemetry bridge exports as an integer
+/// (it exports an unsigned field as text; the GenAI conventions' token counts are integers).
+fn count<T: TryInto<i64>>(n: T) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// The longest message content a span records.
