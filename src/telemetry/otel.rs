@@ -134,7 +134,15 @@ pub fn start() -> Result<(), String> {
         .with_resource(resource.build())
         .build();
     let tracer = provider.tracer("docs-agent");
-    let _ = slot.set(tracing_opentelemetry::layer().with_tracer(tracer));
+    // Spans carry what the GenAI and HTTP conventions name; not the source location, thread,
+    // target or busy and idle times the bridge adds by default (noise in a collector's view).
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_tracked_inactivity(false);
+    let _ = slot.set(layer);
     let _ = PROVIDER.set(provider);
     Ok(())
 }

@@ -120,10 +120,10 @@ impl TurnSpans {
                 }
                 span.in_scope(|| {
                     tracing::info!(
-                        step,
-                        ms = ms as u64,
-                        input_tokens = input,
-                        output_tokens = output,
+                        step = count(step),
+                        ms = count(ms),
+                        input_tokens = input.map(count),
+                        output_tokens = output.map(count),
                         "model call done"
                     )
                 });
@@ -145,7 +145,7 @@ impl TurnSpans {
                     span.set_attribute("gen_ai.tool.call.result", guarded(result));
                 }
                 span.record("docs_agent.decision", decision.as_str());
-                span.in_scope(|| tracing::info!(decision = decision.as_str(), ms = ms as u64, "tool call done"));
+                span.in_scope(|| tracing::info!(decision = decision.as_str(), ms = count(ms), "tool call done"));
             }
             TurnEvent::ApprovalRequired { call_id, .. } => {
                 self.turn.in_scope(|| tracing::info!(call_id, "a write waits for approval"));
