@@ -179,8 +179,8 @@ pub fn tool_line(call: &Call<'_>, result: &str, ms: u128, decision: Decision, re
 }
 
 /// A tool call in one readable line: `  search_docs "refund window": 3 sections matched, best
-/// first`; every string cleaned as in a JSON line.
-fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
+/// first`; every string cleaned as in a JSON line. (Also what an MCP client's progress shows.)
+pub fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
     // The argument that says what the call is about: a path, a query, a skill's name.
     let argument = match clean_args(call.arguments) {
         Value::Object(fields) => ["path", "query", "name"]

@@ -145,8 +145,25 @@ fn over_stdio_the_tools_and_resources_answer_through_the_guards() {
     assert_eq!(unique.len(), uris.len(), "no section twice");
     assert!(uris.contains(&"docs-agent://docs/refunds.md#window".to_string()), "{uris:?}");
 
-    // The whole harness, with the scripted model: an answer with a verified citation.
-    let asked = mcp.call("ask", json!({"question": "How long is the refund window?"}));
+    // The whole harness, with the scripted model: an answer with a verified citation, and the
+    // steps told as progress first, since the client asked for it.
+    let before = mcp.lines.len();
+    let reply = mcp.request(
+        "tools/call",
+        json!({"name": "ask", "arguments": {"question": "How long is the refund window?"}, "_meta": {"progressToken": "p-1"}}),
+    );
+    let asked = reply["result"].clone();
+    let progress: Vec<Value> = mcp.lines[before..]
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"].clone())
+        .collect();
+    assert!(progress.iter().all(|p| p["progressToken"] == "p-1"), "{progress:?}");
+    let told: Vec<&str> = progress.iter().filter_map(|p| p["message"].as_str()).collect();
+    assert!(told.iter().any(|m| m.starts_with("search_docs")) && told.iter().any(|m| m.contains("model")), "{told:?}");
+    let counts: Vec<f64> = progress.iter().filter_map(|p| p["progress"].as_f64()).collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "progress grows: {counts:?}");
     assert!(!is_error(&asked), "{asked}");
     assert!(text(&asked).contains("14 days") && text(&asked).contains("Sources:"), "{asked}");
     assert_eq!(asked["structuredContent"]["stop"], "answered");

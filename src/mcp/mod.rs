@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::model::Model;
 use crate::serve::AppState;
 use crate::serve::auth::Principal;
+use crate::session::progress::Observer;
 
 pub use tools::DocsServer;
 
@@ -78,11 +79,17 @@ impl Front {
     /// Answers `question` in an ephemeral session, where a write is refused (no person is
     /// there to approve it). Under `serve`, as `POST /v1/ask` does: the breaker's fallback, and
     /// the tokens counted for `principal`.
-    pub async fn ask(&self, question: &str, principal: Option<&Principal>) -> Result<Answered, String> {
+    /// `observer` hears what happens as it happens.
+    pub async fn ask(
+        &self,
+        question: &str,
+        principal: Option<&Principal>,
+        observer: Option<Observer<'_>>,
+    ) -> Result<Answered, String> {
         match self {
             Front::Local(local) => {
                 let asked =
-                    local.harness.ask(&local.config, &local.model, Approver::NotInOneShot, question, None).await;
+                    local.harness.ask(&local.config, &local.model, Approver::NotInOneShot, question, observer).await;
                 match asked {
                     Ok(run) => Ok(Answered { run, degraded: false }),
                     Err(AskError::Model(e)) => {
@@ -92,7 +99,8 @@ impl Front {
                 }
             }
             Front::Serve(state) => {
-                let (run, degraded) = crate::serve::ask::answer(state, question).await.map_err(|e| e.message)?;
+                let (run, degraded) =
+                    crate::serve::ask::answer(state, question, observer).await.map_err(|e| e.message)?;
                 let used = crate::serve::turns::usage(&run.events);
                 let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
                 let who = principal.map_or("unknown", |p| p.name.as_str());

@@ -13,7 +13,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -26,6 +26,7 @@ use super::{Answered, Front};
 use crate::agent::Stop;
 use crate::hooks::RuleDecision;
 use crate::serve::auth::Principal;
+use crate::session::progress::TurnEvent;
 
 /// Longest query or question taken, in characters (as `POST /v1/ask`).
 const MAX_QUESTION_CHARS: usize = crate::serve::ask::MAX_QUESTION_CHARS;
@@ -251,10 +252,50 @@ impl DocsServer {
             Err(message) => return failed(&message),
         };
         let who = principal(&context);
-        match self.front.ask(question, who.as_ref()).await {
+        let Some(token) = context.meta.get_progress_token() else {
+            return match self.front.ask(question, who.as_ref(), None).await {
+                Ok(answered) => answer_result(&answered),
+                Err(message) => failed(&message),
+            };
+        };
+        // The client asked for progress: each model call and tool result is told as it happens
+        // (a small local model takes seconds a step). The observer owns the sender, so the
+        // forwarding ends when the question does.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let asking = async move {
+            let mut tell = move |event: &TurnEvent<'_>| {
+                if let Some(line) = progress_line(event) {
+                    let _ = tx.send(line);
+                }
+            };
+            self.front.ask(question, who.as_ref(), Some(&mut tell)).await
+        };
+        let forwarding = async {
+            let mut told = 0.0;
+            while let Some(message) = rx.recv().await {
+                told += 1.0;
+                let note = ProgressNotificationParam::new(token.clone(), told).with_message(message);
+                // A client that went away misses its progress; the answer still finishes.
+                let _ = context.peer.notify_progress(note).await;
+            }
+        };
+        match tokio::join!(asking, forwarding).0 {
             Ok(answered) => answer_result(&answered),
             Err(message) => failed(&message),
         }
+    }
+}
+
+/// What a progress notification says about `event`, if anything: a model call starting, a
+/// tool's result in one line (cleaned as the trace's brief lines are).
+fn progress_line(event: &TurnEvent<'_>) -> Option<String> {
+    match event {
+        TurnEvent::ModelCall { step, .. } => Some(format!("asking the model (step {step})")),
+        TurnEvent::ToolResult { call, result, .. } => {
+            Some(crate::trace::brief_tool_line(call, result).trim().to_string())
+        }
+        TurnEvent::SentBack(_) => Some("the answer is sent back to the model to be corrected".into()),
+        _ => None,
     }
 }
 

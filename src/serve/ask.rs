@@ -49,7 +49,7 @@ pub async fn ask(
         if question.is_empty() || question.chars().count() > MAX_QUESTION_CHARS {
             return Err(ApiError::bad_request(format!("question must be 1 to {MAX_QUESTION_CHARS} characters")));
         }
-        let (run, degraded) = answer(&state, question).await?;
+        let (run, degraded) = answer(&state, question, None).await?;
         let used = usage(&run.events);
         let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
         state.metrics.tokens(model, &principal.name, used.prompt_tokens, used.completion_tokens);
@@ -70,8 +70,13 @@ pub async fn ask(
 
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is
 /// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
-pub async fn answer(state: &Arc<AppState>, question: &str) -> Result<(crate::agent::Run, bool), ApiError> {
-    answer_after(state, &[], question).await
+/// `also` hears what happens, as the metrics do (the MCP server's progress).
+pub async fn answer(
+    state: &Arc<AppState>,
+    question: &str,
+    also: Option<crate::session::progress::Observer<'_>>,
+) -> Result<(crate::agent::Run, bool), ApiError> {
+    answer_after(state, &[], question, also).await
 }
 
 /// [`answer`], after the `earlier` exchanges of a conversation the client keeps.
@@ -79,11 +84,15 @@ pub async fn answer_after(
     state: &Arc<AppState>,
     earlier: &[crate::agent::Exchange],
     question: &str,
+    mut also: Option<crate::session::progress::Observer<'_>>,
 ) -> Result<(crate::agent::Run, bool), ApiError> {
     let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
     let mut count = |event: &TurnEvent<'_>| {
         if let TurnEvent::ToolResult { decision, .. } = event {
             state.metrics.tool_call(*decision);
+        }
+        if let Some(also) = also.as_mut() {
+            also(event);
         }
     };
     // A request that times out drops this future mid-call: the model counts as failed then.

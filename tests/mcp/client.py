@@ -131,7 +131,14 @@ async def exercise(session, transcript, label):
     transcript.exchange(f"tools/call read_section {json.dumps({'path': first['path'], 'anchor': first['anchor']})}", clip(text))
     check(f"{label}: read_section reads the section, fenced", not read.is_error and text.startswith('<untrusted source="docs/refunds.md'), text[:300])
 
-    asked = await session.call_tool("ask", {"question": "How long is the refund window?"})
+    told = []
+
+    async def progress(value, total, message):
+        told.append(message)
+
+    asked = await session.call_tool("ask", {"question": "How long is the refund window?"}, progress_callback=progress)
+    transcript.exchange("(progress while ask runs)", "\n".join(str(m) for m in told))
+    check(f"{label}: ask tells its steps as progress", any(str(m).startswith("search_docs") for m in told), told)
     text = text_of(asked)
     seen.append(text)
     transcript.exchange('tools/call ask {"question": "How long is the refund window?"}', clip(text, 20))
