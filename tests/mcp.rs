@@ -301,3 +301,55 @@ async fn under_serve_mcp_takes_the_same_tokens_and_roles_and_counts_tokens_by_pr
     assert!(is_error(&bad["result"]) && text(&bad["result"]).contains("`query`"), "{bad}");
     assert!(metrics.contains("docs_agent_tokens_total{kind=\"prompt\",model=\"m\",principal=\"ide\"} 10"), "{metrics}");
 }
+
+/// A client that cancels its `ask` (over stdio, `notifications/cancelled`) stops the model
+/// call it was waiting for: no run outlives the request that started it.
+#[test]
+fn a_cancelled_ask_stops_its_model_call_over_stdio() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds are"], true)]);
+    let ws = common::sample_workspace();
+    let base = fake.base_url();
+    let mut mcp = McpChild::start(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")]);
+    let ask = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                     "params": {"name": "ask", "arguments": {"question": "How long is the refund window?"}}});
+    mcp.send(&ask);
+    let wait = std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + wait;
+    while fake.requests().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert_eq!(fake.requests().len(), 1, "the model call started");
+    mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}));
+    assert!(fake.wait_dropped(1, wait), "the model call was dropped when the client cancelled");
+    // The server goes on answering.
+    let tools = mcp.request("tools/list", json!({}));
+    assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(3), "{tools}");
+}
+
+/// Under `serve`, an `ask` whose request times out stops its model call too, so a client
+/// cannot start runs that outlive their requests (and the limits on requests in flight).
+#[tokio::test]
+async fn an_ask_whose_request_times_out_stops_its_model_call() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds are"], true)]);
+    let ws = common::sample_workspace();
+    let token = "mcp-timeout-0123456789";
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\nrequest_timeout_secs = 1\n\n[[serve.tokens]]\nprincipal = \"ide\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        docs_agent::serve::auth::hash(token)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
+    let base = fake.base_url();
+    let (mut child, url, _log) =
+        common::spawn_serve_logged(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")]);
+    let ask = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "ask", "arguments": {"question": "How long is the refund window?"}}});
+    let (status, _) = post_mcp(&url, Some(token), ask).await;
+    let dropped = tokio::task::spawn_blocking(move || fake.wait_dropped(1, std::time::Duration::from_secs(20)))
+        .await
+        .expect("wait");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 504, "the request timed out");
+    assert!(dropped, "the model call was dropped with the request");
+}

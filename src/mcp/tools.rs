@@ -252,15 +252,37 @@ impl DocsServer {
             Err(message) => return failed(&message),
         };
         let who = principal(&context);
-        let Some(token) = context.meta.get_progress_token() else {
-            return match self.front.ask(question, who.as_ref(), None).await {
-                Ok(answered) => answer_result(&answered),
-                Err(message) => failed(&message),
-            };
+        let progress = context.meta.get_progress_token();
+        // The client cancels (`notifications/cancelled`, or its HTTP request is dropped or
+        // times out): the question stops with it, its model call included, so no run outlives
+        // the request that started it.
+        let cancelled = context.ct.clone();
+        let answered = tokio::select! {
+            biased;
+            () = cancelled.cancelled() => return failed("the client cancelled the question"),
+            answered = self.answer(question, who.as_ref(), progress, &context) => answered,
         };
-        // The client asked for progress: each model call and tool result is told as it happens
-        // (a small local model takes seconds a step). The observer owns the sender, so the
-        // forwarding ends when the question does.
+        match answered {
+            Ok(answered) => answer_result(&answered),
+            Err(message) => failed(&message),
+        }
+    }
+}
+
+impl DocsServer {
+    /// Asks the harness; with a `progress` token, each model call and tool result is told to
+    /// the client as it happens (a small local model takes seconds a step).
+    async fn answer(
+        &self,
+        question: &str,
+        who: Option<&Principal>,
+        progress: Option<rmcp::model::ProgressToken>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Answered, String> {
+        let Some(token) = progress else {
+            return self.front.ask(question, who, None).await;
+        };
+        // The observer owns the sender, so the forwarding ends when the question does.
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let asking = async move {
             let mut tell = move |event: &TurnEvent<'_>| {
@@ -268,7 +290,7 @@ impl DocsServer {
                     let _ = tx.send(line);
                 }
             };
-            self.front.ask(question, who.as_ref(), Some(&mut tell)).await
+            self.front.ask(question, who, Some(&mut tell)).await
         };
         let forwarding = async {
             let mut told = 0.0;
@@ -279,10 +301,7 @@ impl DocsServer {
                 let _ = context.peer.notify_progress(note).await;
             }
         };
-        match tokio::join!(asking, forwarding).0 {
-            Ok(answered) => answer_result(&answered),
-            Err(message) => failed(&message),
-        }
+        tokio::join!(asking, forwarding).0
     }
 }
 

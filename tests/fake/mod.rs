@@ -72,6 +72,19 @@ impl Canned {
 struct Shared {
     replies: Arc<Mutex<Vec<Canned>>>,
     requests: Arc<Mutex<Vec<serde_json::Value>>>,
+    /// How many hanging streams the client closed, told to whoever waits for one.
+    dropped: Arc<(Mutex<usize>, std::sync::Condvar)>,
+}
+
+/// Counts a hanging stream closed by the client, when the stream is dropped.
+struct Dropped(Arc<(Mutex<usize>, std::sync::Condvar)>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        let (count, changed) = &*self.0;
+        *count.lock().expect("lock") += 1;
+        changed.notify_all();
+    }
 }
 
 /// A running fake server; it stops when dropped with the test process.
@@ -83,7 +96,8 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts serving `replies` in order (the last one repeats) on 127.0.0.1 with a free port.
     pub fn start(replies: Vec<Canned>) -> FakeServer {
-        let shared = Shared { replies: Arc::new(Mutex::new(replies)), requests: Arc::default() };
+        let shared =
+            Shared { replies: Arc::new(Mutex::new(replies)), requests: Arc::default(), dropped: Arc::default() };
         let app = Router::new().route("/v1/chat/completions", post(reply)).with_state(shared.clone());
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -101,6 +115,15 @@ impl FakeServer {
     /// The base URL to give docs-agent.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// Waits up to `within` for the client to close `n` hanging streams (a cancelled model
+    /// call); whether it did.
+    pub fn wait_dropped(&self, n: usize, within: Duration) -> bool {
+        let (count, changed) = &*self.shared.dropped;
+        let guard = count.lock().expect("lock");
+        let (guard, _) = changed.wait_timeout_while(guard, within, |dropped| *dropped < n).expect("lock");
+        *guard >= n
     }
 
     /// Every request body received so far.
@@ -130,7 +153,17 @@ async fn reply(State(shared): State<Shared>, headers: axum::http::HeaderMap, bod
         if !hang {
             events.push(Ok("data: [DONE]\n\n".to_string()));
         }
-        let tail = if hang { futures_util::stream::pending().boxed() } else { futures_util::stream::empty().boxed() };
+        let tail = if hang {
+            let guard = Dropped(shared.dropped.clone());
+            futures_util::stream::pending()
+                .map(move |x| {
+                    let _held = &guard;
+                    x
+                })
+                .boxed()
+        } else {
+            futures_util::stream::empty().boxed()
+        };
         let body = axum::body::Body::from_stream(futures_util::stream::iter(events).chain(tail));
         return (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response();
     }
