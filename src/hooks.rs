@@ -270,6 +270,18 @@ impl Hooks {
         })
     }
 
+    /// `text` with the extra redaction patterns applied, and nothing cut: for the short texts
+    /// shown beside a result (a hit's path or heading in an MCP client's structured content).
+    pub fn redacted<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        let mut text = std::borrow::Cow::Borrowed(text);
+        for regex in &self.redact {
+            if regex.is_match(&text) {
+                text = std::borrow::Cow::Owned(regex.replace_all(&text, "[REDACTED:hook]").into_owned());
+            }
+        }
+        text
+    }
+
     /// A tool result after the extra redaction and the size cap.
     pub fn after(&self, text: &str) -> Trimmed {
         if self.redact.is_empty() && (self.max_result_bytes == 0 || text.len() <= self.max_result_bytes) {

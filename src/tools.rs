@@ -378,7 +378,10 @@ pub fn search_result(hits: &[crate::index::Hit], max_bytes: usize) -> String {
     if hits.is_empty() {
         return "No section of the docs matched. Try other words.".to_string();
     }
-    let budget = max_bytes / hits.len();
+    // Within `max_bytes` in all, the listing's first line, each section's line break and a
+    // cut's marker included: a cap on the whole (a post-tool hook's) never cuts into a fence.
+    let room = max_bytes.saturating_sub(listing(&[]).len() + 4) / hits.len();
+    let budget = room.saturating_sub(1 + redact::TRUNCATED.len());
     let fenced: Vec<String> = hits.iter().map(|hit| fence_hit(hit, budget)).collect();
     listing(&fenced)
 }

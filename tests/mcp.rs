@@ -199,9 +199,36 @@ fn the_operators_rules_decide_mcp_calls_as_they_decide_the_models() {
                  decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n\n\
                  [[hooks.pre_tool]]\nname = \"keys-need-a-person\"\ntool = \"search_docs\"\narguments = \"(?i)keys?\\\\b\"\n\
                  decision = \"ask\"\n\n\
-                 [hooks.post_tool]\nredact = [\"(?i)first payment\"]\n";
+                 [hooks.post_tool]\nredact = [\"(?i)first payment\", \"(?i)onboarding\"]\nmax_result_bytes = 600\n";
     std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
     let mut mcp = McpChild::start(ws.path(), &[("LLM_MODEL", "scripted")]);
+
+    // The listing shows no section a rule keeps from being read, nor a name the operator's
+    // patterns redact.
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = mcp.request("resources/list", cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c})));
+        let resources = page["result"]["resources"].as_array().cloned().unwrap_or_default();
+        listed.extend(resources.iter().filter_map(|r| r["uri"].as_str().map(str::to_string)));
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert!(listed.iter().any(|u| u.contains("docs/invoices.md")), "{listed:?}");
+    assert!(!listed.iter().any(|u| u.contains("refunds.md") || u.contains("onboarding")), "{listed:?}");
+
+    // The patterns reach the structured hits too, and the cap keeps the fence whole.
+    let found = mcp.call("search_docs", json!({"query": "shared sandbox"}));
+    let structured = found["structuredContent"].to_string();
+    assert!(
+        structured.contains("[REDACTED:hook]") && !structured.to_lowercase().contains("onboarding"),
+        "{structured}"
+    );
+    let read = mcp.call("read_section", json!({"path": "docs/invoices.md", "anchor": null}));
+    let read_text = text(&read);
+    assert!(!is_error(&read) && read_text.ends_with("</untrusted>") && read_text.len() <= 600, "{read_text}");
 
     let denied = mcp.call("read_section", json!({"path": "./docs//refunds.md", "anchor": "window"}));
     assert!(
@@ -217,10 +244,12 @@ fn the_operators_rules_decide_mcp_calls_as_they_decide_the_models() {
         "{asked}"
     );
 
-    let found = mcp.call("search_docs", json!({"query": "refund window"}));
+    let found = mcp.call("search_docs", json!({"query": "refund window", "limit": 1}));
     let shown = text(&found);
     assert!(!is_error(&found) && shown.contains("[REDACTED:hook]"), "{shown}");
     assert!(!shown.to_lowercase().contains("first payment"), "{shown}");
+    let many = text(&mcp.call("search_docs", json!({"query": "refund window", "limit": 5})));
+    assert!(many.len() <= 600 && many.trim_end().ends_with("</untrusted>") && !many.contains("[cut at"), "{many}");
 }
 
 #[test]
@@ -285,6 +314,11 @@ async fn under_serve_mcp_takes_the_same_tokens_and_roles_and_counts_tokens_by_pr
     let (_, asked) = post_mcp(&url, Some(asker), ask).await;
     let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_docs", "arguments": {"query": []}}});
     let (_, bad) = post_mcp(&url, Some(asker), bad).await;
+    let search = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search_docs", "arguments": {"query": "refund window"}}});
+    let (_, searched) = post_mcp(&url, Some(asker), search).await;
+    let got = reqwest::Client::new().get(format!("{url}/mcp")).bearer_auth(asker).send().await.expect("GET /mcp");
+    let get_status = got.status().as_u16();
+    let get_body: Value = got.json().await.unwrap_or_default();
     let metrics =
         reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(admin).send().await.expect("metrics");
     let metrics = metrics.text().await.unwrap_or_default();
@@ -300,6 +334,10 @@ async fn under_serve_mcp_takes_the_same_tokens_and_roles_and_counts_tokens_by_pr
     assert!(text(&asked["result"]).contains("[docs/refunds.md#window]"), "{asked}");
     assert!(is_error(&bad["result"]) && text(&bad["result"]).contains("`query`"), "{bad}");
     assert!(metrics.contains("docs_agent_tokens_total{kind=\"prompt\",model=\"m\",principal=\"ide\"} 10"), "{metrics}");
+    assert!(!is_error(&searched["result"]), "{searched}");
+    // ask's own search and the client's search_docs: both counted.
+    assert!(metrics.contains("docs_agent_tool_calls_total{decision=\"allowed\"} 2"), "{metrics}");
+    assert_eq!((get_status, get_body["error"]["code"].as_str()), (405, Some("method_not_allowed")), "{get_body}");
 }
 
 /// A client that cancels its `ask` (over stdio, `notifications/cancelled`) stops the model
@@ -352,4 +390,25 @@ async fn an_ask_whose_request_times_out_stops_its_model_call() {
     let _ = child.wait();
     assert_eq!(status, 504, "the request timed out");
     assert!(dropped, "the model call was dropped with the request");
+}
+
+/// `docs-agent mcp` lives as long as its client: an edit to the docs is found once
+/// `index.rescan_secs` have passed, without a restart.
+#[test]
+fn over_stdio_an_edit_to_the_docs_is_found_without_a_restart() {
+    let ws = common::sample_workspace();
+    let mut mcp = McpChild::start(ws.path(), &[("LLM_MODEL", "scripted"), ("DOCS_AGENT_INDEX_RESCAN_SECS", "1")]);
+    let query = json!({"query": "zanzibar escrow"});
+    assert!(!text(&mcp.call("search_docs", query.clone())).contains("docs/escrow.md"));
+    std::fs::write(
+        ws.path().join("docs/escrow.md"),
+        "# Escrow\n\n## Zanzibar\n\nZanzibar escrow holds funds for 3 days.\n",
+    )
+    .expect("a new doc");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut found = String::new();
+    while std::time::Instant::now() < deadline && !found.contains("docs/escrow.md#zanzibar") {
+        found = text(&mcp.call("search_docs", query.clone()));
+    }
+    assert!(found.contains("docs/escrow.md#zanzibar") && found.contains("3 days"), "{found}");
 }

@@ -22,7 +22,12 @@ pub fn serve_stdio(config: Config) -> Result<Exit, Failure> {
     }
     let model =
         Model::from_config(&config.llm, config.limits.max_output_tokens).map_err(|e| (Exit::Usage, e.to_string()))?;
-    let front = Arc::new(Front::Local(Box::new(Local { config, harness, model })));
+    let front = Arc::new(Front::Local(Box::new(Local {
+        config,
+        harness,
+        model,
+        looked: std::sync::Mutex::new(std::time::Instant::now()),
+    })));
     let runtime = build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.block_on(async {
         let running = DocsServer::new(front)

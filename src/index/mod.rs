@@ -550,18 +550,24 @@ mod reader_tests {
         // A listing names each section once however many windows it has, and a page ends on
         // a whole section, whatever its size.
         for size in [1, 2, 5] {
-            let (mut listed, mut after) = (Vec::new(), 0);
+            let mut listed: Vec<super::section::Listed> = Vec::new();
             loop {
+                let after = listed.last().map(|s| (s.path.as_str(), s.anchor.as_str()));
                 let page = index.sections_after(after, size).expect("page");
                 assert!(page.sections.len() <= size);
-                listed.extend(page.sections.into_iter().map(|s| format!("{}#{}", s.path, s.anchor)));
-                match page.next {
-                    Some(next) => after = next,
-                    None => break,
+                listed.extend(page.sections);
+                if !page.more {
+                    break;
                 }
             }
-            assert_eq!(listed, ["docs/long.md#intro", "docs/long.md#long-part"], "pages of {size}");
+            let names: Vec<String> = listed.iter().map(|s| format!("{}#{}", s.path, s.anchor)).collect();
+            assert_eq!(names, ["docs/long.md#intro", "docs/long.md#long-part"], "pages of {size}");
         }
+        // After a section that is gone, the listing goes on with the next file.
+        let page = index.sections_after(Some(("docs/long.md", "gone")), 5).expect("page");
+        assert!(page.sections.is_empty() && !page.more, "{page:?}");
+        let page = index.sections_after(Some(("docs/a.md", "x")), 5).expect("page");
+        assert_eq!(page.sections.len(), 2, "a file before long.md: all of long.md follows");
     }
 
     #[test]

@@ -73,37 +73,57 @@ pub struct Listed {
 /// One page of [`Index::sections_after`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
-    /// The sections, in the order of the files and of their headings.
+    /// The sections, by file path, then in the order of their file.
     pub sections: Vec<Listed>,
-    /// Where the next page starts (pass it back as `after`), or `None` after the last section.
-    pub next: Option<i64>,
+    /// Whether sections follow the last one (the next page starts after it).
+    pub more: bool,
 }
 
 impl Index {
-    /// Up to `limit` sections after the row `after` (0 for the first page), each once however
-    /// many windows it was indexed as. A page ends on a whole section, so the next one starts
-    /// on a new section. The rows belong to this generation: a later one numbers them anew.
-    pub fn sections_after(&self, after: i64, limit: usize) -> Result<Page, IndexError> {
+    /// Up to `limit` sections after the section `after` (a path and an anchor; `None` for the
+    /// first page), each once however many windows it was indexed as: files in path order,
+    /// each file's sections in order. The position is the section itself, not a row, so it
+    /// holds across index generations and processes: a page starts right after that section
+    /// in the docs as indexed now (after the rest of its file when it is gone). Each page reads
+    /// about its own size (files by their path index, a file's rows by rowid range).
+    pub fn sections_after(&self, after: Option<(&str, &str)>, limit: usize) -> Result<Page, IndexError> {
+        let limit = limit.max(1);
         let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT s.rowid, s.path, s.anchor, s.heading FROM sections s \
-             JOIN files f ON f.path = s.path AND f.warning IS NULL \
-             WHERE s.rowid > ?1 ORDER BY s.rowid",
-        )?;
-        let mut rows = stmt.query([after])?;
-        let mut sections: Vec<Listed> = Vec::new();
-        let mut last = after;
-        while let Some(row) = rows.next()? {
-            let (rowid, path, anchor): (i64, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
-            let same = sections.last().is_some_and(|s| s.path == path && s.anchor == anchor);
-            if !same {
-                if sections.len() == limit.max(1) {
-                    return Ok(Page { sections, next: Some(last) });
-                }
-                sections.push(Listed { path, anchor, heading: row.get(3)? });
+        let (from_path, from_row) = match after {
+            None => (String::new(), i64::MIN),
+            Some((path, anchor)) => {
+                let last: Option<i64> = conn
+                    .prepare_cached(
+                        "SELECT max(s.rowid) FROM files f JOIN sections s ON s.rowid BETWEEN f.first_row AND f.last_row \
+                         WHERE f.path = ?1 AND s.anchor = ?2",
+                    )?
+                    .query_row(params![path, anchor], |r| r.get(0))?;
+                (path.to_string(), last.unwrap_or(i64::MAX))
             }
-            last = rowid;
+        };
+        let mut files = conn.prepare_cached(
+            "SELECT path, first_row, last_row FROM files WHERE warning IS NULL AND path >= ?1 ORDER BY path",
+        )?;
+        let mut rows = conn.prepare_cached(
+            "SELECT rowid, anchor, heading FROM sections WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
+        )?;
+        let mut sections: Vec<Listed> = Vec::new();
+        let mut listed = files.query([&from_path])?;
+        while let Some(file) = listed.next()? {
+            let (path, first, last): (String, i64, i64) = (file.get(0)?, file.get(1)?, file.get(2)?);
+            let first = if path == from_path { first.max(from_row.saturating_add(1)) } else { first };
+            let mut found = rows.query(params![first, last])?;
+            while let Some(row) = found.next()? {
+                let anchor: String = row.get(1)?;
+                if sections.last().is_some_and(|s| s.path == path && s.anchor == anchor) {
+                    continue; // the next window of the same section
+                }
+                if sections.len() == limit {
+                    return Ok(Page { sections, more: true });
+                }
+                sections.push(Listed { path: path.clone(), anchor, heading: row.get(2)? });
+            }
         }
-        Ok(Page { sections, next: None })
+        Ok(Page { sections, more: false })
     }
 }

@@ -49,7 +49,13 @@ pub struct Local {
     pub harness: Harness,
     /// The configured model.
     pub model: Model,
+    /// When `docs/` was last looked at for changes.
+    pub looked: std::sync::Mutex<std::time::Instant>,
 }
+
+/// A document modified this recently may still be being written: it keeps its old version
+/// until a later look (as `serve` holds it back without file events).
+const SETTLE_NS: i64 = 500_000_000;
 
 /// An answer from the whole harness, with whether it came from the retrieval-only fallback.
 pub struct Answered {
@@ -73,6 +79,39 @@ impl Front {
         match self {
             Front::Local(local) => &local.harness,
             Front::Serve(state) => &state.harness,
+        }
+    }
+
+    /// Under `docs-agent mcp`, which lives as long as its client (hours, in an IDE): brings the
+    /// index up to date with `docs/` when `index.rescan_secs` have passed since it last looked
+    /// (0: never), before a call reads it. `serve` keeps its index fresh on its own.
+    pub fn fresh(&self) {
+        let Front::Local(local) = self else { return };
+        let every = local.config.index.rescan_secs;
+        {
+            let mut looked = local.looked.lock().unwrap_or_else(|p| p.into_inner());
+            if every == 0 || looked.elapsed() < std::time::Duration::from_secs(every) {
+                return;
+            }
+            *looked = std::time::Instant::now();
+        }
+        let now = crate::index::walk::epoch_ns(std::time::SystemTime::now());
+        let held = |listed: &crate::index::walk::Listed| (0..SETTLE_NS).contains(&now.saturating_sub(listed.mtime_ns));
+        match local.harness.refresh_index(local.config.index.max_file_bytes, &held) {
+            Ok(refreshed) if refreshed.replaced => {
+                tracing::info!(generation = refreshed.version.generation, "the docs changed: index updated");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("the docs index could not be brought up to date: {e}; answering from the last one")
+            }
+        }
+    }
+
+    /// Counts a tool call an MCP client made, under `serve` (`/metrics`), as the model's are.
+    pub fn tool_call(&self, decision: crate::tools::Decision) {
+        if let Front::Serve(state) = self {
+            state.metrics.tool_call(decision);
         }
     }
 
@@ -108,5 +147,21 @@ impl Front {
                 Ok(Answered { run, degraded })
             }
         }
+    }
+}
+
+/// Rewrites every string value in `value` with `rewrite` (object keys are the protocol's own
+/// names): the last scrub of a message, and the operator's redaction of structured content.
+pub fn rewrite_strings(value: &mut serde_json::Value, rewrite: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(changed) = rewrite(text) {
+                *text = changed;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| rewrite_strings(item, rewrite)),
+        Value::Object(fields) => fields.values_mut().for_each(|field| rewrite_strings(field, rewrite)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }

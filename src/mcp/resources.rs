@@ -1,8 +1,9 @@
 //! The docs' sections as MCP resources: `docs-agent://` followed by a section's citation,
 //! `path#anchor` (`docs-agent://docs/refunds.md#refund-window`; the bare path for a document's
-//! first section), percent-encoded where a URI needs it. Listed a page at a time, in the order
-//! of the files and their headings, from the index generation searched now; read whole, fenced
-//! as untrusted and redacted, as `read_section` reads them.
+//! first section), percent-encoded where a URI needs it. Listed a page at a time, by path and
+//! then in each file's order, from the index generation searched now (the cursor is the last
+//! section listed, so it holds when the docs change and on any replica); read whole, fenced as
+//! untrusted and redacted, as `read_section` reads them.
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 use rmcp::ErrorData;
@@ -16,8 +17,10 @@ use crate::workspace::policy::{Area, check_read};
 pub const SCHEME: &str = "docs-agent://";
 /// Sections per page of `resources/list`.
 const PAGE: usize = 100;
-/// The most bytes of one section a read returns (before the post-tool cap, if smaller).
-const MAX_SECTION_BYTES: usize = 64 * 1024;
+/// The most bytes of one section a read returns (or the post-tool cap, if smaller).
+pub const MAX_SECTION_BYTES: usize = 64 * 1024;
+/// Bytes a fence adds around a section's text, at most, besides its source.
+const FENCE_OVERHEAD: usize = 40;
 
 /// What is percent-encoded in a path or an anchor: controls, space, and what a URI reads as
 /// syntax (`#`, `?`, `%`...), never `/`.
@@ -77,60 +80,71 @@ pub fn template() -> ResourceTemplate {
         .with_mime_type("text/plain")
 }
 
-/// One page of sections, after `cursor` (from the page before; absent for the first).
+/// One page of sections, after `cursor` (from the page before; absent for the first). The
+/// cursor is the URI of the page's last section, so it holds across index generations and on
+/// any replica. A section the operator's rules keep from being read (a `read_file` rule that
+/// denies or asks), or whose name their redaction patterns would change, is not listed.
 pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let after = cursor
+        .map(parse)
+        .transpose()
+        .map_err(|_| ErrorData::invalid_params("this cursor was not made by this server; list from the start", None))?;
     let index = front.harness().index.current();
-    let generation = index.version.generation;
-    let after = match cursor {
-        None => 0,
-        Some(cursor) => {
-            let (of, row) = cursor
-                .split_once(':')
-                .and_then(|(g, r)| Some((g.parse::<i64>().ok()?, r.parse::<i64>().ok()?)))
-                .ok_or_else(|| {
-                    ErrorData::invalid_params("this cursor was not made by this server; list from the start", None)
-                })?;
-            if of != generation {
-                return Err(ErrorData::invalid_params(
-                    "the docs changed since this listing began (a new index generation); list from the start",
-                    None,
-                ));
-            }
-            row
-        }
-    };
-    let page = index.sections_after(after, PAGE).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let page =
+        crate::runtime::blocking(|| index.sections_after(after.as_ref().map(|(p, a)| (p.as_str(), a.as_str())), PAGE))
+            .map_err(|e| ErrorData::internal_error(crate::guard::scrub(&e.to_string()).into_owned(), None))?;
     let hooks = &front.harness().hooks;
+    let shown = |s: &&crate::index::section::Listed| {
+        let source = source(&s.path, &s.anchor);
+        hooks.redacted(&source) == source.as_str()
+            && hooks
+                .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
+                .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
+    };
     let resources = page
         .sections
         .iter()
+        .filter(shown)
         .map(|s| {
-            let heading = hooks.after(&crate::guard::scrub(&s.heading)).text;
-            let source = if s.anchor.is_empty() { s.path.clone() } else { format!("{}#{}", s.path, s.anchor) };
-            Resource::new(uri(&s.path, &s.anchor), source).with_title(heading).with_mime_type("text/plain")
+            let heading = hooks.redacted(&crate::guard::scrub(&s.heading)).into_owned();
+            Resource::new(uri(&s.path, &s.anchor), source(&s.path, &s.anchor))
+                .with_title(heading)
+                .with_mime_type("text/plain")
         })
         .collect();
     let mut result = ListResourcesResult::with_all_items(resources);
-    result.next_cursor = page.next.map(|row| format!("{generation}:{row}"));
+    if page.more {
+        result.next_cursor = page.sections.last().map(|s| uri(&s.path, &s.anchor));
+    }
     Ok(result)
 }
 
+/// A section's citation: `path#anchor`, or the bare path for a document's first section.
+fn source(path: &str, anchor: &str) -> String {
+    if anchor.is_empty() { path.to_string() } else { format!("{path}#{anchor}") }
+}
+
 /// The section `anchor` of `path` (a document under `docs/`), fenced as untrusted and redacted,
-/// from the index generation searched now; an error that says what to do instead.
-pub fn read(front: &Front, path: &str, anchor: &str) -> Result<String, String> {
+/// from the index generation searched now, within `max_bytes` with its fence; an error that
+/// says what to do instead.
+pub fn read(front: &Front, path: &str, anchor: &str, max_bytes: usize) -> Result<String, String> {
     let shown = crate::guard::clip(path, 200);
     let checked = check_read(path).ok().filter(|p| p.area() == Area::Docs).ok_or_else(|| {
         format!("`{shown}` is not a document of the docs; give its path as search_docs does (docs/…)")
     })?;
     let path = checked.display();
     let index = front.harness().index.current();
-    let section = index.section(&path, anchor).map_err(|e| e.to_string())?.ok_or_else(|| {
-        let at = if anchor.is_empty() { path.clone() } else { format!("{path}#{}", crate::guard::clip(anchor, 100)) };
-        format!("no section {at} in the docs; search_docs names the sections that exist (path#anchor)")
-    })?;
-    let source = if section.anchor.is_empty() { path.clone() } else { format!("{path}#{}", section.anchor) };
+    let section =
+        crate::runtime::blocking(|| index.section(&path, anchor)).map_err(|e| e.to_string())?.ok_or_else(|| {
+            let at =
+                if anchor.is_empty() { path.clone() } else { format!("{path}#{}", crate::guard::clip(anchor, 100)) };
+            format!("no section {at} in the docs; search_docs names the sections that exist (path#anchor)")
+        })?;
+    let source = source(&path, &section.anchor);
     let body = format!("# {}\n(lines {}-{})\n{}", section.heading, section.lines.0, section.lines.1, section.text);
-    let body = crate::guard::redact::redact_truncated(&body, MAX_SECTION_BYTES);
+    // Cut before fencing, so a cut keeps the fence whole (the cut's marker is 14 bytes).
+    let room = max_bytes.min(MAX_SECTION_BYTES).saturating_sub(source.len() + FENCE_OVERHEAD + 14);
+    let body = crate::guard::redact::redact_truncated(&body, room);
     Ok(Fenced::new(&source, &body).into_string())
 }
 

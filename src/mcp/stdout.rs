@@ -13,8 +13,10 @@ use std::task::{Context, Poll};
 use serde_json::Value;
 use tokio::io::AsyncWrite;
 
-/// Writes JSON lines to `inner` with every string value scrubbed.
+/// Writes JSON lines to `inner` with every string value scrubbed. What it holds is bounded by
+/// one message: the SDK flushes after each, and a flush waits until `inner` took everything.
 pub struct Scrubbed<W> {
+    /// Where the scrubbed messages go (stdout).
     inner: W,
     /// Bytes after the last line break, not yet a whole message.
     pending: Vec<u8>,
@@ -44,24 +46,17 @@ fn scrub_line(line: &[u8]) -> Vec<u8> {
     match serde_json::from_slice::<Value>(line) {
         Ok(mut message) => {
             scrub_strings(&mut message);
-            serde_json::to_vec(&message).unwrap_or_default()
+            // Serialising a Value cannot fail; were it to, the text is still written, scrubbed.
+            serde_json::to_vec(&message)
+                .unwrap_or_else(|_| crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes())
         }
         Err(_) => crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes(),
     }
 }
 
-/// Scrubs every string value in `value` (object keys are the protocol's own names).
+/// Scrubs every string value in `value`.
 fn scrub_strings(value: &mut Value) {
-    match value {
-        Value::String(text) => {
-            if let std::borrow::Cow::Owned(clean) = crate::guard::scrub(text) {
-                *text = clean;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(scrub_strings),
-        Value::Object(fields) => fields.values_mut().for_each(scrub_strings),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
+    super::rewrite_strings(value, &|text| crate::guard::scrub(text));
 }
 
 impl<W: AsyncWrite + Unpin> Scrubbed<W> {

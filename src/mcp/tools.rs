@@ -27,6 +27,7 @@ use crate::agent::Stop;
 use crate::hooks::RuleDecision;
 use crate::serve::auth::Principal;
 use crate::session::progress::TurnEvent;
+use crate::tools::Decision;
 
 /// Longest query or question taken, in characters (as `POST /v1/ask`).
 const MAX_QUESTION_CHARS: usize = crate::serve::ask::MAX_QUESTION_CHARS;
@@ -55,10 +56,10 @@ pub struct SearchParams {
 pub struct SectionParams {
     /// The document, as search_docs names it: `docs/refunds.md`.
     pub path: String,
-    /// The section's anchor, the part after `#` (`refund-window`); empty or absent for the
-    /// document's first section.
+    /// The section's anchor, the part after `#` (`refund-window`); empty, null or absent for
+    /// the document's first section.
     #[serde(default)]
-    pub anchor: String,
+    pub anchor: Option<String>,
 }
 
 /// `ask`'s arguments.
@@ -72,7 +73,9 @@ pub struct AskParams {
 /// The MCP server: the docs' tools and sections, answering from a [`Front`].
 #[derive(Clone)]
 pub struct DocsServer {
+    /// What the tools answer from.
     front: Arc<Front>,
+    /// The tools, by name (made by `#[tool_router]`).
     tool_router: ToolRouter<DocsServer>,
 }
 
@@ -82,32 +85,59 @@ impl DocsServer {
         DocsServer { front, tool_router: Self::tool_router() }
     }
 
-    /// The operator's pre-tool rules on a call of `tool` with `arguments`: an `ask` rule
-    /// refuses it as a `deny` does, since nobody is there to approve; then the result, through
-    /// the post-tool rules.
+    /// Runs the MCP tool `name` as the toolbox runs a model's call, and records it: the
+    /// operator's pre-tool rules on a call of `tool` with `arguments` first (an `ask` rule
+    /// refuses it as a `deny` does, since nobody is there to approve), then the result through
+    /// the post-tool rules. The call has its `execute_tool` span, each hook decision a log line
+    /// in it with its rule, and under `serve` the tool-call metric counts it.
     fn guarded(
         &self,
+        name: &str,
         tool: &str,
         arguments: &serde_json::Value,
         run: impl FnOnce() -> Result<String, String>,
     ) -> Result<String, String> {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            docs_agent.front = "mcp",
+            docs_agent.decision = tracing::field::Empty,
+        );
+        let _in = span.enter();
         let hooks = &self.front.harness().hooks;
-        if let Some(ruled) = hooks.before(tool, &arguments.to_string()) {
+        let refused = hooks.before(tool, &arguments.to_string()).and_then(|ruled| {
+            tracing::info!(stage = "pre_tool", rule = %ruled.rule, decision = ruled.decision.as_str(), "hook decided");
             match ruled.decision {
-                RuleDecision::Allow => {}
+                RuleDecision::Allow => None,
                 RuleDecision::Deny => {
-                    return Err(format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason));
+                    Some(format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason))
                 }
-                RuleDecision::Ask => {
-                    return Err(format!(
-                        "the operator's rule `{}` asks a person to approve this call, and nobody can approve \
-                         over MCP; ask the operator, or use another section",
-                        ruled.rule
-                    ));
-                }
+                RuleDecision::Ask => Some(format!(
+                    "the operator's rule `{}` asks a person to approve this call, and nobody can approve over \
+                     MCP; ask the operator",
+                    ruled.rule
+                )),
             }
-        }
-        run().map(|text| hooks.after(&text).text)
+        });
+        let (result, decision) = match refused {
+            Some(message) => (Err(message), Decision::Denied),
+            None => match run() {
+                Ok(text) => {
+                    let trimmed = hooks.after(&text);
+                    for change in &trimmed.changes {
+                        tracing::info!(stage = "post_tool", decision = %change, "hook decided");
+                    }
+                    (Ok(trimmed.text), Decision::Allowed)
+                }
+                Err(message) => (Err(message), Decision::Error),
+            },
+        };
+        span.record("docs_agent.decision", decision.as_str());
+        tracing::info!(decision = decision.as_str(), "tool call done");
+        self.front.tool_call(decision);
+        result
     }
 
     /// The most bytes a result may hold: the model's own limit, or the post-tool cap.
@@ -164,6 +194,7 @@ impl DocsServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_docs(&self, Parameters(raw): Parameters<JsonObject>) -> CallToolResult {
+        self.front.fresh();
         let params: SearchParams = match arguments(raw) {
             Ok(params) => params,
             Err(bad) => return bad,
@@ -174,35 +205,38 @@ impl DocsServer {
         };
         let k = match params.limit {
             None => self.front.config().index.top_k.clamp(1, MAX_LIMIT),
-            Some(k @ 1..=20) => k as usize,
+            Some(k) if (1..=MAX_LIMIT).contains(&(k as usize)) => k as usize,
             Some(k) => return failed(&format!("limit is {k}; it must be 1 to {MAX_LIMIT}")),
         };
         let index = self.front.harness().index.current();
         let mut found = Vec::new();
-        let text = self.guarded("search_docs", &json!({"query": query}), || {
-            let hits = index.search(query, k).map_err(|e| e.to_string())?;
+        let text = self.guarded("search_docs", "search_docs", &json!({"query": query}), || {
+            let hits = crate::runtime::blocking(|| index.search(query, k)).map_err(|e| e.to_string())?;
             let text = crate::tools::search_result(&hits, self.result_bytes());
             found = hits;
             Ok(text)
         });
         match text {
             Ok(text) => {
-                let hooks = &self.front.harness().hooks;
                 let sections: Vec<_> = found
                     .iter()
                     .map(|hit| {
                         json!({
                             "path": hit.path,
                             "anchor": hit.anchor,
-                            "heading": hooks.after(&crate::guard::scrub(&hit.heading)).text,
+                            "heading": crate::guard::scrub(&hit.heading),
                             "lines": [hit.lines.0, hit.lines.1],
                             "score": hit.score,
                             "uri": resources::uri(&hit.path, &hit.anchor),
                         })
                     })
                     .collect();
+                let mut structured = json!({ "sections": sections });
+                // What the text shows, the structured hits show: the operator's patterns apply.
+                let hooks = &self.front.harness().hooks;
+                super::rewrite_strings(&mut structured, &|text| hooks.redacted(text));
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(json!({ "sections": sections }));
+                result.structured_content = Some(structured);
                 result
             }
             Err(message) => failed(&message),
@@ -218,12 +252,17 @@ impl DocsServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn read_section(&self, Parameters(raw): Parameters<JsonObject>) -> CallToolResult {
+        self.front.fresh();
         let params: SectionParams = match arguments(raw) {
             Ok(params) => params,
             Err(bad) => return bad,
         };
-        let arguments = json!({"path": params.path, "anchor": params.anchor});
-        let read = self.guarded("read_file", &arguments, || resources::read(&self.front, &params.path, &params.anchor));
+        let anchor = params.anchor.unwrap_or_default();
+        let arguments = json!({"path": params.path, "anchor": anchor});
+        let max = self.front.harness().hooks.result_cap(resources::MAX_SECTION_BYTES);
+        let read = self.guarded("read_section", "read_file", &arguments, || {
+            resources::read(&self.front, &params.path, &anchor, max)
+        });
         match read {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(message) => failed(&message),
@@ -251,6 +290,7 @@ impl DocsServer {
             Ok(question) => question,
             Err(message) => return failed(&message),
         };
+        self.front.fresh();
         let who = principal(&context);
         let progress = context.meta.get_progress_token();
         // The client cancels (`notifications/cancelled`, or its HTTP request is dropped or
@@ -364,6 +404,7 @@ impl ServerHandler for DocsServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.front.fresh();
         let cursor = request.and_then(|r| r.cursor);
         resources::list(&self.front, cursor.as_deref())
     }
@@ -381,10 +422,12 @@ impl ServerHandler for DocsServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        self.front.fresh();
         let (path, anchor) = resources::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e, None))?;
+        let max = self.front.harness().hooks.result_cap(resources::MAX_SECTION_BYTES);
         let text = self
-            .guarded("read_file", &json!({"path": path, "anchor": anchor}), || {
-                resources::read(&self.front, &path, &anchor)
+            .guarded("resources/read", "read_file", &json!({"path": path, "anchor": anchor}), || {
+                resources::read(&self.front, &path, &anchor, max)
             })
             .map_err(|e| ErrorData::resource_not_found(crate::guard::scrub(&e).into_owned(), None))?;
         Ok(rmcp::model::ReadResourceResult::new(vec![

@@ -17,6 +17,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::AppState;
 use super::auth::Principal;
+use super::error::ApiError;
 use crate::config::Role;
 use crate::mcp::{DocsServer, Front};
 
@@ -41,5 +42,29 @@ pub async fn handle(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    service.handle(request).await.map(axum::body::Body::new)
+    let response = service.handle(request).await;
+    let json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if !response.status().is_client_error() || json {
+        return response.map(axum::body::Body::new);
+    }
+    // The SDK refuses a request the protocol does not allow (a GET, a missing Accept, not
+    // JSON) in plain text; the API's clients get its one error shape, with the SDK's reason.
+    let status = response.status();
+    let reason = match axum::body::to_bytes(axum::body::Body::new(response.into_body()), 4096).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let code = match status.as_u16() {
+        405 => "method_not_allowed",
+        406 => "not_acceptable",
+        413 => "too_large",
+        415 => "unsupported_media_type",
+        _ => "bad_request",
+    };
+    let reason = if reason.is_empty() { status.canonical_reason().unwrap_or("refused").to_string() } else { reason };
+    ApiError::new(status, code, format!("/mcp: {}", crate::guard::clip(&reason, 300))).into_response()
 }

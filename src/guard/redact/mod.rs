@@ -29,7 +29,7 @@ use std::ops::Range;
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Appended by [`redact_truncated`] when it had to cut the text.
-const TRUNCATED: &str = "…[truncated]";
+pub const TRUNCATED: &str = "…[truncated]";
 
 /// How many extra passes [`redact`] makes to reach a fixed point (a redaction can
 /// turn the byte before a second secret into a word boundary that lets a rule fire).
