@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::resources;
@@ -68,6 +68,56 @@ pub struct SectionParams {
 pub struct AskParams {
     /// The question about the product, e.g. "how long is the refund window?".
     pub question: String,
+}
+
+/// `search_docs`'s structured result (its output schema).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// The sections found, best first.
+    pub sections: Vec<SearchHit>,
+}
+
+/// One section `search_docs` found.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchHit {
+    /// The document: `docs/refunds.md`.
+    pub path: String,
+    /// The section's anchor (empty for a document's first section).
+    pub anchor: String,
+    /// Its heading path: "Refunds > Window".
+    pub heading: String,
+    /// Its first and last line in the document.
+    pub lines: [usize; 2],
+    /// BM25 score, higher is better.
+    pub score: f64,
+    /// Its resource URI (`docs-agent://docs/refunds.md#window`).
+    pub uri: String,
+}
+
+/// `ask`'s structured result (its output schema).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AskOutput {
+    /// The answer; absent when the run stopped without one.
+    pub answer: Option<String>,
+    /// Why the run stopped: `answered`, `step_limit`, `time_limit`, `budget`, `model_error`.
+    pub stop: String,
+    /// The sections the answer cites.
+    pub citations: Vec<CitationOutput>,
+    /// True when the model was unavailable and the answer quotes the best sections.
+    pub degraded: bool,
+}
+
+/// A section an answer cites.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CitationOutput {
+    /// The document.
+    pub path: String,
+    /// The section's anchor.
+    pub anchor: String,
+    /// Its heading, when the run retrieved it.
+    pub heading: String,
+    /// True when the run retrieved the cited section: a citation the harness checked.
+    pub verified: bool,
 }
 
 /// The MCP server: the docs' tools and sections, answering from a [`Front`].
@@ -191,6 +241,7 @@ impl DocsServer {
                        fenced as <untrusted source=\"path#anchor\"> with its heading; cite them as \
                        [path#anchor]. read_section reads one whole.",
         input_schema = schema_for_type::<SearchParams>(),
+        output_schema = schema_for_type::<SearchOutput>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_docs(&self, Parameters(raw): Parameters<JsonObject>) -> CallToolResult {
@@ -218,20 +269,18 @@ impl DocsServer {
         });
         match text {
             Ok(text) => {
-                let sections: Vec<_> = found
+                let sections = found
                     .iter()
-                    .map(|hit| {
-                        json!({
-                            "path": hit.path,
-                            "anchor": hit.anchor,
-                            "heading": crate::guard::scrub(&hit.heading),
-                            "lines": [hit.lines.0, hit.lines.1],
-                            "score": hit.score,
-                            "uri": resources::uri(&hit.path, &hit.anchor),
-                        })
+                    .map(|hit| SearchHit {
+                        path: hit.path.clone(),
+                        anchor: hit.anchor.clone(),
+                        heading: crate::guard::scrub(&hit.heading).into_owned(),
+                        lines: [hit.lines.0, hit.lines.1],
+                        score: hit.score,
+                        uri: resources::uri(&hit.path, &hit.anchor),
                     })
                     .collect();
-                let mut structured = json!({ "sections": sections });
+                let mut structured = serde_json::to_value(SearchOutput { sections }).unwrap_or_default();
                 // What the text shows, the structured hits show: the operator's patterns apply.
                 let hooks = &self.front.harness().hooks;
                 super::rewrite_strings(&mut structured, &|text| hooks.redacted(text));
@@ -275,6 +324,7 @@ impl DocsServer {
                        needs and answers in a few sentences, citing sections as [path#anchor]; only \
                        citations it checked are marked verified. It never writes anything.",
         input_schema = schema_for_type::<AskParams>(),
+        output_schema = schema_for_type::<AskOutput>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     pub async fn ask(
@@ -362,12 +412,22 @@ fn progress_line(event: &TurnEvent<'_>) -> Option<String> {
 /// A run that stopped without an answer (a limit, the budget) is an error with its reason.
 fn answer_result(answered: &Answered) -> CallToolResult {
     let run = &answered.run;
-    let structured = json!({
-        "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
-        "stop": run.stop.as_str(),
-        "citations": &run.citations,
-        "degraded": answered.degraded,
-    });
+    let output = AskOutput {
+        answer: (run.stop == Stop::Answered).then(|| run.answer.clone()),
+        stop: run.stop.as_str().to_string(),
+        citations: run
+            .citations
+            .iter()
+            .map(|c| CitationOutput {
+                path: c.path.clone(),
+                anchor: c.anchor.clone(),
+                heading: c.heading.clone(),
+                verified: c.verified,
+            })
+            .collect(),
+        degraded: answered.degraded,
+    };
+    let structured = serde_json::to_value(output).unwrap_or_default();
     if run.stop != Stop::Answered {
         let mut result = failed(&format!("no answer ({}): {}", run.stop.as_str(), run.answer));
         result.structured_content = Some(structured);

@@ -145,6 +145,12 @@ async def exercise(session, transcript, label):
     citations = (asked.structured_content or {}).get("citations", [])
     check(f"{label}: ask answers with a verified citation", not asked.is_error and any(c["verified"] for c in citations), text[:400])
     check(f"{label}: ask lists its sources", "Sources:" in text and "docs/refunds.md" in text, text[:400])
+    try:
+        await session.validate_tool_result("search_docs", found)
+        await session.validate_tool_result("ask", asked)
+        check(f"{label}: structured results match the tools' output schemas", True)
+    except Exception as error:
+        check(f"{label}: structured results match the tools' output schemas", False, str(error))
 
     leaked = await session.call_tool("search_docs", {"query": "staging key for the sandbox"})
     text = text_of(leaked)
