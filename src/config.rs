@@ -199,7 +199,7 @@ pub struct IndexConfig {
     /// `serve` watches `docs/` for changes (inotify) and updates its index at once.
     pub watch: bool,
     /// `serve` also looks for changes this often, in seconds, for filesystems that send no
-    /// events (0: never).
+    /// events; `docs-agent mcp` looks this often, before a call (0: never).
     pub rescan_secs: u64,
 }
 
