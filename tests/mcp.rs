@@ -201,6 +201,8 @@ fn the_operators_rules_decide_mcp_calls_as_they_decide_the_models() {
                  decision = \"ask\"\n\n\
                  [hooks.post_tool]\nredact = [\"(?i)first payment\", \"(?i)onboarding\"]\nmax_result_bytes = 600\n";
     std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    std::fs::write(ws.path().join("docs/tagged.md"), format!("# Tagged\n\n{}\n", "<b>bold</b> ".repeat(200)))
+        .expect("doc");
     let mut mcp = McpChild::start(ws.path(), &[("LLM_MODEL", "scripted")]);
 
     // The listing shows no section a rule keeps from being read, nor a name the operator's
@@ -229,6 +231,13 @@ fn the_operators_rules_decide_mcp_calls_as_they_decide_the_models() {
     let read = mcp.call("read_section", json!({"path": "docs/invoices.md", "anchor": null}));
     let read_text = text(&read);
     assert!(!is_error(&read) && read_text.ends_with("</untrusted>") && read_text.len() <= 600, "{read_text}");
+    // Fencing makes every tag longer (`&lt;b>`) after the cut: the fence still closes.
+    let tagged = mcp.call("read_section", json!({"path": "docs/tagged.md"}));
+    let tagged_text = text(&tagged);
+    assert!(
+        tagged_text.ends_with("</untrusted>") && tagged_text.len() <= 600 && !tagged_text.contains("[cut at"),
+        "{tagged_text}"
+    );
 
     let denied = mcp.call("read_section", json!({"path": "./docs//refunds.md", "anchor": "window"}));
     assert!(
@@ -300,9 +309,17 @@ async fn under_serve_mcp_takes_the_same_tokens_and_roles_and_counts_tokens_by_pr
         &[("ide", asker, &["ask"]), ("cy", approver, &["approve"]), ("ops", admin, &["admin"])],
         "",
     );
+    // A file whose name holds a key: over HTTP nothing scrubs the reply last, so the listing
+    // itself must leave it out.
+    let key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+    std::fs::write(ws.path().join(format!("docs/{key}.md")), "# Named badly\n\nA page.\n").expect("doc");
     let base = fake.base_url();
     let (mut child, url, _log) =
         common::spawn_serve_logged(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")]);
+    let resources = json!({"jsonrpc": "2.0", "id": 9, "method": "resources/list"});
+    let (_, listed) = post_mcp(&url, Some(asker), resources).await;
+    assert!(listed["result"]["resources"].as_array().is_some_and(|r| r.len() > 10), "{listed}");
+    assert!(!listed.to_string().contains(key), "{listed}");
 
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (without, _) = post_mcp(&url, None, list.clone()).await;
@@ -364,32 +381,65 @@ fn a_cancelled_ask_stops_its_model_call_over_stdio() {
     assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(3), "{tools}");
 }
 
-/// Under `serve`, an `ask` whose request times out stops its model call too, so a client
-/// cannot start runs that outlive their requests (and the limits on requests in flight).
+/// Under `serve`, an `ask` whose request times out stops its model call too, even when the
+/// client asked for progress (which would turn the reply into a stream that outlives the
+/// request): no run outlives the request, or its slot. A timeout counts as a model failure for
+/// the circuit breaker; a client that gives up sooner does not, so no client can open the
+/// breaker for everyone by dropping its own requests.
 #[tokio::test]
 async fn an_ask_whose_request_times_out_stops_its_model_call() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds are"], true)]);
+    let fake = std::sync::Arc::new(fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds are"], true)]));
     let ws = common::sample_workspace();
-    let token = "mcp-timeout-0123456789";
+    let (token, admin) = ("mcp-timeout-0123456789", "mcp-timeout-admin-0123456789");
     let toml = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\nrequest_timeout_secs = 1\n\n[[serve.tokens]]\nprincipal = \"ide\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
-        docs_agent::serve::auth::hash(token)
+        "[serve]\nlisten = \"127.0.0.1:0\"\nrequest_timeout_secs = 2\n\n\
+         [[serve.tokens]]\nprincipal = \"ide\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n\n\
+         [[serve.tokens]]\nprincipal = \"ops\"\nsha256 = \"{}\"\nroles = [\"admin\"]\n",
+        docs_agent::serve::auth::hash(token),
+        docs_agent::serve::auth::hash(admin)
     );
     std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("config");
     let base = fake.base_url();
     let (mut child, url, _log) =
         common::spawn_serve_logged(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m")]);
     let ask = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                     "params": {"name": "ask", "arguments": {"question": "How long is the refund window?"}}});
+                     "params": {"name": "ask", "arguments": {"question": "How long is the refund window?"},
+                                "_meta": {"progressToken": "p-1"}}});
+    let waiting = |n: usize| {
+        let fake = fake.clone();
+        tokio::task::spawn_blocking(move || fake.wait_dropped(n, std::time::Duration::from_secs(20)))
+    };
+    let errors = || async {
+        let metrics = reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(admin).send().await;
+        let metrics = metrics.expect("metrics").text().await.unwrap_or_default();
+        metrics.lines().find(|l| l.starts_with("docs_agent_model_errors_total ")).map(str::to_string)
+    };
+
+    // A client that gives up after half a second.
+    let impatient = reqwest::Client::builder().timeout(std::time::Duration::from_millis(500)).build().expect("client");
+    let gave_up = impatient
+        .post(format!("{url}/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .json(&ask)
+        .send()
+        .await;
+    let dropped_by_client = waiting(1).await.expect("wait");
+    let after_hangup = errors().await;
+
     let (status, _) = post_mcp(&url, Some(token), ask).await;
-    let dropped = tokio::task::spawn_blocking(move || fake.wait_dropped(1, std::time::Duration::from_secs(20)))
-        .await
-        .expect("wait");
+    let dropped_by_timeout = waiting(2).await.expect("wait");
+    let after_timeout = errors().await;
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(status, 504, "the request timed out");
-    assert!(dropped, "the model call was dropped with the request");
+
+    assert!(gave_up.is_err(), "the client gave up first");
+    assert!(dropped_by_client, "the model call was dropped when the client hung up");
+    assert_eq!(after_hangup.as_deref(), Some("docs_agent_model_errors_total 0"));
+    assert_eq!(status, 504, "the request timed out: one JSON reply, never a stream that outlives it");
+    assert!(dropped_by_timeout, "the model call was dropped with the request");
+    assert_eq!(after_timeout.as_deref(), Some("docs_agent_model_errors_total 1"));
 }
 
 /// `docs-agent mcp` lives as long as its client: an edit to the docs is found once

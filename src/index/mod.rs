@@ -553,7 +553,7 @@ mod reader_tests {
             let mut listed: Vec<super::section::Listed> = Vec::new();
             loop {
                 let after = listed.last().map(|s| (s.path.as_str(), s.anchor.as_str()));
-                let page = index.sections_after(after, size).expect("page");
+                let page = index.sections_after(after, size, &|_| true).expect("page");
                 assert!(page.sections.len() <= size);
                 listed.extend(page.sections);
                 if !page.more {
@@ -564,10 +564,13 @@ mod reader_tests {
             assert_eq!(names, ["docs/long.md#intro", "docs/long.md#long-part"], "pages of {size}");
         }
         // After a section that is gone, the listing goes on with the next file.
-        let page = index.sections_after(Some(("docs/long.md", "gone")), 5).expect("page");
+        let page = index.sections_after(Some(("docs/long.md", "gone")), 5, &|_| true).expect("page");
         assert!(page.sections.is_empty() && !page.more, "{page:?}");
-        let page = index.sections_after(Some(("docs/a.md", "x")), 5).expect("page");
+        let page = index.sections_after(Some(("docs/a.md", "x")), 5, &|_| true).expect("page");
         assert_eq!(page.sections.len(), 2, "a file before long.md: all of long.md follows");
+        // A section not shown is passed over: it is neither listed nor a page's last.
+        let page = index.sections_after(None, 1, &|s| s.anchor != "intro").expect("page");
+        assert_eq!((page.sections.len(), page.sections[0].anchor.as_str(), page.more), (1, "long-part", false));
     }
 
     #[test]

@@ -84,9 +84,17 @@ impl Index {
     /// first page), each once however many windows it was indexed as: files in path order,
     /// each file's sections in order. The position is the section itself, not a row, so it
     /// holds across index generations and processes: a page starts right after that section
-    /// in the docs as indexed now (after the rest of its file when it is gone). Each page reads
-    /// about its own size (files by their path index, a file's rows by rowid range).
-    pub fn sections_after(&self, after: Option<(&str, &str)>, limit: usize) -> Result<Page, IndexError> {
+    /// in the docs as indexed now (after the rest of its file when it is gone). Sections
+    /// `shown` refuses are passed over, so a page holds `limit` shown ones when there are that
+    /// many, and its last is one the reader may see (the next page's cursor). Each page reads
+    /// about its own size (files by their path index, a file's rows by rowid range), plus the
+    /// sections passed over.
+    pub fn sections_after(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        shown: &dyn Fn(&Listed) -> bool,
+    ) -> Result<Page, IndexError> {
         let limit = limit.max(1);
         let conn = self.reader();
         let (from_path, from_row) = match after {
@@ -108,6 +116,8 @@ impl Index {
             "SELECT rowid, anchor, heading FROM sections WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
         )?;
         let mut sections: Vec<Listed> = Vec::new();
+        // The section the last row belonged to, shown or not: its next windows are skipped.
+        let mut current: Option<(String, String)> = None;
         let mut listed = files.query([&from_path])?;
         while let Some(file) = listed.next()? {
             let (path, first, last): (String, i64, i64) = (file.get(0)?, file.get(1)?, file.get(2)?);
@@ -115,13 +125,18 @@ impl Index {
             let mut found = rows.query(params![first, last])?;
             while let Some(row) = found.next()? {
                 let anchor: String = row.get(1)?;
-                if sections.last().is_some_and(|s| s.path == path && s.anchor == anchor) {
+                if current.as_ref().is_some_and(|(p, a)| *p == path && *a == anchor) {
                     continue; // the next window of the same section
+                }
+                current = Some((path.clone(), anchor.clone()));
+                let section = Listed { path: path.clone(), anchor, heading: row.get(2)? };
+                if !shown(&section) {
+                    continue;
                 }
                 if sections.len() == limit {
                     return Ok(Page { sections, more: true });
                 }
-                sections.push(Listed { path: path.clone(), anchor, heading: row.get(2)? });
+                sections.push(section);
             }
         }
         Ok(Page { sections, more: false })

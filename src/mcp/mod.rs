@@ -88,12 +88,9 @@ impl Front {
     pub fn fresh(&self) {
         let Front::Local(local) = self else { return };
         let every = local.config.index.rescan_secs;
-        {
-            let mut looked = local.looked.lock().unwrap_or_else(|p| p.into_inner());
-            if every == 0 || looked.elapsed() < std::time::Duration::from_secs(every) {
-                return;
-            }
-            *looked = std::time::Instant::now();
+        let mut looked = local.looked.lock().unwrap_or_else(|p| p.into_inner());
+        if every == 0 || looked.elapsed() < std::time::Duration::from_secs(every) {
+            return;
         }
         let now = crate::index::walk::epoch_ns(std::time::SystemTime::now());
         let held = |listed: &crate::index::walk::Listed| (0..SETTLE_NS).contains(&now.saturating_sub(listed.mtime_ns));
@@ -106,6 +103,15 @@ impl Front {
                 tracing::warn!("the docs index could not be brought up to date: {e}; answering from the last one")
             }
         }
+        // From the end of the look: a look slower than `rescan_secs` is not paid by every call.
+        *looked = std::time::Instant::now();
+    }
+
+    /// Whether `ask` tells its steps as progress: on stdio only. Over HTTP the first progress
+    /// message would turn the reply into a stream that outlives the request's time limit and
+    /// its slot among `serve.max_concurrent`, so the reply stays one JSON answer.
+    pub fn tells_progress(&self) -> bool {
+        matches!(self, Front::Local(_))
     }
 
     /// Counts a tool call an MCP client made, under `serve` (`/metrics`), as the model's are.

@@ -89,22 +89,24 @@ pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, 
         .map(parse)
         .transpose()
         .map_err(|_| ErrorData::invalid_params("this cursor was not made by this server; list from the start", None))?;
-    let index = front.harness().index.current();
-    let page =
-        crate::runtime::blocking(|| index.sections_after(after.as_ref().map(|(p, a)| (p.as_str(), a.as_str())), PAGE))
-            .map_err(|e| ErrorData::internal_error(crate::guard::scrub(&e.to_string()).into_owned(), None))?;
     let hooks = &front.harness().hooks;
-    let shown = |s: &&crate::index::section::Listed| {
+    // Not listed: a name with a secret in it (a file's path is indexed as it is), a name the
+    // operator's patterns redact, a section a `read_file` rule keeps from being read.
+    let shown = |s: &crate::index::section::Listed| {
         let source = source(&s.path, &s.anchor);
-        hooks.redacted(&source) == source.as_str()
+        crate::guard::scrub(&source) == source.as_str()
+            && hooks.redacted(&source) == source.as_str()
             && hooks
                 .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
                 .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
     };
+    let index = front.harness().index.current();
+    let from = after.as_ref().map(|(p, a)| (p.as_str(), a.as_str()));
+    let page = crate::runtime::blocking(|| index.sections_after(from, PAGE, &shown))
+        .map_err(|e| ErrorData::internal_error(crate::guard::scrub(&e.to_string()).into_owned(), None))?;
     let resources = page
         .sections
         .iter()
-        .filter(shown)
         .map(|s| {
             let heading = hooks.redacted(&crate::guard::scrub(&s.heading)).into_owned();
             Resource::new(uri(&s.path, &s.anchor), source(&s.path, &s.anchor))
@@ -142,10 +144,19 @@ pub fn read(front: &Front, path: &str, anchor: &str, max_bytes: usize) -> Result
         })?;
     let source = source(&path, &section.anchor);
     let body = format!("# {}\n(lines {}-{})\n{}", section.heading, section.lines.0, section.lines.1, section.text);
-    // Cut before fencing, so a cut keeps the fence whole (the cut's marker is 14 bytes).
-    let room = max_bytes.min(MAX_SECTION_BYTES).saturating_sub(source.len() + FENCE_OVERHEAD + 14);
-    let body = crate::guard::redact::redact_truncated(&body, room);
-    Ok(Fenced::new(&source, &body).into_string())
+    // Cut before fencing, so the post-tool cap never cuts into the fence. Fencing (tags become
+    // `&lt;`) and the operator's redaction can make the text longer than what was kept: then
+    // keep less, until it fits.
+    let max = max_bytes.min(MAX_SECTION_BYTES);
+    let mut room = max.saturating_sub(source.len() + FENCE_OVERHEAD + crate::guard::redact::TRUNCATED.len());
+    loop {
+        let fenced = Fenced::new(&source, &crate::guard::redact::redact_truncated(&body, room)).into_string();
+        let shown = front.harness().hooks.redacted(&fenced).len();
+        if shown <= max || room == 0 {
+            return Ok(fenced);
+        }
+        room = room.saturating_sub(shown - max + 16);
+    }
 }
 
 #[cfg(test)]

@@ -269,21 +269,24 @@ impl DocsServer {
         });
         match text {
             Ok(text) => {
+                // What the text shows, the structured hits show: the operator's patterns apply
+                // (to the path and anchor before they make the URI).
+                let hooks = &self.front.harness().hooks;
                 let sections = found
                     .iter()
-                    .map(|hit| SearchHit {
-                        path: hit.path.clone(),
-                        anchor: hit.anchor.clone(),
-                        heading: crate::guard::scrub(&hit.heading).into_owned(),
-                        lines: [hit.lines.0, hit.lines.1],
-                        score: hit.score,
-                        uri: resources::uri(&hit.path, &hit.anchor),
+                    .map(|hit| {
+                        let (path, anchor) = (hooks.redacted(&hit.path), hooks.redacted(&hit.anchor));
+                        SearchHit {
+                            uri: resources::uri(&path, &anchor),
+                            path: path.into_owned(),
+                            anchor: anchor.into_owned(),
+                            heading: hooks.redacted(&crate::guard::scrub(&hit.heading)).into_owned(),
+                            lines: [hit.lines.0, hit.lines.1],
+                            score: hit.score,
+                        }
                     })
                     .collect();
-                let mut structured = serde_json::to_value(SearchOutput { sections }).unwrap_or_default();
-                // What the text shows, the structured hits show: the operator's patterns apply.
-                let hooks = &self.front.harness().hooks;
-                super::rewrite_strings(&mut structured, &|text| hooks.redacted(text));
+                let structured = serde_json::to_value(SearchOutput { sections }).unwrap_or_default();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(structured);
                 result
@@ -342,7 +345,7 @@ impl DocsServer {
         };
         self.front.fresh();
         let who = principal(&context);
-        let progress = context.meta.get_progress_token();
+        let progress = context.meta.get_progress_token().filter(|_| self.front.tells_progress());
         // The client cancels (`notifications/cancelled`, or its HTTP request is dropped or
         // times out): the question stops with it, its model call included, so no run outlives
         // the request that started it.
@@ -375,9 +378,10 @@ impl DocsServer {
         // The observer owns the sender, so the forwarding ends when the question does.
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let asking = async move {
+            let hooks = &self.front.harness().hooks;
             let mut tell = move |event: &TurnEvent<'_>| {
                 if let Some(line) = progress_line(event) {
-                    let _ = tx.send(line);
+                    let _ = tx.send(hooks.redacted(&line).into_owned());
                 }
             };
             self.front.ask(question, who, Some(&mut tell)).await

@@ -96,7 +96,7 @@ pub async fn answer_after(
         }
     };
     // A request that times out drops this future mid-call: the model counts as failed then.
-    let mut pending = ModelCall { state, model: &model, done: false };
+    let mut pending = ModelCall { state, model: &model, done: false, started: std::time::Instant::now() };
     let mut result = state
         .harness
         .ask_after(&state.config, &model, Approver::NotInOneShot, earlier, question, Some(&mut count))
@@ -121,17 +121,24 @@ pub async fn answer_after(
     }
 }
 
-/// A model call in flight: if it is dropped unfinished (the request timed out), the breaker
-/// hears of a failure.
+/// A model call in flight: if it is dropped unfinished after running to the request's time
+/// limit (the request timed out), the breaker hears of a failure. One dropped sooner was given
+/// up by its client (a hangup, an MCP cancel): no failure of the model's, so no client can
+/// open the breaker for everyone by dropping its own requests.
 struct ModelCall<'a> {
     state: &'a AppState,
     model: &'a crate::model::Model,
     done: bool,
+    started: std::time::Instant,
 }
+
+/// How much sooner than the request's time limit a dropped call still counts as timed out.
+const TIMEOUT_SLACK: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Drop for ModelCall<'_> {
     fn drop(&mut self) {
-        if !self.done {
+        let limit = std::time::Duration::from_secs(self.state.config.serve.request_timeout_secs);
+        if !self.done && self.started.elapsed() + TIMEOUT_SLACK >= limit {
             self.state.model_result(self.model, false);
         }
     }

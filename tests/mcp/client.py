@@ -138,7 +138,11 @@ async def exercise(session, transcript, label):
 
     asked = await session.call_tool("ask", {"question": "How long is the refund window?"}, progress_callback=progress)
     transcript.exchange("(progress while ask runs)", "\n".join(str(m) for m in told))
-    check(f"{label}: ask tells its steps as progress", any(str(m).startswith("search_docs") for m in told), told)
+    if label == "stdio":
+        check(f"{label}: ask tells its steps as progress", any(str(m).startswith("search_docs") for m in told), told)
+    else:
+        # Over HTTP the reply stays one JSON answer within serve's request time limit.
+        check(f"{label}: ask answers in one reply, without progress", told == [], told)
     text = text_of(asked)
     seen.append(text)
     transcript.exchange('tools/call ask {"question": "How long is the refund window?"}', clip(text, 20))
