@@ -184,6 +184,13 @@ fn over_stdio_the_tools_and_resources_answer_through_the_guards() {
         let bad = mcp.call(tool, arguments.clone());
         assert!(is_error(&bad) && text(&bad).contains(names), "{tool} {arguments}: {bad}");
     }
+    let no_tool = mcp.request("tools/call", json!({"name": "write_file", "arguments": {"path": "notes/x.md"}}));
+    assert!(
+        no_tool["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the tools are ask, read_section, search_docs")),
+        "{no_tool}"
+    );
     let unknown = mcp.request("resources/read", json!({"uri": "file:///etc/passwd"}));
     assert!(unknown["error"]["message"].as_str().is_some_and(|m| m.contains("not a docs section")), "{unknown}");
 

@@ -457,6 +457,25 @@ fn answer_result(answered: &Answered) -> CallToolResult {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DocsServer {
+    /// Runs a tool; an unknown name is refused with the names there are (the router alone
+    /// would say only "tool not found").
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if self.tool_router.get(&request.name).is_none() {
+            let names: Vec<String> = self.tool_router.list_all().into_iter().map(|t| t.name.to_string()).collect();
+            let asked = crate::guard::clip(&request.name, 64);
+            return Err(ErrorData::invalid_params(
+                format!("no tool is named `{asked}`; the tools are {}", names.join(", ")),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(rmcp::model::Implementation::new("docs-agent", env!("CARGO_PKG_VERSION")))

@@ -182,7 +182,7 @@ async def exercise(session, transcript, label):
         check(f"{label}: an unknown tool is refused", False, "write_file was answered")
     except Exception as error:  # the SDK raises the JSON-RPC error
         transcript.exchange('tools/call write_file {"path": "notes/x.md", ...}', f"error: {error}")
-        check(f"{label}: an unknown tool is refused", "not found" in str(error), str(error))
+        check(f"{label}: an unknown tool is refused, naming the tools", "the tools are ask, read_section, search_docs" in str(error), str(error))
 
     listed = await session.list_resources()
     uris = [r.uri for r in listed.resources]
