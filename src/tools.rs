@@ -363,7 +363,7 @@ impl Toolbox<'_> {
 }
 
 /// Bytes a fence and its heading line add around a section's text, at most.
-const FENCE_OVERHEAD: usize = 40;
+pub const FENCE_OVERHEAD: usize = 40;
 
 /// One search hit, its heading line first, redacted and cut to fit in `bytes` with its fence.
 fn fence_hit(hit: &crate::index::Hit, bytes: usize) -> String {

@@ -76,8 +76,14 @@ pub struct Hit {
 impl Hit {
     /// `docs/refunds.md#window`, or the bare path for the top of a file.
     pub fn source(&self) -> String {
-        if self.anchor.is_empty() { self.path.clone() } else { format!("{}#{}", self.path, self.anchor) }
+        source(&self.path, &self.anchor)
     }
+}
+
+/// A section's citation: `docs/refunds.md#window`, or the bare path for the text before a
+/// file's first heading. The one spelling hits, citations and MCP resources share.
+pub fn source(path: &str, anchor: &str) -> String {
+    if anchor.is_empty() { path.to_string() } else { format!("{path}#{anchor}") }
 }
 
 /// Counts from building the index.

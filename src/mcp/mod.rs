@@ -53,10 +53,6 @@ pub struct Local {
     pub looked: std::sync::Mutex<std::time::Instant>,
 }
 
-/// A document modified this recently may still be being written: it keeps its old version
-/// until a later look (as `serve` holds it back without file events).
-const SETTLE_NS: i64 = 500_000_000;
-
 /// An answer from the whole harness, with whether it came from the retrieval-only fallback.
 pub struct Answered {
     /// The run.
@@ -93,7 +89,10 @@ impl Front {
             return;
         }
         let now = crate::index::walk::epoch_ns(std::time::SystemTime::now());
-        let held = |listed: &crate::index::walk::Listed| (0..SETTLE_NS).contains(&now.saturating_sub(listed.mtime_ns));
+        // A document modified this recently may still be being written: it keeps its old
+        // version until a later look, as `serve` holds it back without file events.
+        let settle = crate::serve::fresh::SETTLE.as_nanos() as i64;
+        let held = |listed: &crate::index::walk::Listed| (0..settle).contains(&now.saturating_sub(listed.mtime_ns));
         match local.harness.refresh_index(local.config.index.max_file_bytes, &held) {
             Ok(refreshed) if refreshed.replaced => {
                 tracing::info!(generation = refreshed.version.generation, "the docs changed: index updated");
@@ -146,28 +145,9 @@ impl Front {
             Front::Serve(state) => {
                 let (run, degraded) =
                     crate::serve::ask::answer(state, question, observer).await.map_err(|e| e.message)?;
-                let used = crate::serve::turns::usage(&run.events);
-                let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
-                let who = principal.map_or("unknown", |p| p.name.as_str());
-                state.metrics.tokens(model, who, used.prompt_tokens, used.completion_tokens);
+                crate::serve::ask::count_usage(state, &run, principal.map_or("unknown", |p| p.name.as_str()));
                 Ok(Answered { run, degraded })
             }
         }
-    }
-}
-
-/// Rewrites every string value in `value` with `rewrite` (object keys are the protocol's own
-/// names): the last scrub of a message, and the operator's redaction of structured content.
-pub fn rewrite_strings(value: &mut serde_json::Value, rewrite: &dyn Fn(&str) -> std::borrow::Cow<'_, str>) {
-    use serde_json::Value;
-    match value {
-        Value::String(text) => {
-            if let std::borrow::Cow::Owned(changed) = rewrite(text) {
-                *text = changed;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| rewrite_strings(item, rewrite)),
-        Value::Object(fields) => fields.values_mut().for_each(|field| rewrite_strings(field, rewrite)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }

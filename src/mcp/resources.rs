@@ -11,6 +11,7 @@ use rmcp::model::{ListResourcesResult, Resource, ResourceTemplate};
 
 use super::Front;
 use crate::guard::fence::Fenced;
+use crate::index::source;
 use crate::workspace::policy::{Area, check_read};
 
 /// The scheme and separator every section's URI starts with.
@@ -19,8 +20,6 @@ pub const SCHEME: &str = "docs-agent://";
 const PAGE: usize = 100;
 /// The most bytes of one section a read returns (or the post-tool cap, if smaller).
 pub const MAX_SECTION_BYTES: usize = 64 * 1024;
-/// Bytes a fence adds around a section's text, at most, besides its source.
-const FENCE_OVERHEAD: usize = 40;
 
 /// What is percent-encoded in a path or an anchor: controls, space, and what a URI reads as
 /// syntax (`#`, `?`, `%`...), never `/`.
@@ -121,11 +120,6 @@ pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, 
     Ok(result)
 }
 
-/// A section's citation: `path#anchor`, or the bare path for a document's first section.
-fn source(path: &str, anchor: &str) -> String {
-    if anchor.is_empty() { path.to_string() } else { format!("{path}#{anchor}") }
-}
-
 /// The section `anchor` of `path` (a document under `docs/`), fenced as untrusted and redacted,
 /// from the index generation searched now, within `max_bytes` with its fence; an error that
 /// says what to do instead.
@@ -148,7 +142,8 @@ pub fn read(front: &Front, path: &str, anchor: &str, max_bytes: usize) -> Result
     // `&lt;`) and the operator's redaction can make the text longer than what was kept: then
     // keep less, until it fits.
     let max = max_bytes.min(MAX_SECTION_BYTES);
-    let mut room = max.saturating_sub(source.len() + FENCE_OVERHEAD + crate::guard::redact::TRUNCATED.len());
+    let mut room =
+        max.saturating_sub(source.len() + crate::tools::FENCE_OVERHEAD + crate::guard::redact::TRUNCATED.len());
     loop {
         let fenced = Fenced::new(&source, &crate::guard::redact::redact_truncated(&body, room)).into_string();
         let shown = front.harness().hooks.redacted(&fenced).len();

@@ -43,20 +43,29 @@ impl<W> Scrubbed<W> {
 /// One message with every string in it scrubbed; a line that is not JSON (never written by the
 /// SDK) is scrubbed as text.
 fn scrub_line(line: &[u8]) -> Vec<u8> {
+    let as_text = || crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes();
     match serde_json::from_slice::<Value>(line) {
         Ok(mut message) => {
             scrub_strings(&mut message);
             // Serialising a Value cannot fail; were it to, the text is still written, scrubbed.
-            serde_json::to_vec(&message)
-                .unwrap_or_else(|_| crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes())
+            serde_json::to_vec(&message).unwrap_or_else(|_| as_text())
         }
-        Err(_) => crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes(),
+        Err(_) => as_text(),
     }
 }
 
-/// Scrubs every string value in `value`.
+/// Scrubs every string value in `value` (object keys are the protocol's own names).
 fn scrub_strings(value: &mut Value) {
-    super::rewrite_strings(value, &|text| crate::guard::scrub(text));
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(clean) = crate::guard::scrub(text) {
+                *text = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub_strings),
+        Value::Object(fields) => fields.values_mut().for_each(scrub_strings),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
 }
 
 impl<W: AsyncWrite + Unpin> Scrubbed<W> {

@@ -25,12 +25,11 @@ use super::resources;
 use super::{Answered, Front};
 use crate::agent::Stop;
 use crate::hooks::RuleDecision;
+use crate::serve::ask::checked_question;
 use crate::serve::auth::Principal;
 use crate::session::progress::TurnEvent;
 use crate::tools::Decision;
 
-/// Longest query or question taken, in characters (as `POST /v1/ask`).
-const MAX_QUESTION_CHARS: usize = crate::serve::ask::MAX_QUESTION_CHARS;
 /// Most sections one search returns.
 const MAX_LIMIT: usize = 20;
 
@@ -190,6 +189,12 @@ impl DocsServer {
         result
     }
 
+    /// The most bytes a section read may hold: [`resources::MAX_SECTION_BYTES`], or the
+    /// post-tool cap.
+    fn section_bytes(&self) -> usize {
+        self.front.harness().hooks.result_cap(resources::MAX_SECTION_BYTES)
+    }
+
     /// The most bytes a result may hold: the model's own limit, or the post-tool cap.
     fn result_bytes(&self) -> usize {
         let config = self.front.config();
@@ -204,15 +209,6 @@ fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>())
         .cloned()
-}
-
-/// A question or query the tools take: not empty, not too long.
-fn checked_text<'a>(what: &str, text: &'a str) -> Result<&'a str, String> {
-    let text = text.trim();
-    if text.is_empty() || text.chars().count() > MAX_QUESTION_CHARS {
-        return Err(format!("{what} must be 1 to {MAX_QUESTION_CHARS} characters"));
-    }
-    Ok(text)
 }
 
 /// A tool's arguments as its parameters' type; a message naming the field that is wrong.
@@ -250,7 +246,7 @@ impl DocsServer {
             Ok(params) => params,
             Err(bad) => return bad,
         };
-        let query = match checked_text("query", &params.query) {
+        let query = match checked_question("query", &params.query) {
             Ok(query) => query,
             Err(message) => return failed(&message),
         };
@@ -311,7 +307,7 @@ impl DocsServer {
         };
         let anchor = params.anchor.unwrap_or_default();
         let arguments = json!({"path": params.path, "anchor": anchor});
-        let max = self.front.harness().hooks.result_cap(resources::MAX_SECTION_BYTES);
+        let max = self.section_bytes();
         let read = self.guarded("read_section", "read_file", &arguments, || {
             resources::read(&self.front, &params.path, &anchor, max)
         });
@@ -339,7 +335,7 @@ impl DocsServer {
             Ok(params) => params,
             Err(bad) => return bad,
         };
-        let question = match checked_text("question", &params.question) {
+        let question = match checked_question("question", &params.question) {
             Ok(question) => question,
             Err(message) => return failed(&message),
         };
@@ -507,7 +503,7 @@ impl ServerHandler for DocsServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.front.fresh();
         let (path, anchor) = resources::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e, None))?;
-        let max = self.front.harness().hooks.result_cap(resources::MAX_SECTION_BYTES);
+        let max = self.section_bytes();
         let text = self
             .guarded("resources/read", "read_file", &json!({"path": path, "anchor": anchor}), || {
                 resources::read(&self.front, &path, &anchor, max)

@@ -45,14 +45,9 @@ pub async fn ask(
     let result = async {
         principal.require(Role::Ask)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
-        let question = body.question.trim();
-        if question.is_empty() || question.chars().count() > MAX_QUESTION_CHARS {
-            return Err(ApiError::bad_request(format!("question must be 1 to {MAX_QUESTION_CHARS} characters")));
-        }
+        let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
         let (run, degraded) = answer(&state, question, None).await?;
-        let used = usage(&run.events);
-        let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
-        state.metrics.tokens(model, &principal.name, used.prompt_tokens, used.completion_tokens);
+        let used = count_usage(&state, &run, &principal.name);
         Ok(json!({
             "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
             "message": if run.stop == Stop::Answered { None } else { Some(&run.answer) },
@@ -66,6 +61,24 @@ pub async fn ask(
     }
     .await;
     respond(result, StatusCode::OK)
+}
+
+/// A question (or a search's words) as `POST /v1/ask` and the MCP tools take it: trimmed, 1 to
+/// [`MAX_QUESTION_CHARS`] characters; the message names `what` was wrong.
+pub fn checked_question<'a>(what: &str, text: &'a str) -> Result<&'a str, String> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > MAX_QUESTION_CHARS {
+        return Err(format!("{what} must be 1 to {MAX_QUESTION_CHARS} characters"));
+    }
+    Ok(text)
+}
+
+/// The tokens a one-shot `run` used, counted in `/metrics` for its model and `principal`.
+pub fn count_usage(state: &AppState, run: &crate::agent::Run, principal: &str) -> super::turns::Usage {
+    let used = usage(&run.events);
+    let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
+    state.metrics.tokens(model, principal, used.prompt_tokens, used.completion_tokens);
+    used
 }
 
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is

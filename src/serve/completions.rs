@@ -105,9 +105,7 @@ pub async fn completions(
         Ok(done) => done,
         Err(e) => return e.into_response(),
     };
-    let usage = super::turns::usage(&run.events);
-    let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
-    state.metrics.tokens(model, &principal.name, usage.prompt_tokens, usage.completion_tokens);
+    let usage = super::ask::count_usage(&state, &run, &principal.name);
     let text = match run.stop {
         Stop::Answered => run.answer,
         _ => format!("docs-agent could not answer: {}", run.answer),

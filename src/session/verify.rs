@@ -40,7 +40,7 @@ pub struct Citation {
 impl Citation {
     /// `path#anchor`, or the bare path.
     pub fn source(&self) -> String {
-        if self.anchor.is_empty() { self.path.clone() } else { format!("{}#{}", self.path, self.anchor) }
+        crate::index::source(&self.path, &self.anchor)
     }
 }
 

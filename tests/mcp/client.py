@@ -236,12 +236,11 @@ async def over_stdio(workspace, env):
     transcript = Transcript("stdio")
     params = StdioServerParameters(command=str(BINARY), args=["mcp"], env=env)
     with open(OUT / "stdio-stderr.log", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await exercise(session, transcript, "stdio")
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await discover(session, transcript, "stdio")
+        # A session of each kind of client: the handshake's, then 2026-07-28's.
+        for step in (exercise, discover):
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await step(session, transcript, "stdio")
     return transcript.save()
 
 
@@ -263,12 +262,10 @@ async def over_http(base):
         check(f"http: /mcp {name} is {status}", got == status, got)
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {ASKER}"})
     async with client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await exercise(session, transcript, "http")
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await discover(session, transcript, "http")
+        for step in (exercise, discover):
+            async with streamable_http_client(url, http_client=client) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await step(session, transcript, "http")
     return transcript.save()
 
 
