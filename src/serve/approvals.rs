@@ -43,6 +43,9 @@ pub struct Pending {
     pub content: String,
     /// When it was asked (ms since the epoch).
     pub requested_at_ms: u64,
+    /// The sequence number of the request's event: a follower of the session's events from
+    /// here sees how the wait ends, however soon it is decided.
+    pub requested_seq: u64,
     /// When it expires undecided.
     pub expires_at_ms: u64,
 }
@@ -62,6 +65,7 @@ pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending>
         path: p.path.to_string(),
         content: Toolbox::plan_write(&p.call.record.arguments).map(|r| r.content).unwrap_or_default(),
         requested_at_ms: p.requested_at_ms,
+        requested_seq: p.seq,
         expires_at_ms: p.requested_at_ms.saturating_add(ttl_ms),
     })
 }

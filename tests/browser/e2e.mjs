@@ -32,6 +32,31 @@ async function check(name, body) {
 function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
+// GETs `route` from the server as `token`'s holder, as JSON.
+async function api(token, route) {
+  const response = await fetch(base + route, { headers: { Authorization: "Bearer " + token } });
+  assert(response.ok, "GET " + route + ": " + response.status);
+  return response.json();
+}
+// Waits (up to 15 s) until session `id`'s turn has ended on the server.
+async function turnEnded(id) {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    const { status } = await api(ASKER, "/v1/sessions/" + id);
+    if (status === "idle") return;
+    assert(Date.now() < deadline, "session " + id + " is still " + status);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+// Waits until `page` says its turn was answered; on a timeout, says what the page shows instead.
+async function answered(page) {
+  await page.waitForFunction(() => document.querySelector("#status").textContent === "answered", null, { timeout: 15000 })
+    .catch(async (error) => {
+      const seen = await page.evaluate(() => ["status", "error", "answer"]
+        .map((id) => id + "=" + JSON.stringify(document.getElementById(id).textContent)).join(" "));
+      throw new Error("the page never said `answered` (" + seen + "): " + error.message);
+    });
+}
 
 // A private workspace and config.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-agent-browser-"));
@@ -90,7 +115,7 @@ try {
   await check("an answer streams in and cites its source", async () => {
     await asker.fill("#question", "how long is the refund window");
     await asker.click("#ask");
-    await asker.waitForFunction(() => document.querySelector("#status").textContent === "answered", null, { timeout: 15000 });
+    await answered(asker);
     const answer = await asker.textContent("#answer");
     assert(answer.includes("docs/refunds.md"), "the answer cites docs/refunds.md: " + answer);
     assert(await asker.locator("#steps li").count() >= 1, "tool steps are shown");
@@ -122,18 +147,29 @@ try {
   });
 
   await check("a write waits, an approver approves it in another browser, the asker sees the answer", async () => {
+    // The asker's page may start following the session only after the approver has decided and
+    // the turn has ended (a slow machine): hold its reads of the session until then.
+    let release;
+    const decided = new Promise((resolve) => { release = resolve; });
+    await asker.route(/\/v1\/sessions\/[^/]+(\/events.*)?$/, async (route) => {
+      if (route.request().method() === "GET") await decided;
+      await route.continue();
+    });
     await asker.click("#new-session");
     await asker.fill("#question", "what is in the onboarding integrations");
     await asker.click("#ask");
     await asker.waitForSelector("#waiting:not([hidden])", { timeout: 15000 });
     const approver = await open(APPROVER);
+    const [pending] = (await api(APPROVER, "/v1/approvals?state=pending")).approvals;
     await approver.waitForSelector("#approvals li button[data-decision=once]", { timeout: 10000 });
     const listed = await approver.textContent("#approvals");
     assert(listed.includes("notes/leak.txt"), "the pending write is listed: " + listed);
     assert(!listed.includes("4eC39HqLyjWDarjtT1zdp7dc"), "its content is redacted");
     await approver.screenshot({ path: path.join(shots, "approvals.png"), fullPage: true });
     await approver.click("#approvals li button[data-decision=once]");
-    await asker.waitForFunction(() => document.querySelector("#status").textContent === "answered", null, { timeout: 15000 });
+    await turnEnded(pending.session_id);
+    release();
+    await answered(asker);
     assert(fs.existsSync(path.join(ws, "notes/leak.txt")), "the approved note was written");
     assert(await asker.locator("#waiting").isHidden(), "the waiting notice is gone");
   });

@@ -134,7 +134,7 @@ async function ask(event) {
       if (kind === "tool") addStep(data);
       else if (kind === "text") { streamed += data.delta; $("answer").textContent = streamed; }
       else if (kind === "answer") renderAnswer(data.answer);
-      else if (kind === "approval_required") { $("waiting").hidden = false; followSession(id); refreshApprovals(); }
+      else if (kind === "approval_required") { $("waiting").hidden = false; followSession(id, data.requested_seq); refreshApprovals(); }
       else if (kind === "done") $("status").textContent = data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop;
       else if (kind === "error") showError(data.message);
     });
@@ -146,14 +146,14 @@ async function ask(event) {
   }
 }
 
-// After a write waits for approval, follow the session until its turn ends.
-async function followSession(id) {
+// After a write waits for approval, follow the session until its turn ends: from the request's
+// own event, so a decision taken before the stream opens is seen too.
+async function followSession(id, after) {
   if (follower) follower.abort();
   follower = new AbortController();
   const signal = follower.signal;
   try {
-    const session = await (await api("GET", "/v1/sessions/" + encodeURIComponent(id))).json();
-    const response = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + session.last_seq, {
+    const response = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + after, {
       headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" },
       signal,
     });
