@@ -161,9 +161,20 @@ say "inside the agent's container"
 # Egress is tried only against a listener started here, on every address of this machine: the
 # Docker bridge's and the host's own. A container on Docker's default bridge reaches it first,
 # so the refusals below are the sealed network's.
-BRIDGE_IP=$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')
+# A bridge docker0 made by this very dockerd start may list no gateway: docker0's own
+# address is the gateway then.
+BRIDGE_IP=$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}')
+[ -n "$BRIDGE_IP" ] || BRIDGE_IP=$(python3 - <<'PY'
+import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    print(socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", b"docker0"))[20:24]))
+except OSError:
+    pass
+PY
+)
 HOST_IP=$(hostname -I | awk '{print $1}')
-[ -n "$BRIDGE_IP" ] && [ -n "$HOST_IP" ] || fail "cannot tell this machine's addresses"
+[ -n "$BRIDGE_IP" ] && [ -n "$HOST_IP" ] || fail "cannot tell this machine's addresses (bridge: '$BRIDGE_IP' from $(docker network inspect bridge -f '{{json .IPAM.Config}}'), host: '$HOST_IP')"
 LISTEN_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("0.0.0.0", 0)); print(s.getsockname()[1])')
 python3 -m http.server "$LISTEN_PORT" --bind 0.0.0.0 > /dev/null 2>&1 &
 LISTENER=$!

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::session::store::Location;
+
 /// The `[llm]` section belongs to `model`, which reads it (so `model` never needs `config`).
 pub use crate::model::LlmConfig;
 
@@ -140,17 +142,44 @@ impl Role {
 }
 
 /// Durable sessions.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionConfig {
     /// The SQLite session log (its folder is created). In the container: a file on the `/data` volume.
     pub log_path: PathBuf,
+    /// A `postgres://USER:PASSWORD@HOST:PORT/DATABASE` URL: sessions are kept there instead,
+    /// shared by every `serve` replica that names it. Empty: the SQLite file at `log_path`.
+    pub log_url: String,
+    /// Seconds a replica's writer lease on a session lasts unless renewed (PostgreSQL only):
+    /// how long a session waits after its replica died before another can take it over.
+    pub lease_secs: u64,
     /// Seconds an undecided write request waits before it expires (and is denied).
     pub approval_ttl_secs: u64,
     /// The model's context budget, in tokens (estimated as bytes / 4).
     pub context_budget_tokens: u64,
     /// The fraction of the budget at which the older middle of a conversation is compacted.
     pub compact_at: f64,
+}
+
+/// Shown as it was before `log_url` existed when it is unset (a session's configuration
+/// fingerprint hashes this, and must not change for SQLite users), and with the URL's password
+/// left out when it is set.
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = f.debug_struct("SessionConfig");
+        shown
+            .field("log_path", &self.log_path)
+            .field("approval_ttl_secs", &self.approval_ttl_secs)
+            .field("context_budget_tokens", &self.context_budget_tokens)
+            .field("compact_at", &self.compact_at);
+        let url = self.log_url.trim();
+        if !url.is_empty() {
+            let target = crate::session::store::postgres::Target::parse(url);
+            shown.field("log_url", &target.as_ref().map_or("(not a postgres:// URL)", |t| t.shown()));
+            shown.field("lease_secs", &self.lease_secs);
+        }
+        shown.finish()
+    }
 }
 
 /// Limits of one run.
@@ -213,6 +242,19 @@ pub enum IndexStore {
 }
 
 impl Config {
+    /// Where sessions are kept: `session.log_url` when set (checked when the configuration was
+    /// loaded), else the SQLite file at `session.log_path`.
+    pub fn session_location(&self) -> Location {
+        let url = self.session.log_url.trim();
+        match crate::session::store::postgres::Target::parse(url) {
+            Ok(target) if !url.is_empty() => Location::Postgres {
+                target: Box::new(target),
+                lease: std::time::Duration::from_secs(self.session.lease_secs),
+            },
+            _ => Location::File(self.session.log_path.clone()),
+        }
+    }
+
     /// Where the index is kept: `index.path`, or by default `index.db` beside the session log
     /// (`.docs-agent/index.db`; `/data/index.db` in the image).
     pub fn index_store(&self) -> IndexStore {
@@ -237,6 +279,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_MAX_STEPS", "limits.max_steps"),
     ("DOCS_AGENT_MAX_WALL_SECS", "limits.max_wall_secs"),
     ("DOCS_AGENT_SESSION_LOG", "session.log_path"),
+    ("DOCS_AGENT_SESSION_LOG_URL", "session.log_url"),
     ("DOCS_AGENT_INDEX", "index.path"),
     ("DOCS_AGENT_INDEX_WATCH", "index.watch"),
     ("DOCS_AGENT_INDEX_RESCAN_SECS", "index.rescan_secs"),
@@ -329,6 +372,12 @@ impl Config {
         if let Some(key) = &config.llm.api_key {
             crate::guard::redact::remember(key);
         }
+        // So is the session database's password.
+        if let Location::Postgres { target, .. } = config.session_location()
+            && let Some(password) = target.config().get_password()
+        {
+            crate::guard::redact::remember(&String::from_utf8_lossy(password));
+        }
         Ok(config)
     }
 
@@ -375,6 +424,18 @@ impl Config {
             if value == 0 {
                 return Err(ConfigError(format!("{key} must be at least 1, got 0")));
             }
+        }
+        let url = self.session.log_url.trim();
+        if !url.is_empty()
+            && let Err(e) = crate::session::store::postgres::Target::parse(url)
+        {
+            return Err(ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}")));
+        }
+        if !url.is_empty() && !(3..=3600).contains(&self.session.lease_secs) {
+            return Err(ConfigError(format!(
+                "session.lease_secs must be 3 to 3600 (a replica renews its leases every third of it), got {}",
+                self.session.lease_secs
+            )));
         }
         if self.limits.max_tool_result_bytes < 256 {
             return Err(ConfigError(format!(
@@ -505,6 +566,8 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("retrieval.verify", true.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
         ("session.log_path", ".docs-agent/sessions.db".into()),
+        ("session.log_url", "".into()),
+        ("session.lease_secs", 15_i64.into()),
         ("session.approval_ttl_secs", 3600_i64.into()),
         ("session.context_budget_tokens", 8192_i64.into()),
         ("session.compact_at", 0.75_f64.into()),
@@ -532,4 +595,33 @@ fn defaults() -> Result<Builder, ConfigError> {
         builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
     }
     Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionConfig;
+
+    fn session(log_url: &str) -> SessionConfig {
+        SessionConfig {
+            log_path: ".docs-agent/sessions.db".into(),
+            log_url: log_url.into(),
+            lease_secs: 15,
+            approval_ttl_secs: 3600,
+            context_budget_tokens: 8192,
+            compact_at: 0.75,
+        }
+    }
+
+    /// Unset, `log_url` leaves the shown configuration (and so the sessions' fingerprints) as it
+    /// was; set, it is shown without its password.
+    #[test]
+    fn the_session_config_is_shown_as_before_and_never_with_a_password() {
+        assert_eq!(
+            format!("{:?}", session("")),
+            "SessionConfig { log_path: \".docs-agent/sessions.db\", approval_ttl_secs: 3600, \
+             context_budget_tokens: 8192, compact_at: 0.75 }"
+        );
+        let shown = format!("{:?}", session("postgres://agent:pw-9f8e7d@db:5432/s"));
+        assert!(shown.contains("postgres://agent@db:5432/s") && !shown.contains("pw-9f8e7d"), "{shown}");
+    }
 }

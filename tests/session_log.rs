@@ -163,6 +163,8 @@ fn compaction_keeps_the_pinned_goal_and_replaces_only_what_it_covers() {
 fn session_config(budget: u64) -> docs_agent::config::SessionConfig {
     docs_agent::config::SessionConfig {
         log_path: "unused.db".into(),
+        log_url: String::new(),
+        lease_secs: 15,
         approval_ttl_secs: 60,
         context_budget_tokens: budget,
         compact_at: 0.75,

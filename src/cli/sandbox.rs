@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use super::{Exit, Failure, Global};
 use crate::config::{Config, IndexStore};
 use crate::sandbox::{self, Grant, Mode, Plan, State, Status};
+use crate::session::store::Location;
 
 /// How a command uses the workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,8 +131,21 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
     // notes/ only as a real folder: `notes -> /` must not make everything writable.
     plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
     if matches!(uses, Use::Converse | Use::Serve { .. }) {
-        let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
-        plan = with_folder_of(plan, &config.session.log_path, what, &config.workspace)?;
+        match config.session_location() {
+            Location::File(path) => {
+                let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
+                plan = with_folder_of(plan, &path, what, &config.workspace)?;
+            }
+            // The session database's port; a Unix socket's folder, to connect to it.
+            Location::Postgres { target, .. } => {
+                for port in target.ports() {
+                    plan = plan.connect(port, &[]);
+                }
+                for folder in target.unix_folders() {
+                    plan = plan.allow(folder, Grant::Write);
+                }
+            }
+        }
     }
     plan = with_model(plan, &config.llm.base_url);
     if let Use::Serve { port } = uses {

@@ -16,7 +16,7 @@ use crate::session::cancel::Cancel;
 use crate::session::event::{Event, Scope};
 use crate::session::progress::{Observer, TurnEvent};
 use crate::session::state::{self, Next};
-use crate::session::store::{KillAfter, Log, SessionLock, Stored};
+use crate::session::store::{KillAfter, Log, SessionLock, Store, Stored};
 use crate::session::turn::{TurnEnd, TurnError, Undecided, Verdict, VerdictError, now_ms};
 use crate::session::{self, check_id};
 use crate::trace::Trace;
@@ -74,9 +74,9 @@ pub struct Desk {
 }
 
 impl Desk {
-    /// Opens the workspace and the log at `session.log_path`, arming the crash-test hook if given.
+    /// Opens the workspace and the session log, arming the crash-test hook if given.
     pub fn open(config: Config, kill_after: Option<KillAfter>, trace: super::TraceWhen) -> Result<Desk, Failure> {
-        let mut log = Log::open(&config.session.log_path).map_err(|e| (Exit::Failure, e.to_string()))?;
+        let mut log = open_log(&config)?;
         if let Some(hook) = kill_after {
             log.kill_after(hook);
         }
@@ -184,9 +184,9 @@ impl Desk {
     }
 }
 
-/// Opens the log alone, for the commands that only read it (no index is built).
+/// Opens the log at `session.log_url` or `session.log_path` (no index is built).
 pub fn open_log(config: &Config) -> Result<Log, Failure> {
-    Log::open(&config.session.log_path).map_err(|e| (Exit::Failure, e.to_string()))
+    Store::open(&config.session_location()).and_then(|store| store.log()).map_err(|e| (Exit::Failure, e.to_string()))
 }
 
 /// The events of session `id`, which must exist.
@@ -198,7 +198,7 @@ pub fn events(log: &Log, config: &Config, id: &str) -> Result<Vec<Stored>, Failu
             Exit::Usage,
             format!(
                 "there is no session `{id}` in {}; `docs-agent sessions list` shows the sessions",
-                config.session.log_path.display()
+                config.session_location().shown()
             ),
         ));
     }
@@ -211,7 +211,7 @@ pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Fa
     if ids.is_empty() {
         crate::guard::sink::err_line!(
             "no sessions in {} yet; start one with `docs-agent chat`",
-            config.session.log_path.display()
+            config.session_location().shown()
         );
     }
     let now = now_ms();

@@ -104,11 +104,17 @@ impl From<LogError> for ApiError {
             LogError::Busy { session } => {
                 ApiError::conflict("turn_in_progress", format!("session {session} has a turn running"))
             }
-            LogError::Io { .. } | LogError::Sql { .. } => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "storage_error",
-                format!("the session log could not be read or written: {e}"),
-            ),
+            // Another replica drives the session now, or recorded the same effect first.
+            LogError::LeaseLost { .. } | LogError::Duplicate { .. } => {
+                ApiError::conflict("turn_in_progress", e.to_string())
+            }
+            LogError::Io { .. } | LogError::Sql { .. } | LogError::Database { .. } | LogError::NewerSchema { .. } => {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "storage_error",
+                    format!("the session log could not be read or written: {e}"),
+                )
+            }
             LogError::Corrupt { .. } => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "corrupt_log", e.to_string()),
             LogError::AppendOnly => ApiError::internal(e.to_string()),
         }

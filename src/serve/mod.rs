@@ -42,7 +42,7 @@ use crate::agent::Harness;
 use crate::config::Config;
 use crate::model::Model;
 use crate::session::cancel::Canceller;
-use crate::session::store::Log;
+use crate::session::store::{Log, Store};
 use error::ApiError;
 
 /// What answers while the model server is down: quotes of the best sections, flagged.
@@ -70,6 +70,8 @@ pub struct AppState {
     slots: Arc<tokio::sync::Semaphore>,
     /// The last sequence number of each session, for streams that follow it.
     watchers: Arc<Watchers>,
+    /// The session log, opened once (a PostgreSQL store keeps its pool here).
+    store: Store,
     /// Trips when the model server keeps failing; answers then come from retrieval alone.
     pub breaker: breaker::Breaker,
     /// Set when the server shuts down: streams that follow sessions end.
@@ -112,7 +114,7 @@ impl Watchers {
 
 impl AppState {
     /// The state for `harness` (its config's `serve` section sets tokens and limits).
-    pub fn new(config: Config, harness: Harness) -> AppState {
+    pub fn new(config: Config, harness: Harness, store: Store) -> AppState {
         let serve = &config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
@@ -132,6 +134,7 @@ impl AppState {
             sandbox: crate::sandbox::Status::off("not entered by this process"),
             harness,
             config,
+            store,
         }
     }
 
@@ -141,10 +144,10 @@ impl AppState {
         self
     }
 
-    /// A connection to the session log (one per task: SQLite serialises the writers); every
+    /// A handle on the session log (one per task: SQLite serialises the writers); every
     /// commit wakes the streams following that session.
     pub fn log(&self) -> Result<Log, ApiError> {
-        let mut log = Log::open(&self.config.session.log_path)?;
+        let mut log = self.store.log()?;
         let watchers = self.watchers.clone();
         log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
         Ok(log)

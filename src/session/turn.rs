@@ -610,7 +610,7 @@ impl<'a> Turn<'a> {
                 outcome
             }
         };
-        self.result(call, outcome, started.elapsed().as_millis())
+        self.result_of(call, outcome, started.elapsed().as_millis(), Some(key))
     }
 
     /// What becomes of the model's final text: sent back (at most once per kind) with a one-line correction
@@ -689,17 +689,30 @@ impl<'a> Turn<'a> {
     }
 
     fn result(&mut self, call: Call<'_>, outcome: Outcome, ms: u128) -> Result<(), LogError> {
+        self.result_of(call, outcome, ms, None)
+    }
+
+    /// Records a call's result; a write's result carries its idempotency `key`, which the log
+    /// takes once.
+    fn result_of(&mut self, call: Call<'_>, outcome: Outcome, ms: u128, key: Option<&str>) -> Result<(), LogError> {
         // The operator's post-tool rules: extra redaction, a size cap.
         let trimmed = self.deps.hooks.after(&outcome.text);
         for change in &trimmed.changes {
             self.hook(HookStage::PostTool, "hooks.post_tool", change, Some(&call.record.id))?;
         }
         let outcome = Outcome { text: trimmed.text, ..outcome };
-        self.append(Event::ToolResult {
+        let event = Event::ToolResult {
             call_id: call.record.id.clone(),
             text: outcome.text.clone(),
             decision: outcome.decision,
-        })?;
+        };
+        match key {
+            None => self.append(event)?,
+            Some(key) => {
+                let (log, session) = (&mut *self.log, self.session);
+                runtime::blocking(|| log.append_once(session, key, event))?
+            }
+        };
         self.tell_result(call, &outcome.text, ms, outcome.decision);
         Ok(())
     }

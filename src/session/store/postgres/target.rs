@@ -1,0 +1,121 @@
+//! `session.log_url`, parsed once: the connection settings, and how the log is named in
+//! messages and logs, never with its password.
+
+use std::str::FromStr;
+
+use tokio_postgres::config::Host;
+
+/// PostgreSQL's port when the URL names none.
+const DEFAULT_PORT: u16 = 5432;
+
+/// A PostgreSQL server and database to keep sessions in.
+#[derive(Clone)]
+pub struct Target {
+    /// The connection settings.
+    config: tokio_postgres::Config,
+    /// `postgres://user@host:port/db`: the URL without its password or options.
+    shown: String,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Target {
+    /// Parses a `postgres://` (or `postgresql://`) URL; the error never repeats the URL,
+    /// which may hold a password.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let url = url.trim();
+        if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+            return Err("it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+        }
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
+            format!("it is not a valid postgres:// URL ({e}); the form is postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+        })?;
+        if config.get_hosts().is_empty() {
+            return Err("it names no host (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+        }
+        if config.get_user().is_none() {
+            return Err("it names no user (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        config.application_name("docs-agent");
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                let port = config.get_ports().get(i).or(config.get_ports().first()).copied().unwrap_or(DEFAULT_PORT);
+                match host {
+                    Host::Tcp(name) => format!("{name}:{port}"),
+                    Host::Unix(dir) => format!("{}:{port}", dir.display()),
+                }
+            })
+            .collect();
+        let shown = format!(
+            "postgres://{}@{}/{}",
+            config.get_user().unwrap_or_default(),
+            hosts.join(","),
+            config.get_dbname().unwrap_or(config.get_user().unwrap_or_default())
+        );
+        Ok(Target { config, shown })
+    }
+
+    /// The connection settings.
+    pub fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// The URL without its password: what messages name.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The TCP ports a replica connects to (what its kernel sandbox allows).
+    pub fn ports(&self) -> Vec<u16> {
+        let ports = self.config.get_ports();
+        if ports.is_empty() { vec![DEFAULT_PORT] } else { ports.to_vec() }
+    }
+
+    /// True when a host is a Unix socket folder (the sandbox then needs that folder).
+    pub fn unix_folders(&self) -> Vec<std::path::PathBuf> {
+        self.config
+            .get_hosts()
+            .iter()
+            .filter_map(|h| match h {
+                Host::Unix(dir) => Some(dir.clone()),
+                Host::Tcp(_) => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+
+    /// A URL is shown without its password, and a bad one is refused without repeating it.
+    #[test]
+    fn the_password_is_never_shown() {
+        let target = Target::parse("postgres://agent:s3cret-pw@db.internal:6543/sessions").expect("parses");
+        assert_eq!(target.shown(), "postgres://agent@db.internal:6543/sessions");
+        assert_eq!(format!("{target:?}"), "postgres://agent@db.internal:6543/sessions");
+        assert_eq!(target.ports(), vec![6543]);
+        let error = Target::parse("postgres://agent:s3cret-pw@db.internal:notaport/x").expect_err("bad port");
+        assert!(!error.contains("s3cret-pw"), "{error}");
+        let error = Target::parse("mysql://agent:s3cret-pw@db/x").expect_err("not postgres");
+        assert!(error.contains("postgres://") && !error.contains("s3cret-pw"), "{error}");
+    }
+
+    /// No port: PostgreSQL's; no database: the user's name, as libpq does.
+    #[test]
+    fn defaults_follow_libpq() {
+        let target = Target::parse("postgresql://agent@localhost").expect("parses");
+        assert_eq!(target.ports(), vec![5432]);
+        assert_eq!(target.shown(), "postgres://agent@localhost:5432/agent");
+    }
+}

@@ -1,0 +1,148 @@
+//! A throwaway PostgreSQL server for one test: Debian's PostgreSQL binaries, a fresh cluster in
+//! a temporary folder, listening on a free port of 127.0.0.1 only, stopped and removed when
+//! dropped. As root (CI), the server runs as the `postgres` user, since PostgreSQL refuses root.
+//! Trust authentication on loopback: the URL's password is there so tests can check that it is
+//! never shown.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The password in every URL (the server does not ask for one).
+pub const PASSWORD: &str = "pg-test-password-8c1f3a";
+
+/// A running server.
+pub struct Cluster {
+    /// Its data folder (removed after the server stops).
+    dir: tempfile::TempDir,
+    /// The PostgreSQL binaries.
+    bin: PathBuf,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+/// The folder of Debian's newest PostgreSQL binaries.
+fn binaries() -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dirs| dirs.flatten().map(|d| d.path().join("bin")).filter(|b| b.join("initdb").exists()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): apt-get install postgresql (.ci/run does)")
+    })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `program args…` from `bin`, as the `postgres` user when we are root.
+fn as_owner(bin: &Path, program: &str, args: &[&str]) -> Command {
+    let program = bin.join(program);
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program).args(args);
+        command
+    } else {
+        let mut command = Command::new(program);
+        command.args(args);
+        command
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+impl Cluster {
+    /// Makes and starts a cluster.
+    pub fn start() -> Cluster {
+        let bin = binaries();
+        let dir = tempfile::Builder::new().prefix("docs-agent-pg-").tempdir().expect("a temporary folder");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("the data folder");
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("mode");
+        if is_root() {
+            let (uid, gid) = postgres_ids();
+            for path in [dir.path(), data.as_path()] {
+                std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("hand the folder to postgres");
+            }
+        }
+        let data_s = data.display().to_string();
+        let out = as_owner(
+            &bin,
+            "initdb",
+            &["-D", &data_s, "-U", "docs", "-A", "trust", "-N", "-E", "UTF8", "--no-instructions"],
+        )
+        .output()
+        .expect("run initdb");
+        assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let options = format!(
+                "-k {} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200",
+                dir.path().display()
+            );
+            let log = dir.path().join("server.log").display().to_string();
+            let out = as_owner(&bin, "pg_ctl", &["-D", &data_s, "-l", &log, "-w", "-t", "30", "-o", &options, "start"])
+                .output()
+                .expect("run pg_ctl");
+            if out.status.success() {
+                return Cluster { dir, bin, port };
+            }
+            last = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        panic!("PostgreSQL did not start: {last}");
+    }
+
+    /// A URL for database `postgres` as the superuser `docs`.
+    pub fn url(&self) -> String {
+        format!("postgres://docs:{PASSWORD}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Runs `sql` with psql, returning its output (unaligned, tuples only).
+    pub fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-X",
+                "-A",
+                "-t",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "docs",
+                "-d",
+                "postgres",
+                "-c",
+                sql,
+            ])
+            .output()
+            .expect("run psql");
+        assert!(out.status.success(), "psql `{sql}`: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// The `postgres` user's uid and gid.
+fn postgres_ids() -> (u32, u32) {
+    let out = Command::new("id").args(["-u", "postgres"]).output().expect("id -u postgres");
+    let uid = String::from_utf8_lossy(&out.stdout).trim().parse().expect("a uid for postgres");
+    let out = Command::new("id").args(["-g", "postgres"]).output().expect("id -g postgres");
+    let gid = String::from_utf8_lossy(&out.stdout).trim().parse().expect("a gid for postgres");
+    (uid, gid)
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data").display().to_string();
+        let _ = as_owner(&self.bin, "pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]).output();
+    }
+}

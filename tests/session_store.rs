@@ -1,0 +1,191 @@
+//! The session log's guarantees, held the same by both stores (a SQLite file, a real
+//! PostgreSQL server started for the test): order and seqs per session, many writers at once,
+//! an effect recorded once by its idempotency key, one writer per session, a schema that a
+//! second opening leaves as it is, and a PostgreSQL password never shown.
+
+mod common;
+
+use std::time::Duration;
+
+use common::postgres::{Cluster, PASSWORD};
+use docs_agent::session::event::Event;
+use docs_agent::session::store::postgres::Target;
+use docs_agent::session::store::{Location, LogError, Store};
+use docs_agent::tools::Decision;
+
+/// A store of each kind, with what keeps it alive.
+enum Kind {
+    Sqlite(tempfile::TempDir),
+    Postgres(Cluster),
+}
+
+impl Kind {
+    fn both() -> Vec<Kind> {
+        vec![Kind::Sqlite(tempfile::tempdir().expect("tempdir")), Kind::Postgres(Cluster::start())]
+    }
+
+    fn location(&self) -> Location {
+        match self {
+            Kind::Sqlite(dir) => Location::File(dir.path().join("sessions.db")),
+            Kind::Postgres(cluster) => Location::Postgres {
+                target: Box::new(Target::parse(&cluster.url()).expect("url")),
+                lease: Duration::from_secs(3),
+            },
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Sqlite(_) => "sqlite",
+            Kind::Postgres(_) => "postgres",
+        }
+    }
+}
+
+fn user(text: &str) -> Event {
+    Event::UserMessage { text: text.to_string() }
+}
+
+#[test]
+fn appends_are_ordered_per_session_and_read_back_from_a_second_opening() {
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let mut log = store.log().expect("log");
+        assert_eq!(log.append("s-a", user("one")).expect("append"), 1, "{}", kind.name());
+        assert_eq!(log.append("s-b", user("other")).expect("append"), 1, "{}", kind.name());
+        assert_eq!(log.append_all("s-a", vec![user("two"), user("three")]).expect("append"), 3, "{}", kind.name());
+        // A second opening (another replica) sees the same log, and the schema is left as it is.
+        let again = Store::open(&kind.location()).expect("reopen").log().expect("log");
+        let texts: Vec<String> = again
+            .events_after("s-a", 1)
+            .expect("read")
+            .into_iter()
+            .map(|s| match s.event {
+                Event::UserMessage { text } => format!("{}:{text}", s.seq),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["2:two", "3:three"], "{}", kind.name());
+        assert_eq!(again.sessions().expect("sessions"), ["s-a", "s-b"], "{}", kind.name());
+        assert_eq!(again.active_since(0).expect("active"), 2, "{}", kind.name());
+        assert_eq!(again.active_since(u64::MAX / 2).expect("active"), 0, "{}", kind.name());
+    }
+}
+
+/// Eight writers append to one session at once (as handlers without its lock may): every seq
+/// from 1 to 80 is there once.
+#[test]
+fn concurrent_appends_never_share_or_skip_a_seq() {
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut log = store.log().expect("log");
+                    for i in 0..10 {
+                        log.append("s-many", user(&format!("{w}-{i}"))).expect("append");
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().expect("writer");
+        }
+        let seqs: Vec<u64> =
+            store.log().expect("log").events_after("s-many", 0).expect("read").iter().map(|s| s.seq).collect();
+        assert_eq!(seqs, (1..=80).collect::<Vec<u64>>(), "{}", kind.name());
+    }
+}
+
+/// A write's result carries its idempotency key: the second record of it is refused, and
+/// nothing of it is stored.
+#[test]
+fn an_effect_is_recorded_once_by_its_key() {
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let mut log = store.log().expect("log");
+        let result =
+            || Event::ToolResult { call_id: "c1".into(), text: "OK: written".into(), decision: Decision::Allowed };
+        log.append_once("s-w", "s-w/3/c1", result()).expect("first");
+        let mut other = store.log().expect("another handle");
+        match other.append_once("s-w", "s-w/3/c1", result()) {
+            Err(LogError::Duplicate { key }) => assert_eq!(key, "s-w/3/c1"),
+            other => panic!("{}: the second record must be refused, got {other:?}", kind.name()),
+        }
+        assert_eq!(log.events_after("s-w", 0).expect("read").len(), 1, "{}", kind.name());
+        // Another key goes in.
+        log.append_once("s-w", "s-w/5/c1", result()).expect("another effect");
+    }
+}
+
+/// One writer per session: a second lock is refused while the first is held, and taken once it
+/// is released. On PostgreSQL, appending without the lease while another holder's is live is
+/// refused too.
+#[test]
+fn one_writer_per_session() {
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let mut first = store.log().expect("log");
+        let second = Store::open(&kind.location()).expect("a second replica").log().expect("log");
+        let held = first.lock("s-l").expect("the lock");
+        assert!(matches!(second.lock("s-l"), Err(LogError::Busy { .. })), "{}", kind.name());
+        first.append("s-l", user("mine")).expect("the holder appends");
+        if let Kind::Postgres(_) = kind {
+            let mut third = store.log().expect("log");
+            assert!(matches!(third.append("s-l", user("not mine")), Err(LogError::Busy { .. })));
+        }
+        drop(held);
+        let _mine = second.lock("s-l").expect("free once released");
+    }
+}
+
+/// A PostgreSQL lease held by a replica that stops renewing it (a dead one) lapses after
+/// `lease_secs`; then another replica takes the session over, and the old holder's appends are
+/// refused.
+#[test]
+fn a_lapsed_lease_is_taken_over_and_its_old_holder_is_refused() {
+    let cluster = Cluster::start();
+    let kind = Kind::Postgres(cluster);
+    let store = Store::open(&kind.location()).expect("open");
+    let mut old = store.log().expect("log");
+    let held = old.lock("s-t").expect("the lease");
+    old.append("s-t", user("before")).expect("append");
+    let Kind::Postgres(cluster) = &kind else { unreachable!() };
+    // The holder stops renewing, as a dead replica does: its lease runs out.
+    cluster.psql("UPDATE docs_agent_leases SET expires_at = now() - interval '1 second' WHERE session = 's-t'");
+    let other = Store::open(&kind.location()).expect("another replica").log().expect("log");
+    let _taken = other.lock("s-t").expect("a lapsed lease is taken over");
+    match old.append("s-t", user("after")) {
+        Err(e @ LogError::LeaseLost { .. }) => assert!(e.to_string().contains("taken over"), "{e}"),
+        other => panic!("the old holder must be refused, got {other:?}"),
+    }
+    drop(held);
+    assert_eq!(old.events_after("s-t", 0).expect("read").len(), 1);
+    assert_eq!(
+        cluster.psql("SELECT count(*) FROM docs_agent_leases WHERE session = 's-t'"),
+        "1",
+        "the new lease stays"
+    );
+}
+
+/// A database a newer docs-agent migrated is refused with what to do; a URL's password is
+/// never in an error.
+#[test]
+fn a_newer_schema_is_refused_and_the_password_never_shown() {
+    let cluster = Cluster::start();
+    let kind = Kind::Postgres(cluster);
+    Store::open(&kind.location()).expect("open");
+    let Kind::Postgres(cluster) = &kind else { unreachable!() };
+    cluster.psql("UPDATE docs_agent_schema SET version = 99");
+    let error = Store::open(&kind.location()).err().expect("refused").to_string();
+    assert!(error.contains("version 99") && error.contains("upgrade docs-agent"), "{error}");
+    // Nothing listens on this port: the error names the server, not the password.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let target = Target::parse(&format!("postgres://docs:{PASSWORD}@127.0.0.1:{port}/postgres")).expect("url");
+    let error = Store::open(&Location::Postgres { target: Box::new(target), lease: Duration::from_secs(3) })
+        .err()
+        .expect("no server")
+        .to_string();
+    assert!(error.contains(&format!("127.0.0.1:{port}")) && !error.contains(PASSWORD), "{error}");
+}
