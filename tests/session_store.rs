@@ -189,3 +189,38 @@ fn a_newer_schema_is_refused_and_the_password_never_shown() {
         .to_string();
     assert!(error.contains(&format!("127.0.0.1:{port}")) && !error.contains(PASSWORD), "{error}");
 }
+
+/// A SQLite log made by the version before schema versions (no idempotency keys) opens with its
+/// events, and takes keys from then on; an up-to-date log is opened without being written.
+#[test]
+fn a_sqlite_log_from_before_versions_is_migrated_in_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("sessions.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("sqlite");
+        conn.execute_batch(
+            "CREATE TABLE events (session TEXT NOT NULL, seq INTEGER NOT NULL, at_ms INTEGER NOT NULL,
+               kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;",
+        )
+        .expect("the old schema");
+        let body = serde_json::to_string(&user("from before")).expect("json");
+        conn.execute("INSERT INTO events VALUES ('s-old', 1, 1, 'user_message', ?1)", [body]).expect("an old event");
+    }
+    let store = Store::open(&Location::File(path.clone())).expect("open");
+    let mut log = store.log().expect("log");
+    assert_eq!(log.events_after("s-old", 0).expect("read").len(), 1);
+    let result = || Event::ToolResult { call_id: "c1".into(), text: "OK".into(), decision: Decision::Allowed };
+    assert_eq!(log.append_once("s-old", "s-old/1/c1", result()).expect("keyed"), 2);
+    assert!(matches!(log.append_once("s-old", "s-old/1/c1", result()), Err(LogError::Duplicate { .. })));
+    let version: i64 = rusqlite::Connection::open(&path)
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+        .expect("version");
+    assert_eq!(version, 2);
+    // Opening it again writes nothing: the WAL does not grow.
+    let wal = path.with_extension("db-wal");
+    let before = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    for _ in 0..3 {
+        drop(store.log().expect("another handle"));
+    }
+    assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), before, "an up-to-date log is only read");
+}

@@ -178,12 +178,18 @@ fn migrate(conn: &mut Connection) -> Result<(), LogError> {
         let what = what.to_string();
         move |source| LogError::Sql { what: what.clone(), source }
     };
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("migrating the log"))?;
-    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
+    // Every handle opens the log: one that is up to date is only read, never written.
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version == known {
+        return Ok(());
+    }
     if version > known {
         return Err(LogError::NewerSchema { found: version, known });
     }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("migrating the log"))?;
+    // Read again under the write lock: another process may have migrated meanwhile.
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     for (step, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         tx.execute_batch(migration).map_err(sql(&format!("migrating the log to schema version {}", step + 1)))?;
     }

@@ -15,6 +15,9 @@ use tokio_postgres::Transaction;
 
 use super::{LogError, Store, database, describe, get};
 
+/// How long dropping a lease waits for its row to be deleted; past that it lapses by itself.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A held lease: released (its row deleted) when dropped.
 pub struct Lease {
     /// The store it was taken in.
@@ -74,11 +77,17 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.renewal.abort();
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.session);
+        {
+            // Only this holding's entry: the handle may have taken the session again since.
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            if held.get(&self.session) == Some(&self.token) {
+                held.remove(&self.session);
+            }
+        }
         // Released before the drop returns, so the next turn, here or on another replica, can
         // take it at once; if the database cannot be reached, the lease lapses by itself.
         let (id, token) = (self.session.clone(), self.token.clone());
-        let released = self.store.run(move |pool, shown| async move {
+        let released = self.store.run_within(RELEASE_WAIT, move |pool, shown| async move {
             let client = get(&pool, &shown).await?;
             client
                 .execute("DELETE FROM docs_agent_leases WHERE session = $1 AND token = $2", &[&id, &token])
@@ -103,7 +112,7 @@ async fn renew(store: Arc<Store>, session: String, token: String) {
             Ok(client) => client
                 .execute(
                     "UPDATE docs_agent_leases SET expires_at = now() + make_interval(secs => $3)
-                     WHERE session = $1 AND token = $2",
+                     WHERE session = $1 AND token = $2 AND expires_at > now()",
                     &[&session, &token, &secs],
                 )
                 .await
@@ -113,7 +122,7 @@ async fn renew(store: Arc<Store>, session: String, token: String) {
         match renewed {
             Ok(1) => {}
             Ok(_) => {
-                tracing::warn!(%session, "the session's lease was taken over; this replica's appends to it will be refused");
+                tracing::warn!(%session, "the session's lease lapsed; once another replica takes it, this one's appends are refused");
                 return;
             }
             Err(e) => tracing::warn!(%session, "cannot renew the session's lease (retrying): {e}"),

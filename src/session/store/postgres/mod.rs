@@ -31,6 +31,9 @@ use super::{LogError, Row, SessionLock};
 /// Connections each replica keeps at most (turns, followers and handlers share them).
 const POOL_SIZE: usize = 16;
 
+/// The longest a call to the database may take, connection included.
+const CALL_LIMIT: Duration = Duration::from_secs(30);
+
 /// How long a call waits for a free connection, or for a new one to open.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 
@@ -86,17 +89,45 @@ impl Store {
     }
 
     /// Runs `work` with the pool on the store's runtime and waits for its result (from any
-    /// thread, inside a runtime or not).
+    /// thread, inside a runtime or not), at most [`CALL_LIMIT`].
     fn run<T, F, Fut>(&self, work: F) -> Result<T, LogError>
     where
         T: Send + 'static,
         F: FnOnce(Pool, String) -> Fut,
         Fut: Future<Output = Result<T, LogError>> + Send + 'static,
     {
+        self.run_within(CALL_LIMIT, work)
+    }
+
+    /// [`Store::run`], waiting at most `limit`: past it the work is dropped (its transaction
+    /// rolled back) and the call fails.
+    fn run_within<T, F, Fut>(&self, limit: Duration, work: F) -> Result<T, LogError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Pool, String) -> Fut,
+        Fut: Future<Output = Result<T, LogError>> + Send + 'static,
+    {
+        if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.handle.id()) {
+            return Err(LogError::Database {
+                what: "a session log call".into(),
+                detail: "it was made from the database thread itself, which would wait forever".into(),
+            });
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let future = work(self.pool.clone(), self.target.shown().to_string());
+        let shown = self.target.shown().to_string();
+        let future = work(self.pool.clone(), shown.clone());
         self.handle.spawn(async move {
-            let _ = tx.send(future.await);
+            let done = match tokio::time::timeout(limit, future).await {
+                Ok(done) => done,
+                Err(_) => Err(LogError::Database {
+                    what: format!("the session database {shown}"),
+                    detail: format!(
+                        "no answer within {} s; check that the server runs and is not locked up",
+                        limit.as_secs()
+                    ),
+                }),
+            };
+            let _ = tx.send(done);
         });
         rx.recv().map_err(|_| LogError::Database {
             what: format!("the session database {}", self.target.shown()),

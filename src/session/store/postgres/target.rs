@@ -31,6 +31,11 @@ impl Target {
         if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
             return Err("it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
         }
+        let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+        let authority = rest.split(['/', '?']).next().unwrap_or_default();
+        if authority.matches('@').count() > 1 {
+            return Err("its user or password holds a bare `@`: percent-encode it as %40".into());
+        }
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
             format!("it is not a valid postgres:// URL ({e}); the form is postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         })?;
@@ -107,6 +112,10 @@ mod tests {
         assert_eq!(target.ports(), vec![6543]);
         let error = Target::parse("postgres://agent:s3cret-pw@db.internal:notaport/x").expect_err("bad port");
         assert!(!error.contains("s3cret-pw"), "{error}");
+        let error = Target::parse("postgres://agent:s3c@ret-pw@db.internal/x").expect_err("a bare @");
+        assert!(error.contains("%40") && !error.contains("ret-pw"), "{error}");
+        let encoded = Target::parse("postgres://agent:s3c%40ret-pw@db.internal/x").expect("percent-encoded");
+        assert_eq!(encoded.shown(), "postgres://agent@db.internal:5432/x");
         let error = Target::parse("mysql://agent:s3cret-pw@db/x").expect_err("not postgres");
         assert!(error.contains("postgres://") && !error.contains("s3cret-pw"), "{error}");
     }
