@@ -85,7 +85,9 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
     let store =
         crate::session::store::Store::open(&config.session_location()).map_err(|e| (Exit::Failure, e.to_string()))?;
-    let state = Arc::new(crate::serve::AppState::new(config, harness, store).with_sandbox(sandbox));
+    let state = Arc::new(
+        crate::serve::AppState::new(config, harness, store).with_sandbox(sandbox).with_crash_hook(super::crash_hook()?),
+    );
     let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.spawn(pull_if_missing(state.config.llm.clone()));
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;

@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod ops;
 pub mod page;
+pub mod replicas;
 pub mod requests;
 pub mod sessions;
 pub mod stream;
@@ -42,7 +43,7 @@ use crate::agent::Harness;
 use crate::config::Config;
 use crate::model::Model;
 use crate::session::cancel::Canceller;
-use crate::session::store::{Log, Store};
+use crate::session::store::{KillAfter, Log, Store};
 use error::ApiError;
 
 /// What answers while the model server is down: quotes of the best sections, flagged.
@@ -69,9 +70,11 @@ pub struct AppState {
     /// Slots for requests in flight, shared by every route (`serve.max_concurrent`).
     slots: Arc<tokio::sync::Semaphore>,
     /// The last sequence number of each session, for streams that follow it.
-    watchers: Arc<Watchers>,
+    pub watchers: Arc<Watchers>,
     /// The session log, opened once (a PostgreSQL store keeps its pool here).
-    store: Store,
+    pub store: Store,
+    /// The crash-test hook armed on every handle on the log (test builds only).
+    kill_after: Option<KillAfter>,
     /// Trips when the model server keeps failing; answers then come from retrieval alone.
     pub breaker: breaker::Breaker,
     /// Set when the server shuts down: streams that follow sessions end.
@@ -96,13 +99,22 @@ pub struct Watchers(Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>);
 
 impl Watchers {
     /// Session `id` has events up to `seq`: wakes its followers.
-    fn notify(&self, id: &str, seq: u64) {
+    pub fn notify(&self, id: &str, seq: u64) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = map.get(id) {
             tx.send_replace(seq);
         }
         // Forget sessions nobody follows any more, so the map does not grow.
         map.retain(|_, tx| tx.receiver_count() > 0);
+    }
+
+    /// Wakes every follower: they read their session again (what was announced while the
+    /// notifications were down was missed).
+    pub fn notify_all(&self) {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for tx in map.values() {
+            tx.send_modify(|_| {});
+        }
     }
 
     /// Follows session `id` (subscribe before reading the log, so no append is missed).
@@ -135,7 +147,15 @@ impl AppState {
             harness,
             config,
             store,
+            kill_after: None,
         }
+    }
+
+    /// The same state, with the crash-test hook armed on every handle on the log: the process
+    /// kills itself there (`DOCS_AGENT_TEST_KILL_AFTER`, test builds).
+    pub fn with_crash_hook(mut self, hook: Option<KillAfter>) -> AppState {
+        self.kill_after = hook;
+        self
     }
 
     /// The same state, reporting `sandbox` as the kernel sandbox it runs in.
@@ -148,6 +168,9 @@ impl AppState {
     /// commit wakes the streams following that session.
     pub fn log(&self) -> Result<Log, ApiError> {
         let mut log = self.store.log()?;
+        if let Some(hook) = &self.kill_after {
+            log.kill_after(hook.clone());
+        }
         let watchers = self.watchers.clone();
         log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
         Ok(log)
@@ -298,6 +321,9 @@ pub async fn serve(
     // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
     let _fresh = fresh::start(state.clone());
+    // With other replicas on the same log: their appends and cancels reach this one, and a
+    // turn a dead replica left is taken over here. Stopped when serving ends.
+    let _replicas = replicas::start(&state);
     tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {

@@ -227,21 +227,25 @@ pub async fn events(
     respond(result, StatusCode::OK)
 }
 
-/// `POST /v1/sessions/{id}/cancel`: interrupts the running turn (202), or 409 if none runs.
+/// `POST /v1/sessions/{id}/cancel`: interrupts the running turn (202), here or on the replica
+/// that runs it, or 409 if none runs.
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        owned(&state.log()?, &id, &principal)?;
-        match state.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
-            Some(canceller) => {
-                canceller.cancel();
-                Ok(json!({"session_id": id, "cancelling": true}))
-            }
-            None => Err(ApiError::conflict("not_running", format!("session {id} has no turn running"))),
+        let log = state.log()?;
+        owned(&log, &id, &principal)?;
+        if let Some(canceller) = state.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+            canceller.cancel();
+            return Ok(json!({"session_id": id, "cancelling": true}));
         }
+        // On a shared log, the turn may run on another replica: it is told.
+        if log.cancel_elsewhere(&id)? {
+            return Ok(json!({"session_id": id, "cancelling": true}));
+        }
+        Err(ApiError::conflict("not_running", format!("session {id} has no turn running")))
     });
     respond(result, StatusCode::ACCEPTED)
 }

@@ -121,7 +121,8 @@ pub fn follow(
                 if let Some(event) = ready.pop_front() {
                     return Some((Ok(event), (log, id, cursor, changes, ready)));
                 }
-                match log.events_after(&id, cursor) {
+                // Off the worker: on a PostgreSQL log, a read is a round trip to the server.
+                match crate::runtime::blocking(|| log.events_after(&id, cursor)) {
                     Ok(events) if !events.is_empty() => {
                         for stored in events.into_iter().take(BATCH) {
                             cursor = stored.seq;

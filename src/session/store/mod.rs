@@ -245,6 +245,20 @@ impl Store {
         Ok(Log { db, kill_after: None, on_append: None })
     }
 
+    /// Listens, until dropped, for what other replicas sharing a PostgreSQL log announce
+    /// (`hear` must not block); a SQLite log has no other replicas: `None`.
+    pub fn listen(&self, hear: Arc<dyn Fn(postgres::Heard) + Send + Sync>) -> Option<postgres::Listening> {
+        match self {
+            Store::File(_) => None,
+            Store::Postgres(store) => Some(store.listen(hear)),
+        }
+    }
+
+    /// True when several replicas may share it.
+    pub fn shared(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+
     /// How messages name it (a URL without its password).
     pub fn shown(&self) -> String {
         match self {
@@ -417,6 +431,24 @@ impl Log {
         match &self.db {
             Db::Sqlite(db) => db.active_since(since_ms),
             Db::Postgres(db) => db.active_since(since_ms),
+        }
+    }
+
+    /// The sessions whose writer lease lapsed (PostgreSQL: their replica died while driving
+    /// them); a SQLite lock dies with its process and leaves nothing behind.
+    pub fn lapsed(&self) -> Result<Vec<String>, LogError> {
+        match &self.db {
+            Db::Sqlite(_) => Ok(Vec::new()),
+            Db::Postgres(db) => db.lapsed(),
+        }
+    }
+
+    /// Asks another replica that drives `session` to cancel its turn; true when one does (a
+    /// SQLite log has no other replica).
+    pub fn cancel_elsewhere(&self, session: &str) -> Result<bool, LogError> {
+        match &self.db {
+            Db::Sqlite(_) => Ok(false),
+            Db::Postgres(db) => db.cancel_elsewhere(session),
         }
     }
 

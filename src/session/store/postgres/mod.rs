@@ -12,6 +12,7 @@
 //! caller's runtime is ever blocked on from inside (which tokio forbids).
 
 mod lease;
+mod notify;
 mod schema;
 mod target;
 
@@ -24,6 +25,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 
 pub use lease::Lease;
+pub use notify::{Heard, Listening};
 pub use target::Target;
 
 use super::{LogError, Row, SessionLock};
@@ -81,6 +83,11 @@ impl Store {
             schema::migrate(&mut client).await
         })?;
         Ok(Arc::new(store))
+    }
+
+    /// Listens for what other replicas announce (appends, cancels) until dropped.
+    pub fn listen(&self, hear: Arc<dyn Fn(Heard) + Send + Sync>) -> Listening {
+        notify::listen(self, hear)
     }
 
     /// Where the log is, without the password: `postgres://user@host:port/db`.
@@ -269,6 +276,9 @@ impl Db {
                 .await
                 .map_err(database(&what))?;
             tx.execute(&moved, &[&session, &seq, &at]).await.map_err(database(&what))?;
+            // Told to every replica's followers at the commit, never before.
+            let told = format!("{session} {seq}");
+            tx.execute("SELECT pg_notify($1, $2)", &[&notify::EVENTS, &told]).await.map_err(database(&what))?;
             tx.commit().await.map_err(database(&what))?;
             Ok(seq as u64)
         })
@@ -302,6 +312,38 @@ impl Db {
                 .map_err(database(&what))?;
             let n: i64 = client.query_one(&query, &[&(since_ms as i64)]).await.map_err(database(&what))?.get(0);
             Ok(n as usize)
+        })
+    }
+
+    /// The sessions whose writer lease has lapsed: their replica died or lost the database
+    /// while it drove them.
+    pub fn lapsed(&self) -> Result<Vec<String>, LogError> {
+        self.store.run(move |pool, shown| async move {
+            let what = format!("looking for lapsed leases in {shown}");
+            let client = get(&pool, &shown).await?;
+            let rows = client
+                .query("SELECT session FROM docs_agent_leases WHERE expires_at <= now() ORDER BY session", &[])
+                .await
+                .map_err(database(&what))?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// Asks the replica that holds `session`'s live lease, if one does, to cancel its turn;
+    /// true when one was asked.
+    pub fn cancel_elsewhere(&self, session: &str) -> Result<bool, LogError> {
+        let session = session.to_string();
+        self.store.run(move |pool, shown| async move {
+            let what = format!("asking for a cancel of session {session} in {shown}");
+            let client = get(&pool, &shown).await?;
+            let asked = client
+                .query(
+                    "SELECT pg_notify($2, session) FROM docs_agent_leases WHERE session = $1 AND expires_at > now()",
+                    &[&session, &notify::CANCEL],
+                )
+                .await
+                .map_err(database(&what))?;
+            Ok(!asked.is_empty())
         })
     }
 

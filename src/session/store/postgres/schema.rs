@@ -45,6 +45,21 @@ pub fn newest() -> i64 {
 /// lock; refuses a database a newer docs-agent migrated.
 pub async fn migrate(client: &mut Client) -> Result<(), LogError> {
     let what = "migrating the session database";
+    // Up to date (every start but the first after an upgrade): only read, so a role without
+    // CREATE on the schema starts as well.
+    let current = client
+        .query_one(
+            "SELECT CASE WHEN to_regclass('docs_agent_schema') IS NULL THEN 0
+                    ELSE (SELECT COALESCE(MAX(version), 0) FROM docs_agent_schema) END",
+            &[],
+        )
+        .await;
+    let known = newest();
+    match current.map(|row| row.get::<_, i64>(0)) {
+        Ok(version) if version == known => return Ok(()),
+        Ok(version) if version > known => return Err(LogError::NewerSchema { found: version, known }),
+        _ => {}
+    }
     let tx = client.transaction().await.map_err(database(what))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(database(what))?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS docs_agent_schema (version bigint NOT NULL)")
