@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 
 /// A fake OTLP/HTTP collector: `POST /v1/traces` bodies, decoded.
@@ -113,6 +114,9 @@ fn a_question_exports_genai_spans_nested_as_they_ran_without_content() {
     }
     assert!(turn.parent_span_id.is_empty(), "the turn is the root of a question's trace");
     assert_eq!(attr(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
+    // The conventions' kind: a call to a model server is a client span; the others are internal.
+    assert_eq!(chat.kind, SpanKind::Client as i32, "{chat:?}");
+    assert_eq!(tool.kind, SpanKind::Internal as i32, "{tool:?}");
     assert_eq!(attr(chat, "gen_ai.request.model").as_deref(), Some("scripted"));
     assert_eq!(attr(tool, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
     assert_eq!(attr(tool, "gen_ai.tool.name").as_deref(), Some("search_docs"));
@@ -161,6 +165,35 @@ fn the_chat_span_carries_the_tokens_the_server_reported() {
     assert!(int(chat, "docs_agent.step").is_some_and(|s| s >= 1), "{chat:?}");
     let turn = named(&spans, "invoke_agent docs-agent");
     assert_eq!(int(turn, "gen_ai.usage.input_tokens"), input, "the turn's total of its one call: {turn:?}");
+    keep_sample(&[turn, chat, named(&spans, "execute_tool search_docs")]);
+}
+
+/// Writes the decoded spans to `target/otel/sample-spans.txt`, to show what a collector receives
+/// (an issue's closing note quotes it). A failure to write fails nothing.
+fn keep_sample(spans: &[&Span]) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/otel");
+    let mut out = String::new();
+    for span in spans {
+        out.push_str(&format!(
+            "span {:?} kind={} parent={}\n",
+            span.name,
+            SpanKind::try_from(span.kind).map_or("?", |k| k.as_str_name()),
+            hex(&span.parent_span_id)
+        ));
+        out.push_str(&format!("  trace_id={} span_id={}\n", hex(&span.trace_id), hex(&span.span_id)));
+        for a in &span.attributes {
+            out.push_str(&format!("  {} = {:?}\n", a.key, a.value.as_ref().and_then(|v| v.value.as_ref())));
+        }
+    }
+    let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("sample-spans.txt"), out));
+}
+
+/// Bytes as lower-case hex ("-" when empty).
+fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".into();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` the question, the answer and

@@ -101,6 +101,7 @@ impl TurnSpans {
                     parent: &self.turn,
                     "chat",
                     otel.name = %format!("chat {}", self.model),
+                    otel.kind = "client",
                     gen_ai.operation.name = "chat",
                     gen_ai.request.model = %self.model,
                     gen_ai.usage.input_tokens = Empty,
