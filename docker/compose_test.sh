@@ -23,13 +23,17 @@ DOCKERD=
 LISTENER=
 STAND_IN=
 IMAGE=
+SCALE_IMAGE=
+SCALE_BUILD=
 cleanup() {
     [ -n "$LISTENER" ] && kill "$LISTENER" 2> /dev/null
     if [ -f "$WORK/compose.yaml" ]; then
-        (cd "$WORK" && compose --profile init down -v --remove-orphans > /dev/null 2>&1) || true
+        (cd "$WORK" && compose --profile init --profile scale down -v --remove-orphans > /dev/null 2>&1) || true
     fi
     [ -n "$STAND_IN" ] && docker rmi -f "$STAND_IN" > /dev/null 2>&1
     [ -n "$IMAGE" ] && docker rmi -f "$IMAGE" > /dev/null 2>&1
+    [ -n "$SCALE_BUILD" ] && kill "$SCALE_BUILD" 2> /dev/null
+    [ -n "$SCALE_IMAGE" ] && docker rmi -f "$SCALE_IMAGE" > /dev/null 2>&1
     rm -rf "$WORK"
     # a dockerd this script started is stopped again
     [ -n "$DOCKERD" ] && kill "$DOCKERD" 2> /dev/null
@@ -37,7 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 missing=
-for tool in dockerd:docker.io docker-compose:docker-compose curl:curl python3:python3; do
+for tool in dockerd:docker.io docker-compose:docker-compose curl:curl python3:python3 debootstrap:debootstrap; do
     command -v "${tool%%:*}" > /dev/null || missing="$missing ${tool##*:}"
 done
 if [ -n "$missing" ]; then
@@ -56,6 +60,10 @@ compose() { "${COMPOSE[@]}" "$@"; }
 say "$(docker version -f 'engine {{.Server.Version}}'), $("${COMPOSE[@]}" version --short 2>/dev/null || true)"
 
 say "images, built here"
+# The scale profile's postgres and lb, from Debian's packages, built meanwhile (about a minute).
+SCALE_IMAGE="docs-agent-test/scale-stand-in:$$"
+docker/scale-stand-in.sh "$SCALE_IMAGE" > "$WORK/scale-stand-in.log" 2>&1 &
+SCALE_BUILD=$!
 docker/prebuilt.sh
 # The stand-in gets a tag of its own (never the real Ollama image's), named in an override file.
 STAND_IN="docs-agent-test/ollama-stand-in:$$"
@@ -81,7 +89,9 @@ find "$WORK/workspace/notes" -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 IMAGE="docs-agent-test/agent:$$"
 {
     printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN"
-    for svc in agent api init; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
+    for svc in agent api init api-a api-b; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
+    printf '  postgres:\n    image: %s\n' "$SCALE_IMAGE"
+    printf '  lb:\n    image: %s\n    command: ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]\n' "$SCALE_IMAGE"
 } > "$WORK/compose.test.yaml"
 chown 10001:10001 "$WORK/workspace/notes"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -245,5 +255,83 @@ done
 old=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$PORT/metrics")
 [ "$old" = 401 ] || fail "the old token still works after init --replace: $old"
 ok "init --replace: a new token works after a restart, the old one no longer does"
+
+say "the scale profile: postgres, two api replicas, a load balancer"
+wait "$SCALE_BUILD" || fail "the scale stand-in image: $(tail -5 "$WORK/scale-stand-in.log")"
+SCALE_BUILD=
+SCALE_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export DOCS_AGENT_SCALE_PORT=$SCALE_PORT
+export DOCS_AGENT_DB_PASSWORD=$(python3 -c 'import secrets; print(secrets.token_hex(24))')
+LB="http://127.0.0.1:$SCALE_PORT"
+compose --profile scale up -d lb > /dev/null 2>&1 || fail "up lb: $(compose --profile scale up -d lb 2>&1 | tail -5)"
+healthy api-a
+healthy api-b
+# GET with the token through lb; prints the body, then the replica that answered
+via_lb() {
+    curl -s -D "$WORK/headers" -H "Authorization: Bearer $new_token" -H 'content-type: application/json' "$@"
+    printf '\n%s\n' "$(tr -d '\r' < "$WORK/headers" | sed -n 's/^[Xx]-[Dd]ocs-[Aa]gent-[Rr]eplica: //p')"
+}
+code=000
+for _ in $(seq 1 60); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/readyz") && [ "$code" = 200 ] && break
+    sleep 1
+done
+[ "$code" = 200 ] || fail "lb /readyz: $code ($(compose logs --tail 5 lb api-a api-b 2>&1))"
+# lb's health checks see both replicas up before it sends to both
+both=
+for _ in $(seq 1 30); do
+    seen=$(for _ in 1 2 3 4; do via_lb "$LB/readyz" | tail -1; done | sort -u | tr '\n' ' ')
+    [ "$seen" = "api-a api-b " ] && both=yes && break
+    sleep 1
+done
+[ -n "$both" ] || fail "lb does not spread requests over both replicas: '$seen'"
+out=$(via_lb -X POST -d '{}' "$LB/v1/sessions")
+session=$(head -1 <<< "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "a session through lb: $out"
+made_on=$(tail -1 <<< "$out")
+# A follower through lb, while the session's messages go to either replica.
+curl -sN -m 60 -H "Authorization: Bearer $new_token" -H "Accept: text/event-stream" "$LB/v1/sessions/$session/events" > "$WORK/follower" &
+FOLLOWER=$!
+answered_on=
+for _ in 1 2 3 4; do
+    out=$(via_lb -d '{"text":"how long is the refund window"}' "$LB/v1/sessions/$session/messages")
+    grep -q '"stop":"answered".*docs/refunds.md#window' <<< "$out" || fail "a message through lb: $out"
+    answered_on="$answered_on $(tail -1 <<< "$out")"
+done
+grep -q "$( [ "$made_on" = api-a ] && echo api-b || echo api-a)" <<< "$answered_on" \
+    || fail "the session made on $made_on never took a message on the other replica: $answered_on"
+answers=0
+for _ in $(seq 1 40); do
+    answers=$(grep -c '^event: answer' "$WORK/follower" || true)
+    [ "$answers" -ge 4 ] && break
+    sleep 0.5
+done
+kill "$FOLLOWER" 2> /dev/null || true
+[ "$answers" -ge 4 ] || fail "the follower through lb saw $answers of 4 answers: $(tail -5 "$WORK/follower")"
+ok "a session made on $made_on took messages on$answered_on; its follower through lb saw all 4 answers live"
+rows=$(compose exec -T -e PGPASSWORD="$DOCS_AGENT_DB_PASSWORD" postgres psql -h 127.0.0.1 -U docs_agent -d docs_agent \
+    -tAc "select count(*) from docs_agent_events where session = '$session'" 2>&1) || fail "psql: $rows"
+[ "$rows" -gt 8 ] || fail "the session's events are not in postgres: $rows"
+ok "its $rows events are in postgres"
+
+# kill -9 of one replica: lb sends everything to the other, the session goes on there
+docker kill -s KILL "$(compose ps -q api-b)" > /dev/null
+for i in 1 2 3 4; do
+    out=$(via_lb -d '{"text":"how long is the refund window"}' "$LB/v1/sessions/$session/messages")
+    grep -q '"stop":"answered".*docs/refunds.md#window' <<< "$out" && [ "$(tail -1 <<< "$out")" = api-a ] \
+        || fail "message $i after api-b was killed: $out"
+done
+events=$(via_lb "$LB/v1/sessions/$session/events" | head -1)
+[ "$(grep -o '"type":"answer"' <<< "$events" | wc -l)" = 8 ] || fail "the session after the kill: $events"
+ok "api-b killed (-9): the next 4 messages answered on api-a, the session whole (8 answers)"
+compose --profile scale up -d --no-deps api-b > /dev/null 2>&1 || fail "api-b back"
+healthy api-b
+both=
+for _ in $(seq 1 30); do
+    seen=$(for _ in 1 2 3 4; do via_lb "$LB/readyz" | tail -1; done | sort -u | tr '\n' ' ')
+    [ "$seen" = "api-a api-b " ] && both=yes && break
+    sleep 1
+done
+[ -n "$both" ] || fail "api-b is not back behind lb: '$seen'"
+ok "api-b back behind lb"
 
 say "passed in $(( $(date +%s) - START )) s"

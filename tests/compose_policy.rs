@@ -23,8 +23,11 @@ fn read(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
+/// compose.yaml, with its `<<: *replica` merge keys applied as Compose applies them.
 fn compose() -> Value {
-    yaml_serde::from_str(&read("compose.yaml")).expect("compose.yaml must be valid YAML")
+    let mut c: Value = yaml_serde::from_str(&read("compose.yaml")).expect("compose.yaml must be valid YAML");
+    c.apply_merge().expect("compose.yaml: a `<<` merge key that Compose could not apply");
+    c
 }
 
 // ---------------------------------------------------------------------------
@@ -162,8 +165,12 @@ fn uid(svc: &Value) -> Option<String> {
 // compose.yaml: the agent's sandbox
 // ---------------------------------------------------------------------------
 
-/// The services that run docs-agent: the one-shot CLI (`agent`) and the HTTP API (`api`).
-const HARDENED: [&str; 2] = ["agent", "api"];
+/// The services that run docs-agent: the one-shot CLI (`agent`), the HTTP API (`api`) and the
+/// `scale` profile's replicas of it.
+const HARDENED: [&str; 4] = ["agent", "api", "api-a", "api-b"];
+
+/// The `scale` profile's api replicas: sessions in the postgres service, behind lb.
+const REPLICAS: [&str; 2] = ["api-a", "api-b"];
 
 #[test]
 fn compose_uses_the_compose_specification() {
@@ -267,6 +274,11 @@ fn agent_workspace_is_read_only_and_only_notes_and_the_session_volume_are_writab
         };
         let mut writable: Vec<&str> = all.iter().filter(is_writable).map(|m| m.target.trim_end_matches('/')).collect();
         writable.sort();
+        if REPLICAS.contains(&name) {
+            // Its sessions are in postgres and its index in memory: notes/ alone.
+            assert_eq!(writable, ["/workspace/notes"], "{name}: notes/ is the only writable mount");
+            continue;
+        }
         assert_eq!(
             writable,
             ["/data", "/workspace/notes"],
@@ -297,7 +309,7 @@ fn agent_workspace_is_read_only_and_only_notes_and_the_session_volume_are_writab
 #[test]
 fn agent_keeps_its_session_log_on_the_volume() {
     let c = compose();
-    for name in HARDENED {
+    for name in HARDENED.into_iter().filter(|n| !REPLICAS.contains(n)) {
         let log = at(service(&c, name), "environment.DOCS_AGENT_SESSION_LOG").and_then(text);
         assert!(
             log.as_deref().is_some_and(|p| p.starts_with("/data/")),
@@ -319,11 +331,21 @@ fn agent_is_only_on_the_sealed_network() {
     assert!(at(agent, "network_mode").is_none(), "agent: `network_mode` would bypass the sealed network");
     // The api is published, which an internal network cannot do: it also joins `front`, a
     // plain bridge no other service joins.
-    let api = service(&c, "api");
-    assert_eq!(names(at(api, "networks")), ["sealed", "front"], "api: `sealed` for the model, `front` for its port");
+    for name in ["api", "api-a", "api-b"] {
+        let api = service(&c, name);
+        assert_eq!(
+            names(at(api, "networks")),
+            ["sealed", "front"],
+            "{name}: `sealed` for the model, `front` for its port"
+        );
+    }
+    // lb, in front of the replicas, is on `front` alone: it reaches neither the model nor the
+    // database.
+    assert_eq!(names(at(service(&c, "lb"), "networks")), ["front"], "lb: on `front` only");
     for (name, svc) in services(&c) {
         assert!(
-            name == "api" || !names(at(svc, "networks")).contains(&"front".to_string()),
+            ["api", "api-a", "api-b", "lb"].contains(&name.as_str())
+                || !names(at(svc, "networks")).contains(&"front".to_string()),
             "{name} must not join front"
         );
     }
@@ -421,6 +443,61 @@ fn init_writes_the_api_config_by_hand_only() {
     assert!(is_true(at(init, "read_only")), "init: read-only root");
 }
 
+/// The scale profile's replicas keep their sessions in the postgres service, with the password
+/// from the environment (never written in the file), their index in memory, and start once
+/// the database is up.
+#[test]
+fn replicas_keep_their_sessions_in_postgres() {
+    let c = compose();
+    for name in REPLICAS {
+        let replica = service(&c, name);
+        assert_eq!(strings(at(replica, "profiles")), ["scale"], "{name}: in the `scale` profile only");
+        let url = at(replica, "environment.DOCS_AGENT_SESSION_LOG_URL").and_then(text).unwrap_or_default();
+        assert!(
+            url.starts_with("postgres://docs_agent:${DOCS_AGENT_DB_PASSWORD")
+                && url.ends_with("@postgres:5432/docs_agent"),
+            "{name}: its sessions in the postgres service, the password from DOCS_AGENT_DB_PASSWORD: {url}"
+        );
+        let index = at(replica, "environment.DOCS_AGENT_INDEX").and_then(text);
+        assert_eq!(index.as_deref(), Some("memory"), "{name}: each replica indexes docs/ in memory");
+        let waits = at(replica, "depends_on.postgres.condition").and_then(text);
+        assert_eq!(waits.as_deref(), Some("service_healthy"), "{name}: starts once postgres is healthy");
+    }
+    let password = at(service(&c, "postgres"), "environment.POSTGRES_PASSWORD").and_then(text).unwrap_or_default();
+    assert!(password.starts_with("${DOCS_AGENT_DB_PASSWORD"), "postgres: the password from .env, got {password:?}");
+    let lb = strings(at(service(&c, "lb"), "depends_on"));
+    assert_eq!(lb, ["api-a", "api-b"], "lb: in front of both replicas");
+    let cfg = read("docker/haproxy.cfg");
+    for name in REPLICAS {
+        assert!(cfg.contains(&format!("server {name} {name}:8080")), "docker/haproxy.cfg: no server {name}");
+    }
+    assert!(cfg.contains("option httpchk GET /readyz"), "docker/haproxy.cfg: checks the replicas' /readyz");
+}
+
+/// The scale profile's outside images: pinned, no capability, no privilege gain, bounded,
+/// not root; postgres on the sealed network alone.
+#[test]
+fn postgres_and_the_load_balancer_are_hardened() {
+    let c = compose();
+    for (name, user) in [("postgres", "postgres"), ("lb", "haproxy")] {
+        let svc = service(&c, name);
+        let image = at(svc, "image").and_then(text).unwrap_or_default();
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+        assert!(
+            tag.chars().next().is_some_and(|c| c.is_ascii_digit()) && tag.contains('.'),
+            "{name}: pin a version: {image}"
+        );
+        assert_eq!(strings(at(svc, "cap_drop")), ["ALL"], "{name}: cap_drop ALL");
+        assert!(strings(at(svc, "security_opt")).iter().any(|o| o.starts_with("no-new-privileges")), "{name}");
+        assert!(at(svc, "mem_limit").is_some() && at(svc, "pids_limit").is_some(), "{name}: memory and pids limits");
+        assert_eq!(at(svc, "user").and_then(text).as_deref(), Some(user), "{name}: runs as {user}, not root");
+        assert_eq!(strings(at(svc, "profiles")), ["scale"], "{name}: in the `scale` profile only");
+    }
+    assert_eq!(names(at(service(&c, "postgres"), "networks")), ["sealed"], "postgres: on the sealed network only");
+    assert!(is_non_empty(at(service(&c, "postgres"), "healthcheck.test")), "postgres: a health check");
+    assert!(is_true(at(service(&c, "lb"), "read_only")), "lb: read-only root");
+}
+
 #[test]
 fn no_service_is_privileged_or_shares_host_namespaces() {
     let c = compose();
@@ -436,28 +513,38 @@ fn no_service_is_privileged_or_shares_host_namespaces() {
 #[test]
 fn agent_publishes_no_ports_and_the_api_only_on_loopback() {
     let c = compose();
+    let published = ["api", "lb"];
     for (name, svc) in services(&c) {
-        if name != "api" {
+        if !published.contains(&name.as_str()) {
             assert!(!is_non_empty(at(svc, "ports")), "{name}: must not publish ports");
         }
     }
-    let ports = strings(at(service(&c, "api"), "ports"));
-    assert_eq!(ports.len(), 1, "api: one published port, got {ports:?}");
-    assert!(
-        ports[0].starts_with("127.0.0.1:") && ports[0].ends_with(":8080"),
-        "api: on the host's loopback only: {ports:?}"
-    );
+    for name in published {
+        let ports = strings(at(service(&c, name), "ports"));
+        assert_eq!(ports.len(), 1, "{name}: one published port, got {ports:?}");
+        assert!(
+            ports[0].starts_with("127.0.0.1:") && ports[0].ends_with(":8080"),
+            "{name}: on the host's loopback only: {ports:?}"
+        );
+    }
 }
 
 #[test]
 fn api_serves_with_a_health_check_of_its_own_binary() {
     let c = compose();
-    let api = service(&c, "api");
+    for name in ["api", "api-a", "api-b"] {
+        serves_with_a_health_check(&c, name);
+    }
+}
+
+/// `name` runs `serve`, waits for its config, and is health-checked by its own binary.
+fn serves_with_a_health_check(c: &Value, name: &str) {
+    let api = service(c, name);
     let command = strings(at(api, "command"));
-    assert_eq!(command.first().map(String::as_str), Some("serve"), "api: must run `serve`, got {command:?}");
+    assert_eq!(command.first().map(String::as_str), Some("serve"), "{name}: must run `serve`, got {command:?}");
     assert!(
         command.iter().any(|c| c == "--wait-for-config"),
-        "api: started before `init` writes its config, `serve` must wait for it (--wait-for-config), \
+        "{name}: started before `init` writes its config, `serve` must wait for it (--wait-for-config), \
          not exit and be restarted in a loop; got {command:?}"
     );
     let test = strings(at(api, "healthcheck.test"));
@@ -465,11 +552,11 @@ fn api_serves_with_a_health_check_of_its_own_binary() {
         test.first().is_some_and(|t| t == "CMD")
             && test.iter().any(|t| t.ends_with("docs-agent"))
             && test.iter().any(|t| t == "health"),
-        "api: the health check must run `docs-agent health` (the image has no shell or curl), got {test:?}"
+        "{name}: the health check must run `docs-agent health` (the image has no shell or curl), got {test:?}"
     );
     let config = at(api, "environment.DOCS_AGENT_CONFIG").and_then(text).unwrap_or_default();
     let mounted = mounts(api).iter().any(|m| std::path::Path::new(&config).starts_with(&m.target) && m.read_only);
-    assert!(mounted, "api: its config (tokens) must be mounted read-only at DOCS_AGENT_CONFIG ({config})");
+    assert!(mounted, "{name}: its config (tokens) must be mounted read-only at DOCS_AGENT_CONFIG ({config})");
 }
 
 // ---------------------------------------------------------------------------
