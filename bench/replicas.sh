@@ -17,6 +17,7 @@ ROUNDS=${1:-2}
 DURATION=${DURATION:-10}
 CONCURRENCY=${CONCURRENCY:-16}
 T=$(mktemp -d /tmp/docs-agent-replicas-bench.XXXXXX)
+chmod 711 "$T"   # the postgres user passes through to its folder
 PIDS=()
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 cleanup() {
@@ -37,6 +38,7 @@ runuser -u postgres -- "$PG_BIN/initdb" -D "$T/pg/data" -U docs -A trust -E UTF8
 runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -l "$T/pg/log" -w \
     -o "-k $T/pg -p $PG_PORT -c listen_addresses=127.0.0.1 -c max_connections=200" start > /dev/null
 runuser -u postgres -- "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U docs docs
+PG_URL="postgres://docs@127.0.0.1:$PG_PORT/docs"
 echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT (fsync on)" >&2
 
 "$BIN" init --to "$T/init.toml" > "$T/token" 2> /dev/null
@@ -44,7 +46,8 @@ echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1
   grep -v '^#' "$T/init.toml"; } > "$T/bench.toml"
 cp -r workspace "$T/ws"
 
-# start NAME URL...: a replica on a free port, its sessions at URL (a file or postgres://)
+# start LOG: a replica on a free port, its sessions at LOG (a file or a postgres:// URL); its
+# address is added to URLS (no command substitution: the replica would hold its pipe open)
 start() {
     local log=$1 port
     port=$(free_port)
@@ -52,10 +55,10 @@ start() {
     [[ $log == postgres://* ]] && where=(DOCS_AGENT_SESSION_LOG_URL="$log")
     env -i PATH=/usr/bin:/bin DOCS_AGENT_CONFIG="$T/bench.toml" WORKSPACE="$T/ws" LLM_MODEL=scripted \
         DOCS_AGENT_INDEX=memory DOCS_AGENT_LOG=warn "${where[@]}" \
-        "$BIN" serve --listen "127.0.0.1:$port" 2>> "$T/serve.log" &
+        "$BIN" serve --listen "127.0.0.1:$port" >> "$T/serve.log" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 1 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && { echo "http://127.0.0.1:$port"; return; }
+        curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && { URLS+=("http://127.0.0.1:$port"); return; }
         sleep 0.1
     done
     echo "a replica did not start: $(tail -5 "$T/serve.log")" >&2
@@ -70,13 +73,14 @@ RESULTS=$T/results
 : > "$RESULTS"
 for round in $(seq 1 "$ROUNDS"); do
     for setup in sqlite-1 postgres-1 postgres-2; do
+        URLS=()
         case $setup in
-            sqlite-1) urls=("$(start "$T/run-$round/sessions.db")") ;;
-            postgres-1) urls=("$(start "postgres://docs@127.0.0.1:$PG_PORT/docs")") ;;
-            postgres-2) urls=("$(start "postgres://docs@127.0.0.1:$PG_PORT/docs")" "$(start "postgres://docs@127.0.0.1:$PG_PORT/docs")") ;;
+            sqlite-1) mkdir -p "$T/run-$round" && start "$T/run-$round/sessions.db" ;;
+            postgres-1) start "$PG_URL" ;;
+            postgres-2) start "$PG_URL" && start "$PG_URL" ;;
         esac
         for mode in ask session; do
-            line=$(bench/ask_load.py "${urls[@]}" --token-file "$T/token" --mode "$mode" \
+            line=$(bench/ask_load.py "${URLS[@]}" --token-file "$T/token" --mode "$mode" \
                 --concurrency "$CONCURRENCY" --warmup 3 --duration "$DURATION" --json)
             echo "round $round $setup $mode $line" >&2
             echo "$setup $mode $line" >> "$RESULTS"
@@ -100,7 +104,7 @@ for setup in ("sqlite-1", "postgres-1", "postgres-2"):
     a, s = rows[(setup, "ask")], rows[(setup, "session")]
     ar, sr = statistics.median(r[0] for r in a), statistics.median(r[0] for r in s)
     errors = sum(r[3] for r in a + s)
-    print(f"| {setup} | {ar:,.0f} ({ar / base['ask']:.2f}x) | {statistics.median(r[2] for r in a)} ms "
-          f"| {sr:,.0f} ({sr / base['session']:.2f}x) | {statistics.median(r[1] for r in s)} ms "
-          f"| {statistics.median(r[2] for r in s)} ms | {errors} |")
+    print(f"| {setup} | {ar:,.0f} ({ar / base['ask']:.2f}x) | {statistics.median(r[2] for r in a):.1f} ms "
+          f"| {sr:,.0f} ({sr / base['session']:.2f}x) | {statistics.median(r[1] for r in s):.1f} ms "
+          f"| {statistics.median(r[2] for r in s):.1f} ms | {errors} |")
 PY
