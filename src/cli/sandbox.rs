@@ -136,10 +136,14 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
                 let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
                 plan = with_folder_of(plan, &path, what, &config.workspace)?;
             }
-            // The session database's port; a Unix socket's folder, to connect to it.
+            // The session database's port; a Unix socket's folder, to connect to it; the CA
+            // file its certificate is checked against (sslrootcert).
             Location::Postgres { target, .. } => {
                 for port in target.ports() {
                     plan = plan.connect(port, &[]);
+                }
+                for file in target.tls().files() {
+                    plan = plan.allow(file, Grant::Read);
                 }
                 for folder in target.unix_folders() {
                     plan = plan.allow(folder, Grant::Write);

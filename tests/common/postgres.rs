@@ -55,9 +55,40 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
+/// The certificates of a cluster that speaks TLS.
+pub struct Certs {
+    /// The CA that signed the server's certificate (PEM).
+    pub ca: PathBuf,
+    /// Another CA, which signed nothing the server holds.
+    pub other_ca: PathBuf,
+}
+
 impl Cluster {
     /// Makes and starts a cluster.
     pub fn start() -> Cluster {
+        Cluster::launch(|_, _| String::new())
+    }
+
+    /// A cluster that accepts TLS connections only (`hostssl` in pg_hba.conf), with a
+    /// certificate for `localhost` (not for 127.0.0.1) signed by a CA of the test's own.
+    pub fn start_tls() -> (Cluster, Certs) {
+        let mut certs = None;
+        let cluster = Cluster::launch(|dir, data| {
+            let made = make_certs(dir, data);
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
+            )
+            .expect("pg_hba.conf");
+            certs = Some(made);
+            "-c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".to_string()
+        });
+        (cluster, certs.expect("certificates made"))
+    }
+
+    /// Makes a cluster, lets `setup` prepare its folder and data folder (returning more
+    /// server options), and starts it.
+    fn launch(setup: impl FnOnce(&Path, &Path) -> String) -> Cluster {
         let bin = binaries();
         let dir = tempfile::Builder::new().prefix("docs-agent-pg-").tempdir().expect("a temporary folder");
         let data = dir.path().join("data");
@@ -78,11 +109,12 @@ impl Cluster {
         .output()
         .expect("run initdb");
         assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        let more = setup(dir.path(), &data);
         let mut last = String::new();
         for _ in 0..3 {
             let port = free_port();
             let options = format!(
-                "-k {} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200",
+                "-k {} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200 {more}",
                 dir.path().display()
             );
             let log = dir.path().join("server.log").display().to_string();
@@ -129,6 +161,69 @@ impl Cluster {
         assert!(out.status.success(), "psql `{sql}`: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
+}
+
+/// With openssl: a CA and a server certificate for DNS:localhost it signed (the key in `data`,
+/// owned by the server's user, mode 0600 as PostgreSQL requires), and a second, unrelated CA.
+fn make_certs(dir: &Path, data: &Path) -> Certs {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (apt-get install openssl)");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    for name in ["ca", "other-ca"] {
+        let (key, pem, subject) = (format!("{name}.key"), format!("{name}.pem"), format!("/CN=docs-agent test {name}"));
+        let mut args = vec!["req", "-x509"];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subject]);
+        args.extend([
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ]);
+        openssl(&args);
+    }
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend(["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]);
+    openssl(&args);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("server.ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-set_serial",
+        "2",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.crt",
+    ]);
+    for file in ["server.crt", "server.key"] {
+        std::fs::copy(dir.join(file), data.join(file)).expect("into the data folder");
+        std::fs::set_permissions(data.join(file), std::fs::Permissions::from_mode(0o600)).expect("mode");
+        if is_root() {
+            let (uid, gid) = postgres_ids();
+            std::os::unix::fs::chown(data.join(file), Some(uid), Some(gid)).expect("hand the file to postgres");
+        }
+    }
+    Certs { ca: dir.join("ca.pem"), other_ca: dir.join("other-ca.pem") }
 }
 
 /// The `postgres` user's uid and gid.

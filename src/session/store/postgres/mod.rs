@@ -15,6 +15,7 @@ mod lease;
 mod notify;
 mod schema;
 mod target;
+mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,6 +28,7 @@ use tokio_postgres::error::SqlState;
 pub use lease::Lease;
 pub use notify::{Heard, Listening};
 pub use target::Target;
+pub use tls::SslMode;
 
 use super::{LogError, Row, SessionLock};
 
@@ -45,6 +47,8 @@ pub struct Store {
     target: Target,
     /// The pool.
     pool: Pool,
+    /// TLS for a connection of its own (notifications), as the pool's.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// The runtime the pool's connections live on.
     handle: tokio::runtime::Handle,
     /// Dropped with the store: the runtime's thread then ends.
@@ -59,10 +63,14 @@ impl Store {
     /// Connects to `target`, checks that the server answers, and creates or migrates the
     /// schema. Session leases last `lease` unless renewed.
     pub fn connect(target: &Target, lease: Duration) -> Result<Arc<Store>, LogError> {
+        let tls = target.tls().connector().map_err(|e| LogError::Database {
+            what: format!("cannot set up TLS to {}", target.shown()),
+            detail: format!("session.log_url {e}"),
+        })?;
         let (handle, stop) = runtime_thread()?;
         let manager = Manager::from_config(
             target.config().clone(),
-            tokio_postgres::NoTls,
+            tls.clone(),
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -77,11 +85,19 @@ impl Store {
             })?;
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let holder = format!("{}:{}", host.trim(), std::process::id());
-        let store = Store { target: target.clone(), pool, handle, _stop: stop, lease, holder };
-        store.run(|pool, shown| async move {
-            let mut client = get(&pool, &shown).await?;
-            schema::migrate(&mut client).await
-        })?;
+        let store = Store { target: target.clone(), pool, tls, handle, _stop: stop, lease, holder };
+        store
+            .run(|pool, shown| async move {
+                let mut client = get(&pool, &shown).await?;
+                schema::migrate(&mut client).await
+            })
+            .map_err(|e| match e {
+                LogError::Database { what, detail } => match target.tls().hint(&detail) {
+                    Some(hint) => LogError::Database { what, detail: format!("{detail}; {hint}") },
+                    None => LogError::Database { what, detail },
+                },
+                other => other,
+            })?;
         Ok(Arc::new(store))
     }
 

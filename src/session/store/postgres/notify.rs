@@ -58,11 +58,12 @@ impl Drop for Listening {
 /// not block) with everything heard.
 pub fn listen(store: &Store, hear: Arc<dyn Fn(Heard) + Send + Sync>) -> Listening {
     let config = store.target.config().clone();
+    let tls = store.tls.clone();
     let shown = store.target.shown().to_string();
     Listening(store.handle.spawn(async move {
         let mut pause = Duration::from_secs(1);
         loop {
-            match config.connect(tokio_postgres::NoTls).await {
+            match config.connect(tls.clone()).await {
                 Ok((client, mut connection)) => {
                     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
                     let driver = tokio::spawn(async move {

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use tokio_postgres::config::Host;
 
+use super::tls::Tls;
+
 /// PostgreSQL's port when the URL names none.
 const DEFAULT_PORT: u16 = 5432;
 
@@ -15,6 +17,8 @@ pub struct Target {
     config: tokio_postgres::Config,
     /// `postgres://user@host:port/db`: the URL without its password or options.
     shown: String,
+    /// TLS to the server (`sslmode`, `sslrootcert`).
+    tls: Tls,
 }
 
 impl std::fmt::Debug for Target {
@@ -36,7 +40,8 @@ impl Target {
         if authority.matches('@').count() > 1 {
             return Err("its user or password holds a bare `@`: percent-encode it as %40".into());
         }
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
+        let (url, tls) = split_tls(url)?;
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(|e| {
             format!("it is not a valid postgres:// URL ({e}); the form is postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         })?;
         if config.get_hosts().is_empty() {
@@ -49,6 +54,7 @@ impl Target {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
         config.application_name("docs-agent");
+        config.ssl_mode(tls.mode().wire());
         let hosts: Vec<String> = config
             .get_hosts()
             .iter()
@@ -67,7 +73,12 @@ impl Target {
             hosts.join(","),
             config.get_dbname().unwrap_or(config.get_user().unwrap_or_default())
         );
-        Ok(Target { config, shown })
+        Ok(Target { config, shown, tls })
+    }
+
+    /// TLS to the server.
+    pub fn tls(&self) -> &Tls {
+        &self.tls
     }
 
     /// The connection settings.
@@ -99,6 +110,37 @@ impl Target {
     }
 }
 
+/// Takes `sslmode` and `sslrootcert` out of the URL's options (libpq's names, which
+/// `tokio-postgres` would refuse or read otherwise) and reads them; the rest of the URL is kept.
+fn split_tls(url: &str) -> Result<(String, Tls), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_string(), Tls::from_params(None, None)?));
+    };
+    let (mut mode, mut root, mut kept) = (None, None, Vec::new());
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let decoded = || {
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8()
+                .map(|v| v.into_owned())
+                .map_err(|_| format!("its {key}= is not UTF-8 once percent-decoded"))
+        };
+        match key {
+            "sslmode" => mode = Some(decoded()?),
+            "sslrootcert" => root = Some(decoded()?),
+            "sslcert" | "sslkey" => {
+                return Err(format!(
+                    "it names {key}: client certificates are not supported; log in with a password (scram-sha-256)"
+                ));
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let tls = Tls::from_params(mode.as_deref(), root.as_deref())?;
+    let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    Ok((url, tls))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Target;
@@ -118,6 +160,28 @@ mod tests {
         assert_eq!(encoded.shown(), "postgres://agent@db.internal:5432/x");
         let error = Target::parse("mysql://agent:s3cret-pw@db/x").expect_err("not postgres");
         assert!(error.contains("postgres://") && !error.contains("s3cret-pw"), "{error}");
+    }
+
+    /// sslmode and sslrootcert are read as libpq reads them, and the other options kept.
+    #[test]
+    fn tls_options_are_taken_out_and_read() {
+        use super::super::tls::SslMode;
+        let target = Target::parse("postgres://agent:pw@db/x?sslmode=verify-full&connect_timeout=3").expect("parses");
+        assert_eq!(target.tls().mode(), SslMode::VerifyFull);
+        assert_eq!(target.config().get_ssl_mode(), tokio_postgres::config::SslMode::Require);
+        assert_eq!(target.config().get_connect_timeout(), Some(&std::time::Duration::from_secs(3)));
+        let plain = Target::parse("postgres://agent@db/x").expect("parses");
+        assert_eq!(plain.tls().mode(), SslMode::Prefer);
+        assert_eq!(plain.config().get_ssl_mode(), tokio_postgres::config::SslMode::Prefer);
+        let off = Target::parse("postgres://agent@db/x?sslmode=disable").expect("parses");
+        assert_eq!(off.config().get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+        let error = Target::parse("postgres://agent:pw@db/x?sslmode=sometimes").expect_err("bad mode");
+        assert!(error.contains("sslmode=sometimes") && !error.contains("pw@"), "{error}");
+        let named = Target::parse("postgres://agent@db/x?sslrootcert=%2Fno%2Fca.pem").expect("read when connecting");
+        assert_eq!(named.tls().files(), vec![std::path::PathBuf::from("/no/ca.pem")]);
+        assert_eq!(named.tls().mode(), SslMode::VerifyCa);
+        let error = Target::parse("postgres://agent@db/x?sslcert=c.pem&sslkey=k.pem").expect_err("client certs");
+        assert!(error.contains("client certificates"), "{error}");
     }
 
     /// No port: PostgreSQL's; no database: the user's name, as libpq does.

@@ -1,0 +1,327 @@
+//! TLS to the session database, as libpq's `sslmode` and `sslrootcert` say (rustls, through
+//! `tokio-postgres-rustls`): an operations team's server URL means here what it means to `psql`.
+//!
+//! | `sslmode` | TLS | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | — |
+//! | `prefer` (the default) | when the server offers it | not checked (checked as `verify-ca` with `sslrootcert`) |
+//! | `require` | always | not checked (checked as `verify-ca` with `sslrootcert`) |
+//! | `verify-ca` | always | signed by a trusted CA |
+//! | `verify-full` | always | signed by a trusted CA, and for the host connected to |
+//!
+//! The trusted CAs are `sslrootcert`'s (a PEM file, read when connecting), else the
+//! system's store. Even unchecked, a handshake's signatures are verified, and SCRAM's channel
+//! binding ties the password exchange to the TLS session.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// libpq's `sslmode`, the values docs-agent takes (`allow`, which tries without TLS first, is
+/// refused: `prefer` does what it is used for, with TLS first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslMode {
+    /// No TLS.
+    Disable,
+    /// TLS when the server offers it; the certificate is not checked.
+    Prefer,
+    /// TLS always; the certificate is not checked.
+    Require,
+    /// TLS always; the certificate chain is checked, not the host name.
+    VerifyCa,
+    /// TLS always; the certificate chain and the host name are checked.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// Reads a `sslmode` value.
+    fn parse(word: &str) -> Result<SslMode, String> {
+        match word {
+            "disable" => Ok(SslMode::Disable),
+            "prefer" => Ok(SslMode::Prefer),
+            "require" => Ok(SslMode::Require),
+            "verify-ca" => Ok(SslMode::VerifyCa),
+            "verify-full" => Ok(SslMode::VerifyFull),
+            other => Err(format!(
+                "its sslmode={other} is not one docs-agent knows: disable, prefer, require, verify-ca or verify-full"
+            )),
+        }
+    }
+
+    /// The name, as written in a URL.
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    /// What `tokio-postgres` negotiates: whether TLS is tried, and whether it is a must.
+    pub fn wire(self) -> tokio_postgres::config::SslMode {
+        match self {
+            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => tokio_postgres::config::SslMode::Require,
+        }
+    }
+}
+
+/// How connections to the database are protected, as the URL says: the mode and the CA file.
+/// Parsing reads no file; [`Tls::connector`] reads the CA file (the kernel sandbox lets a
+/// process read it: [`Tls::files`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Tls {
+    /// The mode in effect (`prefer` or `require` with `sslrootcert` is `verify-ca`, as in libpq).
+    mode: SslMode,
+    /// The CA file, when one was named.
+    root_file: Option<PathBuf>,
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sslmode={}", self.mode.name())?;
+        if let Some(file) = &self.root_file {
+            write!(f, " sslrootcert={}", file.display())?;
+        }
+        Ok(())
+    }
+}
+
+impl Tls {
+    /// From a URL's `sslmode` and `sslrootcert` (each absent or as written).
+    pub fn from_params(mode: Option<&str>, root_file: Option<&str>) -> Result<Tls, String> {
+        let asked = mode.map(SslMode::parse).transpose()?.unwrap_or(SslMode::Prefer);
+        let root_file = root_file.filter(|f| !f.is_empty()).map(PathBuf::from);
+        let mode = match (asked, &root_file) {
+            (SslMode::Prefer | SslMode::Require, Some(_)) => SslMode::VerifyCa,
+            (SslMode::Disable, Some(_)) => {
+                return Err("it names an sslrootcert with sslmode=disable: drop one of them".into());
+            }
+            (mode, _) => mode,
+        };
+        Ok(Tls { mode, root_file })
+    }
+
+    /// The mode in effect.
+    pub fn mode(&self) -> SslMode {
+        self.mode
+    }
+
+    /// The files a connection reads: the CA file, when one is named.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.root_file.iter().cloned().collect()
+    }
+
+    /// The connector for `tokio-postgres`: reads the CA file, or the system's store when
+    /// certificates are checked without one.
+    pub fn connector(&self) -> Result<MakeRustlsConnect, String> {
+        let roots = self.root_file.as_deref().map(read_roots).transpose()?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier: Arc<dyn ServerCertVerifier> = match self.mode {
+            SslMode::Disable | SslMode::Prefer | SslMode::Require => Arc::new(Unchecked(provider.clone())),
+            SslMode::VerifyCa => Arc::new(ChainOnly(trusted(roots, &provider)?)),
+            SslMode::VerifyFull => trusted(roots, &provider)?,
+        };
+        let config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("cannot set up TLS: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        Ok(MakeRustlsConnect::new(config))
+    }
+
+    /// What to do about a connection that failed: a hint when TLS is the likely cause (the
+    /// server's certificate was refused, or the server does not speak TLS), else nothing.
+    pub fn hint(&self, detail: &str) -> Option<String> {
+        let detail = detail.to_ascii_lowercase();
+        let whose = match &self.root_file {
+            Some(file) => format!("sslrootcert={}", file.display()),
+            None => "the system's CA store".to_string(),
+        };
+        if detail.contains("not valid for name") || detail.contains("notvalidforname") {
+            Some(format!(
+                "the server's certificate is not for the host in session.log_url: connect by the name it was issued for, or use sslmode=verify-ca (sslmode={})",
+                self.mode.name()
+            ))
+        } else if detail.contains("certificate")
+            || detail.contains("unknownissuer")
+            || detail.contains("unknown issuer")
+        {
+            Some(format!(
+                "the server's certificate is not signed by a CA docs-agent trusts ({whose}): name its CA with sslrootcert=/path/ca.pem in session.log_url"
+            ))
+        } else if detail.contains("server does not support tls") {
+            Some(format!(
+                "the server does not offer TLS, and sslmode={} requires it: turn ssl on at the server, or use sslmode=prefer",
+                self.mode.name()
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The certificates of a PEM file.
+fn read_roots(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let shown = file.display();
+    let bytes = std::fs::read(file).map_err(|e| format!("its sslrootcert={shown} cannot be read: {e}"))?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("its sslrootcert={shown} is not a PEM file of certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("its sslrootcert={shown} holds no certificate (-----BEGIN CERTIFICATE-----)"));
+    }
+    Ok(certs)
+}
+
+/// A verifier of the full chain and the host name: against `roots`, or the system's store.
+fn trusted(
+    roots: Option<Vec<CertificateDer<'static>>>,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, String> {
+    match roots {
+        Some(certs) => {
+            let mut store = RootCertStore::empty();
+            let (_, refused) = store.add_parsable_certificates(certs);
+            if store.is_empty() {
+                return Err(format!("its sslrootcert holds {refused} certificate(s), none usable as a CA"));
+            }
+            let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
+                .build()
+                .map_err(|e| format!("cannot use its sslrootcert: {e}"))?;
+            Ok(verifier)
+        }
+        None => {
+            let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+                .map_err(|e| format!("cannot read the system's CA store: {e}"))?;
+            Ok(Arc::new(verifier))
+        }
+    }
+}
+
+/// `verify-ca`: the chain is checked as `verify-full` does; a certificate for another host
+/// name passes (the name is checked last, after the chain).
+#[derive(Debug)]
+struct ChainOnly(Arc<dyn ServerCertVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// `prefer` and `require` (libpq's meaning): the certificate is not checked; the handshake's
+/// signatures are, so the session is with the holder of the certificate's key.
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SslMode, Tls};
+
+    /// libpq's modes; `require` with a CA file checks the chain; bad values and files are named.
+    #[test]
+    fn modes_read_as_libpq_reads_them() {
+        assert_eq!(Tls::from_params(None, None).expect("default").mode(), SslMode::Prefer);
+        assert_eq!(Tls::from_params(Some("disable"), None).expect("disable").mode(), SslMode::Disable);
+        let system = Tls::from_params(Some("verify-full"), None).expect("system roots");
+        assert_eq!(system.mode(), SslMode::VerifyFull);
+        assert!(system.connector().is_ok() && system.files().is_empty());
+        let error = Tls::from_params(Some("allow"), None).expect_err("allow");
+        assert!(error.contains("sslmode=allow") && error.contains("verify-full"), "{error}");
+        let missing = Tls::from_params(Some("require"), Some("/no/such/ca.pem")).expect("parsed, not read");
+        assert_eq!(missing.mode(), SslMode::VerifyCa, "require with a CA file checks the chain");
+        assert_eq!(missing.files(), vec![std::path::PathBuf::from("/no/such/ca.pem")]);
+        let error = missing.connector().err().expect("missing file");
+        assert!(error.contains("sslrootcert=/no/such/ca.pem cannot be read"), "{error}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let error =
+            Tls::from_params(Some("verify-ca"), empty.to_str()).expect("parsed").connector().err().expect("none");
+        assert!(error.contains("holds no certificate"), "{error}");
+        let error = Tls::from_params(Some("disable"), empty.to_str()).expect_err("both");
+        assert!(error.contains("sslmode=disable"), "{error}");
+    }
+}
