@@ -131,6 +131,31 @@ async fn a_session_moves_between_replicas_and_followers_see_it_live() {
     let seqs: Vec<u64> =
         events["events"].as_array().expect("events").iter().filter_map(|e| e["seq"].as_u64()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "one numbering across replicas");
+
+    // A follower that lost its connection resumes on the other replica with Last-Event-ID: from
+    // the end of the first turn (B's), it gets the second one (A's), and nothing before.
+    let list = events["events"].as_array().expect("events");
+    let first_end =
+        list.iter().find(|e| e["event"]["type"] == "stopped").and_then(|e| e["seq"].as_u64()).expect("a stop");
+    let mut reply = reqwest::Client::new()
+        .get(format!("{}/v1/sessions/{id}/events", b.url))
+        .bearer_auth(ASKER)
+        .header("Accept", "text/event-stream")
+        .header("Last-Event-ID", first_end.to_string())
+        .send()
+        .await
+        .expect("resume on B");
+    let (mut text, mut resumed) = (String::new(), Vec::new());
+    while resumed.last() != Some(&seqs[seqs.len() - 1]) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), reply.chunk())
+            .await
+            .expect("the resumed follower stalled")
+            .expect("a chunk")
+            .expect("the stream ended");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        resumed = text.lines().filter_map(|l| l.strip_prefix("id: ")).filter_map(|n| n.trim().parse().ok()).collect();
+    }
+    assert_eq!(resumed, (first_end + 1..=seqs[seqs.len() - 1]).collect::<Vec<u64>>(), "{text}");
 }
 
 /// The approver decides on B, which is killed right after it wrote the note and before it
