@@ -271,6 +271,15 @@ via_lb() {
     curl -s -D "$WORK/headers" -H "Authorization: Bearer $new_token" -H 'content-type: application/json' "$@"
     printf '\n%s\n' "$(tr -d '\r' < "$WORK/headers" | sed -n 's/^[Xx]-[Dd]ocs-[Aa]gent-[Rr]eplica: //p')"
 }
+# Waits (30 s at most) until lb sends requests to both replicas; `seen` names those it reached.
+both_behind_lb() {
+    for _ in $(seq 1 30); do
+        seen=$(for _ in 1 2 3 4; do via_lb "$LB/readyz" | tail -1; done | sort -u | tr '\n' ' ')
+        [ "$seen" = "api-a api-b " ] && return 0
+        sleep 1
+    done
+    return 1
+}
 code=000
 for _ in $(seq 1 60); do
     code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/readyz") && [ "$code" = 200 ] && break
@@ -278,13 +287,7 @@ for _ in $(seq 1 60); do
 done
 [ "$code" = 200 ] || fail "lb /readyz: $code ($(compose logs --tail 5 lb api-a api-b 2>&1))"
 # lb's health checks see both replicas up before it sends to both
-both=
-for _ in $(seq 1 30); do
-    seen=$(for _ in 1 2 3 4; do via_lb "$LB/readyz" | tail -1; done | sort -u | tr '\n' ' ')
-    [ "$seen" = "api-a api-b " ] && both=yes && break
-    sleep 1
-done
-[ -n "$both" ] || fail "lb does not spread requests over both replicas: '$seen'"
+both_behind_lb || fail "lb does not spread requests over both replicas: '$seen'"
 out=$(via_lb -X POST -d '{}' "$LB/v1/sessions")
 session=$(head -1 <<< "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || fail "a session through lb: $out"
 made_on=$(tail -1 <<< "$out")
@@ -325,13 +328,7 @@ events=$(via_lb "$LB/v1/sessions/$session/events" | head -1)
 ok "api-b killed (-9): the next 4 messages answered on api-a, the session whole (8 answers)"
 compose --profile scale up -d --no-deps api-b > /dev/null 2>&1 || fail "api-b back"
 healthy api-b
-both=
-for _ in $(seq 1 30); do
-    seen=$(for _ in 1 2 3 4; do via_lb "$LB/readyz" | tail -1; done | sort -u | tr '\n' ' ')
-    [ "$seen" = "api-a api-b " ] && both=yes && break
-    sleep 1
-done
-[ -n "$both" ] || fail "api-b is not back behind lb: '$seen'"
+both_behind_lb || fail "api-b is not back behind lb: '$seen'"
 ok "api-b back behind lb"
 
 say "passed in $(( $(date +%s) - START )) s"
