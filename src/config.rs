@@ -428,8 +428,7 @@ impl Config {
         let url = self.session.log_url.trim();
         // The URL, and its CA file (read here, so that a bad one is named before anything starts).
         if !url.is_empty()
-            && let Err(e) =
-                crate::session::store::postgres::Target::parse(url).and_then(|t| t.tls().connector().map(drop))
+            && let Err(e) = crate::session::store::postgres::Target::parse(url).and_then(|t| t.tls().check())
         {
             return Err(ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}")));
         }

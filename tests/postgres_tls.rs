@@ -43,7 +43,8 @@ fn connections(cluster: &Cluster) -> (u32, u32) {
 #[test]
 fn a_checked_connection_works_and_is_encrypted() {
     let (cluster, certs) = Cluster::start_tls();
-    for options in [format!("sslmode=verify-full&{}", root(&certs.ca)), "sslmode=require".to_string()] {
+    // The default (prefer) uses TLS when the server offers it: this one refuses plain connections.
+    for options in [format!("sslmode=verify-full&{}", root(&certs.ca)), "sslmode=require".into(), String::new()] {
         let store = open(&url(&cluster, "localhost", &options)).unwrap_or_else(|e| panic!("{options}: {e}"));
         let mut log = store.log().expect("log");
         log.append("s-tls", Event::UserMessage { text: "over TLS".into() }).expect("append");
@@ -53,7 +54,7 @@ fn a_checked_connection_works_and_is_encrypted() {
     // verify-ca checks the chain, not the name: 127.0.0.1 is not in the certificate.
     let ip = url(&cluster, "127.0.0.1", &format!("sslmode=verify-ca&{}", root(&certs.ca)));
     open(&ip).unwrap_or_else(|e| panic!("verify-ca by address: {e}"));
-    assert_eq!(cluster.psql("SELECT count(*) FROM docs_agent_events WHERE session = 's-tls'"), "2");
+    assert_eq!(cluster.psql("SELECT count(*) FROM docs_agent_events WHERE session = 's-tls'"), "3");
 }
 
 #[test]
@@ -67,6 +68,11 @@ fn an_untrusted_or_misnamed_certificate_is_refused_with_what_to_do() {
         assert!(error.contains("not signed by a CA docs-agent trusts") && error.contains("other-ca.pem"), "{error}");
         assert!(!error.contains(PASSWORD), "{error}");
     }
+    // verify-ca passes a certificate for another name, never one from an untrusted CA.
+    let error = open(&url(&cluster, "127.0.0.1", &format!("sslmode=verify-ca&{}", root(&certs.other_ca))))
+        .err()
+        .expect("untrusted and misnamed");
+    assert!(error.contains("not signed by a CA docs-agent trusts"), "{error}");
     // The system's store does not hold the test's CA.
     let error = open(&url(&cluster, "localhost", "sslmode=verify-full")).err().expect("refused");
     assert!(error.contains("the system's CA store") && error.contains("sslrootcert="), "{error}");

@@ -36,8 +36,8 @@ impl Target {
             return Err("it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
         }
         let rest = url.split_once("://").map_or("", |(_, rest)| rest);
-        let authority = rest.split(['/', '?']).next().unwrap_or_default();
-        if authority.matches('@').count() > 1 {
+        let hosts = &rest[hosts_start(rest)..];
+        if hosts.split(['/', '?']).next().unwrap_or_default().contains('@') {
             return Err("its user or password holds a bare `@`: percent-encode it as %40".into());
         }
         let (url, tls) = split_tls(url)?;
@@ -113,19 +113,24 @@ impl Target {
 /// Takes `sslmode` and `sslrootcert` out of the URL's options (libpq's names, which
 /// `tokio-postgres` would refuse or read otherwise) and reads them; the rest of the URL is kept.
 fn split_tls(url: &str) -> Result<(String, Tls), String> {
-    let Some((base, query)) = url.split_once('?') else {
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let from = scheme_end + hosts_start(&url[scheme_end..]);
+    let Some((base, query)) = url[from..].find('?').map(|i| (&url[..from + i], &url[from + i + 1..])) else {
         return Ok((url.to_string(), Tls::from_params(None, None)?));
     };
     let (mut mode, mut root, mut kept) = (None, None, Vec::new());
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let decoded = || {
-            percent_encoding::percent_decode_str(value)
+        let decode = |text: &str| {
+            percent_encoding::percent_decode_str(text)
                 .decode_utf8()
                 .map(|v| v.into_owned())
-                .map_err(|_| format!("its {key}= is not UTF-8 once percent-decoded"))
+                .map_err(|_| format!("its option {key} is not UTF-8 once percent-decoded"))
         };
-        match key {
+        // Keys decoded as tokio-postgres decodes them: `ssl%6Dode` is sslmode too.
+        let key = decode(key)?;
+        let decoded = || decode(value);
+        match key.as_str() {
             "sslmode" => mode = Some(decoded()?),
             "sslrootcert" => root = Some(decoded()?),
             "sslcert" | "sslkey" => {
@@ -139,6 +144,15 @@ fn split_tls(url: &str) -> Result<(String, Tls), String> {
     let tls = Tls::from_params(mode.as_deref(), root.as_deref())?;
     let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
     Ok((url, tls))
+}
+
+/// Where the hosts begin in a URL after its `://`: after the user and password, which end, as
+/// libpq reads them, at the first `@` before any `/` (a password may hold a raw `?`).
+fn hosts_start(rest: &str) -> usize {
+    match rest.find(['@', '/']) {
+        Some(at) if rest[at..].starts_with('@') => at + 1,
+        _ => 0,
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +194,13 @@ mod tests {
         let named = Target::parse("postgres://agent@db/x?sslrootcert=%2Fno%2Fca.pem").expect("read when connecting");
         assert_eq!(named.tls().files(), vec![std::path::PathBuf::from("/no/ca.pem")]);
         assert_eq!(named.tls().mode(), SslMode::VerifyCa);
+        // A `?` in the password is the password's (libpq's reading), not the options' start.
+        let odd = Target::parse("postgres://agent:pa?ss@db/x?sslmode=require").expect("parses");
+        assert_eq!(odd.tls().mode(), SslMode::Require);
+        assert_eq!(odd.config().get_password(), Some(&b"pa?ss"[..]));
+        assert_eq!(odd.shown(), "postgres://agent@db:5432/x");
+        let encoded = Target::parse("postgres://agent@db/x?ssl%6Dode=require").expect("parses");
+        assert_eq!(encoded.tls().mode(), SslMode::Require, "a percent-encoded key is the same key");
         let error = Target::parse("postgres://agent@db/x?sslcert=c.pem&sslkey=k.pem").expect_err("client certs");
         assert!(error.contains("client certificates"), "{error}");
     }

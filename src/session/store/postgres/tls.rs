@@ -6,12 +6,16 @@
 //! | `disable` | never | — |
 //! | `prefer` (the default) | when the server offers it | not checked (checked as `verify-ca` with `sslrootcert`) |
 //! | `require` | always | not checked (checked as `verify-ca` with `sslrootcert`) |
-//! | `verify-ca` | always | signed by a trusted CA |
+//! | `verify-ca` | always | signed by the CA of `sslrootcert` (required) |
 //! | `verify-full` | always | signed by a trusted CA, and for the host connected to |
 //!
-//! The trusted CAs are `sslrootcert`'s (a PEM file, read when connecting), else the
-//! system's store. Even unchecked, a handshake's signatures are verified, and SCRAM's channel
-//! binding ties the password exchange to the TLS session.
+//! The trusted CAs are `sslrootcert`'s (a PEM file, read when connecting), else
+//! (`verify-full`, or `sslrootcert=system`) the system's store. Even unchecked, a handshake's
+//! signatures are verified, and SCRAM's channel binding ties the password exchange to the TLS
+//! session (for certificates signed with ECDSA or RSA PKCS#1; not Ed25519 or RSA-PSS).
+//! rustls is stricter than libpq's OpenSSL about certificates: the host name must be in the
+//! subject alternative names (a name in the CN alone is not read), and a server's own
+//! certificate must not be a CA's.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -99,14 +103,30 @@ impl fmt::Debug for Tls {
 }
 
 impl Tls {
-    /// From a URL's `sslmode` and `sslrootcert` (each absent or as written).
+    /// From a URL's `sslmode` and `sslrootcert` (each absent or as written). As in libpq,
+    /// `sslrootcert=system` means the system's store and `verify-full`; `verify-ca` needs a CA
+    /// file (against the system's store, a certificate any public CA issued for any name would
+    /// pass).
     pub fn from_params(mode: Option<&str>, root_file: Option<&str>) -> Result<Tls, String> {
-        let asked = mode.map(SslMode::parse).transpose()?.unwrap_or(SslMode::Prefer);
-        let root_file = root_file.filter(|f| !f.is_empty()).map(PathBuf::from);
-        let mode = match (asked, &root_file) {
+        let asked = mode.map(SslMode::parse).transpose()?;
+        let root_file = root_file.filter(|f| !f.is_empty());
+        if root_file == Some("system") {
+            return match asked {
+                None | Some(SslMode::VerifyFull) => Ok(Tls { mode: SslMode::VerifyFull, root_file: None }),
+                Some(other) => Err(format!(
+                    "its sslrootcert=system needs sslmode=verify-full (the system's CAs vouch for names), not sslmode={}",
+                    other.name()
+                )),
+            };
+        }
+        let root_file = root_file.map(PathBuf::from);
+        let mode = match (asked.unwrap_or(SslMode::Prefer), &root_file) {
             (SslMode::Prefer | SslMode::Require, Some(_)) => SslMode::VerifyCa,
             (SslMode::Disable, Some(_)) => {
                 return Err("it names an sslrootcert with sslmode=disable: drop one of them".into());
+            }
+            (SslMode::VerifyCa, None) => {
+                return Err("its sslmode=verify-ca needs the CA to trust: add sslrootcert=/path/ca.pem, or use sslmode=verify-full with the system's CAs".into());
             }
             (mode, _) => mode,
         };
@@ -121,6 +141,11 @@ impl Tls {
     /// The files a connection reads: the CA file, when one is named.
     pub fn files(&self) -> Vec<PathBuf> {
         self.root_file.iter().cloned().collect()
+    }
+
+    /// Reads the CA file, when one is named, as a connection will (the configuration's check).
+    pub fn check(&self) -> Result<(), String> {
+        self.root_file.as_deref().map_or(Ok(()), |file| read_roots(file).map(drop))
     }
 
     /// The connector for `tokio-postgres`: reads the CA file, or the system's store when
@@ -142,29 +167,26 @@ impl Tls {
         Ok(MakeRustlsConnect::new(config))
     }
 
-    /// What to do about a connection that failed: a hint when TLS is the likely cause (the
-    /// server's certificate was refused, or the server does not speak TLS), else nothing.
+    /// What to do about a connection that failed: a hint when TLS is the cause (rustls's
+    /// `UnknownIssuer` and `NotValidForName…`, or a server without TLS), else nothing.
     pub fn hint(&self, detail: &str) -> Option<String> {
         let detail = detail.to_ascii_lowercase();
-        let whose = match &self.root_file {
-            Some(file) => format!("sslrootcert={}", file.display()),
-            None => "the system's CA store".to_string(),
-        };
         if detail.contains("not valid for name") || detail.contains("notvalidforname") {
+            let instead = if self.root_file.is_some() { ", or use sslmode=verify-ca" } else { "" };
             Some(format!(
-                "the server's certificate is not for the host in session.log_url: connect by the name it was issued for, or use sslmode=verify-ca (sslmode={})",
-                self.mode.name()
+                "the server's certificate is not for the host in session.log_url: connect by the name it was issued for{instead}"
             ))
-        } else if detail.contains("certificate")
-            || detail.contains("unknownissuer")
-            || detail.contains("unknown issuer")
-        {
+        } else if detail.contains("unknownissuer") {
+            let whose = match &self.root_file {
+                Some(file) => format!("sslrootcert={}", file.display()),
+                None => "the system's CA store".to_string(),
+            };
             Some(format!(
                 "the server's certificate is not signed by a CA docs-agent trusts ({whose}): name its CA with sslrootcert=/path/ca.pem in session.log_url"
             ))
         } else if detail.contains("server does not support tls") {
             Some(format!(
-                "the server does not offer TLS, and sslmode={} requires it: turn ssl on at the server, or use sslmode=prefer",
+                "the server does not offer TLS, and sslmode={} requires it: turn ssl on at the server (a Unix socket has no TLS: sslmode=disable there)",
                 self.mode.name()
             ))
         } else {
@@ -308,6 +330,11 @@ mod tests {
         let system = Tls::from_params(Some("verify-full"), None).expect("system roots");
         assert_eq!(system.mode(), SslMode::VerifyFull);
         assert!(system.connector().is_ok() && system.files().is_empty());
+        assert_eq!(Tls::from_params(None, Some("system")).expect("libpq's system").mode(), SslMode::VerifyFull);
+        let error = Tls::from_params(Some("require"), Some("system")).expect_err("weaker than verify-full");
+        assert!(error.contains("sslrootcert=system needs sslmode=verify-full"), "{error}");
+        let error = Tls::from_params(Some("verify-ca"), None).expect_err("any public CA would do");
+        assert!(error.contains("verify-ca needs") && error.contains("sslrootcert="), "{error}");
         let error = Tls::from_params(Some("allow"), None).expect_err("allow");
         assert!(error.contains("sslmode=allow") && error.contains("verify-full"), "{error}");
         let missing = Tls::from_params(Some("require"), Some("/no/such/ca.pem")).expect("parsed, not read");
