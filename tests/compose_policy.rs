@@ -471,7 +471,7 @@ fn replicas_keep_their_sessions_in_postgres() {
     for name in REPLICAS {
         assert!(cfg.contains(&format!("server {name} {name}:8080")), "docker/haproxy.cfg: no server {name}");
     }
-    assert!(cfg.contains("option httpchk GET /readyz"), "docker/haproxy.cfg: checks the replicas' /readyz");
+    assert!(cfg.contains("option httpchk GET /healthz"), "docker/haproxy.cfg: checks the replicas' /healthz");
 }
 
 /// The scale profile's outside images: pinned, no capability, no privilege gain, bounded,
