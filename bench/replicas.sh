@@ -37,11 +37,10 @@ PG_PORT=$(free_port)
 runuser -u postgres -- "$PG_BIN/initdb" -D "$T/pg/data" -U docs -A trust -E UTF8 --no-instructions > /dev/null
 runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/pg/data" -l "$T/pg/log" -w \
     -o "-k $T/pg -p $PG_PORT -c listen_addresses=127.0.0.1 -c max_connections=200" start > /dev/null
-runuser -u postgres -- "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U docs docs
-PG_URL="postgres://docs@127.0.0.1:$PG_PORT/docs"
+PG_URL="postgres://docs@127.0.0.1:$PG_PORT"
 echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT (fsync on)" >&2
 
-"$BIN" init --to "$T/init.toml" > "$T/token" 2> /dev/null
+(umask 077 && "$BIN" init --to "$T/init.toml" > "$T/token" 2> /dev/null)
 { printf '[serve]\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000000\n\n'
   grep -v '^#' "$T/init.toml"; } > "$T/bench.toml"
 cp -r workspace "$T/ws"
@@ -74,10 +73,13 @@ RESULTS=$T/results
 for round in $(seq 1 "$ROUNDS"); do
     for setup in sqlite-1 postgres-1 postgres-2; do
         URLS=()
+        # each measure on an empty log: a SQLite file, or a PostgreSQL database, of its own
+        db="docs_${round}_${setup//-/_}"
+        [[ $setup == postgres-* ]] && runuser -u postgres -- "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U docs "$db"
         case $setup in
             sqlite-1) mkdir -p "$T/run-$round" && start "$T/run-$round/sessions.db" ;;
-            postgres-1) start "$PG_URL" ;;
-            postgres-2) start "$PG_URL" && start "$PG_URL" ;;
+            postgres-1) start "$PG_URL/$db" ;;
+            postgres-2) start "$PG_URL/$db" && start "$PG_URL/$db" ;;
         esac
         for mode in ask session; do
             line=$(bench/ask_load.py "${URLS[@]}" --token-file "$T/token" --mode "$mode" \
@@ -97,14 +99,15 @@ for line in open(sys.argv[1]):
     data = json.loads(data)
     rate = data.get("asks_per_s", data.get("sessions_per_s"))
     rows.setdefault((setup, mode), []).append((rate, data["p50_ms"], data["p99_ms"], data["errors"]))
-print("| setup | asks/s | p99 | sessions/s | p50 | p99 | errors |")
+print("| setup | asks/s (range) | ask p99 | sessions/s (range) | session p50 | session p99 | errors |")
 print("|---|---:|---:|---:|---:|---:|---:|")
+spread = lambda rows: f"{min(r[0] for r in rows):,.0f}–{max(r[0] for r in rows):,.0f}"
 base = {m: statistics.median(r[0] for r in rows[("sqlite-1", m)]) for m in ("ask", "session")}
 for setup in ("sqlite-1", "postgres-1", "postgres-2"):
     a, s = rows[(setup, "ask")], rows[(setup, "session")]
     ar, sr = statistics.median(r[0] for r in a), statistics.median(r[0] for r in s)
     errors = sum(r[3] for r in a + s)
-    print(f"| {setup} | {ar:,.0f} ({ar / base['ask']:.2f}x) | {statistics.median(r[2] for r in a):.1f} ms "
-          f"| {sr:,.0f} ({sr / base['session']:.2f}x) | {statistics.median(r[1] for r in s):.1f} ms "
+    print(f"| {setup} | {ar:,.0f} ({ar / base['ask']:.2f}x; {spread(a)}) | {statistics.median(r[2] for r in a):.1f} ms "
+          f"| {sr:,.0f} ({sr / base['session']:.2f}x; {spread(s)}) | {statistics.median(r[1] for r in s):.1f} ms "
           f"| {statistics.median(r[2] for r in s):.1f} ms | {errors} |")
 PY
