@@ -17,7 +17,8 @@
 //!   thread).
 //! - Beside them: [`trace`] (stderr lines, a listener of turn events), [`telemetry`] (the log
 //!   subscriber and a turn's spans), [`runtime`], [`prompt`],
-//!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine).
+//!   [`check`] (`docs-agent check`'s report), [`eval`] (the eval engine), [`report`] (what the
+//!   sessions say about the docs: their gaps).
 
 pub mod agent;
 pub mod approval;
@@ -31,6 +32,7 @@ pub mod index;
 pub mod mcp;
 pub mod model;
 pub mod prompt;
+pub mod report;
 pub mod runtime;
 pub mod sandbox;
 pub mod serve;

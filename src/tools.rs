@@ -28,6 +28,8 @@ const RETRIEVE_CANDIDATES: usize = 8;
 const MIN_SECTION_BYTES: usize = 200;
 /// What retrieve-first says when nothing matched.
 const NO_HITS_HINT: &str = "Search with other words, or say the docs do not cover it.";
+/// How a search that found nothing begins (`report gaps` counts such turns).
+pub const NO_HITS: &str = "No section of the docs matched.";
 /// Longest argument text parsed at all.
 const MAX_ARGUMENT_BYTES: usize = 128 * 1024;
 
@@ -302,7 +304,7 @@ impl Toolbox<'_> {
             Err(e) => return Outcome::error(e),
         };
         if hits.is_empty() {
-            return Outcome::allowed(format!("No section of the docs matched. {NO_HITS_HINT}"));
+            return Outcome::allowed(format!("{NO_HITS} {NO_HITS_HINT}"));
         }
         let mut left = context_tokens.saturating_mul(4).min(self.max_result_bytes);
         let mut fenced = Vec::new();
@@ -376,7 +378,7 @@ fn fence_hit(hit: &crate::index::Hit, bytes: usize) -> String {
 /// hint to try other words when there are none. The MCP server's `search_docs` answers the same.
 pub fn search_result(hits: &[crate::index::Hit], max_bytes: usize) -> String {
     if hits.is_empty() {
-        return "No section of the docs matched. Try other words.".to_string();
+        return format!("{NO_HITS} Try other words.");
     }
     // Within `max_bytes` in all, the listing's first line, each section's line break and a
     // cut's marker included: a cap on the whole (a post-tool hook's) never cuts into a fence.

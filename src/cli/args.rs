@@ -207,6 +207,15 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         session: Option<String>,
     },
+    /// What the sessions say about the docs. `report gaps`: the questions the docs could not
+    /// answer (every search found nothing, the answer fell back to quoting the docs, or a
+    /// person rated it not helpful), alike questions grouped and counted, most asked first,
+    /// with the sections that came closest: a to-do list for the docs' writers.
+    Report {
+        /// Which report.
+        #[command(subcommand)]
+        what: ReportWhat,
+    },
     /// List, inspect, resume, approve, deny or export durable sessions.
     Sessions {
         /// What to do.
@@ -302,6 +311,23 @@ pub enum IndexAction {
     /// Check the file (SQLite's and FTS5's integrity checks) and every document's content
     /// against it; exit 1 with one line per problem.
     Verify,
+}
+
+/// `docs-agent report ...`
+#[derive(Debug, Subcommand)]
+pub enum ReportWhat {
+    /// The questions the docs could not answer, grouped, most asked first.
+    Gaps {
+        /// Only questions asked in the last DAYS days.
+        #[arg(long, value_name = "DAYS", default_value_t = 30)]
+        days: u64,
+        /// Show at most N groups.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// One JSON document on stdout (what GET /v1/reports/gaps answers), instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `docs-agent sessions ...`

@@ -19,6 +19,7 @@ pub mod index;
 pub mod live;
 pub mod mcp;
 pub mod ops;
+pub mod report;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
@@ -87,6 +88,7 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             chat::chat(desk, session, global.model.clone(), global.stream)
         }
         Some(Command::Sessions { action }) => sessions::run(&global, action),
+        Some(Command::Report { what }) => report::run(&global, what),
         Some(Command::Serve { listen, wait_for_config }) => {
             let (config, port) = serve::configured(&global, listen, wait_for_config)?;
             let cores = sandbox::cores();

@@ -438,6 +438,10 @@ fn describe(event: &Event) -> String {
             format!("{} {rule}: {}{about}", stage.as_str(), one(decision))
         }
         Event::Stopped { reason, detail } => format!("{} {}", reason.as_str(), one(detail)).trim().to_string(),
+        Event::Feedback { answer_seq, helpful, comment } => {
+            let rated = if *helpful { "helpful" } else { "not helpful" };
+            format!("answer {answer_seq} {rated} {}", one(comment)).trim().to_string()
+        }
     }
 }
 

@@ -234,6 +234,8 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/sessions/{id}/events", get(sessions::events)),
         ("/v1/sessions/{id}/cancel", post(sessions::cancel)),
         ("/v1/sessions/{id}/resume", post(sessions::resume)),
+        ("/v1/sessions/{id}/feedback", post(sessions::feedback)),
+        ("/v1/reports/gaps", get(ops::gaps)),
         ("/v1/approvals", get(approvals::list)),
         ("/v1/approvals/{id}", post(approvals::decide)),
         ("/v1/chat/completions", post(completions::completions)),

@@ -87,3 +87,36 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
 pub async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
+
+/// What `GET /v1/reports/gaps` takes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GapsQuery {
+    /// Questions of the last `days` days (default 30).
+    days: Option<u64>,
+    /// At most `limit` groups (default 20).
+    limit: Option<usize>,
+}
+
+/// `GET /v1/reports/gaps` (admin): the questions the docs could not answer, grouped, most
+/// asked first, as `docs-agent report gaps --json` prints them.
+pub async fn gaps(
+    State(state): State<Arc<AppState>>,
+    axum::Extension(principal): axum::Extension<super::auth::Principal>,
+    query: Result<axum::extract::Query<GapsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let result = crate::runtime::blocking(|| {
+        principal.require(Role::Admin)?;
+        let axum::extract::Query(query) = query.map_err(|e| {
+            super::error::ApiError::bad_request(format!("{}; the form is ?days=30&limit=20", e.body_text()))
+        })?;
+        let (days, limit) = (query.days.unwrap_or(30), query.limit.unwrap_or(20));
+        if !(1..=3650).contains(&days) || !(1..=500).contains(&limit) {
+            return Err(super::error::ApiError::bad_request("days must be 1 to 3650, and limit 1 to 500"));
+        }
+        let since = crate::session::turn::now_ms().saturating_sub(days * 86_400_000);
+        let found = crate::report::gaps::report(&state.log()?, since)?;
+        Ok(crate::report::gaps::json(&found, days, limit))
+    });
+    super::error::respond(result, axum::http::StatusCode::OK)
+}

@@ -249,3 +249,58 @@ pub async fn cancel(
     });
     respond(result, StatusCode::ACCEPTED)
 }
+
+/// Longest feedback comment accepted.
+const MAX_COMMENT_CHARS: usize = 2_000;
+
+/// What `POST /v1/sessions/{id}/feedback` takes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackBody {
+    /// The seq of the `answer` event rated.
+    answer_seq: u64,
+    /// Whether it helped.
+    helpful: bool,
+    /// What the person says about it.
+    #[serde(default)]
+    comment: String,
+}
+
+/// `POST /v1/sessions/{id}/feedback`: the owner rates an answer of the session, recorded as a
+/// `feedback` event (the last rating of an answer counts). `report gaps` lists the answers rated
+/// not helpful.
+pub async fn feedback(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Result<Json<FeedbackBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let result = crate::runtime::blocking(|| {
+        principal.require(Role::Ask)?;
+        // Whose session first: for anyone else it does not exist, whatever the body says.
+        let mut log = state.log()?;
+        let events = owned(&log, &id, &principal)?;
+        let Json(body) =
+            body.map_err(|e| ApiError::body(e, "{\"answer_seq\": 7, \"helpful\": false, \"comment\": \"...\"}"))?;
+        let comment = body.comment.trim().to_string();
+        if comment.chars().count() > MAX_COMMENT_CHARS {
+            return Err(ApiError::bad_request(format!("comment must be at most {MAX_COMMENT_CHARS} characters")));
+        }
+        let rated = events
+            .iter()
+            .any(|s| s.seq == body.answer_seq && matches!(s.event, crate::session::event::Event::Answer { .. }));
+        if !rated {
+            return Err(ApiError::bad_request(format!(
+                "answer_seq {} is not an answer of session {id}: give the seq of an `answer` event (GET /v1/sessions/{id}/events)",
+                body.answer_seq
+            )));
+        }
+        // Appended as the session's one writer: not while a turn runs.
+        let _lock = log.lock(&id)?;
+        let event =
+            crate::session::event::Event::Feedback { answer_seq: body.answer_seq, helpful: body.helpful, comment };
+        let seq = log.append(&id, event)?;
+        Ok(json!({"session_id": id, "seq": seq, "answer_seq": body.answer_seq, "helpful": body.helpful}))
+    });
+    respond(result, StatusCode::CREATED)
+}

@@ -179,6 +179,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             | Event::Compaction { .. }
             | Event::ModelPinned { .. }
             | Event::Hook { .. }
+            | Event::Feedback { .. }
             | Event::Stopped { .. } => {}
         }
     }

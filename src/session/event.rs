@@ -274,6 +274,17 @@ pub enum Event {
         /// The model every later turn uses.
         model: String,
     },
+    /// A person rated an answer: helpful or not, with an optional comment. Never shown to the
+    /// model; `report gaps` reads it.
+    Feedback {
+        /// The seq of the `answer` event it rates.
+        answer_seq: u64,
+        /// Whether the answer helped.
+        helpful: bool,
+        /// What the person said about it (may be empty).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        comment: String,
+    },
     /// A turn stopped.
     Stopped {
         /// Why.
@@ -331,6 +342,9 @@ impl Event {
             Event::Hook { stage, rule, decision, call_id } => {
                 Event::Hook { stage, rule: s(rule), decision: s(decision), call_id }
             }
+            Event::Feedback { answer_seq, helpful, comment } => {
+                Event::Feedback { answer_seq, helpful, comment: s(comment) }
+            }
             other @ Event::ApprovalExpired { .. } => other,
         }
     }
@@ -353,6 +367,7 @@ impl Event {
             Event::ModelPinned { .. } => "model_pinned",
             Event::Stopped { .. } => "stopped",
             Event::Hook { .. } => "hook",
+            Event::Feedback { .. } => "feedback",
         }
     }
 }

@@ -77,6 +77,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
             | Event::Answer { .. }
             | Event::ModelPinned { .. }
             | Event::Hook { .. }
+            | Event::Feedback { .. }
             | Event::Stopped { .. } => {}
         }
     }

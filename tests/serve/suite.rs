@@ -161,6 +161,8 @@ async fn health_and_the_openapi_document_are_public() {
         "/v1/sessions/{id}/events",
         "/v1/sessions/{id}/cancel",
         "/v1/sessions/{id}/resume",
+        "/v1/sessions/{id}/feedback",
+        "/v1/reports/gaps",
         "/v1/approvals",
         "/v1/approvals/{id}",
         "/healthz",
@@ -1185,4 +1187,81 @@ async fn sessions_are_kept_in_the_configured_store() {
     } else {
         assert!(file && shown.ends_with("sessions.db"), "{shown}");
     }
+}
+
+/// The owner rates answers (recorded as `feedback` events, never shown to the model); an admin's
+/// gaps report lists the question whose searches found nothing and the answer rated not
+/// helpful, with its comment and the section that came closest.
+#[tokio::test]
+async fn feedback_is_recorded_and_the_gaps_report_lists_unanswered_questions() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    for text in ["xylophone zeppelin quasar", "how long is the refund window"] {
+        let (status, body) =
+            call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let seq_of = |kind: &str| -> Vec<u64> {
+        events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["event"]["type"] == kind)
+            .filter_map(|e| e["seq"].as_u64())
+            .collect()
+    };
+    let (answers, asked) = (seq_of("answer"), seq_of("user_message"));
+    assert_eq!(answers.len(), 2, "{events}");
+    let answers = [answers[1], answers[0]]; // the refund window's first
+    let rate = |seq: u64, helpful: bool, token: &'static str| {
+        let uri = format!("/v1/sessions/{id}/feedback");
+        let body = json!({"answer_seq": seq, "helpful": helpful, "comment": "what about annual plans?"});
+        let s = &s;
+        async move { call(s, "POST", &uri, Some(token), Some(body)).await }
+    };
+    let (status, body) = rate(answers[0], false, ASKER).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["answer_seq"], answers[0]);
+    // Only an answer of one's own session can be rated.
+    let (status, body) = rate(asked[0], false, ASKER).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["message"].as_str().is_some_and(|m| m.contains("is not an answer")), "{body}");
+    let (status, _) = rate(answers[0], true, OTHER).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "someone else's session does not exist for them");
+    let (status, body) = call(
+        &s,
+        "POST",
+        &format!("/v1/sessions/{id}/feedback"),
+        Some(ASKER),
+        Some(json!({"answer_seq": answers[0], "helpful": "no"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let recorded = s.log().events_after(&id, 0).expect("events");
+    assert!(matches!(
+        &recorded.last().expect("an event").event,
+        docs_agent::session::event::Event::Feedback { helpful: false, comment, .. } if comment == "what about annual plans?"
+    ));
+    // Feedback is not a turn: the session stays idle.
+    let (_, shown) = call(&s, "GET", &format!("/v1/sessions/{id}"), Some(ASKER), None).await;
+    assert_eq!(shown["status"], "idle", "{shown}");
+
+    let (status, _) = call(&s, "GET", "/v1/reports/gaps", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "the report is for admins");
+    let (status, report) = call(&s, "GET", "/v1/reports/gaps?days=7", Some(ADMIN), None).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    let gaps = report["gaps"].as_array().expect("gaps");
+    let find = |question: &str| gaps.iter().find(|g| g["question"] == question).unwrap_or_else(|| panic!("{report}"));
+    let nothing = find("xylophone zeppelin quasar");
+    assert_eq!(nothing["reasons"], json!({"no_hits": 1}), "{report}");
+    assert_eq!(nothing["closest"], json!([]), "{report}");
+    let rated = find("how long is the refund window");
+    assert_eq!(rated["reasons"], json!({"not_helpful": 1}), "{report}");
+    assert_eq!(rated["asked"][0]["comment"], "what about annual plans?", "{report}");
+    assert_eq!(rated["closest"][0]["section"], "docs/refunds.md#window", "{report}");
+    assert_eq!(report["questions"], 2, "the answered, unrated questions are not gaps: {report}");
+    let (status, _) = call(&s, "GET", "/v1/reports/gaps?days=0", Some(ADMIN), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }

@@ -1,0 +1,346 @@
+//! The docs' gaps: the questions the docs could not answer, read from the session log, grouped
+//! when they ask the same thing, most asked first, each with the sections that came closest. A
+//! docs writer's to-do list.
+//!
+//! A question is a gap when its turn found nothing (every search said no section matched), ended
+//! with the retrieval-only answer (the model's answer could not be checked against the docs), or
+//! its answer was rated not helpful.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::session::event::Event;
+use crate::session::store::{Log, LogError, Stored};
+
+/// Why a question is a gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Every search of its turn found nothing.
+    NoHits,
+    /// The turn ended with the retrieval-only answer.
+    RetrievalOnly,
+    /// A person rated the answer not helpful.
+    NotHelpful,
+}
+
+impl Reason {
+    /// The words shown on a terminal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NoHits => "no hits",
+            Reason::RetrievalOnly => "retrieval-only answer",
+            Reason::NotHelpful => "rated not helpful",
+        }
+    }
+}
+
+/// One unanswered question, as asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Asked {
+    /// The question.
+    pub question: String,
+    /// Its session.
+    pub session: String,
+    /// When it was asked (ms since the epoch).
+    pub at_ms: u64,
+    /// Why it is a gap (one or more).
+    pub reasons: Vec<Reason>,
+    /// What the person said when rating it, if anything.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+    /// The sections its searches found, best first (`path#anchor`).
+    #[serde(skip)]
+    pub found: Vec<String>,
+}
+
+/// Questions that ask the same thing, counted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gap {
+    /// The question as first asked: the group's name.
+    pub question: String,
+    /// How many times it was asked.
+    pub count: usize,
+    /// How many times for each reason.
+    pub reasons: BTreeMap<Reason, usize>,
+    /// The sections that came closest, most often found first.
+    pub closest: Vec<Closest>,
+    /// Every time it was asked, oldest first.
+    pub asked: Vec<Asked>,
+    /// The latest time it was asked (ms since the epoch).
+    pub last_ms: u64,
+}
+
+/// A section a gap's searches found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Closest {
+    /// `path#anchor`.
+    pub section: String,
+    /// How many of the gap's questions found it.
+    pub questions: usize,
+}
+
+/// How alike two questions' words must be (Jaccard) to be one gap.
+const ALIKE: f64 = 0.5;
+/// Closest sections listed per gap.
+const CLOSEST: usize = 3;
+
+/// The gaps in every session of `log` with a question asked at or after `since_ms`.
+pub fn report(log: &Log, since_ms: u64) -> Result<Vec<Gap>, LogError> {
+    let mut asked = Vec::new();
+    for session in log.sessions()? {
+        let events = log.events_after(&session, 0)?;
+        asked.extend(unanswered(&session, &events).into_iter().filter(|a| a.at_ms >= since_ms));
+    }
+    Ok(group(asked))
+}
+
+/// The report as JSON: the window, the totals and the first `limit` gaps.
+pub fn json(found: &[Gap], days: u64, limit: usize) -> serde_json::Value {
+    serde_json::json!({
+        "days": days,
+        "questions": found.iter().map(|g| g.count).sum::<usize>(),
+        "groups": found.len(),
+        "gaps": found.iter().take(limit).collect::<Vec<_>>(),
+    })
+}
+
+/// The unanswered questions of one session.
+pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
+    // The last rating of each answer.
+    let mut rated: BTreeMap<u64, (bool, &str)> = BTreeMap::new();
+    for stored in events {
+        if let Event::Feedback { answer_seq, helpful, comment } = &stored.event {
+            rated.insert(*answer_seq, (*helpful, comment.as_str()));
+        }
+    }
+    let starts: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s.event, Event::UserMessage { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = Vec::new();
+    for (n, &start) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).copied().unwrap_or(events.len());
+        let Event::UserMessage { text } = &events[start].event else { continue };
+        let turn = &events[start + 1..end];
+        let mut reasons = Vec::new();
+        let (mut searched, mut found) = (false, Vec::new());
+        for stored in turn {
+            if let Event::ToolResult { text, .. } = &stored.event {
+                let sources: Vec<String> = crate::guard::fence::found_in(text).map(|f| f.source).collect();
+                if text.starts_with(crate::tools::NO_HITS) {
+                    searched = true;
+                }
+                for source in sources {
+                    if !found.contains(&source) {
+                        found.push(source);
+                    }
+                }
+            }
+        }
+        if searched && found.is_empty() {
+            reasons.push(Reason::NoHits);
+        }
+        let answer = turn.iter().find_map(|s| match &s.event {
+            Event::Answer { text } => Some((s.seq, text.as_str())),
+            _ => None,
+        });
+        let mut comment = String::new();
+        if let Some((seq, text)) = answer {
+            if text.starts_with(crate::model::builtin::UNCHECKED_HEADER) {
+                reasons.push(Reason::RetrievalOnly);
+            }
+            if let Some((false, said)) = rated.get(&seq) {
+                reasons.push(Reason::NotHelpful);
+                comment = said.to_string();
+            }
+        }
+        if !reasons.is_empty() {
+            out.push(Asked {
+                question: text.trim().to_string(),
+                session: session.to_string(),
+                at_ms: events[start].at_ms,
+                reasons,
+                comment,
+                found,
+            });
+        }
+    }
+    out
+}
+
+/// Groups questions that ask the same thing: most asked first, then the most recent.
+pub fn group(mut asked: Vec<Asked>) -> Vec<Gap> {
+    asked.sort_by_key(|a| a.at_ms);
+    let mut groups: Vec<(BTreeSet<String>, Vec<Asked>)> = Vec::new();
+    for one in asked {
+        let words = words(&one.question);
+        match groups.iter_mut().find(|(first, _)| alike(first, &words)) {
+            Some((_, members)) => members.push(one),
+            None => groups.push((words, vec![one])),
+        }
+    }
+    let mut gaps: Vec<Gap> = groups.into_iter().map(|(_, asked)| gap(asked)).collect();
+    gaps.sort_by(|a, b| b.count.cmp(&a.count).then(b.last_ms.cmp(&a.last_ms)));
+    gaps
+}
+
+/// A group, counted.
+fn gap(asked: Vec<Asked>) -> Gap {
+    let mut reasons = BTreeMap::new();
+    let mut closest: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for one in &asked {
+        for reason in &one.reasons {
+            *reasons.entry(*reason).or_insert(0) += 1;
+        }
+        for (rank, source) in one.found.iter().enumerate() {
+            let entry = closest.entry(source.as_str()).or_insert((0, usize::MAX));
+            entry.0 += 1;
+            entry.1 = entry.1.min(rank);
+        }
+    }
+    let mut closest: Vec<(&str, (usize, usize))> = closest.into_iter().collect();
+    closest.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(a.0.cmp(b.0)));
+    let closest = closest
+        .into_iter()
+        .take(CLOSEST)
+        .map(|(source, (questions, _))| Closest { section: source.to_string(), questions })
+        .collect();
+    Gap {
+        question: asked.first().map(|a| a.question.clone()).unwrap_or_default(),
+        count: asked.len(),
+        reasons,
+        closest,
+        last_ms: asked.iter().map(|a| a.at_ms).max().unwrap_or(0),
+        asked,
+    }
+}
+
+/// Words that say little about what is asked.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "at", "be", "can", "do", "does", "for", "from", "how", "i", "in", "is", "it", "me", "my",
+    "of", "on", "or", "the", "there", "to", "we", "what", "when", "where", "which", "who", "why", "with", "you",
+    "your",
+];
+
+/// A question's words: lower case, without stopwords, a plural's `s` dropped.
+fn words(question: &str) -> BTreeSet<String> {
+    question
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| match w.strip_suffix('s') {
+            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+            _ => w,
+        })
+        .collect()
+}
+
+/// True when two questions share at least [`ALIKE`] of their words.
+fn alike(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    if a.is_empty() || b.is_empty() {
+        return a == b;
+    }
+    let shared = a.intersection(b).count() as f64;
+    shared / a.union(b).count() as f64 >= ALIKE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::event::StopReason;
+    use crate::tools::Decision;
+
+    fn stored(seq: u64, event: Event) -> Stored {
+        Stored { seq, at_ms: seq * 1000, event }
+    }
+
+    /// A session of three turns: found nothing; answered, rated not helpful; answered and fine.
+    fn session() -> Vec<Stored> {
+        let hit = "1 sections matched, best first:\n<untrusted source=\"docs/refunds.md#window\">\n# Refunds\n...\n</untrusted>";
+        let result = |seq, text: &str| {
+            stored(
+                seq,
+                Event::ToolResult { call_id: format!("c{seq}"), text: text.into(), decision: Decision::Allowed },
+            )
+        };
+        let answered = || Event::Stopped { reason: StopReason::Answered, detail: String::new() };
+        vec![
+            stored(1, Event::UserMessage { text: "How do I export invoices to Xero?".into() }),
+            result(2, &format!("{} Try other words.", crate::tools::NO_HITS)),
+            stored(3, Event::Answer { text: "The docs do not say.".into() }),
+            stored(4, answered()),
+            stored(5, Event::UserMessage { text: "how long is the refund window".into() }),
+            result(6, hit),
+            stored(7, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
+            stored(8, answered()),
+            stored(9, Event::UserMessage { text: "what are the fees".into() }),
+            result(10, hit),
+            stored(11, Event::Answer { text: "none [docs/refunds.md#window]".into() }),
+            stored(12, answered()),
+            stored(13, Event::Feedback { answer_seq: 7, helpful: false, comment: "annual plans?".into() }),
+            stored(14, Event::Feedback { answer_seq: 11, helpful: false, comment: String::new() }),
+            stored(15, Event::Feedback { answer_seq: 11, helpful: true, comment: String::new() }),
+        ]
+    }
+
+    /// No hits and a bad rating are gaps, with the sections found; a rating changed to helpful
+    /// is not.
+    #[test]
+    fn a_turn_is_a_gap_for_no_hits_or_a_bad_rating() {
+        let asked = unanswered("s-1", &session());
+        let shown: Vec<(&str, &[Reason])> = asked.iter().map(|a| (a.question.as_str(), a.reasons.as_slice())).collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("How do I export invoices to Xero?", &[Reason::NoHits][..]),
+                ("how long is the refund window", &[Reason::NotHelpful][..]),
+            ]
+        );
+        assert!(asked[0].found.is_empty());
+        assert_eq!(asked[1].found, vec!["docs/refunds.md#window".to_string()]);
+        assert_eq!(asked[1].comment, "annual plans?");
+    }
+
+    /// The retrieval-only answer is a gap.
+    #[test]
+    fn the_retrieval_only_answer_is_a_gap() {
+        let header = crate::model::builtin::UNCHECKED_HEADER;
+        let events = vec![
+            stored(1, Event::UserMessage { text: "refunds for annual plans".into() }),
+            stored(2, Event::Answer { text: format!("{header}\n> quoted") }),
+        ];
+        let asked = unanswered("s-2", &events);
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].reasons, vec![Reason::RetrievalOnly]);
+    }
+
+    /// Questions with mostly the same words are one gap, counted; others stay apart; the most
+    /// asked comes first, with the sections found most often.
+    #[test]
+    fn alike_questions_are_grouped_and_counted() {
+        let one = |q: &str, at: u64, found: &[&str]| Asked {
+            question: q.into(),
+            session: "s".into(),
+            at_ms: at,
+            reasons: vec![Reason::NoHits],
+            comment: String::new(),
+            found: found.iter().map(|s| s.to_string()).collect(),
+        };
+        let gaps = group(vec![
+            one("How do I export invoices to Xero?", 1, &["docs/exports.md#csv"]),
+            one("What is the SLA?", 2, &[]),
+            one("export invoice to xero", 3, &["docs/exports.md#csv", "docs/api.md#invoices"]),
+            one("Can I export my invoices to Xero", 4, &["docs/api.md#invoices", "docs/exports.md#csv"]),
+        ]);
+        let counted: Vec<(&str, usize)> = gaps.iter().map(|g| (g.question.as_str(), g.count)).collect();
+        assert_eq!(counted, vec![("How do I export invoices to Xero?", 3), ("What is the SLA?", 1)]);
+        let closest: Vec<(&str, usize)> = gaps[0].closest.iter().map(|c| (c.section.as_str(), c.questions)).collect();
+        assert_eq!(closest, vec![("docs/exports.md#csv", 3), ("docs/api.md#invoices", 2)]);
+        assert_eq!(gaps[0].reasons.get(&Reason::NoHits), Some(&3));
+        assert_eq!(gaps[0].last_ms, 4);
+    }
+}
