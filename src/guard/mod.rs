@@ -5,6 +5,7 @@ pub mod citations;
 pub mod fence;
 pub mod joined;
 pub mod links;
+pub mod markdown;
 pub mod redact;
 pub mod sink;
 pub mod stream;

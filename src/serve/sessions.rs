@@ -131,7 +131,8 @@ pub async fn message(
                         let _ = tx.send(stream::event("approval_required", approval));
                     }
                     if let Some(answer) = &outcome.answer {
-                        let _ = tx.send(stream::event("answer", &json!({"answer": answer})));
+                        let _ =
+                            tx.send(stream::event("answer", &json!({"answer": answer, "nodes": outcome.answer_nodes})));
                     }
                     let _ = tx.send(stream::event("done", &outcome));
                 }

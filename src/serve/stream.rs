@@ -66,6 +66,11 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
         },
         other => other.clone(),
     };
+    // An answer also comes as safe nodes, for the page to build from (never as HTML).
+    if let Event::Answer { text } = &event {
+        let nodes = crate::guard::markdown::render(text, allowed_hosts);
+        return serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes});
+    }
     serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event})
 }
 

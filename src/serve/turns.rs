@@ -50,6 +50,9 @@ pub struct Outcome {
     /// The answer, when there is one (guarded like every answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// The answer's Markdown as safe nodes, for the page (`guard::markdown`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_nodes: Option<Vec<crate::guard::markdown::Node>>,
     /// What went wrong or why it stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -225,6 +228,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         session_id: id.clone(),
         stop: String::new(),
         answer: None,
+        answer_nodes: None,
         message: None,
         approval: None,
         degraded,
@@ -233,6 +237,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     match end {
         Ok(TurnEnd::Answered { answer, .. }) => {
             outcome.stop = StopReason::Answered.as_str().into();
+            outcome.answer_nodes = Some(crate::guard::markdown::render(&answer, &state.config.allowed_link_hosts));
             outcome.answer = Some(answer);
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => {

@@ -62,6 +62,24 @@ async function answered(page) {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-agent-browser-"));
 const ws = path.join(dir, "ws");
 fs.cpSync(path.join(root, "workspace"), ws, { recursive: true });
+// A doc whose Markdown the scripted model quotes: formatting to render, and HTML, an outside
+// image and a script link that must stay inert.
+fs.writeFileSync(path.join(ws, "docs/zebra.md"), `# Zebra codes
+
+Zebra codes are **bold**:
+
+- first zebra
+- second zebra
+
+| zebra | code |
+|---|---|
+| a | 1 |
+
+<script>window.pwned = 1</script>
+<img src="x" onerror="window.pwned = 2">
+
+![leak](http://127.0.0.1:9/leak.png) [evil](javascript:window.pwned=3)
+`);
 fs.writeFileSync(path.join(dir, "docs-agent.toml"), `
 [serve]
 listen = "127.0.0.1:0"
@@ -129,6 +147,26 @@ try {
     assert(text.length > 20, "the section has text: " + text);
     const source = await asker.textContent("#section-source");
     assert(source.startsWith("docs/"), "the source is shown: " + source);
+  });
+
+  await check("an answer's Markdown is rendered, and its HTML, image and script link stay inert", async () => {
+    await asker.click("#new-session");
+    await asker.fill("#question", "what are zebra codes");
+    await asker.click("#ask");
+    await answered(asker);
+    const shown = await asker.evaluate(() => {
+      const box = document.getElementById("answer");
+      const count = (selector) => box.querySelectorAll(selector).length;
+      return { items: count("li"), tables: count("table td"), strong: count("strong"), active: count("script, img, iframe, [onerror]"),
+               links: [...box.querySelectorAll("a")].map((a) => a.href), pwned: window.pwned === undefined ? null : window.pwned,
+               text: box.textContent };
+    });
+    assert(shown.items >= 2 && shown.tables >= 1 && shown.strong >= 1, "lists, tables and emphasis are elements: " + JSON.stringify(shown));
+    assert(shown.active === 0, "no script, image or handler in the answer: " + JSON.stringify(shown));
+    assert(shown.pwned === null, "nothing ran: window.pwned = " + shown.pwned);
+    assert(shown.links.every((href) => /^https?:|^mailto:/.test(href)), "no script link: " + shown.links);
+    assert(shown.text.includes("first zebra"), "the text is shown: " + shown.text);
+    await asker.screenshot({ path: path.join(shots, "markdown.png"), fullPage: true });
   });
 
   await check("the page blocks an outside image (Content-Security-Policy)", async () => {

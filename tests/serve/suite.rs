@@ -1201,8 +1201,13 @@ async fn feedback_is_recorded_and_the_gaps_report_lists_unanswered_questions() {
         let (status, body) =
             call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
         assert_eq!(status, StatusCode::OK, "{body}");
+        // The answer also comes as safe Markdown nodes for the page.
+        assert!(body["answer_nodes"].as_array().is_some_and(|n| !n.is_empty()), "{body}");
     }
     let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let answer_events: Vec<&Value> =
+        events["events"].as_array().expect("events").iter().filter(|e| e["event"]["type"] == "answer").collect();
+    assert!(answer_events.iter().all(|e| e["nodes"].as_array().is_some_and(|n| !n.is_empty())), "{events}");
     let seq_of = |kind: &str| -> Vec<u64> {
         events["events"]
             .as_array()

@@ -37,7 +37,8 @@ mod url;
 
 use html::*;
 use text::{TextRun, has_script_url};
-use url::*;
+/// The allowlist, for the page's renderer (`guard::markdown`).
+pub(crate) use url::Allowlist;
 
 /// What a removed image becomes.
 const IMAGE_REMOVED: &str = "[image removed: host not allowed]";

@@ -1,4 +1,5 @@
 //! Tables of answers and what the guard must make of them.
+use super::url::*;
 use super::*;
 
 fn allowed() -> Vec<String> {

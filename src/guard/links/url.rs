@@ -1,7 +1,7 @@
 //! URLs in answers: where a link leads (`Target`) and whether the allowlist lets it stay.
 
 /// The hosts links may point to, normalised once.
-pub(super) struct Allowlist {
+pub(crate) struct Allowlist {
     /// Hosts allowed exactly.
     pub(super) exact: Vec<String>,
     /// Suffixes like `.example.com` from `*.example.com` entries.
@@ -9,7 +9,7 @@ pub(super) struct Allowlist {
 }
 
 impl Allowlist {
-    pub(super) fn new(hosts: &[String]) -> Self {
+    pub(crate) fn new(hosts: &[String]) -> Self {
         let mut list = Allowlist { exact: Vec::new(), suffixes: Vec::new() };
         for entry in hosts {
             let entry = entry.trim();
@@ -28,7 +28,7 @@ impl Allowlist {
     }
 
     /// True when a link or image to `url` may stay.
-    pub(super) fn url(&self, url: &str) -> bool {
+    pub(crate) fn url(&self, url: &str) -> bool {
         match classify(url) {
             Target::Local | Target::Mail => true,
             Target::Host(host) => self.host(&host),

@@ -1,5 +1,6 @@
 // docs-agent web page. Everything the server sends is shown as text (textContent), never as
-// HTML; citations become buttons that load the cited section through the API.
+// HTML: an answer's Markdown comes as safe nodes the page builds elements from; citations
+// become buttons that load the cited section through the API.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -61,23 +62,116 @@ async function readEvents(response, onEvent, signal) {
   }
 }
 
-// The answer as text, with each citation a button that opens the section.
-function renderAnswer(text) {
+// The answer: from the server's safe nodes (guard::markdown) when it sent them, else as text.
+// Every node becomes elements made here, with text set as textContent; nothing is ever parsed
+// as HTML. Citations in text ([docs/x.md#anchor]) become buttons that open the section.
+function renderAnswer(text, nodes) {
   const box = $("answer");
   box.textContent = "";
+  if (Array.isArray(nodes)) build(nodes, box);
+  else appendText(box, text || "");
+}
+
+// Text, with each citation a button.
+function appendText(into, text) {
   let at = 0;
   for (const match of text.matchAll(CITATION)) {
-    box.appendChild(document.createTextNode(text.slice(at, match.index)));
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "cite";
-    button.textContent = match[0];
-    const [path, anchor] = match[0].split("#");
-    button.addEventListener("click", () => showSection(path, anchor || ""));
-    box.appendChild(button);
+    into.appendChild(document.createTextNode(text.slice(at, match.index)));
+    into.appendChild(sectionButton(match[0], [{ t: "text", text: match[0] }]));
     at = match.index + match[0].length;
   }
-  box.appendChild(document.createTextNode(text.slice(at)));
+  into.appendChild(document.createTextNode(text.slice(at)));
+}
+
+function sectionButton(target, children) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "cite";
+  const [path, anchor] = target.split("#");
+  build(children, button, true);
+  button.addEventListener("click", () => showSection(path, anchor || ""));
+  return button;
+}
+
+// Elements for nodes, appended to `into`. `plain`: inside a button, no citation buttons.
+function build(nodes, into, plain) {
+  const make = (tag, children) => {
+    const element = document.createElement(tag);
+    build(children || [], element, plain);
+    into.appendChild(element);
+    return element;
+  };
+  for (const node of nodes || []) {
+    switch (node && node.t) {
+      case "text": if (plain) into.appendChild(document.createTextNode(node.text)); else appendText(into, node.text); break;
+      case "heading": make(["h3", "h3", "h4", "h5", "h6", "h6"][Math.min(5, Math.max(0, (node.level | 0) - 1))], node.children); break;
+      case "paragraph": make("p", node.children); break;
+      case "quote": make("blockquote", node.children); break;
+      case "strong": make("strong", node.children); break;
+      case "em": make("em", node.children); break;
+      case "del": make("del", node.children); break;
+      case "break": into.appendChild(document.createElement("br")); break;
+      case "rule": into.appendChild(document.createElement("hr")); break;
+      case "inline_code": { const code = document.createElement("code"); code.textContent = node.text; into.appendChild(code); break; }
+      case "code": {
+        const pre = document.createElement("pre");
+        const code = document.createElement("code");
+        code.textContent = node.text;
+        if (node.lang) code.dataset.lang = node.lang;
+        pre.appendChild(code);
+        into.appendChild(pre);
+        break;
+      }
+      case "list": {
+        const list = document.createElement(node.start === undefined || node.start === null ? "ul" : "ol");
+        if (list.tagName === "OL" && node.start !== 1) list.start = node.start | 0;
+        for (const item of node.items || []) {
+          const li = document.createElement("li");
+          build(item, li, plain);
+          list.appendChild(li);
+        }
+        into.appendChild(list);
+        break;
+      }
+      case "table": {
+        const table = document.createElement("table");
+        const head = table.createTHead().insertRow();
+        for (const cell of node.head || []) { const th = document.createElement("th"); build(cell, th, plain); head.appendChild(th); }
+        const body = table.createTBody();
+        for (const row of node.rows || []) {
+          const tr = body.insertRow();
+          for (const cell of row) build(cell, tr.insertCell(), plain);
+        }
+        into.appendChild(table);
+        break;
+      }
+      case "section": if (plain) build(node.children, into, plain); else into.appendChild(sectionButton(node.target, node.children)); break;
+      case "link": {
+        // The server allowed it; the page checks the scheme once more.
+        if (!/^(https?:|mailto:)/i.test(node.href || "")) { build(node.children, into, plain); break; }
+        const a = make("a", node.children);
+        a.href = node.href;
+        a.rel = "noopener noreferrer";
+        a.target = "_blank";
+        break;
+      }
+      case "blocked": {
+        const span = make("span", node.children);
+        span.className = "blocked";
+        span.title = "link not allowed: " + node.url;
+        span.appendChild(document.createTextNode(" (link not allowed: " + node.url + ")"));
+        break;
+      }
+      case "image": {
+        const span = document.createElement("span");
+        span.className = "blocked";
+        span.textContent = "[image not shown" + (node.alt ? ": " + node.alt : "") + "]";
+        into.appendChild(span);
+        break;
+      }
+      default: break;
+    }
+  }
 }
 
 async function showSection(path, anchor) {
@@ -133,7 +227,7 @@ async function ask(event) {
     await readEvents(response, (kind, data) => {
       if (kind === "tool") addStep(data);
       else if (kind === "text") { streamed += data.delta; $("answer").textContent = streamed; }
-      else if (kind === "answer") renderAnswer(data.answer);
+      else if (kind === "answer") renderAnswer(data.answer, data.nodes);
       else if (kind === "approval_required") { $("waiting").hidden = false; followSession(id, data.requested_seq); refreshApprovals(); }
       else if (kind === "done") $("status").textContent = data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop;
       else if (kind === "error") showError(data.message);
@@ -160,7 +254,7 @@ async function followSession(id, after) {
     await readEvents(response, (kind, data) => {
       const event = data && data.event;
       if (kind === "tool_result" && event) addStep({ tool: "result", decision: event.decision });
-      if (kind === "answer" && event) { renderAnswer(event.text); $("waiting").hidden = true; }
+      if (kind === "answer" && event) { renderAnswer(event.text, data.nodes); $("waiting").hidden = true; }
       if (kind === "stopped" && event) { $("status").textContent = event.reason; return false; }
       return true;
     }, signal);
