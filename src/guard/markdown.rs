@@ -6,9 +6,10 @@
 //! * raw HTML, inline or as a block, is a [`Node::Text`] of its source: shown, never parsed;
 //! * an image is its alt text in a [`Node::Image`], never a URL the page could fetch;
 //! * a link is a [`Node::Section`] (a section of the workspace's docs, opened beside the
-//!   conversation), a [`Node::Link`] (http, https or mailto to an allowed host, the same
-//!   allowlist as the link guard's, `allowed_link_hosts`), or else its text with the URL shown
-//!   as text in a [`Node::Blocked`].
+//!   conversation), a [`Node::Link`] (http or https to an allowed host, the same allowlist as
+//!   the link guard's, `allowed_link_hosts`; or a `mailto:` without a query, as the guard keeps
+//!   it), or else its text with the URL shown as text in a [`Node::Blocked`];
+//! * every string is scrubbed after parsing, and nodes nest at most [`MAX_DEPTH`] deep.
 //!
 //! Architecture invariant: this module does no IO.
 
@@ -117,14 +118,28 @@ pub enum Node {
     },
 }
 
+/// Nodes nest at most this deep; deeper content joins its parent (a reply of a thousand `>`
+/// must not recurse a thousand times when the tree is sent or dropped).
+const MAX_DEPTH: usize = 32;
+
 /// Parses `answer` into safe nodes; links are kept only to the workspace's docs and to
-/// `allowed_hosts`.
+/// `allowed_hosts`. Every string in the tree is scrubbed once more: the parser decodes escapes
+/// and entities (`ghp\_…`, `&lowbar;`), which can make a secret the answer's redaction did not
+/// see.
 pub fn render(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
+    let mut nodes = parse(answer, allowed_hosts);
+    scrub_all(&mut nodes);
+    nodes
+}
+
+/// The tree, before its strings are scrubbed.
+fn parse(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
     let allow = Allowlist::new(allowed_hosts);
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let mut stack: Vec<Open> = vec![Open::new(Frame::Root)];
     for event in Parser::new_ext(answer, options) {
         match event {
+            Event::Start(_) if stack.len() > MAX_DEPTH => stack.push(Open::new(Frame::Pass)),
             Event::Start(tag) => stack.push(Open::new(frame(tag, &allow))),
             Event::End(end) => {
                 let Some(open) = stack.pop() else { break };
@@ -206,6 +221,9 @@ fn frame(tag: Tag<'_>, allow: &Allowlist) -> Frame {
         Tag::Strong => Frame::Strong,
         Tag::Emphasis => Frame::Em,
         Tag::Strikethrough => Frame::Del,
+        Tag::Link { link_type: pulldown_cmark::LinkType::Email, dest_url, .. } => {
+            link(&format!("mailto:{dest_url}"), allow)
+        }
         Tag::Link { dest_url, .. } => link(&dest_url, allow),
         Tag::Image { .. } => Frame::Image,
         _ => Frame::Pass,
@@ -229,7 +247,8 @@ fn section(url: &str) -> Option<String> {
     let url = url.strip_prefix("./").unwrap_or(url);
     let (path, anchor) = url.split_once('#').map_or((url, None), |(p, a)| (p, Some(a)));
     let plain = |s: &str, extra: &[char]| {
-        s.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c) || extra.contains(&c))
+        // anchors are slugs of headings, which may be in any script (`élan-2024`)
+        s.chars().all(|c| c.is_alphanumeric() || "_-.".contains(c) || extra.contains(&c))
     };
     let ok = path.starts_with("docs/")
         && !path.split('/').any(|part| part.is_empty() || part == "." || part == "..")
@@ -289,7 +308,13 @@ impl Open {
             Frame::Heading(level) => Closed::Node(Node::Heading { level, children }),
             Frame::Paragraph => Closed::Node(Node::Paragraph { children }),
             Frame::Quote => Closed::Node(Node::Quote { children }),
-            Frame::List(start) => Closed::Node(Node::List { start, items: self.items }),
+            Frame::List(start) => {
+                let mut items = self.items;
+                if !children.is_empty() {
+                    items.push(children);
+                }
+                Closed::Node(Node::List { start, items })
+            }
             Frame::Item => Closed::Item(children),
             Frame::Code(lang) => Closed::Node(Node::Code { lang, text: self.text }),
             Frame::Table => {
@@ -298,11 +323,19 @@ impl Open {
                 for (cells, is_head) in self.rows {
                     if is_head { head = cells } else { rows.push(cells) }
                 }
+                if !children.is_empty() {
+                    rows.push(vec![children]);
+                }
                 Closed::Node(Node::Table { head, rows })
             }
             // pulldown-cmark puts the head's cells straight in the head, with no row.
-            Frame::Head => Closed::Cells(self.cells, true),
-            Frame::Row => Closed::Cells(self.cells, false),
+            Frame::Head | Frame::Row => {
+                let mut cells = self.cells;
+                if !children.is_empty() {
+                    cells.push(children);
+                }
+                Closed::Cells(cells, matches!(self.frame, Frame::Head))
+            }
             Frame::Cell => Closed::Cell(children),
             Frame::Strong => Closed::Node(Node::Strong { children }),
             Frame::Em => Closed::Node(Node::Em { children }),
@@ -335,6 +368,45 @@ fn plain_text(nodes: &[Node]) -> String {
         }
     }
     out
+}
+
+/// Scrubs every string of the tree (text, code, alt text, URLs and targets).
+fn scrub_all(nodes: &mut [Node]) {
+    let scrub = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = super::scrub(text) {
+            *text = clean;
+        }
+    };
+    for node in nodes {
+        match node {
+            Node::Text { text } | Node::InlineCode { text } | Node::Code { text, .. } => scrub(text),
+            Node::Image { alt } => scrub(alt),
+            Node::Heading { children, .. }
+            | Node::Paragraph { children }
+            | Node::Quote { children }
+            | Node::Strong { children }
+            | Node::Em { children }
+            | Node::Del { children } => scrub_all(children),
+            Node::Section { target, children } => {
+                scrub(target);
+                scrub_all(children);
+            }
+            Node::Link { href, children } => {
+                scrub(href);
+                scrub_all(children);
+            }
+            Node::Blocked { url, children } => {
+                scrub(url);
+                scrub_all(children);
+            }
+            Node::List { items, .. } => items.iter_mut().for_each(|item| scrub_all(item)),
+            Node::Table { head, rows } => {
+                head.iter_mut().for_each(|cell| scrub_all(cell));
+                rows.iter_mut().flatten().for_each(|cell| scrub_all(cell));
+            }
+            Node::Rule | Node::Break => {}
+        }
+    }
 }
 
 /// Adds `node` to the innermost open frame.
@@ -413,6 +485,54 @@ mod tests {
         }
         let shown = serde_json::to_string(&nodes).expect("json");
         assert!(!shown.contains("\"href\":\"https://evil") && !shown.contains("\"href\":\"javascript"), "{shown}");
+    }
+
+    /// A secret the parser makes by decoding an escape or an entity is redacted in the tree
+    /// (in a code span nothing is decoded: it shows as the answer wrote it).
+    #[test]
+    fn a_secret_made_by_decoding_is_redacted() {
+        let key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+        for written in [key.replace('_', "\\_"), key.replace('_', "&lowbar;"), key.replace('_', "&#95;")] {
+            let shown = serde_json::to_string(&render(&format!("the key is {written}"), &[])).expect("json");
+            assert!(!shown.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{written}: {shown}");
+        }
+    }
+
+    /// Nesting thousands deep is flattened, its text kept, and nothing recurses that deep.
+    #[test]
+    fn deep_nesting_is_flattened() {
+        fn depth(nodes: &[Node]) -> usize {
+            nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Quote { children } | Node::Paragraph { children } => 1 + depth(children),
+                    Node::List { items, .. } => 1 + items.iter().map(|i| depth(i)).max().unwrap_or(0),
+                    _ => 1,
+                })
+                .max()
+                .unwrap_or(0)
+        }
+        for deep in [format!("{}deep", ">".repeat(100_000)), format!("{}deep", "- ".repeat(20_000))] {
+            let nodes = render(&deep, &[]);
+            let shown = serde_json::to_string(&nodes).expect("json");
+            assert!(shown.contains("deep"), "the text is kept");
+            assert!(depth(&nodes) <= 40, "{}", depth(&nodes));
+        }
+    }
+
+    /// An email autolink is a mailto link; an anchor may be in any script.
+    #[test]
+    fn email_autolinks_and_non_ascii_anchors() {
+        let nodes = render("write to <help@acme.example>, see [élan](docs/plans.md#élan-2024)", &[]);
+        let Node::Paragraph { children } = &nodes[0] else { panic!("{nodes:?}") };
+        assert!(
+            children.iter().any(|n| matches!(n, Node::Link { href, .. } if href == "mailto:help@acme.example")),
+            "{children:?}"
+        );
+        assert!(
+            children.iter().any(|n| matches!(n, Node::Section { target, .. } if target == "docs/plans.md#élan-2024")),
+            "{children:?}"
+        );
     }
 
     /// A section link must be a plain path under docs/.

@@ -96,13 +96,27 @@ pub fn report(log: &Log, since_ms: u64) -> Result<Vec<Gap>, LogError> {
     Ok(group(asked))
 }
 
-/// The report as JSON: the window, the totals and the first `limit` gaps.
+/// Times a gap was asked that the JSON lists (the latest; `count` has them all).
+const LISTED: usize = 20;
+
+/// The report as JSON: the window, the totals and the first `limit` gaps, each with its latest
+/// [`LISTED`] askings.
 pub fn json(found: &[Gap], days: u64, limit: usize) -> serde_json::Value {
+    let gaps: Vec<Gap> = found
+        .iter()
+        .take(limit)
+        .map(|gap| {
+            let mut gap = gap.clone();
+            let skip = gap.asked.len().saturating_sub(LISTED);
+            gap.asked.drain(..skip);
+            gap
+        })
+        .collect();
     serde_json::json!({
         "days": days,
         "questions": found.iter().map(|g| g.count).sum::<usize>(),
         "groups": found.len(),
-        "gaps": found.iter().take(limit).collect::<Vec<_>>(),
+        "gaps": gaps,
     })
 }
 
@@ -127,9 +141,22 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
         let Event::UserMessage { text } = &events[start].event else { continue };
         let turn = &events[start + 1..end];
         let mut reasons = Vec::new();
+        // Only search_docs' results say what the docs hold (not a read of notes/ or AGENTS.md).
+        let searches: BTreeSet<&str> = turn
+            .iter()
+            .filter_map(|s| match &s.event {
+                Event::AssistantMessage { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter(|call| call.name == "search_docs")
+            .map(|call| call.id.as_str())
+            .collect();
         let (mut searched, mut found) = (false, Vec::new());
         for stored in turn {
-            if let Event::ToolResult { text, .. } = &stored.event {
+            if let Event::ToolResult { text, call_id, .. } = &stored.event
+                && searches.contains(call_id.as_str())
+            {
                 let sources: Vec<String> = crate::guard::fence::found_in(text).map(|f| f.source).collect();
                 if text.starts_with(crate::tools::NO_HITS) {
                     searched = true;
@@ -251,7 +278,7 @@ fn alike(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::event::StopReason;
+    use crate::session::event::{CallRecord, Origin, StopReason};
     use crate::tools::Decision;
 
     fn stored(seq: u64, event: Event) -> Stored {
@@ -261,30 +288,45 @@ mod tests {
     /// A session of three turns: found nothing; answered, rated not helpful; answered and fine.
     fn session() -> Vec<Stored> {
         let hit = "1 sections matched, best first:\n<untrusted source=\"docs/refunds.md#window\">\n# Refunds\n...\n</untrusted>";
-        let result = |seq, text: &str| {
-            stored(
-                seq,
-                Event::ToolResult { call_id: format!("c{seq}"), text: text.into(), decision: Decision::Allowed },
-            )
+        // A call of `tool` (its id `c{seq}`), then its result.
+        let called = |seq: u64, tool: &str, text: &str| {
+            let call = CallRecord { id: format!("c{seq}"), name: tool.into(), arguments: "{}".into() };
+            let asked = Event::AssistantMessage {
+                text: String::new(),
+                tool_calls: vec![call],
+                usage: None,
+                estimated: None,
+                origin: Origin::Harness,
+            };
+            let result =
+                Event::ToolResult { call_id: format!("c{seq}"), text: text.into(), decision: Decision::Allowed };
+            [stored(seq, asked), stored(seq + 1, result)]
         };
         let answered = || Event::Stopped { reason: StopReason::Answered, detail: String::new() };
-        vec![
-            stored(1, Event::UserMessage { text: "How do I export invoices to Xero?".into() }),
-            result(2, &format!("{} Try other words.", crate::tools::NO_HITS)),
-            stored(3, Event::Answer { text: "The docs do not say.".into() }),
-            stored(4, answered()),
-            stored(5, Event::UserMessage { text: "how long is the refund window".into() }),
-            result(6, hit),
-            stored(7, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
-            stored(8, answered()),
-            stored(9, Event::UserMessage { text: "what are the fees".into() }),
-            result(10, hit),
-            stored(11, Event::Answer { text: "none [docs/refunds.md#window]".into() }),
+        let mut events = vec![stored(1, Event::UserMessage { text: "How do I export invoices to Xero?".into() })];
+        events.extend(called(2, "search_docs", &format!("{} Try other words.", crate::tools::NO_HITS)));
+        // A fenced read of something else (a note) does not make the docs' search a hit.
+        events.extend(called(4, "read_file", "<untrusted source=\"notes/xero.md\">\nxero\n</untrusted>"));
+        events.extend([
+            stored(6, Event::Answer { text: "The docs do not say.".into() }),
+            stored(7, answered()),
+            stored(8, Event::UserMessage { text: "how long is the refund window".into() }),
+        ]);
+        events.extend(called(9, "search_docs", hit));
+        events.extend([
+            stored(11, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
             stored(12, answered()),
-            stored(13, Event::Feedback { answer_seq: 7, helpful: false, comment: "annual plans?".into() }),
-            stored(14, Event::Feedback { answer_seq: 11, helpful: false, comment: String::new() }),
-            stored(15, Event::Feedback { answer_seq: 11, helpful: true, comment: String::new() }),
-        ]
+            stored(13, Event::UserMessage { text: "what are the fees".into() }),
+        ]);
+        events.extend(called(14, "search_docs", hit));
+        events.extend([
+            stored(16, Event::Answer { text: "none [docs/refunds.md#window]".into() }),
+            stored(17, answered()),
+            stored(18, Event::Feedback { answer_seq: 11, helpful: false, comment: "annual plans?".into() }),
+            stored(19, Event::Feedback { answer_seq: 16, helpful: false, comment: String::new() }),
+            stored(20, Event::Feedback { answer_seq: 16, helpful: true, comment: String::new() }),
+        ]);
+        events
     }
 
     /// No hits and a bad rating are gaps, with the sections found; a rating changed to helpful

@@ -68,7 +68,7 @@ async function readEvents(response, onEvent, signal) {
 function renderAnswer(text, nodes) {
   const box = $("answer");
   box.textContent = "";
-  if (Array.isArray(nodes)) build(nodes, box);
+  if (Array.isArray(nodes) && (nodes.length > 0 || !text)) build(nodes, box);
   else appendText(box, text || "");
 }
 
@@ -149,7 +149,10 @@ function build(nodes, into, plain) {
       case "link": {
         // The server allowed it; the page checks the scheme once more.
         if (!/^(https?:|mailto:)/i.test(node.href || "")) { build(node.children, into, plain); break; }
-        const a = make("a", node.children);
+        // Its text plain: a citation button inside a link would do both on one click.
+        const a = document.createElement("a");
+        build(node.children, a, true);
+        into.appendChild(a);
         a.href = node.href;
         a.rel = "noopener noreferrer";
         a.target = "_blank";
