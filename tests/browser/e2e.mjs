@@ -16,6 +16,7 @@ const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = path.join(root, "target/browser");
 const ASKER = "browser-asker-token-0123456789";
 const APPROVER = "browser-approver-token-0123456789";
+const ADMIN = "browser-admin-token-0123456789";
 const sha = (t) => createHash("sha256").update(t).digest("hex");
 
 let passed = 0, failed = 0;
@@ -91,6 +92,10 @@ roles = ["ask"]
 principal = "cy"
 sha256 = "${sha(APPROVER)}"
 roles = ["ask", "approve"]
+[[serve.tokens]]
+principal = "dee"
+sha256 = "${sha(ADMIN)}"
+roles = ["admin"]
 `);
 fs.mkdirSync(shots, { recursive: true });
 
@@ -147,6 +152,18 @@ try {
     assert(text.length > 20, "the section has text: " + text);
     const source = await asker.textContent("#section-source");
     assert(source.startsWith("docs/"), "the source is shown: " + source);
+  });
+
+  await check("an answer is rated not helpful with a comment, and the gaps report lists its question", async () => {
+    await asker.waitForSelector("#feedback:not([hidden])", { timeout: 10000 });
+    await asker.fill("#feedback-comment", "nothing about annual plans");
+    await asker.click("#not-helpful");
+    await asker.waitForFunction(() => document.querySelector("#feedback-status").textContent.includes("not helpful"), null, { timeout: 10000 });
+    await asker.screenshot({ path: path.join(shots, "feedback.png"), fullPage: true });
+    const report = await api(ADMIN, "/v1/reports/gaps");
+    const gap = report.gaps.find((g) => g.question === "how long is the refund window");
+    assert(gap && gap.reasons.not_helpful === 1, "the gap is listed: " + JSON.stringify(report));
+    assert(gap.asked[0].comment === "nothing about annual plans", "with its comment: " + JSON.stringify(gap));
   });
 
   await check("an answer's Markdown is rendered, and its HTML, image and script link stay inert", async () => {

@@ -197,6 +197,33 @@ function addStep(step) {
   $("steps").appendChild(item);
 }
 
+// Rating the answer just shown: the session's last `answer` event, rated by its seq.
+let ratedSeq = null;
+async function offerFeedback(id) {
+  try {
+    const data = await (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/events")).json();
+    const answers = data.events.filter((e) => e.event && e.event.type === "answer");
+    if (answers.length === 0) return;
+    ratedSeq = { id, seq: answers[answers.length - 1].seq };
+    $("feedback-comment").value = "";
+    $("feedback-status").textContent = "";
+    $("feedback").hidden = false;
+  } catch (error) {
+    showError(error.message);
+  }
+}
+
+async function sendFeedback(helpful) {
+  if (!ratedSeq) return;
+  try {
+    await api("POST", "/v1/sessions/" + encodeURIComponent(ratedSeq.id) + "/feedback",
+      { answer_seq: ratedSeq.seq, helpful, comment: $("feedback-comment").value.trim() });
+    $("feedback-status").textContent = helpful ? "Thanks: recorded as helpful." : "Thanks: recorded as not helpful; the docs team will see it.";
+  } catch (error) {
+    showError(error.message);
+  }
+}
+
 async function ensureSession() {
   if (sessionId) return sessionId;
   const created = await (await api("POST", "/v1/sessions")).json();
@@ -212,6 +239,7 @@ async function ask(event) {
   sessionStorage.setItem("docs-agent-token", token());
   $("steps").textContent = "";
   $("answer").textContent = "";
+  $("feedback").hidden = true;
   $("waiting").hidden = true;
   $("status").textContent = "asking…";
   $("ask").disabled = true;
@@ -232,7 +260,10 @@ async function ask(event) {
       else if (kind === "text") { streamed += data.delta; $("answer").textContent = streamed; }
       else if (kind === "answer") renderAnswer(data.answer, data.nodes);
       else if (kind === "approval_required") { $("waiting").hidden = false; followSession(id, data.requested_seq); refreshApprovals(); }
-      else if (kind === "done") $("status").textContent = data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop;
+      else if (kind === "done") {
+        $("status").textContent = data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop;
+        if (data.stop === "answered") offerFeedback(id);
+      }
       else if (kind === "error") showError(data.message);
     });
   } catch (error) {
@@ -313,8 +344,11 @@ async function refreshApprovals() {
 document.addEventListener("DOMContentLoaded", () => {
   $("token").value = sessionStorage.getItem("docs-agent-token") || "";
   $("ask-form").addEventListener("submit", ask);
-  $("new-session").addEventListener("click", () => { sessionId = null; $("answer").textContent = ""; $("steps").textContent = ""; });
+  $("new-session").addEventListener("click", () => { sessionId = null; $("answer").textContent = ""; $("steps").textContent = ""; $("feedback").hidden = true; });
   $("refresh-approvals").addEventListener("click", refreshApprovals);
+  $("helpful").addEventListener("click", () => sendFeedback(true));
+  $("not-helpful").addEventListener("click", () => sendFeedback(false));
+  $("feedback").addEventListener("submit", (event) => { event.preventDefault(); sendFeedback(false); });
   $("token").addEventListener("change", () => { sessionStorage.setItem("docs-agent-token", token()); refreshApprovals(); });
   if (token()) refreshApprovals();
 });
