@@ -1,7 +1,9 @@
 // End-to-end test of docs-agent's web page: the real `docs-agent serve` (scripted model) on
 // 127.0.0.1 and Debian's headless Chromium driven by playwright-core. It asks, watches the
-// answer stream in, opens a cited section, checks that the Content-Security-Policy blocks an
-// outside image, and has an approver approve a pending write from a second browser context.
+// answer stream in, opens a cited section, rates an answer and finds it in the admin's gaps
+// report, sees a doc's Markdown rendered with its HTML, image and script link inert, checks that
+// the Content-Security-Policy blocks an outside image, and has an approver approve a pending
+// write from a second browser context.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
