@@ -17,8 +17,7 @@ pub fn run(global: &Global, what: ReportWhat) -> Result<Exit, Failure> {
     let config = super::load_config(global)?;
     super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
     let log = super::sessions::open_log(&config)?;
-    let since = crate::session::turn::now_ms().saturating_sub(days.saturating_mul(86_400_000));
-    let found = gaps::report(&log, since).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let found = gaps::report(&log, days).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = crate::guard::sink::stdout();
     let written = if json {
         let body = gaps::json(&found, days, limit);

@@ -86,8 +86,9 @@ const ALIKE: f64 = 0.5;
 /// Closest sections listed per gap.
 const CLOSEST: usize = 3;
 
-/// The gaps in every session of `log` with a question asked at or after `since_ms`.
-pub fn report(log: &Log, since_ms: u64) -> Result<Vec<Gap>, LogError> {
+/// The gaps in every session of `log`, of the questions asked in the last `days` days.
+pub fn report(log: &Log, days: u64) -> Result<Vec<Gap>, LogError> {
+    let since_ms = crate::session::turn::now_ms().saturating_sub(days.saturating_mul(86_400_000));
     let mut asked = Vec::new();
     for session in log.sessions()? {
         let events = log.events_after(&session, 0)?;

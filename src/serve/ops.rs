@@ -114,8 +114,7 @@ pub async fn gaps(
         if !(1..=3650).contains(&days) || !(1..=500).contains(&limit) {
             return Err(super::error::ApiError::bad_request("days must be 1 to 3650, and limit 1 to 500"));
         }
-        let since = crate::session::turn::now_ms().saturating_sub(days * 86_400_000);
-        let found = crate::report::gaps::report(&state.log()?, since)?;
+        let found = crate::report::gaps::report(&state.log()?, days)?;
         Ok(crate::report::gaps::json(&found, days, limit))
     });
     super::error::respond(result, axum::http::StatusCode::OK)
