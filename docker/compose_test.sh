@@ -98,6 +98,15 @@ PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 export COMPOSE_PROJECT_NAME="docsagenttest$$" DOCS_AGENT_DOCKERFILE=docker/prebuilt.Dockerfile DOCS_AGENT_PORT=$PORT
 export COMPOSE_FILE=compose.yaml:compose.test.yaml
 cd "$WORK"
+# Waits (60 s at most) until BASE/readyz answers 200; `code` holds the last status seen.
+until_ready() {
+    code=000
+    for _ in $(seq 1 60); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "$1/readyz") && [ "$code" = 200 ] && return 0
+        sleep 1
+    done
+    return 1
+}
 healthy() {
     for _ in $(seq 1 90); do
         [ "$(docker inspect -f '{{.State.Health.Status}}' "$(compose ps -q "$1")" 2>/dev/null)" = healthy ] && return 0
@@ -224,12 +233,7 @@ done
 token=$(compose run --rm -T init 2> /dev/null) || fail "init"
 [ ${#token} -eq 48 ] || fail "init printed no token"
 healthy api
-code=000
-for _ in $(seq 1 60); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/readyz") && [ "$code" = 200 ] && break
-    sleep 1
-done
-[ "$code" = 200 ] || fail "api /readyz: $code"
+until_ready "http://127.0.0.1:$PORT" || fail "api /readyz: $code"
 answer=$(curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' \
     -d '{"question":"how long is the refund window"}' "http://127.0.0.1:$PORT/v1/ask")
 grep -q '"path":"docs/refunds.md"' <<< "$answer" || fail "api /v1/ask: $answer"
@@ -280,12 +284,7 @@ both_behind_lb() {
     done
     return 1
 }
-code=000
-for _ in $(seq 1 60); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "$LB/readyz") && [ "$code" = 200 ] && break
-    sleep 1
-done
-[ "$code" = 200 ] || fail "lb /readyz: $code ($(compose logs --tail 5 lb api-a api-b 2>&1))"
+until_ready "$LB" || fail "lb /readyz: $code ($(compose logs --tail 5 lb api-a api-b 2>&1))"
 # lb's health checks see both replicas up before it sends to both
 both_behind_lb || fail "lb does not spread requests over both replicas: '$seen'"
 out=$(via_lb -X POST -d '{}' "$LB/v1/sessions")
