@@ -215,7 +215,7 @@ fn a_sqlite_log_from_before_versions_is_migrated_in_place() {
     let version: i64 = rusqlite::Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
         .expect("version");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     // Opening it again writes nothing: the WAL does not grow.
     let wal = path.with_extension("db-wal");
     let before = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);

@@ -42,6 +42,11 @@ pub fn cited(answer: &str) -> Vec<String> {
     out
 }
 
+/// `text` with every citation taken out (each replaced by a space).
+pub fn without_citations(text: &str) -> Cow<'_, str> {
+    CITATION.replace_all(text, " ")
+}
+
 /// Marks every cited docs file that is not in `retrieved`.
 pub fn mark_unverified<'a>(answer: &'a str, retrieved: &BTreeSet<String>) -> Cow<'a, str> {
     let unverified: Vec<_> = CITATION

@@ -37,6 +37,20 @@ pub fn terms(text: &str) -> Vec<String> {
     chosen
 }
 
+/// The content words of `text` as a set: lower case, without stopwords, a plural's `s` dropped
+/// (`refunds` and `refund` are one word). What grouping alike questions and finding the lines an
+/// answer draws on compare.
+pub fn stems(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| match w.strip_suffix('s') {
+            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+            _ => w,
+        })
+        .collect()
+}
+
 /// At most this many identifiers of a question are searched as phrases.
 pub const MAX_IDENTIFIERS: usize = 8;
 /// A longer run of joined words is not a name (`a.b.c.d.e.f.g…`), and is not a phrase.

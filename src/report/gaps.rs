@@ -205,7 +205,7 @@ pub fn group(mut asked: Vec<Asked>) -> Vec<Gap> {
     asked.sort_by_key(|a| a.at_ms);
     let mut groups: Vec<(BTreeSet<String>, Vec<Asked>)> = Vec::new();
     for one in asked {
-        let words = words(&one.question);
+        let words = crate::index::query::stems(&one.question);
         match groups.iter_mut().find(|(first, _)| alike(first, &words)) {
             Some((_, members)) => members.push(one),
             None => groups.push((words, vec![one])),
@@ -245,26 +245,6 @@ fn gap(asked: Vec<Asked>) -> Gap {
         last_ms: asked.iter().map(|a| a.at_ms).max().unwrap_or(0),
         asked,
     }
-}
-
-/// Words that say little about what is asked.
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "at", "be", "can", "do", "does", "for", "from", "how", "i", "in", "is", "it", "me", "my",
-    "of", "on", "or", "the", "there", "to", "we", "what", "when", "where", "which", "who", "why", "with", "you",
-    "your",
-];
-
-/// A question's words: lower case, without stopwords, a plural's `s` dropped.
-fn words(question: &str) -> BTreeSet<String> {
-    question
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
-        .map(|w| match w.strip_suffix('s') {
-            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
-            _ => w,
-        })
-        .collect()
 }
 
 /// True when two questions share at least [`ALIKE`] of their words.

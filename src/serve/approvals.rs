@@ -17,7 +17,7 @@ use super::auth::Principal;
 use super::error::{ApiError, respond};
 use super::turns::{self, Start};
 use crate::config::Role;
-use crate::session::event::Scope;
+use crate::session::event::{Event, Scope};
 use crate::session::state::{self, Next};
 use crate::session::store::Stored;
 use crate::session::turn::Verdict;
@@ -48,6 +48,38 @@ pub struct Pending {
     pub requested_seq: u64,
     /// When it expires undecided.
     pub expires_at_ms: u64,
+    /// The conversation it came from: the session's latest questions and answers (at most
+    /// [`CONTEXT_MESSAGES`], each cut to [`CONTEXT_BYTES`]), ending with the question whose turn
+    /// asks, so an approver sees why the write is wanted.
+    pub conversation: Vec<Said>,
+}
+
+/// Messages of the conversation a pending write shows.
+pub const CONTEXT_MESSAGES: usize = 6;
+/// Bytes of each (a longer message is cut, with an ellipsis).
+pub const CONTEXT_BYTES: usize = 2_000;
+
+/// One message of a conversation: the person's question or the answer they were shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct Said {
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    /// What was said (scrubbed in the log; answers were guarded when shown).
+    pub text: String,
+}
+
+/// The latest questions and answers among `events`, oldest first.
+fn conversation(events: &[Stored]) -> Vec<Said> {
+    let said: Vec<Said> = events
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::UserMessage { text } => Some(("user", text)),
+            Event::Answer { text } => Some(("assistant", text)),
+            _ => None,
+        })
+        .map(|(role, text)| Said { role, text: crate::guard::clip(text, CONTEXT_BYTES) })
+        .collect();
+    said[said.len().saturating_sub(CONTEXT_MESSAGES)..].to_vec()
 }
 
 /// The write session `id` waits for, if any.
@@ -67,6 +99,7 @@ pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending>
         requested_at_ms: p.requested_at_ms,
         requested_seq: p.seq,
         expires_at_ms: p.requested_at_ms.saturating_add(ttl_ms),
+        conversation: conversation(events),
     })
 }
 

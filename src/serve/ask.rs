@@ -197,11 +197,16 @@ pub struct SectionQuery {
     /// The section's anchor (empty: the file's first section).
     #[serde(default)]
     pub anchor: String,
+    /// With `seq`: a session of the caller's whose answer cites the section.
+    pub session: Option<String>,
+    /// The seq of that answer's event: its `cited_lines` are marked.
+    pub seq: Option<u64>,
 }
 
 /// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
 /// an answer points to), from the index generation searched now. Only docs/ is readable here,
-/// through the same policy as `read_file`.
+/// through the same policy as `read_file`. With `&session=ID&seq=SEQ` (an answer of the
+/// caller's), `cited_lines` lists the lines of `text` (from 0) that answer draws on.
 pub async fn section(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -221,12 +226,28 @@ pub async fn section(
             .section(&path.display(), &query.anchor)
             .map_err(|e| ApiError::internal(e.to_string()))?
             .ok_or_else(|| ApiError::not_found("section"))?;
+        let text = guard::scrub(&section.text);
+        let cited = match (&query.session, query.seq) {
+            (Some(session), Some(seq)) => {
+                let events = super::sessions::owned(&state.log()?, session, &principal)?;
+                let answer = events.iter().find(|s| s.seq == seq).and_then(|s| match &s.event {
+                    crate::session::event::Event::Answer { text } => Some(text.as_str()),
+                    _ => None,
+                });
+                let answer = answer
+                    .ok_or_else(|| ApiError::bad_request(format!("seq {seq} is not an answer of session {session}")))?;
+                Some(crate::session::verify::cited_lines(answer, &text))
+            }
+            (None, None) => None,
+            _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
+        };
         Ok(json!({
             "path": query.path,
             "anchor": guard::scrub(&section.anchor),
             "heading": guard::scrub(&section.heading),
             "lines": [section.lines.0, section.lines.1],
-            "text": guard::scrub(&section.text),
+            "text": text,
+            "cited_lines": cited,
             "generation": index.version.generation,
         }))
     });

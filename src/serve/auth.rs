@@ -23,9 +23,14 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// True when the principal has `role`; an admin may do everything but approve.
+    pub fn may(&self, role: Role) -> bool {
+        self.roles.contains(&role) || self.roles.contains(&Role::Admin) && role != Role::Approve
+    }
+
     /// Refuses (403) unless the principal has `role`.
     pub fn require(&self, role: Role) -> Result<(), ApiError> {
-        if self.roles.contains(&role) || self.roles.contains(&Role::Admin) && role != Role::Approve {
+        if self.may(role) {
             Ok(())
         } else {
             Err(ApiError::forbidden(format!("{} lacks the `{}` role this needs", self.name, role.as_str())))
@@ -98,6 +103,20 @@ pub fn authenticate(state: &AppState, headers: &axum::http::HeaderMap) -> Result
 pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Option<&'a Principal> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     state.tokens.find(bearer_token(value)?)
+}
+
+/// `GET /v1/me`: who the token belongs to and what it may do, so a client shows only what the
+/// caller can use (the page's approvals and docs-gaps views).
+pub async fn me(axum::Extension(principal): axum::Extension<Principal>) -> Response {
+    axum::Json(serde_json::json!({
+        "principal": principal.name,
+        "may": {
+            "ask": principal.may(Role::Ask),
+            "approve": principal.may(Role::Approve),
+            "admin": principal.may(Role::Admin),
+        },
+    }))
+    .into_response()
 }
 
 /// 401 with `WWW-Authenticate: Bearer`, in the one error shape.

@@ -16,6 +16,7 @@ pub mod completions;
 pub mod conn;
 pub mod error;
 pub mod fresh;
+pub mod history;
 pub mod limits;
 pub mod mcp;
 pub mod metrics;
@@ -228,7 +229,8 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/ask", post(ask::ask)),
         ("/v1/search", get(ask::search)),
         ("/v1/sections", get(ask::section)),
-        ("/v1/sessions", post(sessions::create)),
+        ("/v1/sessions", post(sessions::create).get(history::list)),
+        ("/v1/me", get(auth::me)),
         ("/v1/sessions/{id}", get(sessions::show)),
         ("/v1/sessions/{id}/messages", post(sessions::message)),
         ("/v1/sessions/{id}/events", get(sessions::events)),

@@ -131,8 +131,15 @@ pub async fn message(
                         let _ = tx.send(stream::event("approval_required", approval));
                     }
                     if let Some(answer) = &outcome.answer {
-                        let _ =
-                            tx.send(stream::event("answer", &json!({"answer": answer, "nodes": outcome.answer_nodes})));
+                        let _ = tx.send(stream::event(
+                            "answer",
+                            &json!({
+                                "answer": answer,
+                                "nodes": outcome.answer_nodes,
+                                "seq": outcome.answer_seq,
+                                "citations": outcome.citations,
+                            }),
+                        ));
                     }
                     let _ = tx.send(stream::event("done", &outcome));
                 }
@@ -215,13 +222,12 @@ pub async fn events(
         return stream::follow(state, log, id, cursor, slot).into_response();
     }
     let result = crate::runtime::blocking(|| {
-        let log = state.log()?;
-        owned(&log, &id, &principal)?;
-        let events: Vec<_> = log
-            .events_after(&id, after)?
-            .into_iter()
+        let all = owned(&state.log()?, &id, &principal)?;
+        let events: Vec<_> = all
+            .iter()
+            .filter(|s| s.seq > after)
             .take(MAX_EVENTS)
-            .map(|s| stream::outward(&s, &state.config.allowed_link_hosts))
+            .map(|s| stream::outward(s, &state.config.allowed_link_hosts, &all))
             .collect();
         Ok(json!({"session_id": id, "events": events}))
     });

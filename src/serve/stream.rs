@@ -40,8 +40,14 @@ pub fn from_channel(rx: mpsc::UnboundedReceiver<Event>) -> Sse<impl Stream<Item 
 }
 
 /// An event as it may leave over HTTP: the log holds model-written text scrubbed of secrets,
-/// but with its links as the model wrote them; here they are neutralised like an answer's.
-pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String]) -> serde_json::Value {
+/// but with its links as the model wrote them; here they are neutralised like an answer's. An
+/// answer also comes as safe nodes and with its citations, checked against what its turn
+/// retrieved: `session` holds the session's events up to the answer at least.
+pub fn outward(
+    stored: &crate::session::store::Stored,
+    allowed_hosts: &[String],
+    session: &[crate::session::store::Stored],
+) -> serde_json::Value {
     use crate::session::event::Event;
     let neutral = |t: &str| crate::guard::outbound(t, allowed_hosts);
     let event = match &stored.event {
@@ -69,7 +75,10 @@ pub fn outward(stored: &crate::session::store::Stored, allowed_hosts: &[String])
     // An answer also comes as safe nodes, for the page to build from (never as HTML).
     if let Event::Answer { text } = &event {
         let nodes = crate::guard::markdown::render(text, allowed_hosts);
-        return serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes});
+        let citations = crate::session::verify::answer_citations(session, stored.seq);
+        return serde_json::json!({
+            "seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes, "citations": citations,
+        });
     }
     serde_json::json!({"seq": stored.seq, "at_ms": stored.at_ms, "event": event})
 }
@@ -129,9 +138,16 @@ pub fn follow(
                 // Off the worker: on a PostgreSQL log, a read is a round trip to the server.
                 match crate::runtime::blocking(|| log.events_after(&id, cursor)) {
                     Ok(events) if !events.is_empty() => {
+                        // An answer's citations are checked against its whole turn: read from
+                        // the start when the batch holds one.
+                        let answers = events.iter().take(BATCH).any(|s| s.event.kind() == "answer");
+                        let whole = match answers {
+                            true => crate::runtime::blocking(|| log.events_after(&id, 0)).unwrap_or_default(),
+                            false => Vec::new(),
+                        };
                         for stored in events.into_iter().take(BATCH) {
                             cursor = stored.seq;
-                            let data = outward(&stored, &hosts);
+                            let data = outward(&stored, &hosts, &whole);
                             ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
                         }
                         continue;
@@ -174,7 +190,7 @@ mod tests {
             Event::Interrupted { partial_text: link.to_string(), estimated: None },
         ];
         for event in events {
-            let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &[]).to_string();
+            let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &[], &[]).to_string();
             assert!(!out.contains("evil.example"), "{out}");
         }
     }

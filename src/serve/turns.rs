@@ -53,6 +53,12 @@ pub struct Outcome {
     /// The answer's Markdown as safe nodes, for the page (`guard::markdown`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer_nodes: Option<Vec<crate::guard::markdown::Node>>,
+    /// The seq of the answer's event (what feedback on it names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_seq: Option<u64>,
+    /// The answer's citations, each marked verified when the turn retrieved its section.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<crate::session::verify::Citation>,
     /// What went wrong or why it stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -229,14 +235,19 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         stop: String::new(),
         answer: None,
         answer_nodes: None,
+        answer_seq: None,
+        citations: Vec::new(),
         message: None,
         approval: None,
         degraded,
         usage,
     };
     match end {
-        Ok(TurnEnd::Answered { answer, .. }) => {
+        Ok(TurnEnd::Answered { answer, citations, .. }) => {
             outcome.stop = StopReason::Answered.as_str().into();
+            outcome.answer_seq =
+                turn_events.iter().rev().find(|s| matches!(s.event, Event::Answer { .. })).map(|s| s.seq);
+            outcome.citations = citations;
             outcome.answer_nodes = Some(crate::guard::markdown::render(&answer, &state.config.allowed_link_hosts));
             outcome.answer = Some(answer);
         }

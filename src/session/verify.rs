@@ -14,6 +14,8 @@ use regex::Regex;
 use crate::guard::{citations, fence};
 use crate::tools::{Decision, Tool};
 
+pub use lines::cited_lines;
+
 use super::event::Event;
 use super::store::Stored;
 
@@ -85,6 +87,21 @@ pub fn check(answer: &str, question: &str, turn: &[Stored]) -> Verdict {
         misquotes: misquotes(answer, &sections, question),
         had_hits: sections.iter().any(|s| s.searched),
     }
+}
+
+/// The citations of the answer recorded as event `answer_seq` among a session's `events`,
+/// checked against what its own turn retrieved, as the turn checked them (none when that
+/// event is not an answer).
+pub fn answer_citations(events: &[Stored], answer_seq: u64) -> Vec<Citation> {
+    let Some(at) = events.iter().position(|s| s.seq == answer_seq) else {
+        return Vec::new();
+    };
+    let Event::Answer { text } = &events[at].event else {
+        return Vec::new();
+    };
+    let before = &events[..at];
+    let question = super::state::latest_user_message(before).unwrap_or_default();
+    check(text, question, super::state::this_turn(before)).citations
 }
 
 /// Every fenced text `search_docs` or `read_file` showed the model in `turn`, in order.
@@ -186,5 +203,6 @@ fn heading_of(body: &str) -> String {
     body.lines().next().unwrap_or("").trim_start_matches('#').trim().to_string()
 }
 
+mod lines;
 #[cfg(test)]
 mod tests;

@@ -1270,3 +1270,110 @@ async fn feedback_is_recorded_and_the_gaps_report_lists_unanswered_questions() {
     let (status, _) = call(&s, "GET", "/v1/reports/gaps?days=0", Some(ADMIN), None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+/// What the page builds its views from: the caller's own sessions with their first question as
+/// a title, who the caller is, each answer's verified sources, and the lines of a source the
+/// answer draws on.
+#[tokio::test]
+async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    for text in ["How long is the\n refund window?", "and for annual plans"] {
+        let (status, body) =
+            call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["stop"], "answered", "{body}");
+        // The outcome names its answer's event and sources.
+        assert!(body["answer_seq"].as_u64().is_some(), "{body}");
+        assert!(body["citations"].as_array().is_some_and(|c| !c.is_empty()), "{body}");
+    }
+    let (_, other) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+
+    let (status, listed) = call(&s, "GET", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let sessions = listed["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "only the caller's own sessions: {listed}");
+    assert_eq!(sessions[0]["id"], id.as_str());
+    assert_eq!(sessions[0]["title"], "How long is the refund window?", "{listed}");
+    assert_eq!((sessions[0]["turns"].as_u64(), sessions[0]["status"].as_str()), (Some(2), Some("idle")));
+    let (_, theirs) = call(&s, "GET", "/v1/sessions", Some(OTHER), None).await;
+    assert_eq!(theirs["sessions"][0]["id"], other["id"], "{theirs}");
+    assert_eq!(theirs["sessions"][0]["title"], "", "a session without a question has no title yet");
+    let (status, _) = call(&s, "GET", "/v1/sessions?limit=0", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (_, me) = call(&s, "GET", "/v1/me", Some(APPROVER), None).await;
+    assert_eq!(me, json!({"principal": "cy", "may": {"ask": true, "approve": true, "admin": false}}));
+    let (_, me) = call(&s, "GET", "/v1/me", Some(ADMIN), None).await;
+    assert_eq!(me["may"], json!({"ask": true, "approve": false, "admin": true}));
+
+    // Each answer event carries its sources, verified against its own turn.
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let answer = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["event"]["type"] == "answer")
+        .expect("an answer")
+        .clone();
+    let cited = answer["citations"].as_array().expect("citations");
+    let source = cited.iter().find(|c| c["path"] == "docs/refunds.md").unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(source["verified"], true, "{answer}");
+    assert!(source["heading"].as_str().is_some_and(|h| h.contains("Refunds")), "{answer}");
+    // Read from after the answer's turn began, it still has its sources.
+    let after = answer["seq"].as_u64().expect("seq") - 1;
+    let (_, tail) = call(&s, "GET", &format!("/v1/sessions/{id}/events?after={after}"), Some(ASKER), None).await;
+    assert_eq!(tail["events"][0]["citations"], answer["citations"], "{tail}");
+
+    // The section opens with the lines the answer draws on marked.
+    let seq = answer["seq"].as_u64().expect("seq");
+    let anchor = source["anchor"].as_str().expect("anchor");
+    let uri = format!("/v1/sections?path=docs/refunds.md&anchor={anchor}&session={id}&seq={seq}");
+    let (status, section) = call(&s, "GET", &uri, Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "{section}");
+    let lines: Vec<&str> = section["text"].as_str().expect("text").lines().collect();
+    let marked: Vec<usize> = section["cited_lines"]
+        .as_array()
+        .expect("cited lines")
+        .iter()
+        .filter_map(|n| n.as_u64())
+        .map(|n| n as usize)
+        .collect();
+    assert!(!marked.is_empty() && marked.len() < lines.len(), "some lines, not all: {section}");
+    assert!(marked.iter().any(|&n| lines[n].contains("14 days")), "the answer's fact is marked: {section}");
+    // Someone else's session, a seq that is no answer, or a session without a seq is refused.
+    let (status, _) = call(&s, "GET", &uri, Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let uri = format!("/v1/sections?path=docs/refunds.md&anchor={anchor}&session={id}&seq=1");
+    let (status, body) = call(&s, "GET", &uri, Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) =
+        call(&s, "GET", &format!("/v1/sections?path=docs/refunds.md&session={id}"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+/// A pending write shows the approver the conversation it came from, ending with the question
+/// whose turn asks.
+#[tokio::test]
+async fn a_pending_write_comes_with_its_conversation() {
+    let s = server();
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    for text in ["how long is the refund window", WRITING_QUESTION] {
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
+    }
+    let (_, listed) = call(&s, "GET", "/v1/approvals?state=pending", Some(APPROVER), None).await;
+    let pending = listed["approvals"].as_array().and_then(|a| a.first()).unwrap_or_else(|| panic!("{listed}"));
+    let said: Vec<(&str, &str)> = pending["conversation"]
+        .as_array()
+        .expect("conversation")
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap_or(""), m["text"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(said.len(), 3, "{pending}");
+    assert_eq!(said[0], ("user", "how long is the refund window"));
+    assert!(said[1].0 == "assistant" && said[1].1.contains("14 days"), "{said:?}");
+    assert_eq!(said[2], ("user", WRITING_QUESTION));
+    assert_eq!(pending["path"], "notes/leak.txt");
+}

@@ -452,6 +452,15 @@ impl Log {
         }
     }
 
+    /// The ids of the sessions `principal` started (over HTTP), the most recently active first,
+    /// at most `limit` of them.
+    pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {
+        match &self.db {
+            Db::Sqlite(db) => db.started_by(principal, limit),
+            Db::Postgres(db) => db.started_by(principal, limit),
+        }
+    }
+
     /// The ids of every session in the log.
     pub fn sessions(&self) -> Result<Vec<String>, LogError> {
         match &self.db {

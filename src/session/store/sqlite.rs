@@ -32,6 +32,8 @@ const MIGRATIONS: &[&str] = &[
     // 3: events by time, so that counting the open sessions reads the recent events only (it
     // grouped the whole log on every new session).
     "CREATE INDEX events_at ON events (at_ms);",
+    // 4: the first event of every session, so that listing a person's sessions reads those only.
+    "CREATE INDEX events_started ON events (session) WHERE kind = 'session_started';",
 ];
 
 /// A connection to the log.
@@ -162,6 +164,21 @@ impl Db {
         let mut stmt = self.conn.prepare_cached("SELECT COUNT(DISTINCT session) FROM events WHERE at_ms >= ?1")?;
         let n: i64 = stmt.query_row([since_ms as i64], |r| r.get(0))?;
         Ok(n as usize)
+    }
+
+    /// The ids of the sessions `principal` started, the most recently active first, at most
+    /// `limit` of them.
+    pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.session FROM events s
+             WHERE s.kind = 'session_started' AND json_extract(s.body, '$.principal') = ?1
+             ORDER BY (SELECT MAX(e.at_ms) FROM events e WHERE e.session = s.session) DESC, s.session
+             LIMIT ?2",
+        )?;
+        let ids = stmt
+            .query_map(params![principal, limit.min(i64::MAX as usize) as i64], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(ids)
     }
 
     /// The ids of every session in the log.

@@ -363,6 +363,28 @@ impl Db {
         })
     }
 
+    /// The ids of the sessions `principal` started, the most recently active first, at most
+    /// `limit` of them.
+    pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {
+        let principal = principal.to_string();
+        self.store.run(move |pool, shown| async move {
+            let what = format!("listing {principal}'s sessions in {shown}");
+            let client = get(&pool, &shown).await?;
+            let query = client
+                .prepare_cached(
+                    "SELECT s.id FROM docs_agent_sessions s
+                     JOIN docs_agent_events e ON e.session = s.id AND e.seq = 1
+                     WHERE e.kind = 'session_started' AND (e.body::jsonb ->> 'principal') = $1
+                     ORDER BY s.last_ms DESC, s.id LIMIT $2",
+                )
+                .await
+                .map_err(database(&what))?;
+            let limit = limit.min(i64::MAX as usize) as i64;
+            let rows = client.query(&query, &[&principal, &limit]).await.map_err(database(&what))?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
     /// The ids of every session in the log.
     pub fn sessions(&self) -> Result<Vec<String>, LogError> {
         self.store.run(move |pool, shown| async move {
