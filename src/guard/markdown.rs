@@ -159,7 +159,7 @@ fn parse(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
             }
             Event::Text(text) => push_text(&mut stack, &text),
             Event::Code(code) => push(&mut stack, Node::InlineCode { text: code.into_string() }),
-            Event::Html(html) | Event::InlineHtml(html) => push_text(&mut stack, &html),
+            Event::Html(html) | Event::InlineHtml(html) => push_html(&mut stack, &html),
             Event::SoftBreak => push_text(&mut stack, " "),
             Event::HardBreak => push(&mut stack, Node::Break),
             Event::Rule => push(&mut stack, Node::Rule),
@@ -239,6 +239,21 @@ fn link(url: &str, allow: &Allowlist) -> Frame {
     let lower = url.to_ascii_lowercase();
     let outside = lower.starts_with("https://") || lower.starts_with("http://") || lower.starts_with("mailto:");
     if outside && allow.url(url) { Frame::Link(url.to_string()) } else { Frame::Blocked(url.to_string()) }
+}
+
+/// Raw HTML, shown as text, but for the harness's own fence tags, which a model may quote
+/// from a tool result: `<untrusted source="docs/x.md#a">` is a link to that section (when it is
+/// one), and `</untrusted>` is dropped.
+fn push_html(stack: &mut [Open], html: &str) {
+    for line in html.split_inclusive('\n') {
+        let tag = line.trim();
+        let source = tag.strip_prefix("<untrusted source=\"").and_then(|rest| rest.strip_suffix("\">"));
+        match source.and_then(section) {
+            Some(target) => push(stack, Node::Section { children: vec![Node::Text { text: target.clone() }], target }),
+            None if tag == "</untrusted>" => {}
+            None => push_text(stack, line),
+        }
+    }
 }
 
 /// `docs/x.md#anchor` (or `./docs/…`): a section of the workspace's docs, with a path of plain
@@ -536,6 +551,26 @@ mod tests {
     }
 
     /// A section link must be a plain path under docs/.
+    #[test]
+    fn a_quoted_fence_tag_is_a_link_to_its_section_and_nothing_else() {
+        let nodes = render("From the docs:\n<untrusted source=\"docs/refunds.md#window\">\n14 days\n</untrusted>", &[]);
+        let Node::Paragraph { children } = &nodes[0] else { panic!("{nodes:?}") };
+        let target = "docs/refunds.md#window".to_string();
+        assert!(
+            children.contains(&Node::Section { target: target.clone(), children: vec![text(&target)] }),
+            "{children:?}"
+        );
+        let shown = format!("{nodes:?}");
+        assert!(!shown.contains("untrusted"), "{shown}");
+        // A fence naming anything but a section stays text.
+        let nodes = render("<untrusted source=\"https://evil.example/x\"> hi", &[]);
+        assert!(
+            format!("{nodes:?}").contains("&lt;untrusted") || format!("{nodes:?}").contains("<untrusted"),
+            "{nodes:?}"
+        );
+        assert!(!format!("{nodes:?}").contains("Section"), "{nodes:?}");
+    }
+
     #[test]
     fn section_links_are_plain_paths_under_docs() {
         for (url, section) in [

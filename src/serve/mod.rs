@@ -260,13 +260,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .load_shed()
         .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(state.slots.clone()))
         .timeout(Duration::from_secs(serve.request_timeout_secs));
-    Router::new()
+    let public = Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/openapi.json", get(ops::openapi))
-        .route("/", get(page::index))
-        .route("/app.js", get(page::script))
-        .route("/app.css", get(page::style))
+        .route("/openapi.json", get(ops::openapi));
+    page::routes()
+        .into_iter()
+        .fold(public, |router, (path, route)| router.route(path, route))
         .merge(api)
         .fallback(|| async { ApiError::not_found("route").into_response() })
         .method_not_allowed_fallback(|| async {

@@ -1,18 +1,25 @@
-//! The web page at `/`: one HTML file, a script and a style sheet, all served from the binary,
-//! nothing from anywhere else. A strict Content-Security-Policy forbids every outside resource
-//! (so a Markdown image pointing elsewhere cannot leak anything) and inline script; the page
-//! renders answers as text, never as HTML.
+//! The web page at `/`: one HTML file, its modules and a style sheet, all served from the
+//! binary, nothing from anywhere else. A strict Content-Security-Policy forbids every outside
+//! resource (so a Markdown image pointing elsewhere cannot leak anything) and inline script; the
+//! page builds answers from safe nodes, never from HTML.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-
-const HTML: &str = include_str!("page/index.html");
-const SCRIPT: &str = include_str!("page/app.js");
-const STYLE: &str = include_str!("page/app.css");
+use axum::routing::{MethodRouter, get};
 
 /// The policy every page response carries.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                        img-src 'none'; font-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Every file of the page: where it is served, its type and its text.
+pub const ASSETS: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("page/index.html")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("page/app.js")),
+    ("/api.js", "text/javascript; charset=utf-8", include_str!("page/api.js")),
+    ("/render.js", "text/javascript; charset=utf-8", include_str!("page/render.js")),
+    ("/panels.js", "text/javascript; charset=utf-8", include_str!("page/panels.js")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("page/app.css")),
+];
 
 fn page(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -28,17 +35,10 @@ fn page(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// `GET /`
-pub async fn index() -> Response {
-    page("text/html; charset=utf-8", HTML)
-}
-
-/// `GET /app.js`
-pub async fn script() -> Response {
-    page("text/javascript; charset=utf-8", SCRIPT)
-}
-
-/// `GET /app.css`
-pub async fn style() -> Response {
-    page("text/css; charset=utf-8", STYLE)
+/// A route for every file of the page, public (the page asks for a token itself).
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Vec<(&'static str, MethodRouter<S>)> {
+    ASSETS
+        .iter()
+        .map(|&(path, content_type, body)| (path, get(move || async move { page(content_type, body) })))
+        .collect()
 }

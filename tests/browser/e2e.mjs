@@ -1,13 +1,16 @@
-// End-to-end test of docs-agent's web page: the real `docs-agent serve` (scripted model) on
-// 127.0.0.1 and Debian's headless Chromium driven by playwright-core. It asks, watches the
-// answer stream in, opens a cited section, rates an answer and finds it in the admin's gaps
-// report, sees a doc's Markdown rendered with its HTML, image and script link inert, checks that
-// the Content-Security-Policy blocks an outside image, and has an approver approve a pending
-// write from a second browser context.
+// End-to-end test of docs-agent's web page: the real `docs-agent serve` on 127.0.0.1 (the
+// scripted model, and a second server whose model streams slowly) and Debian's headless
+// Chromium driven by playwright-core. It checks, each with a screenshot under target/browser/:
+// a two-turn conversation streamed (Enter sends); Markdown rendered with script, raw HTML and
+// outside images inert; a source opened with its cited lines highlighted; an answer rated and
+// the admin's gaps view listing its question; an approval across two browser contexts that
+// updates the asker's page live; a session reopened after a reload, and sign-out; a turn
+// stopped with Esc while it streams; and the page at 375 px wide, in light and dark colours.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -20,6 +23,8 @@ const ASKER = "browser-asker-token-0123456789";
 const APPROVER = "browser-approver-token-0123456789";
 const ADMIN = "browser-admin-token-0123456789";
 const sha = (t) => createHash("sha256").update(t).digest("hex");
+const REFUND = "how long is the refund window";
+const WRITE = "what is in the onboarding integrations";
 
 let passed = 0, failed = 0;
 async function check(name, body) {
@@ -35,31 +40,7 @@ async function check(name, body) {
 function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
-// GETs `route` from the server as `token`'s holder, as JSON.
-async function api(token, route) {
-  const response = await fetch(base + route, { headers: { Authorization: "Bearer " + token } });
-  assert(response.ok, "GET " + route + ": " + response.status);
-  return response.json();
-}
-// Waits (up to 15 s) until session `id`'s turn has ended on the server.
-async function turnEnded(id) {
-  const deadline = Date.now() + 15000;
-  for (;;) {
-    const { status } = await api(ASKER, "/v1/sessions/" + id);
-    if (status === "idle") return;
-    assert(Date.now() < deadline, "session " + id + " is still " + status);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-// Waits until `page` says its turn was answered; on a timeout, says what the page shows instead.
-async function answered(page) {
-  await page.waitForFunction(() => document.querySelector("#status").textContent === "answered", null, { timeout: 15000 })
-    .catch(async (error) => {
-      const seen = await page.evaluate(() => ["status", "error", "answer"]
-        .map((id) => id + "=" + JSON.stringify(document.getElementById(id).textContent)).join(" "));
-      throw new Error("the page never said `answered` (" + seen + "): " + error.message);
-    });
-}
+const shot = (page, name) => page.screenshot({ path: path.join(shots, name + ".png"), fullPage: true });
 
 // A private workspace and config.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-agent-browser-"));
@@ -101,21 +82,49 @@ roles = ["admin"]
 `);
 fs.mkdirSync(shots, { recursive: true });
 
-const server = spawn(binary, ["serve"], {
-  cwd: dir,
-  env: { PATH: process.env.PATH, WORKSPACE: ws, LLM_MODEL: "scripted", DOCS_AGENT_SESSION_LOG: path.join(dir, "data/sessions.db") },
-  stdio: ["ignore", "ignore", "pipe"],
+// A model server that streams the start of an answer and then never finishes: a turn to stop.
+const slowModel = http.createServer((request, response) => {
+  if (request.method === "POST" && request.url.endsWith("/chat/completions")) {
+    response.writeHead(200, { "Content-Type": "text/event-stream" });
+    const chunk = { id: "c1", object: "chat.completion.chunk", model: "slow", choices: [{ index: 0, delta: { role: "assistant", content: "Still thinking about refunds.\n\n" }, finish_reason: null }] };
+    response.write("data: " + JSON.stringify(chunk) + "\n\n");
+    return; // held open until the client goes away
+  }
+  response.writeHead(200, { "Content-Type": "application/json" });
+  response.end(JSON.stringify({ object: "list", data: [{ id: "slow", object: "model" }] }));
 });
-const base = await new Promise((resolve, reject) => {
-  let seen = "";
-  const timer = setTimeout(() => reject(new Error("the server did not start: " + seen)), 20000);
-  server.stderr.on("data", (chunk) => {
-    seen += chunk;
-    const match = seen.match(/serving on (http:\/\/\S+)/);
-    if (match) { clearTimeout(timer); resolve(match[1]); }
+await new Promise((resolve) => slowModel.listen(0, "127.0.0.1", resolve));
+
+// Starts `docs-agent serve` with `env`, and resolves to its base URL.
+function serve(name, env) {
+  const child = spawn(binary, ["serve"], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, WORKSPACE: ws, DOCS_AGENT_SESSION_LOG: path.join(dir, name + "/sessions.db"),
+           DOCS_AGENT_INDEX: path.join(dir, name + "/index.db"), ...env },
+    stdio: ["ignore", "ignore", "pipe"],
   });
-  server.on("exit", (code) => reject(new Error("the server exited with " + code + ": " + seen)));
-});
+  servers.push(child);
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error("the server did not start: " + seen)), 30000);
+    child.stderr.on("data", (chunk) => {
+      seen += chunk;
+      const match = seen.match(/serving on (http:\/\/\S+)/);
+      if (match) { clearTimeout(timer); resolve(match[1]); }
+    });
+    child.on("exit", (code) => reject(new Error("the server exited with " + code + ": " + seen)));
+  });
+}
+const servers = [];
+const base = await serve("main", { LLM_MODEL: "scripted" });
+const slowBase = await serve("slow", { LLM_MODEL: "slow", LLM_BASE_URL: "http://127.0.0.1:" + slowModel.address().port + "/v1" });
+
+// GETs `route` from the server as `token`'s holder, as JSON.
+async function api(token, route) {
+  const response = await fetch(base + route, { headers: { Authorization: "Bearer " + token } });
+  assert(response.ok, "GET " + route + ": " + response.status);
+  return response.json();
+}
 
 const browser = await chromium.launch({
   executablePath: browserPath,
@@ -123,69 +132,115 @@ const browser = await chromium.launch({
          "--disable-component-update", "--disable-sync"],
 });
 const outside = [];
-async function open(token) {
-  const context = await browser.newContext();
+const consoleErrors = [];
+// A new browser context (its own sessionStorage) signed in with `token`.
+async function open(token, options = {}, at = base) {
+  const context = await browser.newContext(options);
   const page = await context.newPage();
   // A request the CSP blocks is still announced, then fails; only a response means it left.
-  page.on("response", (response) => { if (!response.url().startsWith(base)) outside.push(response.url()); });
-  await page.goto(base + "/");
-  await page.fill("#token", token);
-  await page.dispatchEvent("#token", "change");
+  page.on("response", (response) => { if (!response.url().startsWith(at)) outside.push(response.url()); });
+  page.on("pageerror", (error) => consoleErrors.push(error.message));
+  await page.goto(at + "/");
+  await signIn(page, token);
   return page;
 }
+async function signIn(page, token) {
+  await page.fill("#token", token);
+  await page.click("#sign-in button[type=submit]");
+  await page.waitForSelector("#app:not([hidden])", { timeout: 10000 });
+}
+// Types `question` and sends it with Enter; resolves once the page shows the turn as recorded.
+async function ask(page, question) {
+  const before = await page.locator("#turns > li").count();
+  await page.fill("#question", question);
+  const streamed = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+  await page.press("#question", "Enter");
+  const response = await streamed;
+  await page.waitForFunction((n) => {
+    const turns = document.querySelectorAll("#turns > li");
+    return turns.length === n + 1 && !document.querySelector("#turns .answer[aria-busy]") && !document.querySelector("#stop:not([hidden])");
+  }, before, { timeout: 20000 }).catch(async (error) => {
+    const seen = await page.evaluate(() => ["status", "error", "turns"].map((id) => id + "=" + JSON.stringify(document.getElementById(id).textContent.slice(-300))).join(" "));
+    throw new Error("the turn never ended on the page (" + seen + "): " + error.message);
+  });
+  return response.headers()["content-type"] || "";
+}
+const lastTurn = (page) => page.locator("#turns > li").last();
 
 try {
   const asker = await open(ASKER);
 
-  await check("an answer streams in and cites its source", async () => {
-    await asker.fill("#question", "how long is the refund window");
-    await asker.click("#ask");
-    await answered(asker);
-    const answer = await asker.textContent("#answer");
-    assert(answer.includes("docs/refunds.md"), "the answer cites docs/refunds.md: " + answer);
-    assert(await asker.locator("#steps li").count() >= 1, "tool steps are shown");
-    await asker.screenshot({ path: path.join(shots, "answer.png"), fullPage: true });
+  await check("a two-turn conversation streams in, in order, with tool steps and sources", async () => {
+    const first = await ask(asker, REFUND);
+    assert(first.startsWith("text/event-stream"), "the turn was streamed: " + first);
+    await ask(asker, "and what about annual plans");
+    const turns = await asker.evaluate(() => [...document.querySelectorAll("#turns > li")].map((li) => ({
+      question: li.querySelector(".question").textContent,
+      answer: li.querySelector(".answer").textContent,
+      steps: li.querySelectorAll(".steps li").length,
+      collapsed: !li.querySelector(".steps").open,
+      sources: [...li.querySelectorAll(".sources li")].map((s) => s.textContent),
+    })));
+    assert(turns.length === 2, "two turns: " + JSON.stringify(turns));
+    assert(turns[0].question === REFUND && turns[1].question === "and what about annual plans", "in order: " + JSON.stringify(turns));
+    assert(turns[0].answer.includes("14 days"), "the first answer: " + turns[0].answer);
+    assert(turns.every((t) => t.steps >= 1 && t.collapsed), "tool steps, collapsed: " + JSON.stringify(turns));
+    assert(turns[0].sources.some((s) => s.includes("docs/refunds.md") && s.includes("verified")), "a verified source: " + JSON.stringify(turns[0].sources));
+    const listed = await asker.textContent("#sessions");
+    assert(listed.includes(REFUND), "the conversation is listed by its first question: " + listed);
+    await shot(asker, "conversation");
   });
 
-  await check("a citation opens the cited section", async () => {
-    await asker.locator("button.cite").first().click();
+  await check("a source opens beside the conversation with its cited lines highlighted", async () => {
+    await asker.locator("#turns > li").first().locator(".sources button.source").first().click();
     await asker.waitForSelector("#section-panel:not([hidden])", { timeout: 10000 });
-    const text = await asker.textContent("#section-text");
-    assert(text.length > 20, "the section has text: " + text);
-    const source = await asker.textContent("#section-source");
-    assert(source.startsWith("docs/"), "the source is shown: " + source);
+    const shown = await asker.evaluate(() => ({
+      source: document.getElementById("section-source").textContent,
+      marked: [...document.querySelectorAll("#section-text mark")].map((m) => m.textContent),
+      lines: document.querySelectorAll("#section-text .line").length,
+    }));
+    assert(shown.source.startsWith("docs/refunds.md"), "the source is shown: " + shown.source);
+    assert(shown.marked.length > 0 && shown.marked.length < shown.lines, "some lines highlighted: " + JSON.stringify(shown));
+    assert(shown.marked.some((m) => m.includes("14 days")), "the answer's fact is highlighted: " + JSON.stringify(shown.marked));
+    await shot(asker, "source");
   });
 
-  await check("an answer is rated not helpful with a comment, and the gaps report lists its question", async () => {
-    await asker.waitForSelector("#feedback:not([hidden])", { timeout: 10000 });
-    await asker.fill("#feedback-comment", "nothing about annual plans");
-    await asker.click("#not-helpful");
-    await asker.waitForFunction(() => document.querySelector("#feedback-status").textContent.includes("not helpful"), null, { timeout: 10000 });
-    await asker.screenshot({ path: path.join(shots, "feedback.png"), fullPage: true });
-    const report = await api(ADMIN, "/v1/reports/gaps");
-    const gap = report.gaps.find((g) => g.question === "how long is the refund window");
-    assert(gap && gap.reasons.not_helpful === 1, "the gap is listed: " + JSON.stringify(report));
-    assert(gap.asked[0].comment === "nothing about annual plans", "with its comment: " + JSON.stringify(gap));
+  await check("an answer rated not helpful shows in the admin's docs-gaps view", async () => {
+    const turn = asker.locator("#turns > li").first();
+    await turn.locator(".feedback input").fill("nothing about annual plans");
+    await turn.locator(".feedback button.not-helpful").click();
+    await turn.locator(".feedback .said", { hasText: "not helpful" }).waitFor({ timeout: 10000 });
+    await shot(asker, "feedback");
+    const admin = await open(ADMIN);
+    assert(await admin.locator("#show-approvals").isHidden(), "an admin does not approve");
+    await admin.click("#show-gaps");
+    await admin.waitForSelector("#gaps-panel:not([hidden]) .gap", { timeout: 10000 });
+    const gaps = await admin.evaluate(() => [...document.querySelectorAll("#gaps .gap")].map((g) => g.textContent));
+    const gap = gaps.find((g) => g.includes(REFUND));
+    assert(gap && gap.includes("not helpful") && gap.includes("nothing about annual plans"), "the question, why and the comment: " + JSON.stringify(gaps));
+    assert(gap.includes("docs/refunds.md"), "with the closest section: " + gap);
+    await shot(admin, "gaps");
+    assert(await asker.locator("#show-gaps").isHidden(), "an asker has no gaps view");
+    await admin.context().close();
   });
 
   await check("an answer's Markdown is rendered, and its HTML, image and script link stay inert", async () => {
     await asker.click("#new-session");
-    await asker.fill("#question", "what are zebra codes");
-    await asker.click("#ask");
-    await answered(asker);
+    await ask(asker, "what are zebra codes");
     const shown = await asker.evaluate(() => {
-      const box = document.getElementById("answer");
+      const box = [...document.querySelectorAll("#turns .answer")].pop();
       const count = (selector) => box.querySelectorAll(selector).length;
       return { items: count("li"), tables: count("table td"), strong: count("strong"), active: count("script, img, iframe, [onerror]"),
                links: [...box.querySelectorAll("a")].map((a) => a.href), pwned: window.pwned === undefined ? null : window.pwned,
-               text: box.textContent };
+               text: box.textContent, turns: document.querySelectorAll("#turns > li").length };
     });
+    assert(shown.turns === 1, "a new conversation starts empty: " + shown.turns);
     assert(shown.items >= 2 && shown.tables >= 1 && shown.strong >= 1, "lists, tables and emphasis are elements: " + JSON.stringify(shown));
     assert(shown.active === 0, "no script, image or handler in the answer: " + JSON.stringify(shown));
     assert(shown.pwned === null, "nothing ran: window.pwned = " + shown.pwned);
     assert(shown.links.every((href) => /^https?:|^mailto:/.test(href)), "no script link: " + shown.links);
     assert(shown.text.includes("first zebra"), "the text is shown: " + shown.text);
-    await asker.screenshot({ path: path.join(shots, "markdown.png"), fullPage: true });
+    await shot(asker, "markdown");
   });
 
   await check("the page blocks an outside image (Content-Security-Policy)", async () => {
@@ -199,44 +254,101 @@ try {
     assert(blocked.includes("exfil.example") && blocked.includes("img-src"), "blocked: " + blocked);
   });
 
-  await check("an asker sees no approvals panel", async () => {
-    assert(await asker.locator("#approvals-panel").isHidden(), "the approvals panel is hidden for a non-approver");
-  });
-
-  await check("a write waits, an approver approves it in another browser, the asker sees the answer", async () => {
-    // The asker's page may start following the session only after the approver has decided and
-    // the turn has ended (a slow machine): hold its reads of the session until then.
-    let release;
-    const decided = new Promise((resolve) => { release = resolve; });
-    await asker.route(/\/v1\/sessions\/[^/]+(\/events.*)?$/, async (route) => {
-      if (route.request().method() === "GET") await decided;
-      await route.continue();
-    });
+  await check("a write waits; an approver sees its conversation and content in another browser and approves; the asker's page updates live", async () => {
+    assert(await asker.locator("#approvals-panel").isHidden(), "an asker has no approvals panel");
     await asker.click("#new-session");
-    await asker.fill("#question", "what is in the onboarding integrations");
-    await asker.click("#ask");
+    await asker.fill("#question", WRITE);
+    await asker.press("#question", "Enter");
     await asker.waitForSelector("#waiting:not([hidden])", { timeout: 15000 });
     const approver = await open(APPROVER);
-    const [pending] = (await api(APPROVER, "/v1/approvals?state=pending")).approvals;
-    await approver.waitForSelector("#approvals li button[data-decision=once]", { timeout: 10000 });
-    const listed = await approver.textContent("#approvals");
-    assert(listed.includes("notes/leak.txt"), "the pending write is listed: " + listed);
-    assert(!listed.includes("4eC39HqLyjWDarjtT1zdp7dc"), "its content is redacted");
-    await approver.screenshot({ path: path.join(shots, "approvals.png"), fullPage: true });
-    await approver.click("#approvals li button[data-decision=once]");
-    await turnEnded(pending.session_id);
-    release();
-    await answered(asker);
+    const item = approver.locator("#approvals li.approval").first();
+    await item.waitFor({ timeout: 10000 });
+    const listed = await item.textContent();
+    assert(listed.includes("notes/leak.txt"), "the target path: " + listed);
+    assert(listed.includes(WRITE), "the conversation it came from: " + listed);
+    assert(listed.includes("ana"), "whose session: " + listed);
+    assert(!listed.includes("4eC39HqLyjWDarjtT1zdp7dc") && listed.includes("REDACTED"), "the exact content, redacted: " + listed);
+    await shot(approver, "approvals");
+    await item.locator("button[data-decision=once]").click();
+    await approver.locator("#approvals li.empty").waitFor({ timeout: 10000 });
+    // No reload: the asker's page follows the session and shows the answer.
+    await asker.waitForSelector("#waiting[hidden]", { state: "attached", timeout: 15000 });
+    await asker.waitForFunction(() => {
+      const turn = [...document.querySelectorAll("#turns > li")].pop();
+      return turn && turn.querySelector(".answer").textContent.length > 0 && turn.querySelector(".steps").textContent.includes("granted");
+    }, null, { timeout: 15000 });
     assert(fs.existsSync(path.join(ws, "notes/leak.txt")), "the approved note was written");
-    assert(await asker.locator("#waiting").isHidden(), "the waiting notice is gone");
+    await shot(asker, "approved");
+    await approver.context().close();
   });
 
-  await check("nothing was fetched from anywhere but the server", async () => {
+  await check("after a reload the conversation reopens; an earlier one reopens from the list; sign-out forgets the token", async () => {
+    const before = await asker.locator("#turns > li").count();
+    await asker.reload();
+    await asker.waitForSelector("#app:not([hidden])", { timeout: 10000 });
+    await asker.waitForFunction((n) => document.querySelectorAll("#turns > li").length === n, before, { timeout: 10000 });
+    const items = await asker.locator("#sessions button.session").count();
+    assert(items === 3, "three conversations listed: " + items);
+    await asker.locator("#sessions button.session", { hasText: REFUND }).click();
+    await asker.waitForFunction(() => document.querySelectorAll("#turns > li").length === 2, null, { timeout: 10000 });
+    const rated = await asker.locator("#turns > li").first().locator(".feedback .said").textContent();
+    assert(rated.includes("not helpful"), "its rating is shown: " + rated);
+    await shot(asker, "reopened");
+    await asker.click("#sign-out");
+    await asker.reload();
+    assert(await asker.locator("#sign-in").isVisible(), "signed out: the token is gone");
+    assert(await asker.locator("#app").isHidden(), "nothing of the conversation shows");
+    await signIn(asker, ASKER);
+  });
+
+  await check("a streaming turn shows its text as it comes, and Esc stops it", async () => {
+    const page = await open(ASKER, {}, slowBase);
+    await page.fill("#question", "refund window?");
+    await page.press("#question", "Enter");
+    await page.waitForFunction(() => {
+      const answer = document.querySelector("#turns .answer[aria-busy=true]");
+      return answer && answer.textContent.includes("Still thinking");
+    }, null, { timeout: 15000 });
+    assert(await page.locator("#stop").isVisible(), "a stop button while it runs");
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => document.querySelector("#turns .stopped") !== null, null, { timeout: 15000 });
+    const said = await page.textContent("#turns .stopped");
+    assert(said.includes("Stopped"), "the turn says it was stopped: " + said);
+    const partial = await page.textContent("#turns .partial");
+    assert(partial.includes("Still thinking"), "what it had said is kept: " + partial);
+    assert(await page.locator("#stop").isHidden(), "no stop button once stopped");
+    await shot(page, "stopped");
+    await page.context().close();
+  });
+
+  await check("at 375 px wide nothing overflows, in light and dark colours", async () => {
+    for (const colorScheme of ["light", "dark"]) {
+      const page = await open(ASKER, { viewport: { width: 375, height: 800 }, colorScheme });
+      await page.locator("#sessions button.session", { hasText: REFUND }).click();
+      await page.waitForFunction(() => document.querySelectorAll("#turns > li").length === 2, null, { timeout: 10000 });
+      const shown = await page.evaluate(() => ({
+        width: document.documentElement.scrollWidth,
+        background: getComputedStyle(document.body).backgroundColor,
+        send: document.getElementById("ask").getBoundingClientRect().right,
+      }));
+      assert(shown.width <= 375, colorScheme + ": the page is " + shown.width + " px wide");
+      assert(shown.send <= 375, colorScheme + ": the send button is in view");
+      const dark = shown.background === "rgb(18, 20, 23)";
+      assert(dark === (colorScheme === "dark"), colorScheme + ": the background is " + shown.background);
+      await shot(page, "narrow-" + colorScheme);
+      await page.context().close();
+    }
+  });
+
+  await check("nothing was fetched from anywhere but the server, and no script error", async () => {
     assert(outside.length === 0, "outside responses: " + outside.join(", "));
+    assert(consoleErrors.length === 0, "script errors: " + consoleErrors.join(" | "));
   });
 } finally {
   await browser.close();
-  server.kill("SIGTERM");
+  for (const child of servers) child.kill("SIGTERM");
+  slowModel.close();
+  slowModel.closeAllConnections();
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

@@ -756,7 +756,9 @@ async fn a_secret_anchor_never_leaves() {
 #[tokio::test]
 async fn the_page_loads_nothing_from_elsewhere_and_forbids_it() {
     let s = server();
-    for path in ["/", "/app.js", "/app.css"] {
+    let paths: Vec<&str> = docs_agent::serve::page::ASSETS.iter().map(|(path, _, _)| *path).collect();
+    assert!(paths.len() >= 3, "the page, its script and its style: {paths:?}");
+    for path in paths {
         let (status, headers, body) = call_raw(&s, "GET", path, None, None).await;
         assert_eq!(status, StatusCode::OK, "{path}");
         let csp = headers.get(header::CONTENT_SECURITY_POLICY).and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -1,354 +1,465 @@
-// docs-agent web page. Everything the server sends is shown as text (textContent), never as
-// HTML: an answer's Markdown comes as safe nodes the page builds elements from; citations
-// become buttons that load the cited section through the API.
-"use strict";
+// docs-agent's web page: sign in with a token (kept for this browser session only), keep a
+// conversation with the docs (turns streamed as they run, tool steps, sources, ratings), reopen
+// earlier conversations, and, for approvers and admins, the pending writes and the docs' gaps.
+// Everything the server sends is shown as text or built from safe nodes; nothing is parsed as HTML.
+import { ApiError, json, sessionEvents, stream, stored } from "/api.js";
+import { renderAnswer } from "/render.js";
+import { ago, button, el, refreshApprovals, showGaps, showSection } from "/panels.js";
 
 const $ = (id) => document.getElementById(id);
-// The document types the index reads (index::kind::EXTENSIONS), longest first.
-const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
-let sessionId = null;
-let follower = null;
+// How often an approver's list of pending writes is read again.
+const APPROVALS_EVERY_MS = 5000;
 
-function token() {
-  return $("token").value.trim();
-}
+let me = null;            // who is signed in: {principal, may: {ask, approve, admin}}
+let sessionId = "";       // the open conversation
+let running = null;       // the turn this page runs: {id}
+let follower = null;      // an AbortController following a turn that waits for an approver
+let approvalsTimer = null;
 
 function showError(message) {
   $("error").textContent = message || "";
 }
 
-async function api(method, path, body) {
-  const headers = { Authorization: "Bearer " + token() };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  if (!response.ok) {
-    let message = response.status + " " + response.statusText;
+function setStatus(text) {
+  $("status").textContent = text || "";
+}
+
+// Opens a cited section; `from` is the answer ({session, seq}) whose lines are highlighted.
+function openSource(path, anchor, from) {
+  showSection(path, anchor, from, showError);
+}
+
+// ---- signing in and out ----
+
+async function signIn(token) {
+  showError("");
+  stored.keepToken(token);
+  try {
+    me = await json("GET", "/v1/me");
+  } catch (error) {
+    stored.forget();
+    me = null;
+    showError(error.status === 401 ? "That token is not valid: check it, or ask your admin for one." : error.message);
+    return;
+  }
+  $("token").value = "";
+  $("who").textContent = me.principal;
+  $("sign-in").hidden = true;
+  $("signed-in").hidden = false;
+  $("app").hidden = false;
+  $("show-approvals").hidden = !me.may.approve;
+  $("show-gaps").hidden = !me.may.admin;
+  if (me.may.approve) {
+    const count = (n) => { $("approvals-count").textContent = n > 0 ? " (" + n + ")" : ""; };
+    $("approvals-panel").hidden = false;
+    refreshApprovals(showError, count);
+    approvalsTimer = setInterval(() => refreshApprovals(showError, count), APPROVALS_EVERY_MS);
+  }
+  await loadSessions();
+  const reopen = stored.session();
+  if (reopen) await openSession(reopen);
+  $("question").focus();
+}
+
+function signOut() {
+  if (follower) follower.abort();
+  clearInterval(approvalsTimer);
+  stored.forget();
+  me = null;
+  sessionId = "";
+  $("turns").textContent = "";
+  $("sessions").textContent = "";
+  for (const id of ["section-panel", "approvals-panel", "gaps-panel", "app", "signed-in"]) $(id).hidden = true;
+  $("sign-in").hidden = false;
+  setStatus("");
+  showError("");
+  $("token").focus();
+}
+
+// ---- the list of conversations ----
+
+async function loadSessions() {
+  try {
+    const { sessions } = await json("GET", "/v1/sessions");
+    const list = $("sessions");
+    list.textContent = "";
+    if (sessions.length === 0) list.appendChild(el("li", "No conversations yet.", "empty"));
+    for (const s of sessions) {
+      const item = el("li");
+      const open = button(s.title || "(no question yet)", () => openSession(s.id), "session");
+      open.dataset.id = s.id;
+      if (s.id === sessionId) open.setAttribute("aria-current", "true");
+      const note = s.turns + (s.turns === 1 ? " question" : " questions") + " · " + ago(s.last_ms) +
+        (s.status !== "idle" ? " · " + s.status.replace(/_/g, " ") : "");
+      open.appendChild(el("small", note));
+      item.appendChild(open);
+      list.appendChild(item);
+    }
+  } catch (error) {
+    showError(error.message);
+  }
+}
+
+function newConversation() {
+  if (follower) follower.abort();
+  $("section-panel").hidden = true;
+  sessionId = "";
+  stored.keepSession("");
+  $("turns").textContent = "";
+  $("waiting").hidden = true;
+  $("resume").hidden = true;
+  setStatus("");
+  document.querySelectorAll("#sessions [aria-current]").forEach((b) => b.removeAttribute("aria-current"));
+  $("question").focus();
+}
+
+// ---- a conversation, from its events ----
+
+// The session's turns, folded from its events: each question with its tool steps, answer
+// (text, nodes, sources, seq), how it stopped, and its latest rating.
+function turnsOf(events) {
+  const turns = [];
+  const steps = new Map();
+  let turn = null;
+  for (const { seq, event, nodes, citations } of events) {
+    switch (event.type) {
+      case "user_message":
+        turn = { question: event.text, steps: [], answer: null, stop: "", detail: "", rating: null };
+        turns.push(turn);
+        break;
+      case "assistant_message":
+        for (const call of (turn && event.tool_calls) || []) {
+          const step = { tool: call.name, argument: argumentOf(call.arguments), result: "", decision: "asked" };
+          steps.set(call.id, step);
+          turn.steps.push(step);
+        }
+        break;
+      case "tool_result": {
+        const step = steps.get(event.call_id);
+        if (step) { step.result = firstLine(event.text); step.decision = event.decision; }
+        break;
+      }
+      case "approval_requested":
+        if (turn) turn.steps.push({ tool: "approval", argument: event.path, result: "waits for an approver", decision: "asked" });
+        break;
+      case "approval_granted":
+        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "granted by " + event.by, decision: "allowed" });
+        break;
+      case "approval_denied":
+        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "denied" + (event.reason ? ": " + event.reason : ""), decision: "denied" });
+        break;
+      case "approval_expired":
+        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "expired", decision: "denied" });
+        break;
+      case "answer":
+        if (turn) turn.answer = { text: event.text, nodes, citations: citations || [], seq };
+        break;
+      case "interrupted":
+        if (turn) turn.partial = event.partial_text;
+        break;
+      case "feedback":
+        for (const t of turns) if (t.answer && t.answer.seq === event.answer_seq) t.rating = event.helpful;
+        break;
+      case "stopped":
+        if (turn) { turn.stop = event.reason; turn.detail = event.detail || ""; }
+        break;
+      default:
+        break;
+    }
+  }
+  return turns;
+}
+
+function argumentOf(text) {
+  try {
+    const args = JSON.parse(text);
+    return String(args.query || args.path || args.name || "");
+  } catch (_) {
+    return "";
+  }
+}
+
+function firstLine(text) {
+  const line = String(text || "").split("\n").find((l) => l.trim()) || "";
+  return line.length > 100 ? line.slice(0, 99) + "…" : line;
+}
+
+// One turn's element: the question, its tool steps (collapsed), the answer, its sources and a
+// rating form. `live`: a turn running now, whose answer streams in.
+function turnElement(turn, live) {
+  const item = el("li", null, "turn");
+  item.appendChild(el("p", turn.question, "question"));
+  const steps = el("details", null, "steps");
+  steps.appendChild(el("summary", ""));
+  steps.appendChild(el("ol"));
+  item.appendChild(steps);
+  for (const step of turn.steps) addStep(item, step);
+  steps.hidden = turn.steps.length === 0;
+  const answer = el("div", null, "answer");
+  if (live) answer.setAttribute("aria-busy", "true");
+  item.appendChild(answer);
+  if (turn.answer) {
+    renderAnswer(answer, turn.answer.text, turn.answer.nodes, (path, anchor) => openSource(path, anchor, { session: sessionId, seq: turn.answer.seq }));
+    item.appendChild(sourcesOf(turn.answer));
+    item.appendChild(ratingOf(turn));
+  } else if (!live) {
+    // What the model had said when the turn was cut is kept, as text.
+    if (turn.partial) answer.appendChild(el("p", turn.partial, "partial"));
+    answer.appendChild(el("p", stopText(turn.stop, turn.detail), "stopped"));
+  }
+  return item;
+}
+
+function stopText(stop, detail) {
+  const why = {
+    "": "No answer yet: the turn is unfinished.",
+    cancelled: "Stopped before an answer.",
+    step_limit: "No answer: the step limit was reached.",
+    time_limit: "No answer: the time limit was reached.",
+    model_error: "No answer: the model server failed.",
+    budget: "No answer: the token budget is spent.",
+  }[stop] || "No answer (" + stop + ").";
+  return detail ? why + " " + detail : why;
+}
+
+// A tool step, added to a turn's collapsed list (its summary counts them).
+function addStep(item, step) {
+  const steps = item.querySelector(".steps");
+  const line = el("li", null, "step " + (step.decision || ""));
+  line.appendChild(el("code", step.tool));
+  if (step.argument) line.appendChild(document.createTextNode(" “" + step.argument + "”"));
+  if (step.result) line.appendChild(document.createTextNode(": " + step.result));
+  steps.querySelector("ol").appendChild(line);
+  const n = steps.querySelectorAll("li").length;
+  steps.querySelector("summary").textContent = n + (n === 1 ? " step" : " steps") + ": what was searched and read";
+  steps.hidden = false;
+}
+
+// The answer's sources: path, heading and whether the turn retrieved the section.
+function sourcesOf(answer) {
+  const box = el("div", null, "sources");
+  if (answer.citations.length === 0) {
+    box.appendChild(el("p", "No sources cited.", "meta"));
+    return box;
+  }
+  box.appendChild(el("h3", "Sources"));
+  const list = el("ul");
+  for (const c of answer.citations) {
+    const item = el("li", null, c.verified ? "verified" : "unverified");
+    const open = button("", () => openSource(c.path, c.anchor, { session: sessionId, seq: answer.seq }), "source");
+    open.appendChild(el("span", c.heading || c.path, "heading"));
+    open.appendChild(el("span", c.path + (c.anchor ? "#" + c.anchor : ""), "path"));
+    item.appendChild(open);
+    item.appendChild(el("span", c.verified ? "✓ verified" : "✗ not retrieved", "mark"));
+    list.appendChild(item);
+  }
+  box.appendChild(list);
+  return box;
+}
+
+// "Was this answer helpful?": recorded as the answer's feedback event.
+function ratingOf(turn) {
+  const form = el("form", null, "feedback");
+  form.appendChild(el("span", "Was this answer helpful?"));
+  const comment = el("input");
+  comment.type = "text";
+  comment.maxLength = 2000;
+  comment.placeholder = "what was missing or wrong (optional)";
+  comment.setAttribute("aria-label", "comment on this answer");
+  const said = el("span", turn.rating === null ? "" : turn.rating ? "Rated helpful." : "Rated not helpful.", "said");
+  said.setAttribute("role", "status");
+  const rate = async (helpful) => {
     try {
-      const data = await response.json();
-      if (data && data.error) message = data.error.message;
-    } catch (_) { /* not JSON */ }
-    const error = new Error(message);
-    error.status = response.status;
-    throw error;
-  }
-  return response;
-}
-
-// Reads a server-sent event stream from a fetch response: onEvent(kind, data, id).
-async function readEvents(response, onEvent, signal) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  while (true) {
-    if (signal && signal.aborted) return;
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let kind = "message", data = "", id = "";
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) kind = line.slice(6).trim();
-        else if (line.startsWith("data:")) data += line.slice(5).trimStart();
-        else if (line.startsWith("id:")) id = line.slice(3).trim();
-      }
-      if (!data) continue;
-      let parsed = null;
-      try { parsed = JSON.parse(data); } catch (_) { parsed = data; }
-      if (onEvent(kind, parsed, id) === false) return;
+      await json("POST", "/v1/sessions/" + encodeURIComponent(sessionId) + "/feedback",
+        { answer_seq: turn.answer.seq, helpful, comment: comment.value.trim() });
+      said.textContent = helpful ? "Thanks: recorded as helpful." : "Thanks: recorded as not helpful; the docs team will see it.";
+    } catch (error) {
+      showError(error.message);
     }
-  }
-}
-
-// The answer: from the server's safe nodes (guard::markdown) when it sent them, else as text.
-// Every node becomes elements made here, with text set as textContent; nothing is ever parsed
-// as HTML. Citations in text ([docs/x.md#anchor]) become buttons that open the section.
-function renderAnswer(text, nodes) {
-  const box = $("answer");
-  box.textContent = "";
-  if (Array.isArray(nodes) && (nodes.length > 0 || !text)) build(nodes, box);
-  else appendText(box, text || "");
-}
-
-// Text, with each citation a button.
-function appendText(into, text) {
-  let at = 0;
-  for (const match of text.matchAll(CITATION)) {
-    into.appendChild(document.createTextNode(text.slice(at, match.index)));
-    into.appendChild(sectionButton(match[0], [{ t: "text", text: match[0] }]));
-    at = match.index + match[0].length;
-  }
-  into.appendChild(document.createTextNode(text.slice(at)));
-}
-
-function sectionButton(target, children) {
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "cite";
-  const [path, anchor] = target.split("#");
-  build(children, button, true);
-  button.addEventListener("click", () => showSection(path, anchor || ""));
-  return button;
-}
-
-// Elements for nodes, appended to `into`. `plain`: inside a button, no citation buttons.
-function build(nodes, into, plain) {
-  const make = (tag, children) => {
-    const element = document.createElement(tag);
-    build(children || [], element, plain);
-    into.appendChild(element);
-    return element;
   };
-  for (const node of nodes || []) {
-    switch (node && node.t) {
-      case "text": if (plain) into.appendChild(document.createTextNode(node.text)); else appendText(into, node.text); break;
-      case "heading": make(["h3", "h3", "h4", "h5", "h6", "h6"][Math.min(5, Math.max(0, (node.level | 0) - 1))], node.children); break;
-      case "paragraph": make("p", node.children); break;
-      case "quote": make("blockquote", node.children); break;
-      case "strong": make("strong", node.children); break;
-      case "em": make("em", node.children); break;
-      case "del": make("del", node.children); break;
-      case "break": into.appendChild(document.createElement("br")); break;
-      case "rule": into.appendChild(document.createElement("hr")); break;
-      case "inline_code": { const code = document.createElement("code"); code.textContent = node.text; into.appendChild(code); break; }
-      case "code": {
-        const pre = document.createElement("pre");
-        const code = document.createElement("code");
-        code.textContent = node.text;
-        if (node.lang) code.dataset.lang = node.lang;
-        pre.appendChild(code);
-        into.appendChild(pre);
-        break;
-      }
-      case "list": {
-        const list = document.createElement(node.start === undefined || node.start === null ? "ul" : "ol");
-        if (list.tagName === "OL" && node.start !== 1) list.start = node.start | 0;
-        for (const item of node.items || []) {
-          const li = document.createElement("li");
-          build(item, li, plain);
-          list.appendChild(li);
-        }
-        into.appendChild(list);
-        break;
-      }
-      case "table": {
-        const table = document.createElement("table");
-        const head = table.createTHead().insertRow();
-        for (const cell of node.head || []) { const th = document.createElement("th"); build(cell, th, plain); head.appendChild(th); }
-        const body = table.createTBody();
-        for (const row of node.rows || []) {
-          const tr = body.insertRow();
-          for (const cell of row) build(cell, tr.insertCell(), plain);
-        }
-        into.appendChild(table);
-        break;
-      }
-      case "section": if (plain) build(node.children, into, plain); else into.appendChild(sectionButton(node.target, node.children)); break;
-      case "link": {
-        // The server allowed it; the page checks the scheme once more.
-        if (!/^(https?:|mailto:)/i.test(node.href || "")) { build(node.children, into, plain); break; }
-        // Its text plain: a citation button inside a link would do both on one click.
-        const a = document.createElement("a");
-        build(node.children, a, true);
-        into.appendChild(a);
-        a.href = node.href;
-        a.rel = "noopener noreferrer";
-        a.target = "_blank";
-        break;
-      }
-      case "blocked": {
-        const span = make("span", node.children);
-        span.className = "blocked";
-        span.title = "link not allowed: " + node.url;
-        span.appendChild(document.createTextNode(" (link not allowed: " + node.url + ")"));
-        break;
-      }
-      case "image": {
-        const span = document.createElement("span");
-        span.className = "blocked";
-        span.textContent = "[image not shown" + (node.alt ? ": " + node.alt : "") + "]";
-        into.appendChild(span);
-        break;
-      }
-      default: break;
+  form.append(button("Yes", () => rate(true), "helpful"), button("No", () => rate(false), "not-helpful"), comment, said);
+  form.addEventListener("submit", (event) => { event.preventDefault(); rate(false); });
+  return form;
+}
+
+// Opens session `id` with its history; an unfinished turn can be resumed, and a write that
+// waits is followed until it is decided.
+async function openSession(id) {
+  showError("");
+  if (follower) follower.abort();
+  try {
+    const events = await sessionEvents(id);
+    if (id !== sessionId) $("section-panel").hidden = true;
+    sessionId = id;
+    stored.keepSession(id);
+    const list = $("turns");
+    list.textContent = "";
+    for (const turn of turnsOf(events)) list.appendChild(turnElement(turn, false));
+    document.querySelectorAll("#sessions button.session").forEach((b) => {
+      if (b.dataset.id === id) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
+    });
+    const { status } = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
+    $("resume").hidden = !(status === "in_turn" && !running);
+    $("waiting").hidden = status !== "awaiting_approval";
+    setStatus(status === "idle" ? "" : status.replace(/_/g, " "));
+    if (status === "awaiting_approval") {
+      const asked = events.filter((e) => e.event.type === "approval_requested").pop();
+      follow(id, asked ? asked.seq : 0);
+    }
+    const last = list.lastElementChild;
+    if (last) last.scrollIntoView({ block: "end" });
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      stored.keepSession("");
+      showError("That conversation is gone, or is not yours.");
+    } else {
+      showError(error.message);
     }
   }
 }
 
-async function showSection(path, anchor) {
-  try {
-    const query = "path=" + encodeURIComponent(path) + "&anchor=" + encodeURIComponent(anchor);
-    const section = await (await api("GET", "/v1/sections?" + query)).json();
-    $("section-heading").textContent = section.heading;
-    $("section-source").textContent = section.path + (section.anchor ? "#" + section.anchor : "") +
-      " (lines " + section.lines[0] + "-" + section.lines[1] + ")";
-    $("section-text").textContent = section.text;
-    $("section-panel").hidden = false;
-  } catch (error) {
-    showError("cannot open " + path + ": " + error.message);
-  }
-}
-
-function addStep(step) {
-  const item = document.createElement("li");
-  item.textContent = step.tool + " — " + step.decision;
-  $("steps").appendChild(item);
-}
-
-// Rating the answer just shown: the session's last `answer` event, rated by its seq.
-let ratedSeq = null;
-async function offerFeedback(id) {
-  try {
-    const data = await (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/events")).json();
-    const answers = data.events.filter((e) => e.event && e.event.type === "answer");
-    if (answers.length === 0) return;
-    ratedSeq = { id, seq: answers[answers.length - 1].seq };
-    $("feedback-comment").value = "";
-    $("feedback-status").textContent = "";
-    $("feedback").hidden = false;
-  } catch (error) {
-    showError(error.message);
-  }
-}
-
-async function sendFeedback(helpful) {
-  if (!ratedSeq) return;
-  try {
-    await api("POST", "/v1/sessions/" + encodeURIComponent(ratedSeq.id) + "/feedback",
-      { answer_seq: ratedSeq.seq, helpful, comment: $("feedback-comment").value.trim() });
-    $("feedback-status").textContent = helpful ? "Thanks: recorded as helpful." : "Thanks: recorded as not helpful; the docs team will see it.";
-  } catch (error) {
-    showError(error.message);
-  }
-}
+// ---- asking ----
 
 async function ensureSession() {
   if (sessionId) return sessionId;
-  const created = await (await api("POST", "/v1/sessions")).json();
+  const created = await json("POST", "/v1/sessions");
   sessionId = created.id;
+  stored.keepSession(sessionId);
   return sessionId;
 }
 
 async function ask(event) {
-  event.preventDefault();
-  showError("");
+  if (event) event.preventDefault();
   const question = $("question").value.trim();
-  if (!question) return;
-  sessionStorage.setItem("docs-agent-token", token());
-  $("steps").textContent = "";
-  $("answer").textContent = "";
-  $("feedback").hidden = true;
+  if (!question || running) return;
+  showError("");
   $("waiting").hidden = true;
-  $("status").textContent = "asking…";
-  $("ask").disabled = true;
+  $("resume").hidden = true;
+  let id;
   try {
-    const id = await ensureSession();
-    const response = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/messages", {
-      method: "POST",
-      headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ text: question }),
-    });
-    if (!response.ok) {
-      const data = await response.json().catch(() => null);
-      throw new Error(data && data.error ? data.error.message : response.statusText);
-    }
+    id = await ensureSession();
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  const item = turnElement({ question, steps: [] }, true);
+  $("turns").appendChild(item);
+  item.scrollIntoView({ block: "end" });
+  const answer = item.querySelector(".answer");
+  $("question").value = "";
+  running = { id };
+  busy(true);
+  setStatus("asking…");
+  let waiting = false;
+  try {
     let streamed = "";
-    await readEvents(response, (kind, data) => {
-      if (kind === "tool") addStep(data);
-      else if (kind === "text") { streamed += data.delta; $("answer").textContent = streamed; }
-      else if (kind === "answer") renderAnswer(data.answer, data.nodes);
-      else if (kind === "approval_required") { $("waiting").hidden = false; followSession(id, data.requested_seq); refreshApprovals(); }
-      else if (kind === "done") {
-        $("status").textContent = data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop;
-        if (data.stop === "answered") offerFeedback(id);
-      }
+    await stream("POST", "/v1/sessions/" + encodeURIComponent(id) + "/messages", { text: question }, (kind, data) => {
+      if (kind === "tool") addStep(item, { tool: data.tool, argument: argumentOf(JSON.stringify(data.args)), result: firstLine(data.result), decision: data.decision });
+      else if (kind === "text") { streamed += data.delta; answer.textContent = streamed; }
+      else if (kind === "answer") renderAnswer(answer, data.answer, data.nodes, (path, anchor) => openSource(path, anchor, { session: id, seq: data.seq }));
+      else if (kind === "approval_required") { waiting = true; $("waiting").hidden = false; follow(id, data.requested_seq); }
+      else if (kind === "done") setStatus(data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop.replace(/_/g, " "));
       else if (kind === "error") showError(data.message);
     });
   } catch (error) {
     showError(error.message);
-    $("status").textContent = "";
+    setStatus("");
   } finally {
-    $("ask").disabled = false;
+    answer.removeAttribute("aria-busy");
+    running = null;
+    busy(false);
+  }
+  // The turn as recorded: its answer with sources and a rating form.
+  if (!waiting && sessionId === id) await openSession(id);
+  loadSessions();
+}
+
+function busy(on) {
+  $("ask").disabled = on;
+  $("stop").hidden = !on;
+}
+
+// Stops the running turn (the server records it as cancelled, keeping any partial text).
+async function stop() {
+  if (!running) return;
+  const id = running.id;
+  try {
+    await json("POST", "/v1/sessions/" + encodeURIComponent(id) + "/cancel");
+    setStatus("stopping…");
+  } catch (error) {
+    showError(error.message);
   }
 }
 
-// After a write waits for approval, follow the session until its turn ends: from the request's
-// own event, so a decision taken before the stream opens is seen too.
-async function followSession(id, after) {
+async function resume() {
+  $("resume").hidden = true;
+  setStatus("resuming…");
+  try {
+    const outcome = await json("POST", "/v1/sessions/" + encodeURIComponent(sessionId) + "/resume");
+    setStatus(outcome.stop.replace(/_/g, " "));
+  } catch (error) {
+    showError(error.message);
+  }
+  await openSession(sessionId);
+}
+
+// After a write waits for approval, follows the session from the request until its turn ends
+// (a decision taken before the stream opens is seen too), then shows the turn as recorded.
+async function follow(id, after) {
   if (follower) follower.abort();
   follower = new AbortController();
   const signal = follower.signal;
   try {
-    const response = await fetch("/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + after, {
-      headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" },
-      signal,
-    });
-    await readEvents(response, (kind, data) => {
+    await stream("GET", "/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + after, undefined, (kind, data) => {
       const event = data && data.event;
-      if (kind === "tool_result" && event) addStep({ tool: "result", decision: event.decision });
-      if (kind === "answer" && event) { renderAnswer(event.text, data.nodes); $("waiting").hidden = true; }
-      if (kind === "stopped" && event) { $("status").textContent = event.reason; return false; }
-      return true;
+      if (kind === "approval_granted") setStatus("approved: writing…");
+      if (kind === "approval_denied") setStatus("denied");
+      return !(kind === "stopped" && event);
     }, signal);
   } catch (error) {
     if (!signal.aborted) showError(error.message);
-  } finally {
-    if (follower && follower.signal === signal) follower.abort();
+    return;
   }
+  if (signal.aborted) return;
+  $("waiting").hidden = true;
+  if (sessionId === id) await openSession(id);
+  loadSessions();
 }
 
-async function refreshApprovals() {
-  const list = $("approvals");
-  try {
-    const data = await (await api("GET", "/v1/approvals?state=pending")).json();
-    $("approvals-panel").hidden = false;
-    list.textContent = "";
-    if (data.approvals.length === 0) {
-      const empty = document.createElement("li");
-      empty.textContent = "Nothing waits.";
-      list.appendChild(empty);
-    }
-    for (const pending of data.approvals) {
-      const item = document.createElement("li");
-      const title = document.createElement("strong");
-      title.textContent = pending.path + " (asked in " + (pending.principal || "?") + "'s session)";
-      const content = document.createElement("pre");
-      content.textContent = pending.content;
-      item.append(title, content);
-      for (const [label, decision] of [["Approve once", "once"], ["Approve for the session", "session"], ["Deny", "deny"]]) {
-        const button = document.createElement("button");
-        button.type = "button";
-        button.textContent = label;
-        button.dataset.decision = decision;
-        button.addEventListener("click", async () => {
-          try {
-            await api("POST", "/v1/approvals/" + encodeURIComponent(pending.id), { decision });
-            refreshApprovals();
-          } catch (error) {
-            showError(error.message);
-          }
-        });
-        item.appendChild(button);
-      }
-      list.appendChild(item);
-    }
-  } catch (error) {
-    // 403: not an approver; the panel stays hidden.
-    if (error.status !== 403) showError(error.message);
-    $("approvals-panel").hidden = error.status === 403 ? true : $("approvals-panel").hidden;
-  }
-}
+// ---- keys and wiring ----
 
 document.addEventListener("DOMContentLoaded", () => {
-  $("token").value = sessionStorage.getItem("docs-agent-token") || "";
+  $("sign-in").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (token) signIn(token);
+  });
+  $("sign-out").addEventListener("click", signOut);
   $("ask-form").addEventListener("submit", ask);
-  $("new-session").addEventListener("click", () => { sessionId = null; $("answer").textContent = ""; $("steps").textContent = ""; $("feedback").hidden = true; });
-  $("refresh-approvals").addEventListener("click", refreshApprovals);
-  $("helpful").addEventListener("click", () => sendFeedback(true));
-  $("not-helpful").addEventListener("click", () => sendFeedback(false));
-  $("feedback").addEventListener("submit", (event) => { event.preventDefault(); sendFeedback(false); });
-  $("token").addEventListener("change", () => { sessionStorage.setItem("docs-agent-token", token()); refreshApprovals(); });
-  if (token()) refreshApprovals();
+  $("question").addEventListener("keydown", (event) => {
+    // Enter sends; Shift+Enter is a new line; a composing input method keeps its Enter.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      ask();
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && running) {
+      event.preventDefault();
+      stop();
+    }
+  });
+  $("stop").addEventListener("click", stop);
+  $("resume").addEventListener("click", resume);
+  $("new-session").addEventListener("click", newConversation);
+  $("show-approvals").addEventListener("click", () => {
+    $("approvals-panel").hidden = false;
+    $("approvals-panel").scrollIntoView({ block: "nearest" });
+  });
+  $("show-gaps").addEventListener("click", () => showGaps(showError, (path, anchor) => openSource(path, anchor, null)));
+  for (const close of document.querySelectorAll("button.close")) {
+    close.addEventListener("click", () => { close.closest("section").hidden = true; });
+  }
+  if (stored.token()) signIn(stored.token());
+  else $("token").focus();
 });

@@ -1,0 +1,160 @@
+// The panels beside the conversation: a cited section with the lines the answer draws on
+// highlighted, the pending writes an approver decides (with the conversation each came from),
+// and the admin's docs-gaps report. Everything is built with createElement and textContent.
+import { json } from "/api.js";
+
+const $ = (id) => document.getElementById(id);
+
+// An element `tag` with `text` and, optionally, a class.
+export function el(tag, text, className) {
+  const element = document.createElement(tag);
+  if (text !== undefined && text !== null) element.textContent = text;
+  if (className) element.className = className;
+  return element;
+}
+
+// A button that calls `onClick`.
+export function button(label, onClick, className) {
+  const b = el("button", label, className);
+  b.type = "button";
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+// "3 min ago", "2 h ago", or the date.
+export function ago(ms) {
+  const minutes = Math.round((Date.now() - ms) / 60000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return minutes + " min ago";
+  if (minutes < 24 * 60) return Math.round(minutes / 60) + " h ago";
+  return new Date(ms).toLocaleDateString();
+}
+
+// Shows one panel of the aside (`section-panel`, `approvals-panel`, `gaps-panel`) in view.
+function reveal(id) {
+  const panel = $(id);
+  panel.hidden = false;
+  panel.scrollIntoView({ block: "nearest" });
+}
+
+// Opens section path#anchor beside the conversation; with `from` ({session, seq} of an answer),
+// the lines that answer draws on are highlighted and the first is scrolled to.
+export async function showSection(path, anchor, from, onError) {
+  try {
+    let query = "path=" + encodeURIComponent(path) + "&anchor=" + encodeURIComponent(anchor || "");
+    if (from) query += "&session=" + encodeURIComponent(from.session) + "&seq=" + from.seq;
+    const section = await json("GET", "/v1/sections?" + query);
+    $("section-heading").textContent = section.heading || section.path;
+    $("section-source").textContent = section.path + (section.anchor ? "#" + section.anchor : "") +
+      " (lines " + section.lines[0] + "-" + section.lines[1] + ")";
+    const cited = new Set(section.cited_lines || []);
+    const text = $("section-text");
+    text.textContent = "";
+    section.text.split("\n").forEach((line, n) => {
+      const row = el(cited.has(n) ? "mark" : "span", line + "\n", "line");
+      text.appendChild(row);
+    });
+    $("section-cited").textContent = cited.size > 0
+      ? cited.size + (cited.size === 1 ? " line" : " lines") + " the answer draws on are highlighted."
+      : "";
+    reveal("section-panel");
+    const first = text.querySelector("mark");
+    if (first) first.scrollIntoView({ block: "nearest" });
+  } catch (error) {
+    onError("cannot open " + path + (anchor ? "#" + anchor : "") + ": " + error.message);
+  }
+}
+
+// The pending writes, for an approver: each with its target, the conversation it came from and
+// its exact (redacted) content, decided with one click. `count` is told how many wait.
+export async function refreshApprovals(onError, count) {
+  const list = $("approvals");
+  try {
+    const data = await json("GET", "/v1/approvals?state=pending");
+    list.textContent = "";
+    count(data.approvals.length);
+    if (data.approvals.length === 0) list.appendChild(el("li", "Nothing waits.", "empty"));
+    for (const pending of data.approvals) list.appendChild(approvalItem(pending, onError, count));
+  } catch (error) {
+    onError(error.message);
+  }
+}
+
+function approvalItem(pending, onError, count) {
+  const item = el("li", null, "approval");
+  item.dataset.id = pending.id;
+  item.appendChild(el("h3", pending.path));
+  const expires = Math.max(0, Math.round((pending.expires_at_ms - Date.now()) / 60000));
+  item.appendChild(el("p", (pending.tool || "write_file") + " in " + (pending.principal || "?") + "'s session · asked " +
+    ago(pending.requested_at_ms) + " · expires in " + expires + " min", "meta"));
+  if (pending.rule) item.appendChild(el("p", "asked by the rule " + pending.rule, "meta"));
+  const conversation = el("details", null, "conversation");
+  conversation.open = true;
+  conversation.appendChild(el("summary", "The conversation it came from"));
+  const said = el("ol");
+  for (const message of pending.conversation || []) {
+    const line = el("li", null, message.role);
+    line.appendChild(el("span", message.role === "user" ? "asked: " : "answered: ", "who"));
+    line.appendChild(el("span", message.text));
+    said.appendChild(line);
+  }
+  conversation.appendChild(said);
+  item.appendChild(conversation);
+  item.appendChild(el("p", "Content to write (secrets redacted):", "meta"));
+  item.appendChild(el("pre", pending.content, "content"));
+  const row = el("div", null, "row");
+  for (const [label, decision] of [["Approve once", "once"], ["Approve for the session", "session"], ["Deny", "deny"]]) {
+    const b = button(label, async () => {
+      row.querySelectorAll("button").forEach((x) => { x.disabled = true; });
+      try {
+        await json("POST", "/v1/approvals/" + encodeURIComponent(pending.id), { decision });
+      } catch (error) {
+        onError(error.message);
+      }
+      refreshApprovals(onError, count);
+    }, decision === "deny" ? "danger" : "");
+    b.dataset.decision = decision;
+    row.appendChild(b);
+  }
+  item.appendChild(row);
+  return item;
+}
+
+// The admin's to-do list for the docs: the questions the docs could not answer, alike ones
+// grouped and counted, with the sections that came closest.
+export async function showGaps(onError, onCite) {
+  const list = $("gaps");
+  try {
+    const report = await json("GET", "/v1/reports/gaps?days=30&limit=50");
+    $("gaps-summary").textContent = report.questions + (report.questions === 1 ? " question" : " questions") +
+      " in " + report.groups + (report.groups === 1 ? " group" : " groups") + " in the last " + report.days + " days.";
+    list.textContent = "";
+    if (report.gaps.length === 0) list.appendChild(el("li", "No gaps: every question found an answer.", "empty"));
+    for (const gap of report.gaps) {
+      const item = el("li", null, "gap");
+      item.appendChild(el("h3", gap.question));
+      const reasons = Object.entries(gap.reasons).map(([why, n]) => why.replace(/_/g, " ") + " ×" + n).join(", ");
+      item.appendChild(el("p", "asked " + gap.count + (gap.count === 1 ? " time" : " times") + " · " + reasons +
+        " · last " + ago(gap.last_ms), "meta"));
+      const comments = gap.asked.map((a) => a.comment).filter(Boolean);
+      for (const comment of comments) item.appendChild(el("blockquote", comment));
+      if (gap.closest.length > 0) {
+        item.appendChild(el("p", "Closest sections:", "closest"));
+        const closest = el("ul", null, "closest");
+        for (const c of gap.closest) {
+          const [path, anchor] = c.section.split("#");
+          const line = el("li");
+          line.appendChild(button(c.section, () => onCite(path, anchor || ""), "cite"));
+          closest.appendChild(line);
+        }
+        item.appendChild(closest);
+      } else {
+        item.appendChild(el("p", "No section came close: the docs lack this topic.", "closest"));
+      }
+      list.appendChild(item);
+    }
+    reveal("gaps-panel");
+  } catch (error) {
+    onError(error.message);
+  }
+}
