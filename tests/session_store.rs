@@ -224,3 +224,38 @@ fn a_sqlite_log_from_before_versions_is_migrated_in_place() {
     }
     assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), before, "an up-to-date log is only read");
 }
+
+/// A person's sessions are listed the most recently active first, from either store; a
+/// PostgreSQL database from before sessions had an owner column learns each session's owner
+/// when it is migrated.
+#[test]
+fn a_persons_sessions_are_listed_latest_first_and_a_migration_finds_their_owners() {
+    let started = |principal: &str| Event::SessionStarted {
+        model: "m".into(),
+        workspace: "/ws".into(),
+        config_fingerprint: "f".into(),
+        principal: Some(principal.to_string()),
+    };
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let mut log = store.log().expect("log");
+        for (id, who) in [("s-a1", "ana"), ("s-b1", "bo"), ("s-a2", "ana")] {
+            log.append(id, started(who)).expect("start");
+        }
+        // A session without an owner (the CLI's); s-a1 is active last (a tie in time goes by id).
+        log.append("s-cli", user("local")).expect("local");
+        log.append("s-a1", user("later")).expect("later");
+        assert_eq!(log.started_by("ana", 10).expect("list"), ["s-a1", "s-a2"], "{}", kind.name());
+        assert_eq!(log.started_by("ana", 1).expect("list"), ["s-a1"], "{}", kind.name());
+        assert_eq!(log.started_by("bo", 10).expect("list"), ["s-b1"], "{}", kind.name());
+        assert!(log.started_by("nobody", 10).expect("list").is_empty());
+        if let Kind::Postgres(cluster) = &kind {
+            cluster.psql(
+                "ALTER TABLE docs_agent_sessions DROP COLUMN principal; UPDATE docs_agent_schema SET version = 1",
+            );
+            let log = Store::open(&kind.location()).expect("migrated").log().expect("log");
+            assert_eq!(log.started_by("ana", 10).expect("list"), ["s-a1", "s-a2"], "after the migration");
+            assert_eq!(cluster.psql("SELECT version FROM docs_agent_schema"), "2");
+        }
+    }
+}

@@ -550,7 +550,8 @@ mod tests {
         );
     }
 
-    /// A section link must be a plain path under docs/.
+    /// A fence tag the model quotes from a tool result links to its section; the closing tag
+    /// is dropped; a fence naming anything else stays text.
     #[test]
     fn a_quoted_fence_tag_is_a_link_to_its_section_and_nothing_else() {
         let nodes = render("From the docs:\n<untrusted source=\"docs/refunds.md#window\">\n14 days\n</untrusted>", &[]);
@@ -564,13 +565,12 @@ mod tests {
         assert!(!shown.contains("untrusted"), "{shown}");
         // A fence naming anything but a section stays text.
         let nodes = render("<untrusted source=\"https://evil.example/x\"> hi", &[]);
-        assert!(
-            format!("{nodes:?}").contains("&lt;untrusted") || format!("{nodes:?}").contains("<untrusted"),
-            "{nodes:?}"
-        );
-        assert!(!format!("{nodes:?}").contains("Section"), "{nodes:?}");
+        let shown = format!("{nodes:?}");
+        assert!(shown.contains("evil.example") && !shown.contains("Section"), "{shown}");
+        assert!(!shown.contains("Link"), "{shown}");
     }
 
+    /// A section link must be a plain path under docs/.
     #[test]
     fn section_links_are_plain_paths_under_docs() {
         for (url, section) in [

@@ -214,7 +214,11 @@ pub async fn section(
 ) -> Response {
     let result = crate::runtime::blocking(|| -> Result<Value, ApiError> {
         principal.require(Role::Ask)?;
-        let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?path=docs/x.md&anchor=y")))?;
+        let Query(query) = query.map_err(|e| {
+            ApiError::bad_request(format!(
+                "{e}; use ?path=docs/x.md&anchor=y, with &session=ID&seq=SEQ for the lines an answer draws on"
+            ))
+        })?;
         let path = crate::workspace::policy::check_read(&query.path)
             .ok()
             .filter(|p| p.area() == crate::workspace::policy::Area::Docs)
@@ -230,12 +234,11 @@ pub async fn section(
         let cited = match (&query.session, query.seq) {
             (Some(session), Some(seq)) => {
                 let events = super::sessions::owned(&state.log()?, session, &principal)?;
-                let answer = events.iter().find(|s| s.seq == seq).and_then(|s| match &s.event {
-                    crate::session::event::Event::Answer { text } => Some(text.as_str()),
-                    _ => None,
-                });
-                let answer = answer
-                    .ok_or_else(|| ApiError::bad_request(format!("seq {seq} is not an answer of session {session}")))?;
+                let (_, answer) = crate::session::verify::answer_at(&events, seq).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "seq {seq} is not an answer of session {session}: give the seq of an `answer` event"
+                    ))
+                })?;
                 Some(crate::session::verify::cited_lines(answer, &text))
             }
             (None, None) => None,

@@ -293,10 +293,7 @@ pub async fn feedback(
         if comment.chars().count() > MAX_COMMENT_CHARS {
             return Err(ApiError::bad_request(format!("comment must be at most {MAX_COMMENT_CHARS} characters")));
         }
-        let rated = events
-            .iter()
-            .any(|s| s.seq == body.answer_seq && matches!(s.event, crate::session::event::Event::Answer { .. }));
-        if !rated {
+        if crate::session::verify::answer_at(&events, body.answer_seq).is_none() {
             return Err(ApiError::bad_request(format!(
                 "answer_seq {} is not an answer of session {id}: give the seq of an `answer` event (GET /v1/sessions/{id}/events)",
                 body.answer_seq

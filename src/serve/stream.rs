@@ -142,8 +142,16 @@ pub fn follow(
                         // the start when the batch holds one.
                         let answers = events.iter().take(BATCH).any(|s| s.event.kind() == "answer");
                         let whole = match answers {
-                            true => crate::runtime::blocking(|| log.events_after(&id, 0)).unwrap_or_default(),
-                            false => Vec::new(),
+                            true => crate::runtime::blocking(|| log.events_after(&id, 0)),
+                            false => Ok(Vec::new()),
+                        };
+                        let whole = match whole {
+                            Ok(whole) => whole,
+                            Err(e) => {
+                                let error =
+                                    event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
+                                return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                            }
                         };
                         for stored in events.into_iter().take(BATCH) {
                             cursor = stored.seq;

@@ -89,14 +89,21 @@ pub fn check(answer: &str, question: &str, turn: &[Stored]) -> Verdict {
     }
 }
 
+/// Where among `events` the answer recorded as event `seq` is, and its text; none when that
+/// event is not an answer.
+pub fn answer_at(events: &[Stored], seq: u64) -> Option<(usize, &str)> {
+    let at = events.iter().position(|s| s.seq == seq)?;
+    match &events[at].event {
+        Event::Answer { text } => Some((at, text.as_str())),
+        _ => None,
+    }
+}
+
 /// The citations of the answer recorded as event `answer_seq` among a session's `events`,
 /// checked against what its own turn retrieved, as the turn checked them (none when that
 /// event is not an answer).
 pub fn answer_citations(events: &[Stored], answer_seq: u64) -> Vec<Citation> {
-    let Some(at) = events.iter().position(|s| s.seq == answer_seq) else {
-        return Vec::new();
-    };
-    let Event::Answer { text } = &events[at].event else {
+    let Some((at, text)) = answer_at(events, answer_seq) else {
         return Vec::new();
     };
     let before = &events[..at];

@@ -4,8 +4,9 @@
 // a two-turn conversation streamed (Enter sends); Markdown rendered with script, raw HTML and
 // outside images inert; a source opened with its cited lines highlighted; an answer rated and
 // the admin's gaps view listing its question; an approval across two browser contexts that
-// updates the asker's page live; a session reopened after a reload, and sign-out; a turn
-// stopped with Esc while it streams; and the page at 375 px wide, in light and dark colours.
+// updates the asker's page live; a session reopened after a reload, and sign-out; a turn that
+// streams, followed again after a reload and stopped with Esc; and the page at 375 px wide, in
+// light and dark colours.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -301,7 +302,7 @@ try {
     await signIn(asker, ASKER);
   });
 
-  await check("a streaming turn shows its text as it comes, and Esc stops it", async () => {
+  await check("a streaming turn shows its text as it comes; reloaded, the page follows it, and Esc stops it", async () => {
     const page = await open(ASKER, {}, slowBase);
     await page.fill("#question", "refund window?");
     await page.press("#question", "Enter");
@@ -310,8 +311,14 @@ try {
       return answer && answer.textContent.includes("Still thinking");
     }, null, { timeout: 15000 });
     assert(await page.locator("#stop").isVisible(), "a stop button while it runs");
+    // Reloaded mid-turn, the page finds the turn still running, follows it, and can stop it.
+    await page.reload();
+    await page.waitForSelector("#stop:not([hidden])", { timeout: 10000 });
+    assert(await page.locator("#resume").isHidden(), "a running turn is not offered for resuming");
+    const status = await page.textContent("#status");
+    assert(status.includes("running"), "the page says the turn runs: " + status);
     await page.keyboard.press("Escape");
-    await page.waitForFunction(() => document.querySelector("#turns .stopped") !== null, null, { timeout: 15000 });
+    await page.waitForFunction(() => (document.querySelector("#turns .stopped") || { textContent: "" }).textContent.includes("Stopped"), null, { timeout: 15000 });
     const said = await page.textContent("#turns .stopped");
     assert(said.includes("Stopped"), "the turn says it was stopped: " + said);
     const partial = await page.textContent("#turns .partial");

@@ -83,13 +83,14 @@ async function readEvents(response, onEvent, signal) {
   }
 }
 
-// Every event of session `id`, read a page at a time.
+// Every event of session `id`, read a page at a time until a page comes back empty (the
+// server decides how many a page holds).
 export async function sessionEvents(id) {
   const all = [];
   for (let after = 0; ;) {
     const page = await json("GET", "/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + after);
+    if (page.events.length === 0) return all;
     all.push(...page.events);
-    if (page.events.length === 0 || page.events.length < 1000) return all;
     after = page.events[page.events.length - 1].seq;
   }
 }

@@ -4,16 +4,16 @@
 // Everything the server sends is shown as text or built from safe nodes; nothing is parsed as HTML.
 import { ApiError, json, sessionEvents, stream, stored } from "/api.js";
 import { renderAnswer } from "/render.js";
-import { ago, button, el, refreshApprovals, showGaps, showSection } from "/panels.js";
+import { $, ago, button, count, el, refreshApprovals, showGaps, showSection, words } from "/panels.js";
 
-const $ = (id) => document.getElementById(id);
-// How often an approver's list of pending writes is read again.
+// How often an approver's list of pending writes is read again (while the page is visible).
 const APPROVALS_EVERY_MS = 5000;
 
 let me = null;            // who is signed in: {principal, may: {ask, approve, admin}}
 let sessionId = "";       // the open conversation
-let running = null;       // the turn this page runs: {id}
-let follower = null;      // an AbortController following a turn that waits for an approver
+let running = null;       // the turn this page runs or follows live: {id, stream: AbortController}
+let follower = null;      // an AbortController following the open conversation's turn
+let opening = 0;          // counts openSession calls: only the latest one shows
 let approvalsTimer = null;
 
 function showError(message) {
@@ -37,9 +37,10 @@ async function signIn(token) {
   try {
     me = await json("GET", "/v1/me");
   } catch (error) {
-    stored.forget();
     me = null;
-    showError(error.status === 401 ? "That token is not valid: check it, or ask your admin for one." : error.message);
+    // Only a refused token is forgotten: a server that is restarting keeps it for a retry.
+    if (error.status === 401) stored.forget();
+    showError(error.status === 401 ? "That token is not valid: check it, or ask your admin for one." : "Cannot sign in: " + error.message);
     return;
   }
   $("token").value = "";
@@ -49,27 +50,40 @@ async function signIn(token) {
   $("app").hidden = false;
   $("show-approvals").hidden = !me.may.approve;
   $("show-gaps").hidden = !me.may.admin;
+  // A token that may not ask (an approver only) sees no conversations.
+  for (const id of ["chat", "new-session", "history"]) $(id).hidden = !me.may.ask;
   if (me.may.approve) {
-    const count = (n) => { $("approvals-count").textContent = n > 0 ? " (" + n + ")" : ""; };
+    const told = (n) => { $("approvals-count").textContent = n > 0 ? " (" + n + ")" : ""; };
     $("approvals-panel").hidden = false;
-    refreshApprovals(showError, count);
-    approvalsTimer = setInterval(() => refreshApprovals(showError, count), APPROVALS_EVERY_MS);
+    const poll = async () => {
+      if (document.visibilityState !== "visible") return;
+      if (!(await refreshApprovals(showError, told))) clearInterval(approvalsTimer);
+    };
+    poll();
+    approvalsTimer = setInterval(poll, APPROVALS_EVERY_MS);
   }
+  if (!me.may.ask) return;
   await loadSessions();
   const reopen = stored.session();
   if (reopen) await openSession(reopen);
   $("question").focus();
 }
 
+// Forgets the token and everything shown: the next person at this browser sees nothing of it.
 function signOut() {
   if (follower) follower.abort();
+  if (running && running.stream) running.stream.abort();
+  running = null;
+  busy(false);
   clearInterval(approvalsTimer);
   stored.forget();
   me = null;
   sessionId = "";
-  $("turns").textContent = "";
-  $("sessions").textContent = "";
-  for (const id of ["section-panel", "approvals-panel", "gaps-panel", "app", "signed-in"]) $(id).hidden = true;
+  opening++;
+  for (const id of ["turns", "sessions", "approvals", "gaps", "section-text", "section-heading", "section-source", "gaps-summary"]) $(id).textContent = "";
+  delete $("approvals").dataset.ids;
+  $("question").value = "";
+  for (const id of ["section-panel", "approvals-panel", "gaps-panel", "app", "signed-in", "waiting", "resume"]) $(id).hidden = true;
   $("sign-in").hidden = false;
   setStatus("");
   showError("");
@@ -79,6 +93,7 @@ function signOut() {
 // ---- the list of conversations ----
 
 async function loadSessions() {
+  if (!me || !me.may.ask) return;
   try {
     const { sessions } = await json("GET", "/v1/sessions");
     const list = $("sessions");
@@ -89,8 +104,7 @@ async function loadSessions() {
       const open = button(s.title || "(no question yet)", () => openSession(s.id), "session");
       open.dataset.id = s.id;
       if (s.id === sessionId) open.setAttribute("aria-current", "true");
-      const note = s.turns + (s.turns === 1 ? " question" : " questions") + " · " + ago(s.last_ms) +
-        (s.status !== "idle" ? " · " + s.status.replace(/_/g, " ") : "");
+      const note = count(s.turns, "question") + " · " + ago(s.last_ms) + (s.status !== "idle" ? " · " + words(s.status) : "");
       open.appendChild(el("small", note));
       item.appendChild(open);
       list.appendChild(item);
@@ -102,6 +116,7 @@ async function loadSessions() {
 
 function newConversation() {
   if (follower) follower.abort();
+  opening++;
   $("section-panel").hidden = true;
   sessionId = "";
   stored.keepSession("");
@@ -173,7 +188,8 @@ function turnsOf(events) {
 function argumentOf(text) {
   try {
     const args = JSON.parse(text);
-    return String(args.query || args.path || args.name || "");
+    // The argument that says what the call is about, in trace::brief_tool_line's order.
+    return String(args.path || args.query || args.name || "");
   } catch (_) {
     return "";
   }
@@ -231,7 +247,7 @@ function addStep(item, step) {
   if (step.result) line.appendChild(document.createTextNode(": " + step.result));
   steps.querySelector("ol").appendChild(line);
   const n = steps.querySelectorAll("li").length;
-  steps.querySelector("summary").textContent = n + (n === 1 ? " step" : " steps") + ": what was searched and read";
+  steps.querySelector("summary").textContent = count(n, "step") + ": what was searched and read";
   steps.hidden = false;
 }
 
@@ -278,37 +294,49 @@ function ratingOf(turn) {
     }
   };
   form.append(button("Yes", () => rate(true), "helpful"), button("No", () => rate(false), "not-helpful"), comment, said);
-  form.addEventListener("submit", (event) => { event.preventDefault(); rate(false); });
+  // Enter in the comment does not rate: only a click on Yes or No does.
+  form.addEventListener("submit", (event) => event.preventDefault());
   return form;
 }
 
-// Opens session `id` with its history; an unfinished turn can be resumed, and a write that
-// waits is followed until it is decided.
-async function openSession(id) {
-  showError("");
+// Opens session `id` with its history. A turn running on the server is followed live, one that
+// waits for an approver is followed until it is decided, and one a crash or shutdown left
+// unfinished can be resumed. Only the latest call shows (a slow reply to an earlier click is
+// dropped). `keepError`: an error already shown stays.
+async function openSession(id, keepError) {
+  if (!keepError) showError("");
   if (follower) follower.abort();
+  const mine = ++opening;
   try {
     const events = await sessionEvents(id);
+    const shown = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
+    if (mine !== opening) return;
     if (id !== sessionId) $("section-panel").hidden = true;
     sessionId = id;
     stored.keepSession(id);
-    const list = $("turns");
-    list.textContent = "";
-    for (const turn of turnsOf(events)) list.appendChild(turnElement(turn, false));
+    quietly(() => {
+      const list = $("turns");
+      list.textContent = "";
+      for (const turn of turnsOf(events)) list.appendChild(turnElement(turn, false));
+    });
     document.querySelectorAll("#sessions button.session").forEach((b) => {
       if (b.dataset.id === id) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
     });
-    const { status } = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
-    $("resume").hidden = !(status === "in_turn" && !running);
-    $("waiting").hidden = status !== "awaiting_approval";
-    setStatus(status === "idle" ? "" : status.replace(/_/g, " "));
-    if (status === "awaiting_approval") {
+    const mineRunning = running && running.id === id;
+    $("resume").hidden = !(shown.status === "in_turn" && !shown.running && !mineRunning);
+    $("waiting").hidden = shown.status !== "awaiting_approval";
+    if (!mineRunning) setStatus(shown.status === "idle" ? "" : words(shown.status));
+    const last = events.length > 0 ? events[events.length - 1].seq : 0;
+    if (shown.status === "awaiting_approval") {
       const asked = events.filter((e) => e.event.type === "approval_requested").pop();
-      follow(id, asked ? asked.seq : 0);
+      follow(id, asked ? asked.seq : last);
+    } else if (shown.status === "in_turn" && shown.running && !mineRunning) {
+      follow(id, last, true);
     }
-    const last = list.lastElementChild;
-    if (last) last.scrollIntoView({ block: "end" });
+    const end = $("turns").lastElementChild;
+    if (end) end.scrollIntoView({ block: "end" });
   } catch (error) {
+    if (mine !== opening) return;
     if (error instanceof ApiError && error.status === 404) {
       stored.keepSession("");
       showError("That conversation is gone, or is not yours.");
@@ -316,6 +344,13 @@ async function openSession(id) {
       showError(error.message);
     }
   }
+}
+
+// Changes the conversation without a screen reader announcing all of it again.
+function quietly(change) {
+  const log = $("turns");
+  log.setAttribute("aria-live", "off");
+  try { change(); } finally { log.setAttribute("aria-live", "polite"); }
 }
 
 // ---- asking ----
@@ -332,6 +367,9 @@ async function ask(event) {
   if (event) event.preventDefault();
   const question = $("question").value.trim();
   if (!question || running) return;
+  // Taken before the first wait, so a second Enter does not ask twice.
+  running = { id: "", stream: new AbortController() };
+  busy(true);
   showError("");
   $("waiting").hidden = true;
   $("resume").hidden = true;
@@ -340,38 +378,62 @@ async function ask(event) {
     id = await ensureSession();
   } catch (error) {
     showError(error.message);
+    running = null;
+    busy(false);
     return;
   }
+  running.id = id;
   const item = turnElement({ question, steps: [] }, true);
   $("turns").appendChild(item);
   item.scrollIntoView({ block: "end" });
   const answer = item.querySelector(".answer");
-  $("question").value = "";
-  running = { id };
-  busy(true);
   setStatus("asking…");
-  let waiting = false;
+  let waiting = false, failed = false, opened = false;
   try {
     let streamed = "";
     await stream("POST", "/v1/sessions/" + encodeURIComponent(id) + "/messages", { text: question }, (kind, data) => {
-      if (kind === "tool") addStep(item, { tool: data.tool, argument: argumentOf(JSON.stringify(data.args)), result: firstLine(data.result), decision: data.decision });
+      // The question is cleared once the server has it.
+      if (!opened) { opened = true; $("question").value = ""; }
+      if (kind === "tool") {
+        // Text the model wrote before a tool call is not part of the answer.
+        streamed = "";
+        answer.textContent = "";
+        addStep(item, { tool: data.tool, argument: argumentOf(JSON.stringify(data.args)), result: firstLine(data.result), decision: data.decision });
+      }
       else if (kind === "text") { streamed += data.delta; answer.textContent = streamed; }
       else if (kind === "answer") renderAnswer(answer, data.answer, data.nodes, (path, anchor) => openSource(path, anchor, { session: id, seq: data.seq }));
-      else if (kind === "approval_required") { waiting = true; $("waiting").hidden = false; follow(id, data.requested_seq); }
-      else if (kind === "done") setStatus(data.degraded ? data.stop + " (retrieval only: the model is unavailable)" : data.stop.replace(/_/g, " "));
-      else if (kind === "error") showError(data.message);
-    });
+      else if (kind === "approval_required") {
+        waiting = true;
+        // Only the conversation on screen shows the wait and follows it.
+        if (sessionId === id) { $("waiting").hidden = false; follow(id, data.requested_seq); }
+      }
+      else if (kind === "done") setStatus(data.degraded ? words(data.stop) + " (retrieval only: the model is unavailable)" : words(data.stop));
+      else if (kind === "error") { failed = true; showError(data.message); }
+    }, running.stream.signal);
   } catch (error) {
-    showError(error.message);
+    failed = true;
+    if (!(running && running.stream.signal.aborted)) showError(error.message);
     setStatus("");
+    if (!opened) item.remove();
   } finally {
     answer.removeAttribute("aria-busy");
     running = null;
     busy(false);
   }
-  // The turn as recorded: its answer with sources and a rating form.
-  if (!waiting && sessionId === id) await openSession(id);
+  // The turn as recorded, in place: its answer with sources and a rating form.
+  if (!waiting && !failed && sessionId === id) await settle(id, item);
   loadSessions();
+}
+
+// Replaces a turn shown live with the turn as the log recorded it, without announcing it again.
+async function settle(id, item) {
+  try {
+    const turns = turnsOf(await sessionEvents(id));
+    const turn = turns[turns.length - 1];
+    if (turn && item.isConnected && sessionId === id) quietly(() => item.replaceWith(turnElement(turn, false)));
+  } catch (error) {
+    showError(error.message);
+  }
 }
 
 function busy(on) {
@@ -381,7 +443,7 @@ function busy(on) {
 
 // Stops the running turn (the server records it as cancelled, keeping any partial text).
 async function stop() {
-  if (!running) return;
+  if (!running || !running.id) return;
   const id = running.id;
   try {
     await json("POST", "/v1/sessions/" + encodeURIComponent(id) + "/cancel");
@@ -392,37 +454,51 @@ async function stop() {
 }
 
 async function resume() {
+  if (running) return;
+  const id = sessionId;
   $("resume").hidden = true;
+  running = { id };
+  busy(true);
   setStatus("resuming…");
+  let failed = false;
   try {
-    const outcome = await json("POST", "/v1/sessions/" + encodeURIComponent(sessionId) + "/resume");
-    setStatus(outcome.stop.replace(/_/g, " "));
+    const outcome = await json("POST", "/v1/sessions/" + encodeURIComponent(id) + "/resume");
+    setStatus(words(outcome.stop));
   } catch (error) {
+    failed = true;
     showError(error.message);
+  } finally {
+    running = null;
+    busy(false);
   }
-  await openSession(sessionId);
+  if (sessionId === id) await openSession(id, failed);
 }
 
-// After a write waits for approval, follows the session from the request until its turn ends
-// (a decision taken before the stream opens is seen too), then shows the turn as recorded.
-async function follow(id, after) {
+// Follows session `id` from event `after` until its turn stops (a decision taken before the
+// stream opens is seen too), then shows the turn as recorded. `live`: a turn running on the
+// server (after a reload), which Stop and Esc can cancel.
+async function follow(id, after, live) {
   if (follower) follower.abort();
   follower = new AbortController();
   const signal = follower.signal;
+  if (live) { running = { id }; busy(true); setStatus("a turn is running…"); }
+  let failed = false;
   try {
     await stream("GET", "/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + after, undefined, (kind, data) => {
-      const event = data && data.event;
-      if (kind === "approval_granted") setStatus("approved: writing…");
-      if (kind === "approval_denied") setStatus("denied");
-      return !(kind === "stopped" && event);
+      if (kind === "approval_granted") setStatus("approved: going on…");
+      else if (kind === "approval_denied") setStatus("denied");
+      else if (kind === "error") { failed = true; showError(data.message); return false; }
+      return !(kind === "stopped" && data && data.event);
     }, signal);
   } catch (error) {
+    failed = true;
     if (!signal.aborted) showError(error.message);
-    return;
+  } finally {
+    if (live && running && running.id === id) { running = null; busy(false); }
   }
   if (signal.aborted) return;
   $("waiting").hidden = true;
-  if (sessionId === id) await openSession(id);
+  if (sessionId === id) await openSession(id, failed);
   loadSessions();
 }
 

@@ -3,7 +3,18 @@
 // and the admin's docs-gaps report. Everything is built with createElement and textContent.
 import { json } from "/api.js";
 
-const $ = (id) => document.getElementById(id);
+// The element with this id.
+export const $ = (id) => document.getElementById(id);
+
+// "1 step", "3 steps".
+export function count(n, word) {
+  return n + " " + word + (n === 1 ? "" : "s");
+}
+
+// A server's snake_case word as text: `awaiting_approval` → "awaiting approval".
+export function words(code) {
+  return String(code || "").replace(/_/g, " ");
+}
 
 // An element `tag` with `text` and, optionally, a class.
 export function el(tag, text, className) {
@@ -55,7 +66,7 @@ export async function showSection(path, anchor, from, onError) {
       text.appendChild(row);
     });
     $("section-cited").textContent = cited.size > 0
-      ? cited.size + (cited.size === 1 ? " line" : " lines") + " the answer draws on are highlighted."
+      ? count(cited.size, "line") + " the answer draws on " + (cited.size === 1 ? "is" : "are") + " highlighted."
       : "";
     reveal("section-panel");
     const first = text.querySelector("mark");
@@ -66,21 +77,28 @@ export async function showSection(path, anchor, from, onError) {
 }
 
 // The pending writes, for an approver: each with its target, the conversation it came from and
-// its exact (redacted) content, decided with one click. `count` is told how many wait.
-export async function refreshApprovals(onError, count) {
+// its exact (redacted) content, decided with one click. `told` is told how many wait.
+// The list is rebuilt only when the set of pending writes changed, so a reader's place, focus
+// and open details survive each refresh. Resolves false when the caller may not approve.
+export async function refreshApprovals(onError, told) {
   const list = $("approvals");
   try {
     const data = await json("GET", "/v1/approvals?state=pending");
+    const ids = data.approvals.map((p) => p.id).join(" ");
+    told(data.approvals.length);
+    if (list.dataset.ids === ids && list.childElementCount > 0) return true;
+    list.dataset.ids = ids;
     list.textContent = "";
-    count(data.approvals.length);
     if (data.approvals.length === 0) list.appendChild(el("li", "Nothing waits.", "empty"));
-    for (const pending of data.approvals) list.appendChild(approvalItem(pending, onError, count));
+    for (const pending of data.approvals) list.appendChild(approvalItem(pending, onError, told));
+    return true;
   } catch (error) {
     onError(error.message);
+    return !(error.status === 401 || error.status === 403);
   }
 }
 
-function approvalItem(pending, onError, count) {
+function approvalItem(pending, onError, told) {
   const item = el("li", null, "approval");
   item.dataset.id = pending.id;
   item.appendChild(el("h3", pending.path));
@@ -110,8 +128,9 @@ function approvalItem(pending, onError, count) {
         await json("POST", "/v1/approvals/" + encodeURIComponent(pending.id), { decision });
       } catch (error) {
         onError(error.message);
+        row.querySelectorAll("button").forEach((x) => { x.disabled = false; });
       }
-      refreshApprovals(onError, count);
+      refreshApprovals(onError, told);
     }, decision === "deny" ? "danger" : "");
     b.dataset.decision = decision;
     row.appendChild(b);
@@ -126,15 +145,15 @@ export async function showGaps(onError, onCite) {
   const list = $("gaps");
   try {
     const report = await json("GET", "/v1/reports/gaps?days=30&limit=50");
-    $("gaps-summary").textContent = report.questions + (report.questions === 1 ? " question" : " questions") +
-      " in " + report.groups + (report.groups === 1 ? " group" : " groups") + " in the last " + report.days + " days.";
+    $("gaps-summary").textContent = count(report.questions, "question") + " in " + count(report.groups, "group") +
+      " in the last " + report.days + " days.";
     list.textContent = "";
     if (report.gaps.length === 0) list.appendChild(el("li", "No gaps: every question found an answer.", "empty"));
     for (const gap of report.gaps) {
       const item = el("li", null, "gap");
       item.appendChild(el("h3", gap.question));
-      const reasons = Object.entries(gap.reasons).map(([why, n]) => why.replace(/_/g, " ") + " ×" + n).join(", ");
-      item.appendChild(el("p", "asked " + gap.count + (gap.count === 1 ? " time" : " times") + " · " + reasons +
+      const reasons = Object.entries(gap.reasons).map(([why, n]) => words(why) + " ×" + n).join(", ");
+      item.appendChild(el("p", "asked " + count(gap.count, "time") + " · " + reasons +
         " · last " + ago(gap.last_ms), "meta"));
       const comments = gap.asked.map((a) => a.comment).filter(Boolean);
       for (const comment of comments) item.appendChild(el("blockquote", comment));

@@ -298,6 +298,11 @@ impl KillAfter {
     }
 }
 
+/// A count of rows as SQL's LIMIT takes it (a 64-bit signed number).
+fn row_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
 impl Log {
     /// Opens (creating it and its folder) the SQLite log at `path`.
     pub fn open(path: &std::path::Path) -> Result<Log, LogError> {

@@ -32,8 +32,10 @@ const MIGRATIONS: &[&str] = &[
     // 3: events by time, so that counting the open sessions reads the recent events only (it
     // grouped the whole log on every new session).
     "CREATE INDEX events_at ON events (at_ms);",
-    // 4: the first event of every session, so that listing a person's sessions reads those only.
-    "CREATE INDEX events_started ON events (session) WHERE kind = 'session_started';",
+    // 4: each session's owner (its first event's principal), so that listing a person's
+    // sessions is an index lookup.
+    "CREATE INDEX events_owner ON events (json_extract(body, '$.principal'))
+     WHERE kind = 'session_started' AND seq = 1;",
 ];
 
 /// A connection to the log.
@@ -171,12 +173,13 @@ impl Db {
     pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.session FROM events s
-             WHERE s.kind = 'session_started' AND json_extract(s.body, '$.principal') = ?1
-             ORDER BY (SELECT MAX(e.at_ms) FROM events e WHERE e.session = s.session) DESC, s.session
+             WHERE json_extract(s.body, '$.principal') = ?1 AND s.kind = 'session_started' AND s.seq = 1
+             ORDER BY (SELECT e.at_ms FROM events e WHERE e.session = s.session ORDER BY e.seq DESC LIMIT 1) DESC,
+                      s.session
              LIMIT ?2",
         )?;
         let ids = stmt
-            .query_map(params![principal, limit.min(i64::MAX as usize) as i64], |r| r.get(0))?
+            .query_map(params![principal, super::row_limit(limit)], |r| r.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
         Ok(ids)
     }

@@ -277,6 +277,17 @@ impl Db {
                 .map_err(database(&what))?;
             for row in &rows {
                 seq += 1;
+                // Whose session it is, kept on its row, so that listing a person's sessions is
+                // an index lookup.
+                if seq == 1 && row.kind == "session_started" {
+                    let owner = tx
+                        .prepare_cached(
+                            "UPDATE docs_agent_sessions SET principal = $2::text::jsonb ->> 'principal' WHERE id = $1",
+                        )
+                        .await
+                        .map_err(database(&what))?;
+                    tx.execute(&owner, &[&session, &row.body]).await.map_err(database(&what))?;
+                }
                 let inserted = tx.execute(&insert, &[&session, &seq, &at, &row.kind, &row.body, &row.key]).await;
                 match (inserted, &row.key) {
                     (Err(e), Some(key)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -372,15 +383,11 @@ impl Db {
             let client = get(&pool, &shown).await?;
             let query = client
                 .prepare_cached(
-                    "SELECT s.id FROM docs_agent_sessions s
-                     JOIN docs_agent_events e ON e.session = s.id AND e.seq = 1
-                     WHERE e.kind = 'session_started' AND (e.body::jsonb ->> 'principal') = $1
-                     ORDER BY s.last_ms DESC, s.id LIMIT $2",
+                    "SELECT id FROM docs_agent_sessions WHERE principal = $1 ORDER BY last_ms DESC, id LIMIT $2",
                 )
                 .await
                 .map_err(database(&what))?;
-            let limit = limit.min(i64::MAX as usize) as i64;
-            let rows = client.query(&query, &[&principal, &limit]).await.map_err(database(&what))?;
+            let rows = client.query(&query, &[&principal, &super::row_limit(limit)]).await.map_err(database(&what))?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
         })
     }

@@ -34,6 +34,12 @@ const MIGRATIONS: &[&str] = &[
         token text NOT NULL,
         expires_at timestamptz NOT NULL
     );",
+    // 2: whose session it is (its first event's principal), so a person's sessions are listed
+    // from an index, the most recently active first.
+    "ALTER TABLE docs_agent_sessions ADD COLUMN principal text;
+    UPDATE docs_agent_sessions s SET principal = e.body::jsonb ->> 'principal'
+        FROM docs_agent_events e WHERE e.session = s.id AND e.seq = 1 AND e.kind = 'session_started';
+    CREATE INDEX docs_agent_sessions_principal ON docs_agent_sessions (principal, last_ms);",
 ];
 
 /// The newest schema version this build knows.
