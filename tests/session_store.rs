@@ -225,7 +225,8 @@ fn a_sqlite_log_from_before_versions_is_migrated_in_place() {
     assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), before, "an up-to-date log is only read");
 }
 
-/// A person's sessions are listed the most recently active first, from either store; a
+/// A person's sessions are listed the most recently active first, from either store, as are the
+/// sessions active since a time; a
 /// PostgreSQL database from before sessions had an owner column learns each session's owner
 /// when it is migrated.
 #[test]
@@ -249,6 +250,9 @@ fn a_persons_sessions_are_listed_latest_first_and_a_migration_finds_their_owners
         assert_eq!(log.started_by("ana", 1).expect("list"), ["s-a1"], "{}", kind.name());
         assert_eq!(log.started_by("bo", 10).expect("list"), ["s-b1"], "{}", kind.name());
         assert!(log.started_by("nobody", 10).expect("list").is_empty());
+        // What was active since a time: every session since the start, none from the future.
+        assert_eq!(log.active_ids_since(0).expect("recent"), ["s-a1", "s-a2", "s-b1", "s-cli"], "{}", kind.name());
+        assert!(log.active_ids_since(i64::MAX as u64).expect("recent").is_empty());
         if let Kind::Postgres(cluster) = &kind {
             cluster.psql(
                 "ALTER TABLE docs_agent_sessions DROP COLUMN principal; UPDATE docs_agent_schema SET version = 1",

@@ -110,7 +110,8 @@ pub struct ListQuery {
     pub state: Option<String>,
 }
 
-/// `GET /v1/approvals?state=pending` (approvers).
+/// `GET /v1/approvals?state=pending` (approvers): the writes asked within the approval TTL
+/// that still wait (one asked earlier has expired; deciding it says so).
 pub async fn list(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -122,8 +123,12 @@ pub async fn list(
             return Err(ApiError::bad_request("state must be `pending` (decided writes are in each session's events)"));
         }
         let log = state.log()?;
+        // A write still waiting was asked within the approval TTL, so its session has an event
+        // since then: only those sessions are read (the page polls this list).
+        let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
+        let since = crate::session::turn::now_ms().saturating_sub(ttl_ms);
         let mut out = Vec::new();
-        for id in log.sessions()? {
+        for id in log.active_ids_since(since)? {
             let events = log.events_after(&id, 0)?;
             if state::owner(&events).is_some() {
                 out.extend(pending(&state, &id, &events));

@@ -457,6 +457,14 @@ impl Log {
         }
     }
 
+    /// The ids of the sessions with an event at or after `since_ms`.
+    pub fn active_ids_since(&self, since_ms: u64) -> Result<Vec<String>, LogError> {
+        match &self.db {
+            Db::Sqlite(db) => db.active_ids_since(since_ms),
+            Db::Postgres(db) => db.active_ids_since(since_ms),
+        }
+    }
+
     /// The ids of the sessions `principal` started (over HTTP), the most recently active first,
     /// at most `limit` of them.
     pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {

@@ -168,6 +168,14 @@ impl Db {
         Ok(n as usize)
     }
 
+    /// The ids of the sessions with an event at or after `since_ms`.
+    pub fn active_ids_since(&self, since_ms: u64) -> Result<Vec<String>, LogError> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT DISTINCT session FROM events WHERE at_ms >= ?1 ORDER BY session")?;
+        let ids = stmt.query_map([since_ms as i64], |r| r.get(0))?.collect::<Result<Vec<String>, _>>()?;
+        Ok(ids)
+    }
+
     /// The ids of the sessions `principal` started, the most recently active first, at most
     /// `limit` of them.
     pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {

@@ -374,6 +374,20 @@ impl Db {
         })
     }
 
+    /// The ids of the sessions with an event at or after `since_ms`.
+    pub fn active_ids_since(&self, since_ms: u64) -> Result<Vec<String>, LogError> {
+        self.store.run(move |pool, shown| async move {
+            let what = format!("listing the recent sessions in {shown}");
+            let client = get(&pool, &shown).await?;
+            let query = client
+                .prepare_cached("SELECT id FROM docs_agent_sessions WHERE last_ms >= $1 ORDER BY id")
+                .await
+                .map_err(database(&what))?;
+            let rows = client.query(&query, &[&(since_ms as i64)]).await.map_err(database(&what))?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
     /// The ids of the sessions `principal` started, the most recently active first, at most
     /// `limit` of them.
     pub fn started_by(&self, principal: &str, limit: usize) -> Result<Vec<String>, LogError> {
