@@ -18,6 +18,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("/api.js", "text/javascript; charset=utf-8", include_str!("page/api.js")),
     ("/render.js", "text/javascript; charset=utf-8", include_str!("page/render.js")),
     ("/panels.js", "text/javascript; charset=utf-8", include_str!("page/panels.js")),
+    ("/turns.js", "text/javascript; charset=utf-8", include_str!("page/turns.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("page/app.css")),
 ];
 

@@ -5,6 +5,7 @@
 import { ApiError, json, sessionEvents, stream, stored } from "/api.js";
 import { renderAnswer } from "/render.js";
 import { $, ago, button, count, el, refreshApprovals, showGaps, showSection, words } from "/panels.js";
+import { addStep, argumentOf, firstLine, turnElement, turnsOf } from "/turns.js";
 
 // How often an approver's list of pending writes is read again (while the page is visible).
 const APPROVALS_EVERY_MS = 5000;
@@ -27,6 +28,11 @@ function setStatus(text) {
 // Opens a cited section; `from` is the answer ({session, seq}) whose lines are highlighted.
 function openSource(path, anchor, from) {
   showSection(path, anchor, from, showError);
+}
+
+// What a turn's elements need to know: the session they belong to, what a source click does.
+function ctx(session) {
+  return { session, onSource: openSource, onError: showError };
 }
 
 // ---- signing in and out ----
@@ -128,177 +134,6 @@ function newConversation() {
   $("question").focus();
 }
 
-// ---- a conversation, from its events ----
-
-// The session's turns, folded from its events: each question with its tool steps, answer
-// (text, nodes, sources, seq), how it stopped, and its latest rating.
-function turnsOf(events) {
-  const turns = [];
-  const steps = new Map();
-  let turn = null;
-  for (const { seq, event, nodes, citations } of events) {
-    switch (event.type) {
-      case "user_message":
-        turn = { question: event.text, steps: [], answer: null, stop: "", detail: "", rating: null };
-        turns.push(turn);
-        break;
-      case "assistant_message":
-        for (const call of (turn && event.tool_calls) || []) {
-          const step = { tool: call.name, argument: argumentOf(call.arguments), result: "", decision: "asked" };
-          steps.set(call.id, step);
-          turn.steps.push(step);
-        }
-        break;
-      case "tool_result": {
-        const step = steps.get(event.call_id);
-        if (step) { step.result = firstLine(event.text); step.decision = event.decision; }
-        break;
-      }
-      case "approval_requested":
-        if (turn) turn.steps.push({ tool: "approval", argument: event.path, result: "waits for an approver", decision: "asked" });
-        break;
-      case "approval_granted":
-        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "granted by " + event.by, decision: "allowed" });
-        break;
-      case "approval_denied":
-        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "denied" + (event.reason ? ": " + event.reason : ""), decision: "denied" });
-        break;
-      case "approval_expired":
-        if (turn) turn.steps.push({ tool: "approval", argument: "", result: "expired", decision: "denied" });
-        break;
-      case "answer":
-        if (turn) turn.answer = { text: event.text, nodes, citations: citations || [], seq };
-        break;
-      case "interrupted":
-        if (turn) turn.partial = event.partial_text;
-        break;
-      case "feedback":
-        for (const t of turns) if (t.answer && t.answer.seq === event.answer_seq) t.rating = event.helpful;
-        break;
-      case "stopped":
-        if (turn) { turn.stop = event.reason; turn.detail = event.detail || ""; }
-        break;
-      default:
-        break;
-    }
-  }
-  return turns;
-}
-
-function argumentOf(text) {
-  try {
-    const args = JSON.parse(text);
-    // The argument that says what the call is about, in trace::brief_tool_line's order.
-    return String(args.path || args.query || args.name || "");
-  } catch (_) {
-    return "";
-  }
-}
-
-function firstLine(text) {
-  const line = String(text || "").split("\n").find((l) => l.trim()) || "";
-  return line.length > 100 ? line.slice(0, 99) + "…" : line;
-}
-
-// One turn's element: the question, its tool steps (collapsed), the answer, its sources and a
-// rating form. `live`: a turn running now, whose answer streams in.
-function turnElement(turn, live) {
-  const item = el("li", null, "turn");
-  item.appendChild(el("p", turn.question, "question"));
-  const steps = el("details", null, "steps");
-  steps.appendChild(el("summary", ""));
-  steps.appendChild(el("ol"));
-  item.appendChild(steps);
-  for (const step of turn.steps) addStep(item, step);
-  steps.hidden = turn.steps.length === 0;
-  const answer = el("div", null, "answer");
-  if (live) answer.setAttribute("aria-busy", "true");
-  item.appendChild(answer);
-  if (turn.answer) {
-    renderAnswer(answer, turn.answer.text, turn.answer.nodes, (path, anchor) => openSource(path, anchor, { session: sessionId, seq: turn.answer.seq }));
-    item.appendChild(sourcesOf(turn.answer));
-    item.appendChild(ratingOf(turn));
-  } else if (!live) {
-    // What the model had said when the turn was cut is kept, as text.
-    if (turn.partial) answer.appendChild(el("p", turn.partial, "partial"));
-    answer.appendChild(el("p", stopText(turn.stop, turn.detail), "stopped"));
-  }
-  return item;
-}
-
-function stopText(stop, detail) {
-  const why = {
-    "": "No answer yet: the turn is unfinished.",
-    cancelled: "Stopped before an answer.",
-    step_limit: "No answer: the step limit was reached.",
-    time_limit: "No answer: the time limit was reached.",
-    model_error: "No answer: the model server failed.",
-    budget: "No answer: the token budget is spent.",
-  }[stop] || "No answer (" + stop + ").";
-  return detail ? why + " " + detail : why;
-}
-
-// A tool step, added to a turn's collapsed list (its summary counts them).
-function addStep(item, step) {
-  const steps = item.querySelector(".steps");
-  const line = el("li", null, "step " + (step.decision || ""));
-  line.appendChild(el("code", step.tool));
-  if (step.argument) line.appendChild(document.createTextNode(" “" + step.argument + "”"));
-  if (step.result) line.appendChild(document.createTextNode(": " + step.result));
-  steps.querySelector("ol").appendChild(line);
-  const n = steps.querySelectorAll("li").length;
-  steps.querySelector("summary").textContent = count(n, "step") + ": what was searched and read";
-  steps.hidden = false;
-}
-
-// The answer's sources: path, heading and whether the turn retrieved the section.
-function sourcesOf(answer) {
-  const box = el("div", null, "sources");
-  if (answer.citations.length === 0) {
-    box.appendChild(el("p", "No sources cited.", "meta"));
-    return box;
-  }
-  box.appendChild(el("h3", "Sources"));
-  const list = el("ul");
-  for (const c of answer.citations) {
-    const item = el("li", null, c.verified ? "verified" : "unverified");
-    const open = button("", () => openSource(c.path, c.anchor, { session: sessionId, seq: answer.seq }), "source");
-    open.appendChild(el("span", c.heading || c.path, "heading"));
-    open.appendChild(el("span", c.path + (c.anchor ? "#" + c.anchor : ""), "path"));
-    item.appendChild(open);
-    item.appendChild(el("span", c.verified ? "✓ verified" : "✗ not retrieved", "mark"));
-    list.appendChild(item);
-  }
-  box.appendChild(list);
-  return box;
-}
-
-// "Was this answer helpful?": recorded as the answer's feedback event.
-function ratingOf(turn) {
-  const form = el("form", null, "feedback");
-  form.appendChild(el("span", "Was this answer helpful?"));
-  const comment = el("input");
-  comment.type = "text";
-  comment.maxLength = 2000;
-  comment.placeholder = "what was missing or wrong (optional)";
-  comment.setAttribute("aria-label", "comment on this answer");
-  const said = el("span", turn.rating === null ? "" : turn.rating ? "Rated helpful." : "Rated not helpful.", "said");
-  said.setAttribute("role", "status");
-  const rate = async (helpful) => {
-    try {
-      await json("POST", "/v1/sessions/" + encodeURIComponent(sessionId) + "/feedback",
-        { answer_seq: turn.answer.seq, helpful, comment: comment.value.trim() });
-      said.textContent = helpful ? "Thanks: recorded as helpful." : "Thanks: recorded as not helpful; the docs team will see it.";
-    } catch (error) {
-      showError(error.message);
-    }
-  };
-  form.append(button("Yes", () => rate(true), "helpful"), button("No", () => rate(false), "not-helpful"), comment, said);
-  // Enter in the comment does not rate: only a click on Yes or No does.
-  form.addEventListener("submit", (event) => event.preventDefault());
-  return form;
-}
-
 // Opens session `id` with its history. A turn running on the server is followed live, one that
 // waits for an approver is followed until it is decided, and one a crash or shutdown left
 // unfinished can be resumed. Only the latest call shows (a slow reply to an earlier click is
@@ -317,7 +152,7 @@ async function openSession(id, keepError) {
     quietly(() => {
       const list = $("turns");
       list.textContent = "";
-      for (const turn of turnsOf(events)) list.appendChild(turnElement(turn, false));
+      for (const turn of turnsOf(events)) list.appendChild(turnElement(turn, false, ctx(id)));
     });
     document.querySelectorAll("#sessions button.session").forEach((b) => {
       if (b.dataset.id === id) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
@@ -383,7 +218,7 @@ async function ask(event) {
     return;
   }
   running.id = id;
-  const item = turnElement({ question, steps: [] }, true);
+  const item = turnElement({ question, steps: [] }, true, ctx(id));
   $("turns").appendChild(item);
   item.scrollIntoView({ block: "end" });
   const answer = item.querySelector(".answer");
@@ -430,7 +265,7 @@ async function settle(id, item) {
   try {
     const turns = turnsOf(await sessionEvents(id));
     const turn = turns[turns.length - 1];
-    if (turn && item.isConnected && sessionId === id) quietly(() => item.replaceWith(turnElement(turn, false)));
+    if (turn && item.isConnected && sessionId === id) quietly(() => item.replaceWith(turnElement(turn, false, ctx(id))));
   } catch (error) {
     showError(error.message);
   }
