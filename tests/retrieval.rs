@@ -143,6 +143,21 @@ fn a_tool_call_the_harness_cannot_read_gets_a_one_line_correction() {
     assert!(out.stdout.starts_with("14 days [docs/refunds.md#window]."), "{}", out.stdout);
 }
 
+/// What Qwen2.5-Coder-0.5B wrote through `serve`: calls to tools that do not exist, again after
+/// the correction, naming a retrieved section in their arguments. That is no answer: the turn's
+/// search results are quoted instead.
+#[test]
+fn a_call_the_harness_cannot_read_twice_is_replaced_by_the_retrieved_sections() {
+    let junk = "{\"name\": \"refunds\", \"arguments\": {\"path\": \"docs/refunds.md#window\"}}\n\
+                {\"name\": \"failed-payments\", \"arguments\": {\"path\": \"docs/failed-payments.md#retry-schedule\"}}";
+    let (server, out) = ask(vec![Canned::text(junk), Canned::text(junk)], "can a customer get a refund after 20 days");
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 2, "one correction, then no more model calls");
+    assert!(out.stdout.starts_with(docs_agent::model::builtin::UNCHECKED_HEADER), "{}", out.stdout);
+    assert!(!out.stdout.contains("\"arguments\""), "the JSON is not shown: {}", out.stdout);
+    assert!(out.stdout.contains("docs/refunds.md#window"), "the best section is quoted: {}", out.stdout);
+}
+
 #[test]
 fn several_calls_written_as_text_are_all_run_under_the_same_policy() {
     let calls = "I will look.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"docs/refunds.md\", \"limit\": 3}}\n</tool_call>\n\

@@ -616,17 +616,20 @@ impl<'a> Turn<'a> {
     /// What becomes of the model's final text: sent back (at most once per kind) with a one-line correction
     /// when it looks like a tool call the harness could not read, or when it cites no section
     /// retrieved in this turn (or quotes what none holds) though the docs had hits; after one
-    /// such correction, a retrieval-only answer of the turn's search results replaces it.
+    /// such correction, a retrieval-only answer of the turn's search results replaces it (for a
+    /// call it cannot read, whatever the text cites).
     fn checked(&self, text: &str, question: &str, turn: &[Stored], steps: u32) -> Checked {
         let sent = |kind: CorrectionKind| {
             turn.iter().any(|s| matches!(&s.event, Event::Correction { kind: k, .. } if *k == kind))
         };
         let can_retry = steps < self.deps.limits.max_steps;
-        if let Some(problem) = crate::model::textcall::unreadable(text, &tools::names())
-            && can_retry
-            && !sent(CorrectionKind::ToolCall)
-        {
-            return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem, hook: None };
+        if let Some(problem) = crate::model::textcall::unreadable(text, &tools::names()) {
+            if can_retry && !sent(CorrectionKind::ToolCall) {
+                return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem, hook: None };
+            }
+            // Still a call the harness cannot read after its correction (or no step left for
+            // one): JSON meant for a tool is no answer, even when it names a retrieved section.
+            return Checked::Answer(retrieval_only(turn));
         }
         if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
             return Checked::Answer(text.to_string());
