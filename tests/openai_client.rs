@@ -60,6 +60,26 @@ fn server_error_is_retried_then_succeeds() {
     assert_eq!(server.requests().len(), 3);
 }
 
+/// A 5xx with a body far over the reply limit is that 5xx: retried like any other, and named by
+/// its status when it persists (not "the reply is larger than 8 MiB").
+#[test]
+fn a_server_error_with_a_huge_body_is_retried_and_named_by_its_status() {
+    let huge = format!("{{\"error\":\"overloaded\"}}{}", " ".repeat(12 << 20));
+    let server = FakeServer::start(vec![Canned::raw(500, &huge), Canned::text("fine")]);
+    let ws = sample_workspace();
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base, &[]), &["q"]);
+    assert_eq!(out.code, 0, "retried: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), "fine");
+
+    let server = FakeServer::start(vec![Canned::raw(503, &huge), Canned::raw(503, &huge), Canned::raw(503, &huge)]);
+    let base = server.base_url();
+    let out = run(ws.path(), &env(&base, &[("DOCS_AGENT_MAX_WALL_SECS", "60")]), &["q"]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("503") && out.stderr.contains("overloaded"), "named by its status: {}", out.stderr);
+    assert!(!out.stderr.contains("larger than"), "{}", out.stderr);
+}
+
 #[test]
 fn an_error_that_echoes_the_api_key_is_told_without_it() {
     let key = "llm-Zq81xPq0aaWk3";

@@ -17,6 +17,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(10);
 const MAX_BODY_BYTES: usize = 8 << 20;
 /// Characters of an error body kept in messages.
 const ERROR_BODY_CHARS: usize = 300;
+/// Bytes of an error reply's body read at most (the start holds its message).
+const ERROR_BODY_READ_BYTES: usize = 64 * 1024;
 
 /// A configured client for one server and model.
 pub struct Client {
@@ -173,11 +175,13 @@ impl Client {
     async fn finish(&self, response: reqwest::Response) -> Result<Reply, Attempt> {
         let status = response.status();
         let after = retry_after(&response);
-        let text = self.read_body(response).await?;
         if status.is_success() {
+            let text = self.read_body(response).await?;
             return parse_reply(&text)
                 .map_err(|detail| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail }));
         }
+        // An error's status is what matters: only the start of its body is read, however large.
+        let text = read_error_start(response).await;
         let snippet = crate::guard::redact::redact_truncated(&text, ERROR_BODY_CHARS);
         let lower = text.to_ascii_lowercase();
         if status.as_u16() == 404
@@ -195,6 +199,7 @@ impl Client {
     }
 
     /// The body as text, refusing one larger than [`MAX_BODY_BYTES`] before it fills memory.
+    /// (An error's body is read with [`read_error_start`] instead.)
     async fn read_body(&self, mut response: reqwest::Response) -> Result<String, Attempt> {
         let too_large = || {
             Attempt::Fatal(ModelError::Malformed {
@@ -319,4 +324,19 @@ pub fn parse_reply(text: &str) -> Result<Reply, String> {
         completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
     });
     Ok(Reply { content, tool_calls, usage })
+}
+
+/// The start of an error reply's body: at most [`ERROR_BODY_READ_BYTES`], the rest left unread
+/// (a 500 with a 50 MB body is a 500), bytes that are not UTF-8 replaced, and a body that breaks
+/// off taken as far as it came.
+async fn read_error_start(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_READ_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(ERROR_BODY_READ_BYTES);
+    String::from_utf8_lossy(&body).into_owned()
 }
