@@ -22,11 +22,8 @@ use crate::session::{
 };
 use crate::skills::Skills;
 use crate::tools::Toolbox;
-use crate::workspace::policy::{Area, check_read};
+use crate::workspace::policy::{Area, Denied, check_read};
 use crate::workspace::{Workspace, WorkspaceError};
-
-/// Largest AGENTS.md read into the prompt.
-const MAX_AGENTS_MD_BYTES: u64 = 64 * 1024;
 
 /// Everything built once per process: workspace handles, index, skills, prompt.
 pub struct Harness {
@@ -127,6 +124,42 @@ pub enum OpenError {
     /// A policy hook does not compile (a configuration read without its checks).
     #[error("{0}")]
     Hooks(String),
+    /// AGENTS.md cannot go in the prompt, and `prompt.agents_md_unusable = "error"`.
+    #[error("{0}")]
+    AgentsMd(String),
+}
+
+/// AGENTS.md as it goes in the prompt: none when there is none. One that cannot be used (over
+/// `prompt.agents_md_max_bytes`, binary, not UTF-8) is never left out silently: a warning on
+/// stderr says so, or, with `prompt.agents_md_unusable = "error"`, the command stops.
+fn project_rules(workspace: &Workspace, prompt: &crate::config::PromptConfig) -> Result<Option<String>, OpenError> {
+    let Some(path) = check_read("AGENTS.md").ok().filter(|p| p.area() == Area::AgentsMd) else {
+        return Ok(None);
+    };
+    match workspace.read_text(&path, prompt.agents_md_max_bytes) {
+        Ok(text) => Ok(Some(text)),
+        Err(crate::workspace::FileError::Failed(m)) if m.ends_with("no such file") => Ok(None),
+        Err(crate::workspace::FileError::Failed(m) | crate::workspace::FileError::Denied(Denied(m))) => {
+            let problem = unusable_agents_md(&m, prompt.agents_md_max_bytes);
+            match prompt.agents_md_unusable {
+                crate::config::Unusable::Error => {
+                    Err(OpenError::AgentsMd(format!("{problem} (prompt.agents_md_unusable = \"error\")")))
+                }
+                crate::config::Unusable::Warn => {
+                    tracing::warn!("{problem}; answering without the project's rules");
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// What is wrong with an AGENTS.md that cannot be read as `error` says, and what to do.
+pub fn unusable_agents_md(error: &str, limit: u64) -> String {
+    format!(
+        "{error}: AGENTS.md is not in the prompt; keep it under prompt.agents_md_max_bytes ({limit} bytes), \
+         as UTF-8 text, or raise that limit"
+    )
 }
 
 /// The index of `docs` where `config` keeps it: the file, brought up to date (a progress
@@ -170,11 +203,18 @@ impl Harness {
             None => (Index::empty().map_err(OpenError::Index)?, Source::Memory { built_from: Vec::new() }),
         };
         let skills = Skills::load(workspace.root());
-        let agents_md = check_read("AGENTS.md")
-            .ok()
-            .filter(|p| p.area() == Area::AgentsMd)
-            .and_then(|p| workspace.read_text(&p, MAX_AGENTS_MD_BYTES).ok());
-        let system_prompt = prompt::system_prompt(agents_md.as_deref(), &skills.catalog());
+        let agents_md = project_rules(&workspace, &config.prompt)?;
+        let catalog = skills.catalog_within(config.prompt.skills_catalog_tokens);
+        if catalog.left_out > 0 {
+            tracing::warn!(
+                "{} of {} skills are left out of the prompt: the catalog is capped at {} tokens \
+                 (prompt.skills_catalog_tokens); raise it, or merge skills",
+                catalog.left_out,
+                skills.skills.len(),
+                config.prompt.skills_catalog_tokens
+            );
+        }
+        let system_prompt = prompt::system_prompt(agents_md.as_deref(), &catalog.text);
         Ok(Harness {
             workspace,
             index: Live::new(index, readers),

@@ -40,6 +40,34 @@ pub struct Config {
     /// Policy hooks: rules before and after tool calls and before an answer is taken.
     #[serde(default)]
     pub hooks: crate::hooks::HooksConfig,
+    /// What the system prompt holds besides the harness's rules: AGENTS.md and the skills
+    /// catalog, each within a limit.
+    pub prompt: PromptConfig,
+}
+
+/// The limits of what the workspace puts in the system prompt.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptConfig {
+    /// The largest AGENTS.md put in the prompt, in bytes.
+    pub agents_md_max_bytes: u64,
+    /// What an AGENTS.md that cannot go in the prompt (too large, not text) is: `warn` (every
+    /// command says so on stderr and answers without the project's rules) or `error` (every
+    /// command stops).
+    pub agents_md_unusable: Unusable,
+    /// Tokens (estimated as bytes / 4) the skills catalog may take in the prompt: the skills past
+    /// it are left out of the catalog, which says how many, and `check` warns.
+    pub skills_catalog_tokens: usize,
+}
+
+/// What a command does with a workspace file it cannot use as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unusable {
+    /// Say so on stderr and go on without it.
+    Warn,
+    /// Stop with the reason.
+    Error,
 }
 
 /// Tokens and cost a question (one turn) and a session (all its turns) may use; 0 is no limit.
@@ -291,6 +319,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
+    ("DOCS_AGENT_AGENTS_MD_UNUSABLE", "prompt.agents_md_unusable"),
 ];
 
 /// The longest an approval request may wait: 30 days.
@@ -534,7 +563,10 @@ fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::File
 }
 
 /// Settings that take one word of a closed set: the key, its environment variable, the words.
-const CLOSED_SETS: &[(&str, &str, &[&str])] = &[("llm.pull", "LLM_PULL", &["missing", "never"])];
+const CLOSED_SETS: &[(&str, &str, &[&str])] = &[
+    ("llm.pull", "LLM_PULL", &["missing", "never"]),
+    ("prompt.agents_md_unusable", "DOCS_AGENT_AGENTS_MD_UNUSABLE", &["warn", "error"]),
+];
 
 fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
     builder.set_override(key, value).map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
@@ -590,6 +622,9 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("serve.allow_self_approval", false.into()),
         ("serve.breaker_failures", 3_i64.into()),
         ("serve.breaker_cooldown_secs", 30_i64.into()),
+        ("prompt.agents_md_max_bytes", 65_536_i64.into()),
+        ("prompt.agents_md_unusable", "warn".into()),
+        ("prompt.skills_catalog_tokens", 2_000_i64.into()),
     ];
     let mut builder = config::Config::builder();
     for (key, value) in pairs {

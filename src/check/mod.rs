@@ -50,18 +50,34 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     let index = harness.index.current();
     let mut problems = Vec::new();
     let workspace = &harness.workspace;
-    match check_read("AGENTS.md").map(|p| workspace.read_text(&p, 64 * 1024)) {
+    let limit = config.prompt.agents_md_max_bytes;
+    match check_read("AGENTS.md").map(|p| workspace.read_text(&p, limit)) {
         Ok(Ok(text)) if text.trim().is_empty() => {
             problems.push(problem("AGENTS.md", Some(1), "is empty; write the project's rules for the assistant"))
         }
         Ok(Ok(_)) => {}
-        Ok(Err(FileError::Failed(m))) | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => problems
-            .push(problem(
-                "AGENTS.md",
-                None,
-                format!("{}; add the project's rules as AGENTS.md", m.strip_prefix("AGENTS.md: ").unwrap_or(&m)),
-            )),
+        Ok(Err(FileError::Failed(m))) if m.ends_with("no such file") => {
+            problems.push(problem("AGENTS.md", None, "no such file; add the project's rules as AGENTS.md"))
+        }
+        Ok(Err(FileError::Failed(m))) | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => {
+            let m = m.strip_prefix("AGENTS.md: ").unwrap_or(&m);
+            problems.push(problem("AGENTS.md", None, crate::agent::unusable_agents_md(m, limit)))
+        }
         Err(d) => problems.push(problem("AGENTS.md", None, d.0)),
+    }
+    let catalog = harness.skills.catalog_within(config.prompt.skills_catalog_tokens);
+    if catalog.left_out > 0 {
+        problems.push(problem(
+            "skills",
+            None,
+            format!(
+                "{} of {} valid skills are left out of the prompt: the catalog is capped at {} tokens \
+                 (prompt.skills_catalog_tokens); raise it, or merge skills",
+                catalog.left_out,
+                harness.skills.skills.len(),
+                config.prompt.skills_catalog_tokens
+            ),
+        ));
     }
     for p in &harness.skills.problems {
         problems.push(problem(&p.file, p.line, format!("[{}] {}", p.rule, p.message)));
@@ -93,11 +109,12 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     }
     let stats = &index.stats;
     let summary = format!(
-        "{} docs, {} sections indexed; {} files skipped; {} skills valid; hooks: {}; {} problems",
+        "{} docs, {} sections indexed; {} files skipped; {} skills valid ({} in the prompt); hooks: {}; {} problems",
         stats.files,
         stats.sections,
         skipped.len(),
         harness.skills.skills.len(),
+        catalog.listed,
         harness.hooks.describe(),
         problems.len()
     );

@@ -163,19 +163,38 @@ impl Skills {
     /// Empty string when there are no skills. Never contains a body: the model asks
     /// `load_skill` for that.
     pub fn catalog(&self) -> String {
+        self.catalog_within(usize::MAX).text
+    }
+
+    /// The catalog within `tokens` (estimated as bytes / 4): skills in name order as long as
+    /// they fit, then a line saying how many were left out.
+    pub fn catalog_within(&self, tokens: usize) -> Catalog {
         if self.skills.is_empty() {
-            return String::new();
+            return Catalog { text: String::new(), listed: 0, left_out: 0 };
         }
+        let budget = tokens.saturating_mul(4);
         let mut xml = String::from("<available_skills>\n");
+        let mut listed = 0;
         for skill in &self.skills {
-            xml.push_str("<skill>\n");
-            push_element(&mut xml, "name", &skill.name);
-            push_element(&mut xml, "description", &skill.description);
-            push_element(&mut xml, "location", &skill.location);
-            xml.push_str("</skill>\n");
+            let mut entry = String::from("<skill>\n");
+            push_element(&mut entry, "name", &skill.name);
+            push_element(&mut entry, "description", &skill.description);
+            push_element(&mut entry, "location", &skill.location);
+            entry.push_str("</skill>\n");
+            if xml.len() + entry.len() > budget {
+                break;
+            }
+            xml.push_str(&entry);
+            listed += 1;
+        }
+        let left_out = self.skills.len() - listed;
+        if left_out > 0 {
+            xml.push_str(&format!(
+                "<!-- {left_out} more skills are not listed: the catalog is capped at prompt.skills_catalog_tokens -->\n"
+            ));
         }
         xml.push_str("</available_skills>");
-        xml
+        Catalog { text: xml, listed, left_out }
     }
 
     /// Records what loading one folder produced.
@@ -185,6 +204,17 @@ impl Skills {
             Err(problems) => self.problems.extend(problems),
         }
     }
+}
+
+/// The skills catalog as it goes in the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalog {
+    /// The text (empty without skills).
+    pub text: String,
+    /// How many skills it lists.
+    pub listed: usize,
+    /// How many valid skills did not fit the cap.
+    pub left_out: usize,
 }
 
 /// A problem before it is tied to a file: (rule, line, message).
