@@ -432,3 +432,31 @@ fn re_pinning_is_said_and_a_bad_ttl_is_a_config_error() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(ws.path().join("notes/leak.txt").exists(), "{}", out.stderr);
 }
+
+/// Past its TTL, the CLI shows a write as expired (as `serve` expires it on time), and resuming
+/// the session tells the model and goes on without the write.
+#[test]
+fn a_write_past_its_ttl_shows_as_expired_and_resume_goes_on_without_it() {
+    let ws = sample_workspace();
+    let id = paused_session(ws.path(), &[]);
+    let expired = [("DOCS_AGENT_APPROVAL_TTL_SECS", "0")];
+    let out = agent(ws.path(), &expired, &["sessions", "list"], "");
+    assert!(out.stdout.contains(&id) && out.stdout.contains("write_expired"), "{}", out.stdout);
+    let out = agent(ws.path(), &expired, &["sessions", "show", &id], "");
+    assert!(
+        out.stdout.contains("write_expired") && out.stdout.contains("expired: the write to notes/leak.txt"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&format!("docs-agent sessions resume {id}")), "{}", out.stdout);
+    assert!(!out.stdout.contains("sessions approve"), "no approval offered: {}", out.stdout);
+    let out = agent(ws.path(), &expired, &["sessions", "resume", &id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("approval_ttl_secs"), "{}", out.stderr);
+    assert!(!ws.path().join("notes/leak.txt").exists());
+    let events = export(ws.path(), &id);
+    assert_eq!(events.iter().filter(|e| matches!(e, Event::ApprovalExpired { .. })).count(), 1);
+    assert!(matches!(events.last(), Some(Event::Stopped { .. })), "the turn ended: {events:?}");
+    let out = agent(ws.path(), &[], &["sessions", "list"], "");
+    assert!(out.stdout.contains("idle"), "{}", out.stdout);
+}

@@ -182,6 +182,12 @@ impl Desk {
         let deps = self.harness.deps(&self.config);
         deps.turn(model, &mut self.log, id).record_verdict(call, verdict, "user")
     }
+
+    /// Records the expiry of session `id`'s pending write if its TTL has passed (true then).
+    pub fn expire_due(&mut self, id: &str, model: &Model) -> Result<bool, Failure> {
+        let deps = self.harness.deps(&self.config);
+        deps.turn(model, &mut self.log, id).expire_due().map_err(|e| (Exit::Failure, e.to_string()))
+    }
 }
 
 /// Opens the log at `session.log_url` or `session.log_path` (no index is built).
@@ -224,7 +230,7 @@ pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Fa
         });
         let line = format!(
             "{id}  {:<17}  {:>4} events  {:>8}  {}  {}",
-            state::status(&events).as_str(),
+            shown_status(&events, config, now),
             events.len(),
             age(now, last),
             state::pinned_model(&events).unwrap_or("?"),
@@ -235,12 +241,21 @@ pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Fa
     Ok(Exit::Ok)
 }
 
+/// A session's status as a person should read it now: a write that waited past its TTL is
+/// `write_expired` (denied; the turn goes on when resumed, as `serve` goes on by itself).
+fn shown_status(events: &[Stored], config: &Config, now: u64) -> &'static str {
+    match state::next(events) {
+        Next::Decide(pending) if pending.expired(now, config.session.approval_ttl_secs) => "write_expired",
+        _ => state::status(events).as_str(),
+    }
+}
+
 /// `sessions show ID`
 pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
     let events = events(log, config, id)?;
     let mut text = format!(
         "session {id}: {}, model {}, {} events\n",
-        state::status(&events).as_str(),
+        shown_status(&events, config, now_ms()),
         state::pinned_model(&events).unwrap_or("?"),
         events.len()
     );
@@ -253,12 +268,18 @@ pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Resul
     if let Next::Decide(pending) = state::next(&events) {
         let ttl = config.session.approval_ttl_secs;
         let left = pending.requested_at_ms.saturating_add(ttl.saturating_mul(1000)).saturating_sub(now_ms()) / 1000;
-        let when = if pending.expired(now_ms(), ttl) { "expired".to_string() } else { format!("expires in {left} s") };
         let call = &pending.call.record.id;
-        text.push_str(&format!(
-            "waiting: write to {} ({when}); `docs-agent sessions approve {id} --call {call}` or `docs-agent sessions deny {id} --call {call}`\n",
-            pending.path
-        ));
+        if pending.expired(now_ms(), ttl) {
+            text.push_str(&format!(
+                "expired: the write to {} was not decided within session.approval_ttl_secs ({ttl} s), so it is denied; `docs-agent sessions resume {id}` tells the model and goes on\n",
+                pending.path
+            ));
+        } else {
+            text.push_str(&format!(
+                "waiting: write to {} (expires in {left} s); `docs-agent sessions approve {id} --call {call}` or `docs-agent sessions deny {id} --call {call}`\n",
+                pending.path
+            ));
+        }
     }
     let _ = out.write_all(guard::scrub(&text).as_bytes());
     Ok(Exit::Ok)
@@ -307,6 +328,11 @@ pub fn continue_turn(
     let _lock = desk.lock(id)?;
     let model = desk.model(id, repin)?;
     let mut expired = None;
+    // A write past its TTL is expired, as `serve` does at the TTL: the model is told, and the
+    // turn goes on without it.
+    if decision.is_none() && desk.expire_due(id, &model)? {
+        crate::guard::sink::err_line!("docs-agent: the write waited past session.approval_ttl_secs; it was denied");
+    }
     if let Some((decision, call)) = decision {
         let verdict = verdict(desk, id, decision, call.as_deref())?;
         match desk.decide(id, &model, call.as_deref(), verdict) {

@@ -111,7 +111,7 @@ pub struct ListQuery {
 }
 
 /// `GET /v1/approvals?state=pending` (approvers): the writes asked within the approval TTL
-/// that still wait (one asked earlier has expired; deciding it says so).
+/// that still wait; one past it is expired at once (`expiry`) and never listed.
 pub async fn list(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -130,7 +130,8 @@ pub async fn list(
         let mut out = Vec::new();
         for id in log.active_ids_since(since)? {
             let events = log.events_after(&id, 0)?;
-            if state::owner(&events).is_some() {
+            // One past its TTL is expired by the timer now, and never listed.
+            if state::owner(&events).is_some() && !super::expiry::hand_over_if_due(&state, &id, &events) {
                 out.extend(pending(&state, &id, &events));
             }
         }

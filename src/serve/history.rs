@@ -100,7 +100,12 @@ pub async fn list(
             let events = log.events_after(&id, 0)?;
             // The owner is checked again on the events themselves, as every session route does.
             if state::owner(&events) == Some(principal.name.as_str()) {
-                sessions.push(Summary::of(&id, &events));
+                let mut summary = Summary::of(&id, &events);
+                // A write past its TTL is expired now: its turn goes on.
+                if super::expiry::hand_over_if_due(&state, &id, &events) {
+                    summary.status = state::Status::InTurn.as_str();
+                }
+                sessions.push(summary);
             }
         }
         Ok(serde_json::json!({ "sessions": sessions }))

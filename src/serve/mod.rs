@@ -15,6 +15,7 @@ pub mod breaker;
 pub mod completions;
 pub mod conn;
 pub mod error;
+pub mod expiry;
 pub mod fresh;
 pub mod history;
 pub mod limits;
@@ -92,6 +93,8 @@ pub struct AppState {
     pub index_status: fresh::Status,
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
+    /// The pending writes this replica expires on time.
+    pub expiry: expiry::Schedule,
 }
 
 /// Per-session notifications of new events.
@@ -145,6 +148,7 @@ impl AppState {
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             index_status: fresh::Status::default(),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
+            expiry: expiry::Schedule::default(),
             harness,
             config,
             store,
@@ -328,6 +332,8 @@ pub async fn serve(
     // With other replicas on the same log: their appends and cancels reach this one, and a
     // turn a dead replica left is taken over here. Stopped when serving ends.
     let _replicas = replicas::start(&state);
+    // Pending writes expire on time: the whole log is looked at once, then each at its TTL.
+    let expiring = expiry::start(&state);
     tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {
@@ -343,5 +349,6 @@ pub async fn serve(
         header_read_timeout: std::time::Duration::from_secs(state.config.serve.header_read_timeout_secs),
     };
     conn::serve(listener, app(state), limits, shutdown).await;
+    expiring.abort();
     Ok(())
 }

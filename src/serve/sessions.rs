@@ -66,6 +66,10 @@ pub async fn show(
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
+    // A write past its TTL is expired first: nobody sees it pending.
+    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+        return e.into_response();
+    }
     let result = crate::runtime::blocking(|| {
         let events = owned(&state.log()?, &id, &principal)?;
         let model = state::pinned_model(&events).unwrap_or(&state.config.llm.model);
@@ -102,6 +106,10 @@ pub async fn message(
     headers: axum::http::HeaderMap,
     body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
+    // A write past its TTL is expired first: nobody sees it pending.
+    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+        return e.into_response();
+    }
     let checked = crate::runtime::blocking(|| {
         principal.require(Role::Ask)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"text\": \"...\"}"))?;
@@ -159,6 +167,10 @@ pub async fn resume(
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Response {
+    // A write past its TTL is expired first: nobody sees it pending.
+    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+        return e.into_response();
+    }
     let checked = principal.require(Role::Ask).and_then(|()| {
         let events = crate::runtime::blocking(|| owned(&state.log()?, &id, &principal))?;
         match state::status(&events) {
@@ -195,6 +207,10 @@ pub async fn events(
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     headers: axum::http::HeaderMap,
 ) -> Response {
+    // A write past its TTL is expired first: nobody sees it pending.
+    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+        return e.into_response();
+    }
     let after = match query {
         Ok(Query(query)) => query.after,
         Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),

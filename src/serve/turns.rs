@@ -25,6 +25,12 @@ pub enum Start {
     Message(String),
     /// From where the log stands (a turn a crash or a shutdown left unfinished).
     Continue,
+    /// Record that the pending write's TTL has passed (under the session's lock), tell `reply`
+    /// whether it had, then go on: the model is told the write was denied.
+    Expire {
+        /// Told `true` once the expiry is recorded, `false` when nothing was due.
+        reply: tokio::sync::oneshot::Sender<Result<bool, ApiError>>,
+    },
     /// Record a decision on the pending write `call` (under the same lock the turn then runs
     /// under, so nothing can slip in between), tell `reply` how it went, then go on.
     Decision {
@@ -172,6 +178,24 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
             log.append(id, Event::UserMessage { text })?;
         }
         Start::Continue => {}
+        Start::Expire { reply } => {
+            let deps = state.harness.deps(&state.config);
+            match deps.turn(&model, &mut log, id).expire_due() {
+                Ok(true) => {
+                    state.metrics.approval("expired");
+                    let _ = reply.send(Ok(true));
+                }
+                Ok(false) => {
+                    let _ = reply.send(Ok(false));
+                    return Err(ApiError::conflict("not_pending", format!("session {id} has no expired write")));
+                }
+                Err(e) => {
+                    let error = ApiError::from(e);
+                    let _ = reply.send(Err(error.clone()));
+                    return Err(error);
+                }
+            }
+        }
         Start::Decision { call, verdict, by, reply } => {
             let outcome = match &verdict {
                 Verdict::Allow(_) => "granted",
@@ -191,7 +215,8 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                 Err(VerdictError::NothingWaits(message)) => Err(ApiError::conflict("not_pending", message)),
                 Err(VerdictError::Log(e)) => Err(e.into()),
             };
-            let stop = answer.is_err();
+            // An expired request was recorded as denied: the turn goes on without the write.
+            let stop = matches!(&answer, Err(e) if e.code != "expired");
             let _ = reply.send(answer);
             if stop {
                 return Err(ApiError::conflict("not_pending", "the decision was not recorded"));
@@ -202,10 +227,14 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
     Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot })
 }
 
-/// Fails a start, telling a waiting decision why.
+/// Fails a start, telling a waiting decision or expiry why.
 fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
     match start {
         Start::Decision { reply, .. } => {
+            let _ = reply.send(Err(error.clone()));
+            Err(error)
+        }
+        Start::Expire { reply } => {
             let _ = reply.send(Err(error.clone()));
             Err(error)
         }
@@ -258,6 +287,8 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         Ok(TurnEnd::AwaitingApproval { .. }) => {
             outcome.stop = Status::AwaitingApproval.as_str().into();
             let events = log.events_after(&id, 0)?;
+            // It expires on time, whether or not anyone looks.
+            super::expiry::schedule(&state, &id, &events);
             outcome.approval = super::approvals::pending(&state, &id, &events);
         }
         Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),

@@ -288,6 +288,20 @@ impl<'a> Turn<'a> {
         Ok(self.verdict(pending, verdict, by)?)
     }
 
+    /// Records the expiry of the write the session waits for, if its TTL has passed: the model
+    /// is then told it was denied, and the turn can go on. False when nothing waits or the
+    /// request is still in time.
+    pub fn expire_due(&mut self) -> Result<bool, LogError> {
+        let events = self.log.events_after(self.session, 0)?;
+        match state::next(&events) {
+            Next::Decide(pending) if pending.expired(now_ms(), self.deps.session.approval_ttl_secs) => {
+                self.expire(pending)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn call_model(
         &mut self,
         messages: &[Message],

@@ -31,6 +31,24 @@ struct Server {
 }
 
 impl Server {
+    /// Moves session `id`'s events `ms` into the past, as if it had all happened that long ago:
+    /// time injected into the log, for what depends on how old a request is.
+    fn backdate(&self, id: &str, ms: u64) {
+        match &self._db {
+            Some(db) => {
+                db.psql(&format!(
+                    "UPDATE docs_agent_events SET at_ms = at_ms - {ms} WHERE session = '{id}';
+                     UPDATE docs_agent_sessions SET last_ms = last_ms - {ms} WHERE id = '{id}'"
+                ));
+            }
+            None => {
+                let db = rusqlite::Connection::open(&self.state.config.session.log_path).expect("the session log");
+                db.execute("UPDATE events SET at_ms = at_ms - ?1 WHERE session = ?2", rusqlite::params![ms as i64, id])
+                    .expect("backdate");
+            }
+        }
+    }
+
     /// A handle on the session log, as another process or replica would open it.
     fn log(&self) -> Log {
         Store::open(&self.state.config.session_location()).and_then(|store| store.log()).expect("the session log")
@@ -1378,4 +1396,84 @@ async fn a_pending_write_comes_with_its_conversation() {
     assert!(said[1].0 == "assistant" && said[1].1.contains("14 days"), "{said:?}");
     assert_eq!(said[2], ("user", WRITING_QUESTION));
     assert_eq!(pending["path"], "notes/leak.txt");
+}
+
+/// A session whose write waited past its TTL, as a person finds it: `(server, session id)`.
+async fn expired_write() -> (Server, String) {
+    let s = server_with(&[("session.approval_ttl_secs", "60".into())]);
+    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let (_, outcome) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
+            .await;
+    assert_eq!(outcome["stop"], "awaiting_approval", "{outcome}");
+    s.backdate(&id, 61_000);
+    (s, id)
+}
+
+/// What the log says became of an expired write: recorded as expired, the model told it was
+/// denied, the turn ended with an answer, and nothing written.
+fn assert_expired_and_answered(s: &Server, id: &str) {
+    let events = s.log().events_after(id, 0).expect("events");
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
+    let expired = kinds.iter().position(|k| *k == "approval_expired").unwrap_or_else(|| panic!("{kinds:?}"));
+    assert!(kinds[expired..].contains(&"answer"), "the turn went on to an answer: {kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "approval_expired").count(), 1, "expired once: {kinds:?}");
+    assert!(!s.state.config.workspace.join("notes/leak.txt").exists(), "an expired write is never done");
+}
+
+/// Past its TTL, a pending write is expired by the first reader that touches the session, and
+/// the turn goes on by itself: never listed as pending, never stuck.
+#[tokio::test]
+async fn a_write_past_its_ttl_expires_when_the_session_is_touched_and_the_turn_goes_on() {
+    let (s, id) = expired_write().await;
+    let (_, listed) = call(&s, "GET", "/v1/approvals?state=pending", Some(APPROVER), None).await;
+    assert_eq!(listed["approvals"], json!([]), "an expired write is not pending: {listed}");
+    let (_, shown) = call(&s, "GET", &format!("/v1/sessions/{id}"), Some(ASKER), None).await;
+    assert_ne!(shown["status"], "awaiting_approval", "{shown}");
+    until_idle(&s, &id, ASKER).await;
+    assert_expired_and_answered(&s, &id);
+    // The owner goes on: a new message is a new turn (no 409).
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "refund window?"})))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["stop"].is_string(), "{body}");
+}
+
+/// The timer expires a write at its TTL though nobody looks at the session.
+#[tokio::test]
+async fn the_timer_expires_a_write_at_its_ttl_with_nobody_looking() {
+    let (s, id) = expired_write().await;
+    let timer = docs_agent::serve::expiry::start(&s.state);
+    // The request is older now than when its turn scheduled it: scheduled again, it is due.
+    docs_agent::serve::expiry::schedule(&s.state, &id, &s.log().events_after(&id, 0).expect("events"));
+    for _ in 0..2_000 {
+        let events = s.log().events_after(&id, 0).expect("events");
+        if events.iter().any(|e| e.event.kind() == "stopped") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    timer.abort();
+    assert_expired_and_answered(&s, &id);
+}
+
+/// An approver who decides too late is told it expired, and the turn goes on without the write.
+#[tokio::test]
+async fn a_decision_after_the_ttl_is_refused_and_the_turn_goes_on() {
+    let (s, id) = expired_write().await;
+    let events = s.log().events_after(&id, 0).expect("events");
+    let call_id = events
+        .iter()
+        .find_map(|e| match &e.event {
+            docs_agent::session::event::Event::ApprovalRequested { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .expect("a request");
+    let uri = format!("/v1/approvals/{id}.{call_id}");
+    let (status, body) = call(&s, "POST", &uri, Some(APPROVER), Some(json!({"decision": "once"}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("expired")), "{body}");
+    until_idle(&s, &id, ASKER).await;
+    assert_expired_and_answered(&s, &id);
 }

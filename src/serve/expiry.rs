@@ -1,0 +1,173 @@
+//! Approvals expire on time. A write that waits past `session.approval_ttl_secs` is recorded as
+//! expired, the model is told it was denied, and the turn goes on by itself:
+//! - a timer: every pending write this replica learns of (a turn that paused for one, or the
+//!   sweep of the whole log at start) is scheduled at its expiry, and expired then;
+//! - a touch: any reader or writer of a session (`GET /v1/sessions/{id}`, its events, a message,
+//!   `/resume`, the lists of sessions and of approvals) first expires a write that is due, so
+//!   nobody sees a request as pending after its TTL, whichever replica they ask.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use super::AppState;
+use super::error::ApiError;
+use super::turns::{self, Start};
+use crate::session::state::{self, Next};
+use crate::session::store::Stored;
+
+/// The pending writes this replica will expire: (when, session).
+#[derive(Default)]
+pub struct Schedule {
+    /// Due times (ms since the epoch) and sessions, soonest first.
+    due: Mutex<BTreeSet<(u64, String)>>,
+    /// Wakes the timer when an earlier expiry is added.
+    changed: tokio::sync::Notify,
+}
+
+/// When the write session `events` wait for expires (ms since the epoch), if one waits.
+pub fn expires_at(state: &AppState, events: &[Stored]) -> Option<u64> {
+    let Next::Decide(pending) = state::next(events) else { return None };
+    let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
+    Some(pending.requested_at_ms.saturating_add(ttl_ms))
+}
+
+/// True when the write session `events` wait for has passed its TTL.
+pub fn is_due(state: &AppState, events: &[Stored]) -> bool {
+    expires_at(state, events).is_some_and(|at| crate::session::turn::now_ms() >= at)
+}
+
+/// Schedules session `id`'s pending write (as `events` show it) to expire on time.
+pub fn schedule(state: &AppState, id: &str, events: &[Stored]) {
+    if let Some(at) = expires_at(state, events) {
+        state.expiry.due.lock().unwrap_or_else(|p| p.into_inner()).insert((at, id.to_string()));
+        state.expiry.changed.notify_one();
+    }
+}
+
+/// Expires session `id`'s pending write if `events` show it due: recorded under the session's
+/// lock, then the turn goes on in its own task. Returns once the expiry is recorded (true), or
+/// at once when nothing was due (false); the caller reads the session again after a true.
+pub async fn touch(state: &Arc<AppState>, id: &str, events: &[Stored]) -> Result<bool, ApiError> {
+    if !is_due(state, events) {
+        return Ok(false);
+    }
+    expire(state, id).await
+}
+
+/// Records the expiry of session `id`'s write and lets its turn go on.
+async fn expire(state: &Arc<AppState>, id: &str) -> Result<bool, ApiError> {
+    let (reply, recorded) = tokio::sync::oneshot::channel();
+    let (continued, session) = (state.clone(), id.to_string());
+    tokio::spawn(
+        async move {
+            // Its outcome is in the session's events.
+            let _ = turns::run(continued, session, Start::Expire { reply }).await;
+        }
+        .in_current_span(),
+    );
+    match recorded.await {
+        Ok(Ok(expired)) => Ok(expired),
+        // Another writer holds the session (a decision racing the expiry): it decides.
+        Ok(Err(e)) if e.code == "turn_in_progress" || e.code == "session_busy" => Ok(false),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(ApiError::internal("the expiry's task ended before recording it")),
+    }
+}
+
+/// The events of session `id` if `principal` owns it (404 otherwise), with a write that was due
+/// expired first: what every route of a session reads.
+pub async fn owned_now(
+    state: &Arc<AppState>,
+    id: &str,
+    principal: &super::auth::Principal,
+) -> Result<Vec<Stored>, ApiError> {
+    let read = || crate::runtime::blocking(|| super::sessions::owned(&state.log()?, id, principal));
+    let events = read()?;
+    if touch(state, id, &events).await? { read() } else { Ok(events) }
+}
+
+/// For readers that list many sessions without waiting: a due write is handed to the timer
+/// (expired at once) and never shown as pending; true when `events` show one.
+pub fn hand_over_if_due(state: &AppState, id: &str, events: &[Stored]) -> bool {
+    let due = is_due(state, events);
+    if due {
+        schedule(state, id, events);
+    }
+    due
+}
+
+/// Starts the timer: every pending write in the log is scheduled (a replica that starts after a
+/// request was made still expires it), then each is expired when it is due. Stops when the
+/// server stops.
+pub fn start(state: &Arc<AppState>) -> tokio::task::JoinHandle<()> {
+    let swept = state.clone();
+    let weak = Arc::downgrade(state);
+    tokio::spawn(
+        async move {
+            let found = crate::runtime::blocking(|| sweep(&swept));
+            drop(swept);
+            if let Err(e) = found {
+                tracing::warn!("cannot look for pending writes to expire: {e}");
+            }
+            run(weak).await;
+        }
+        .in_current_span(),
+    )
+}
+
+/// Schedules every pending write of the log.
+fn sweep(state: &AppState) -> Result<(), String> {
+    let log = state.log().map_err(|e| e.message)?;
+    for id in log.sessions().map_err(|e| e.to_string())? {
+        let events = log.events_after(&id, 0).map_err(|e| e.to_string())?;
+        if state::owner(&events).is_some() {
+            schedule(state, &id, &events);
+        }
+    }
+    Ok(())
+}
+
+/// The longest the timer sleeps before it looks again.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+
+/// Sleeps until the soonest expiry (or a new, sooner one), then expires what is due.
+async fn run(state: Weak<AppState>) {
+    loop {
+        let Some(strong) = state.upgrade() else { return };
+        if *strong.stopping().borrow() {
+            return;
+        }
+        let now = crate::session::turn::now_ms();
+        let (due, next): (Vec<String>, Option<u64>) = {
+            let mut schedule = strong.expiry.due.lock().unwrap_or_else(|p| p.into_inner());
+            let later = schedule.split_off(&(now.saturating_add(1), String::new()));
+            let due = std::mem::replace(&mut *schedule, later).into_iter().map(|(_, id)| id).collect();
+            (due, schedule.first().map(|(at, _)| *at))
+        };
+        for id in due {
+            // The session may have been decided or expired meanwhile: only a due one is.
+            let events = crate::runtime::blocking(|| strong.log().and_then(|log| Ok(log.events_after(&id, 0)?)));
+            match events {
+                Ok(events) if is_due(&strong, &events) => {
+                    if let Err(e) = expire(&strong, &id).await {
+                        tracing::warn!(session = %id, "the pending write was not expired: {}", e.message);
+                    }
+                }
+                Ok(events) => schedule(&strong, &id, &events),
+                Err(e) => tracing::warn!(session = %id, "cannot read a session to expire its write: {}", e.message),
+            }
+        }
+        let wait = next.map_or(MAX_SLEEP, |at| Duration::from_millis(at.saturating_sub(now)).min(MAX_SLEEP));
+        let mut stopping = strong.stopping();
+        let expiry = strong.clone();
+        drop(strong);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = expiry.expiry.changed.notified() => {}
+            _ = stopping.changed() => return,
+        }
+    }
+}
