@@ -791,3 +791,18 @@ fn the_offline_image_is_the_same_runtime_as_the_dockerfile() {
         assert_eq!(file, "${DOCS_AGENT_DOCKERFILE:-Dockerfile}", "{name}: the Dockerfile, or the offline one");
     }
 }
+
+/// The api holds a socket per connection and per follower of a session: its descriptor limit
+/// leaves room for all of them (serve.max_connections 512 + 4 x serve.max_concurrent 256, and
+/// the log's and index's files), above the common default of 1024.
+#[test]
+fn api_has_room_for_every_connection_and_follower() {
+    let c = compose();
+    for name in ["api", "api-a", "api-b"] {
+        let api = service(&c, name);
+        for limit in ["ulimits.nofile.soft", "ulimits.nofile.hard"] {
+            let value = req(api, limit).as_u64().unwrap_or(0);
+            assert!(value >= 4096, "{name} {limit} is {value}; it needs room for 512 connections and 256 followers");
+        }
+    }
+}

@@ -100,6 +100,10 @@ impl ApiError {
 /// again when it is done); storage that fails is a 500 that says so, never a 409.
 impl From<LogError> for ApiError {
     fn from(e: LogError) -> Self {
+        // Out of file descriptors: a load to wait out (503), said without the log's path.
+        if e.out_of_descriptors() {
+            return ApiError::overloaded("the server has too many files open right now; try again shortly", 2);
+        }
         match &e {
             LogError::Busy { session } => {
                 ApiError::conflict("turn_in_progress", format!("session {session} has a turn running"))
@@ -118,5 +122,28 @@ impl From<LogError> for ApiError {
             LogError::Corrupt { .. } => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "corrupt_log", e.to_string()),
             LogError::AppendOnly => ApiError::internal(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Running out of file descriptors is a 503 to retry, said without the log's path; any
+    /// other failure to open the log is still a 500.
+    #[test]
+    fn out_of_descriptors_is_503_with_retry_after_and_no_path() {
+        let failed = |code| LogError::Io {
+            what: "cannot open the session log /srv/private/sessions.db".into(),
+            hint: "",
+            source: std::io::Error::from_raw_os_error(code),
+        };
+        for code in [24, 23] {
+            let e = ApiError::from(failed(code));
+            assert_eq!((e.status, e.code, e.retry_after), (StatusCode::SERVICE_UNAVAILABLE, "overloaded", Some(2)));
+            assert!(!e.message.contains("/srv") && !e.message.contains("sessions.db"), "{}", e.message);
+        }
+        let e = ApiError::from(failed(13));
+        assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, "storage_error"));
     }
 }

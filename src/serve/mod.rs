@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod ops;
 pub mod page;
+pub mod readers;
 pub mod replicas;
 pub mod requests;
 pub mod sessions;
@@ -95,6 +96,8 @@ pub struct AppState {
     pub sandbox: crate::sandbox::Status,
     /// The pending writes this replica expires on time.
     pub expiry: expiry::Schedule,
+    /// The log handles every follower of a session reads through.
+    pub readers: readers::Readers,
 }
 
 /// Per-session notifications of new events.
@@ -149,6 +152,7 @@ impl AppState {
             index_status: fresh::Status::default(),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
             expiry: expiry::Schedule::default(),
+            readers: readers::Readers::default(),
             harness,
             config,
             store,

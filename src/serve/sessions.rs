@@ -220,14 +220,7 @@ pub async fn events(
         Err(e) => return ApiError::bad_request(format!("?after: {e}")).into_response(),
     };
     if stream::wants_stream(&headers) {
-        let log = match crate::runtime::blocking(|| {
-            let log = state.log()?;
-            owned(&log, &id, &principal)?;
-            Ok::<_, ApiError>(log)
-        }) {
-            Ok(log) => log,
-            Err(e) => return e.into_response(),
-        };
+        // Ownership was checked above (owned_now); the stream reads through the shared readers.
         let cursor = match stream::resume_point(&headers, after) {
             Ok(cursor) => cursor,
             Err(e) => return ApiError::bad_request(e).into_response(),
@@ -235,7 +228,7 @@ pub async fn events(
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
-        return stream::follow(state, log, id, cursor, slot).into_response();
+        return stream::follow(state, id, cursor, slot).into_response();
     }
     let result = crate::runtime::blocking(|| {
         let all = owned(&state.log()?, &id, &principal)?;

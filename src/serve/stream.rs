@@ -15,7 +15,6 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::AppState;
-use crate::session::store::Log;
 
 /// Events a follower reads from the log at a time.
 const BATCH: usize = 200;
@@ -115,7 +114,6 @@ pub fn check_cursor(cursor: u64) -> Result<u64, String> {
 /// goes away.
 pub fn follow(
     state: Arc<AppState>,
-    log: Log,
     id: String,
     cursor: u64,
     slot: tokio::sync::OwnedSemaphorePermit,
@@ -124,8 +122,8 @@ pub fn follow(
     let changes = state.watch(&id);
     let hosts = Arc::new(state.config.allowed_link_hosts.clone());
     let stopping = state.stopping();
-    let start = (log, id, cursor, changes, VecDeque::<Event>::new());
-    let stream = futures_util::stream::unfold(start, move |(log, id, mut cursor, mut changes, mut ready)| {
+    let start = (state, id, cursor, changes, VecDeque::<Event>::new());
+    let stream = futures_util::stream::unfold(start, move |(state, id, mut cursor, mut changes, mut ready)| {
         // The follower's slot is held for as long as the stream lives.
         let _held = &slot;
         let hosts = hosts.clone();
@@ -133,24 +131,23 @@ pub fn follow(
         async move {
             loop {
                 if let Some(event) = ready.pop_front() {
-                    return Some((Ok(event), (log, id, cursor, changes, ready)));
+                    return Some((Ok(event), (state, id, cursor, changes, ready)));
                 }
-                // Off the worker: on a PostgreSQL log, a read is a round trip to the server.
-                match crate::runtime::blocking(|| log.events_after(&id, cursor)) {
+                // Through the shared readers: a follower holds no log handle of its own.
+                match state.readers.read(&state.store, |log| log.events_after(&id, cursor)).await {
                     Ok(events) if !events.is_empty() => {
                         // An answer's citations are checked against its whole turn: read from
                         // the start when the batch holds one.
                         let answers = events.iter().take(BATCH).any(|s| s.event.kind() == "answer");
                         let whole = match answers {
-                            true => crate::runtime::blocking(|| log.events_after(&id, 0)),
+                            true => state.readers.read(&state.store, |log| log.events_after(&id, 0)).await,
                             false => Ok(Vec::new()),
                         };
                         let whole = match whole {
                             Ok(whole) => whole,
                             Err(e) => {
-                                let error =
-                                    event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
-                                return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                                let error = event("error", &serde_json::json!({"code": e.code, "message": e.message}));
+                                return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                             }
                         };
                         for stored in events.into_iter().take(BATCH) {
@@ -162,8 +159,8 @@ pub fn follow(
                     }
                     Ok(_) => {}
                     Err(e) => {
-                        let error = event("error", &serde_json::json!({"code": "internal", "message": e.to_string()}));
-                        return Some((Ok(error), (log, id, u64::MAX, changes, ready)));
+                        let error = event("error", &serde_json::json!({"code": e.code, "message": e.message}));
+                        return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                     }
                 }
                 if cursor == u64::MAX || *stopping.borrow() {

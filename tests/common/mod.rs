@@ -72,13 +72,17 @@ pub fn spawn_serve(
     workspace: &Path,
     env: &[(&str, &str)],
 ) -> (std::process::Child, String, std::io::BufReader<std::process::ChildStderr>) {
+    serve_child(command(workspace, env, &["serve"]))
+}
+
+/// Starts `command` (a `docs-agent serve`), and returns the child, its base URL (read from its
+/// first stderr line) and the rest of its stderr.
+pub fn serve_child(
+    mut command: Command,
+) -> (std::process::Child, String, std::io::BufReader<std::process::ChildStderr>) {
     use std::io::BufRead;
-    let mut child = command(workspace, env, &["serve"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
+    let mut child =
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn serve");
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
     stderr.read_line(&mut line).expect("first line");

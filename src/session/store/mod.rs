@@ -99,6 +99,27 @@ pub enum LogError {
     },
 }
 
+impl LogError {
+    /// True when the process ran out of file descriptors (EMFILE) or the system did (ENFILE):
+    /// a load to wait out, not a fault.
+    pub fn out_of_descriptors(&self) -> bool {
+        const EMFILE: i32 = 24;
+        const ENFILE: i32 = 23;
+        let exhausted = |e: &std::io::Error| e.raw_os_error().is_some_and(|code| code == EMFILE || code == ENFILE);
+        match self {
+            LogError::Io { source, .. } => exhausted(source),
+            // SQLite says only that it cannot open a file: whether descriptors ran out is seen
+            // by trying to open one.
+            LogError::Sql { source: rusqlite::Error::SqliteFailure(e, _), .. }
+                if e.code == rusqlite::ErrorCode::CannotOpen =>
+            {
+                std::fs::File::open("/dev/null").err().is_some_and(|e| exhausted(&e))
+            }
+            _ => false,
+        }
+    }
+}
+
 impl From<rusqlite::Error> for LogError {
     fn from(source: rusqlite::Error) -> Self {
         LogError::Sql { what: "a query failed".into(), source }
