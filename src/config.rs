@@ -183,10 +183,44 @@ pub struct SessionConfig {
     pub lease_secs: u64,
     /// Seconds an undecided write request waits before it expires (and is denied).
     pub approval_ttl_secs: u64,
-    /// The model's context budget, in tokens (estimated as bytes / 4).
-    pub context_budget_tokens: u64,
+    /// The model's context budget, in tokens (estimated as bytes / 4): every request a turn
+    /// sends fits in it. Unset: from the context length the model server reports
+    /// ([`SessionConfig::context_budget_for`]), or [`DEFAULT_CONTEXT_BUDGET`] when it reports
+    /// none.
+    #[serde(default)]
+    pub context_budget_tokens: Option<u64>,
     /// The fraction of the budget at which the older middle of a conversation is compacted.
     pub compact_at: f64,
+}
+
+/// The context budget when neither the configuration nor the model server gives one.
+pub const DEFAULT_CONTEXT_BUDGET: u64 = 8192;
+/// The share of a server's context (less the reply) a budget derived from it takes: the
+/// budget counts bytes / 4, and a real tokenizer counts more on Markdown and JSON (Qwen2.5's
+/// counted 1,225 tokens for a request estimated at 1,021, 1.2x).
+pub const REPORTED_SHARE: f64 = 0.8;
+/// The smallest context budget: the rules, a question and one tool result.
+pub const MIN_CONTEXT_BUDGET: u64 = 512;
+
+impl SessionConfig {
+    /// The context budget in tokens when the model server is not asked: as set, or the default.
+    pub fn context_budget(&self) -> u64 {
+        self.context_budget_tokens.unwrap_or(DEFAULT_CONTEXT_BUDGET)
+    }
+
+    /// The context budget for a model whose server reports `context_length` tokens: as set,
+    /// else [`REPORTED_SHARE`] of that length less `max_output_tokens` (the reply shares the
+    /// context; at most half of it), else the default.
+    pub fn context_budget_for(&self, context_length: Option<u64>, max_output_tokens: u32) -> u64 {
+        match (self.context_budget_tokens, context_length) {
+            (Some(set), _) => set,
+            (None, Some(length)) => {
+                let reply = u64::from(max_output_tokens).min(length / 2);
+                ((length - reply) as f64 * REPORTED_SHARE) as u64
+            }
+            (None, None) => DEFAULT_CONTEXT_BUDGET,
+        }
+    }
 }
 
 /// Shown as it was before `log_url` existed when it is unset (a session's configuration
@@ -198,7 +232,7 @@ impl std::fmt::Debug for SessionConfig {
         shown
             .field("log_path", &self.log_path)
             .field("approval_ttl_secs", &self.approval_ttl_secs)
-            .field("context_budget_tokens", &self.context_budget_tokens)
+            .field("context_budget_tokens", &self.context_budget())
             .field("compact_at", &self.compact_at);
         let url = self.log_url.trim();
         if !url.is_empty() {
@@ -485,10 +519,12 @@ impl Config {
                 self.session.approval_ttl_secs
             )));
         }
-        if self.session.context_budget_tokens < 512 {
+        if let Some(budget) = self.session.context_budget_tokens
+            && budget < MIN_CONTEXT_BUDGET
+        {
             return Err(ConfigError(format!(
-                "session.context_budget_tokens (DOCS_AGENT_CONTEXT_BUDGET) must be at least 512, got {}",
-                self.session.context_budget_tokens
+                "session.context_budget_tokens (DOCS_AGENT_CONTEXT_BUDGET) must be at least {MIN_CONTEXT_BUDGET}, got {budget}; \
+                 leave it unset to use the model's context length"
             )));
         }
         self.validate_budget()?;
@@ -602,7 +638,6 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("session.log_url", "".into()),
         ("session.lease_secs", 15_i64.into()),
         ("session.approval_ttl_secs", 3600_i64.into()),
-        ("session.context_budget_tokens", 8192_i64.into()),
         ("session.compact_at", 0.75_f64.into()),
         ("serve.listen", "127.0.0.1:8080".into()),
         ("budget.question_tokens", 0_i64.into()),
@@ -643,7 +678,7 @@ mod tests {
             log_url: log_url.into(),
             lease_secs: 15,
             approval_ttl_secs: 3600,
-            context_budget_tokens: 8192,
+            context_budget_tokens: None,
             compact_at: 0.75,
         }
     }

@@ -103,6 +103,11 @@ pub fn specs() -> Vec<ToolSpec> {
     ALL.into_iter().map(Tool::spec).collect()
 }
 
+/// Estimated tokens the specs add to every request (bytes / 4, as `compact::tokens` counts).
+pub fn specs_tokens(specs: &[ToolSpec]) -> u64 {
+    specs.iter().map(|s| (s.name.len() + s.description.len() + s.parameters.to_string().len()) as u64 / 4).sum()
+}
+
 /// What the harness decided about one call: in the trace, the log and the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -48,10 +48,19 @@ fn an_agents_md_over_the_limit_is_said_by_every_command_or_stops_them() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("`warn` or `error`"), "{}", out.stderr);
 
-    // A raised limit takes it in whole.
+    // A raised limit takes it in whole; 22,000 tokens of rules then do not fit the context
+    // budget, and they are never cut: the model is not asked, and the retrieval-only answer
+    // says why.
     std::fs::write(ws.path().join("docs-agent.toml"), "[prompt]\nagents_md_max_bytes = 200000\n").expect("config");
     let server = FakeServer::start(vec![Canned::text("14 days [docs/refunds.md#window].")]);
     let base = server.base_url();
+    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &["refund window"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("Retrieval-only answer") && out.stdout.contains("session.context_budget_tokens"));
+    assert!(out.stdout.contains("docs/refunds.md#window"), "{}", out.stdout);
+    assert!(server.requests().is_empty(), "no request over the budget");
+    let raised = "[prompt]\nagents_md_max_bytes = 200000\n[session]\ncontext_budget_tokens = 40000\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), raised).expect("config");
     let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &["refund window"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("agents_md_max_bytes"), "{}", out.stderr);

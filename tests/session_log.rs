@@ -166,7 +166,7 @@ fn session_config(budget: u64) -> docs_agent::config::SessionConfig {
         log_url: String::new(),
         lease_secs: 15,
         approval_ttl_secs: 60,
-        context_budget_tokens: budget,
+        context_budget_tokens: Some(budget),
         compact_at: 0.75,
     }
 }

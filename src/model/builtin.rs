@@ -115,6 +115,10 @@ pub const EXTRACTIVE_HEADER: &str =
 /// The first line of the answer that replaces a model's answer the harness could not check.
 pub const UNCHECKED_HEADER: &str = "Retrieval-only answer (the model's answer did not cite the docs it was given, or quoted what they do not say, so it is not shown): the best-matching sections of the docs, quoted.";
 
+/// The first line of the answer given when the question and the rules alone are larger than
+/// the context budget, so no model can be asked.
+pub const OVERFLOW_HEADER: &str = "Retrieval-only answer (the question and the project's rules are larger than the model's context budget, session.context_budget_tokens, so the model was not asked; shorten the question or raise the budget): the best-matching sections of the docs, quoted.";
+
 /// Quotes and cites the best sections of a `search_docs` result, under `header`.
 pub fn extractive_answer(result: &str, header: &str) -> String {
     let mut out = format!("{header}\n");

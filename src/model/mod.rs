@@ -3,6 +3,7 @@
 
 pub mod adversary;
 pub mod builtin;
+pub mod context;
 pub mod openai;
 pub mod pull;
 pub mod sse;
@@ -245,6 +246,15 @@ impl Model {
         match self {
             Model::OpenAi(client) => client.ping().await,
             Model::Builtin(_) => Ok(()),
+        }
+    }
+
+    /// The model's context length in tokens, when its server reports it (a built-in model
+    /// has none).
+    pub async fn context_length(&self) -> Option<u64> {
+        match self {
+            Model::OpenAi(client) => client.context_length().await,
+            Model::Builtin(_) => None,
         }
     }
 

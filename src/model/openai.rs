@@ -38,7 +38,47 @@ pub struct Client {
     temperature: f32,
     /// Request timeout, for messages.
     timeout_secs: u64,
+    /// What the server said of the model's context length.
+    reported: std::sync::Mutex<Reported>,
 }
+
+/// What the server said of the model's context length ([`Client::context_length`]).
+#[derive(Debug, Clone, Copy)]
+enum Reported {
+    /// Not asked yet, or it could not be reached.
+    Unasked,
+    /// This many tokens: kept for the client's life.
+    Known(u64),
+    /// It answered without saying, at this moment: asked again after [`ASK_CONTEXT_AGAIN`].
+    Silent(std::time::Instant),
+}
+
+/// What asking a server for its context length came to.
+enum Said {
+    /// This many tokens, for good.
+    Length(u64),
+    /// This many for now (Ollama's default before its model is loaded): asked again next call.
+    Meanwhile(u64),
+    /// It answered without saying.
+    Nothing,
+    /// It could not be reached.
+    Unreachable,
+}
+
+/// One answer to a question about the context length.
+enum Probed {
+    /// A JSON reply.
+    Json(Value),
+    /// Anything else: an error status, a timeout, a body that is not JSON.
+    Other,
+    /// Nothing answered.
+    Unreachable,
+}
+
+/// How long a server that did not report a context length is not asked again.
+const ASK_CONTEXT_AGAIN: Duration = Duration::from_secs(300);
+/// How long one question about the context length may take.
+const CONTEXT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Client {
     /// Builds a client; fails only when the TLS stack cannot start.
@@ -58,6 +98,7 @@ impl Client {
             max_tokens,
             temperature: llm.temperature,
             timeout_secs: llm.request_timeout_secs,
+            reported: std::sync::Mutex::new(Reported::Unasked),
         })
     }
 
@@ -76,11 +117,102 @@ impl Client {
         }
         let body = response.text().await.unwrap_or_default();
         // Ollama lists a model named without a tag as `name:latest`.
-        let tagged = if self.model.contains(':') { self.model.clone() } else { format!("{}:latest", self.model) };
+        let tagged = super::context::tagged(&self.model);
         if !body.contains(&format!("\"{}\"", self.model)) && !body.contains(&format!("\"{tagged}\"")) {
             return Err(ModelError::UnknownModel { model: self.model.clone(), detail: "not in GET /models".into() });
         }
         Ok(())
+    }
+
+    /// The model's context length in tokens, as the server reports it (`model::context`
+    /// says where each kind of server does): asked once and kept. A server that could not be
+    /// reached is asked again at the next call; one that did not say, after
+    /// [`ASK_CONTEXT_AGAIN`]; an Ollama whose model is not loaded yet, at the next call (its
+    /// default context meanwhile).
+    pub async fn context_length(&self) -> Option<u64> {
+        let known = *self.reported.lock().unwrap_or_else(|p| p.into_inner());
+        match known {
+            Reported::Known(n) => return Some(n),
+            Reported::Silent(at) if at.elapsed() < ASK_CONTEXT_AGAIN => return None,
+            Reported::Unasked | Reported::Silent(_) => {}
+        }
+        let said = self.ask_context_length().await;
+        let mut reported = self.reported.lock().unwrap_or_else(|p| p.into_inner());
+        match said {
+            Said::Length(n) => {
+                *reported = Reported::Known(n);
+                Some(n)
+            }
+            Said::Meanwhile(n) => Some(n),
+            Said::Nothing => {
+                *reported = Reported::Silent(std::time::Instant::now());
+                None
+            }
+            Said::Unreachable => None,
+        }
+    }
+
+    /// Asks the places this kind of server says its context length, and no others: the model
+    /// list first (vLLM and others put it there), then llama.cpp's `/props` when the list is
+    /// llama.cpp's, then Ollama's `/api/ps` and `/api/show` when `/api/version` says it is Ollama.
+    async fn ask_context_length(&self) -> Said {
+        use super::context;
+        let base = self.url.trim_end_matches("/chat/completions");
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        let listing = match self.probe(self.http.get(format!("{base}/models"))).await {
+            Probed::Json(listing) => listing,
+            Probed::Other => Value::Null,
+            Probed::Unreachable => return Said::Unreachable,
+        };
+        if let Some(n) = context::from_models(&listing, &self.model) {
+            return Said::Length(n);
+        }
+        if context::is_llama_cpp(&listing) {
+            return match self.probe(self.http.get(format!("{root}/props"))).await {
+                Probed::Json(props) => context::from_props(&props).map_or(Said::Nothing, Said::Length),
+                Probed::Other => Said::Nothing,
+                Probed::Unreachable => Said::Unreachable,
+            };
+        }
+        let Probed::Json(version) = self.probe(self.http.get(format!("{root}/api/version"))).await else {
+            return Said::Nothing;
+        };
+        if version.get("version").is_none() {
+            return Said::Nothing;
+        }
+        if let Probed::Json(ps) = self.probe(self.http.get(format!("{root}/api/ps"))).await
+            && let Some(n) = context::from_ollama_ps(&ps, &self.model)
+        {
+            return Said::Length(n);
+        }
+        let show = self.http.post(format!("{root}/api/show")).json(&json!({ "model": self.model }));
+        if let Probed::Json(show) = self.probe(show).await
+            && let Some(n) = context::from_ollama_show(&show)
+        {
+            return Said::Length(n);
+        }
+        Said::Meanwhile(context::OLLAMA_DEFAULT)
+    }
+
+    /// One question of [`Client::context_length`].
+    async fn probe(&self, request: reqwest::RequestBuilder) -> Probed {
+        let mut request = request.timeout(CONTEXT_PROBE_TIMEOUT);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Probed::Unreachable,
+            // A timeout is an answer too: this server does not say (asked again later).
+            Err(_) => return Probed::Other,
+        };
+        if !response.status().is_success() {
+            return Probed::Other;
+        }
+        match self.read_body(response).await.ok().and_then(|b| serde_json::from_str(&b).ok()) {
+            Some(json) => Probed::Json(json),
+            None => Probed::Other,
+        }
     }
 
     /// The model name.

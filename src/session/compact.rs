@@ -53,12 +53,19 @@ pub fn tokens(messages: &[Message]) -> u64 {
 
 /// The compaction event to append before the next model call, if one is due and possible.
 pub fn plan(config: &SessionConfig, system_prompt: &str, events: &[Stored]) -> Option<Event> {
-    plan_for(config, system_prompt, events, tokens(&project(system_prompt, events)))
+    let now = tokens(&project(system_prompt, events));
+    plan_for(config, config.context_budget(), system_prompt, events, now)
 }
 
-/// [`plan`], given the tokens of the request the events project to now (the turn has it).
-pub fn plan_for(config: &SessionConfig, system_prompt: &str, events: &[Stored], now: u64) -> Option<Event> {
-    let budget = config.context_budget_tokens;
+/// [`plan`] within `budget` tokens (the turn's, which the model server may have given), given
+/// the tokens of the request the events project to now (the turn has it).
+pub fn plan_for(
+    config: &SessionConfig,
+    budget: u64,
+    system_prompt: &str,
+    events: &[Stored],
+    now: u64,
+) -> Option<Event> {
     if (now as f64) <= config.compact_at * budget as f64 {
         return None;
     }

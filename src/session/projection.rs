@@ -15,6 +15,21 @@ pub const EXPIRED: &str = "DENIED: write not approved: the approval request expi
 
 /// The messages for the next model request.
 pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
+    projected(system_prompt, events).messages
+}
+
+/// A projection, with where its pinned prefix ends: what the context budget (`fit`) may not touch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projected {
+    /// The messages for the next model request.
+    pub messages: Vec<Message>,
+    /// How many messages open the request and stay as they are: the system prompt, then a
+    /// compaction's pinned goal and summary.
+    pub pinned: usize,
+}
+
+/// [`project`], saying where the pinned prefix ends.
+pub fn projected(system_prompt: &str, events: &[Stored]) -> Projected {
     let mut out = vec![Message::System(system_prompt.to_string())];
     let compaction = events.iter().rev().find_map(|s| match &s.event {
         Event::Compaction { summary, replaces_through, pinned_goal } => Some((summary, *replaces_through, pinned_goal)),
@@ -31,6 +46,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
         }
         None => 0,
     };
+    let pinned = out.len();
     // Calls of the latest assistant message that still wait for a result, in order.
     let mut open: Vec<String> = Vec::new();
     for stored in events.iter().filter(|s| s.seq > first) {
@@ -82,7 +98,7 @@ pub fn project(system_prompt: &str, events: &[Stored]) -> Vec<Message> {
         }
     }
     close(&mut open, &mut out, NO_RESULT);
-    out
+    Projected { messages: out, pinned }
 }
 
 /// Gives the open call `id` its result; a result for a call that is not open is dropped.

@@ -21,8 +21,9 @@ use super::cancel::Cancel;
 use super::compact;
 use super::deps::Deps;
 use super::event::{CallRecord, CorrectionKind, Event, Origin, Scope, StopReason, Tokens};
+use super::fit;
 use super::progress::{self, Observer, TurnEvent};
-use super::projection::{self, project};
+use super::projection;
 use super::state::{self, Call, Next, Pending};
 use super::store::{Log, LogError, Stored};
 use super::verify;
@@ -149,10 +150,7 @@ impl<'a> Turn<'a> {
         let deadline = Instant::now() + Duration::from_secs(limits.max_wall_secs);
         let toolbox = &self.deps.toolbox;
         let specs = tools::specs();
-        let specs_tokens = specs
-            .iter()
-            .map(|s| (s.name.len() + s.description.len() + s.parameters.to_string().len()) as u64 / 4)
-            .sum::<u64>();
+        let specs_tokens = tools::specs_tokens(&specs);
         loop {
             let events = self.log.events_after(self.session, 0)?;
             if let Some(question) = state::latest_user_message(&events) {
@@ -187,19 +185,7 @@ impl<'a> Turn<'a> {
                     if self.deps.retrieval.first
                         && let Some(query) = state::retrieval_query(&events)
                     {
-                        let seq = events.last().map_or(1, |s| s.seq + 1);
-                        let search = CallRecord {
-                            id: format!("call_{seq}_0"),
-                            name: Tool::SearchDocs.name().to_string(),
-                            arguments: serde_json::json!({ "query": query }).to_string(),
-                        };
-                        self.append(Event::AssistantMessage {
-                            text: String::new(),
-                            tool_calls: vec![search],
-                            usage: None,
-                            estimated: None,
-                            origin: Origin::Harness,
-                        })?;
+                        self.search_first(&events, query)?;
                         continue;
                     }
                     if steps >= limits.max_steps {
@@ -213,19 +199,42 @@ impl<'a> Turn<'a> {
                         // A reply was sent back and no call is left to mend it: the turn still
                         // answers, from what it retrieved.
                         if matches!(events.last().map(|s| &s.event), Some(Event::Correction { .. })) {
-                            let text = retrieval_only(state::this_turn(&events));
+                            let text = retrieval_only(state::this_turn(&events), UNCHECKED);
                             return self.answered(&events, Answer::New(&text), why, steps);
                         }
                         return self.stop_for_budget(why, steps);
                     }
-                    let messages = project(self.deps.system_prompt, &events);
-                    let size = compact::tokens(&messages);
-                    if let Some(event) = compact::plan_for(self.deps.session, self.deps.system_prompt, &events, size) {
+                    let projected = projection::projected(self.deps.system_prompt, &events);
+                    let size = compact::tokens(&projected.messages);
+                    let budget = context_budget(self.deps.session, self.model, limits.max_output_tokens).await;
+                    let (session, prompt) = (self.deps.session, self.deps.system_prompt);
+                    if let Some(event) = compact::plan_for(session, budget, prompt, &events, size) {
                         self.append(event)?;
                         continue;
                     }
+                    let messages = match self.fitted(projected, budget, specs_tokens) {
+                        Ok(messages) => messages,
+                        // The model cannot be asked: what the search found still answers,
+                        // labelled with why.
+                        Err(why) => {
+                            let turn = state::this_turn(&events);
+                            if verify::retrieved(turn).iter().any(|s| s.searched) {
+                                let text = retrieval_only(turn, crate::model::builtin::OVERFLOW_HEADER);
+                                return self.answered(&events, Answer::New(&text), why, steps);
+                            }
+                            // Nothing searched yet: the harness searches, once, then answers.
+                            let searched = turn
+                                .iter()
+                                .any(|s| matches!(s.event, Event::AssistantMessage { origin: Origin::Harness, .. }));
+                            if let (false, Some(question)) = (searched, state::latest_user_message(&events)) {
+                                self.search_first(&events, question.to_string())?;
+                                continue;
+                            }
+                            return self.stop_for_budget(why, steps);
+                        }
+                    };
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
-                    let estimate = size + specs_tokens;
+                    let estimate = compact::tokens(&messages) + specs_tokens;
                     let started = Instant::now();
                     match self.call_model(&messages, &specs, estimate, deadline, steps + 1, cancel).await {
                         Called::Reply(reply) => {
@@ -643,7 +652,7 @@ impl<'a> Turn<'a> {
             }
             // Still a call the harness cannot read after its correction (or no step left for
             // one): JSON meant for a tool is no answer, even when it names a retrieved section.
-            return Checked::Answer(retrieval_only(turn));
+            return Checked::Answer(retrieval_only(turn, UNCHECKED));
         }
         if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
             return Checked::Answer(text.to_string());
@@ -653,14 +662,14 @@ impl<'a> Turn<'a> {
             if can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict), hook: None };
             }
-            return Checked::Answer(retrieval_only(turn));
+            return Checked::Answer(retrieval_only(turn, UNCHECKED));
         }
         // The operator's stop rules: what the answer must cite.
         if let Some((rule, correction)) = self.deps.hooks.lacking(&verdict.citations) {
             if can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: correction, hook: Some(rule) };
             }
-            return Checked::Replaced { text: retrieval_only(turn), rule };
+            return Checked::Replaced { text: retrieval_only(turn, UNCHECKED), rule };
         }
         Checked::Answer(text.to_string())
     }
@@ -691,6 +700,56 @@ impl<'a> Turn<'a> {
         let question = state::latest_user_message(events).unwrap_or_default();
         let citations = verify::check(&answer, question, state::this_turn(events)).citations;
         Ok(TurnEnd::Answered { answer, steps, citations })
+    }
+
+    /// Records the harness's own search for `query` (retrieve-first), to be run next.
+    fn search_first(&mut self, events: &[Stored], query: String) -> Result<(), LogError> {
+        let seq = events.last().map_or(1, |s| s.seq + 1);
+        let search = CallRecord {
+            id: format!("call_{seq}_0"),
+            name: Tool::SearchDocs.name().to_string(),
+            arguments: serde_json::json!({ "query": query }).to_string(),
+        };
+        self.append(Event::AssistantMessage {
+            text: String::new(),
+            tool_calls: vec![search],
+            usage: None,
+            estimated: None,
+            origin: Origin::Harness,
+        })?;
+        Ok(())
+    }
+
+    /// The request fitted to the context budget (`fit`), with `tools` tokens of tool schemas
+    /// sent beside it; what to tell the person when even the rules and the question do not fit.
+    fn fitted(&self, projected: projection::Projected, budget: u64, tools: u64) -> Result<Vec<Message>, String> {
+        let index = &self.deps.toolbox.index;
+        let locate = |source: &str| {
+            let (path, anchor) = source.split_once('#').unwrap_or((source, ""));
+            index.section(path, anchor).ok().flatten().map(|s| s.lines)
+        };
+        match fit::fit(projected, budget.saturating_sub(tools), &locate) {
+            Ok(fitted) => {
+                if fitted.changed() {
+                    tracing::info!(
+                        stubbed = fitted.stubbed,
+                        dropped = fitted.dropped,
+                        cut = fitted.cut,
+                        tokens = fitted.tokens + tools,
+                        budget,
+                        "the request was fitted to the context budget"
+                    );
+                }
+                Ok(fitted.messages)
+            }
+            Err(overflow) => Err(format!(
+                "stopped: the smallest request this turn can send (the rules, the person's messages, the \
+                 conversation's summary and a note for each result) is about {} tokens, more than the \
+                 context budget leaves for it ({} of session.context_budget_tokens = {budget}); raise it \
+                 (DOCS_AGENT_CONTEXT_BUDGET), or shorten AGENTS.md or the question",
+                overflow.needed, overflow.room
+            )),
+        }
     }
 
     /// Records a hook's decision in the log and tells it.
@@ -827,6 +886,16 @@ enum Checked {
     },
 }
 
+/// The context budget of `model`: `session.context_budget_tokens`, or what the model's
+/// server reports (asked only when it is unset).
+async fn context_budget(session: &crate::config::SessionConfig, model: &Model, max_output_tokens: u32) -> u64 {
+    let reported = match session.context_budget_tokens {
+        Some(_) => None,
+        None => model.context_length().await,
+    };
+    session.context_budget_for(reported, max_output_tokens)
+}
+
 /// The one-line reminder for an answer that failed the check.
 fn reminder(verdict: &verify::Verdict) -> String {
     let mut text = String::from(
@@ -842,14 +911,17 @@ fn reminder(verdict: &verify::Verdict) -> String {
     text
 }
 
+/// Why a retrieval-only answer replaces the model's: its answer could not be checked.
+const UNCHECKED: &str = crate::model::builtin::UNCHECKED_HEADER;
+
 /// The labelled retrieval-only answer: the turn's searched sections, quoted and cited.
-fn retrieval_only(turn: &[Stored]) -> String {
+fn retrieval_only(turn: &[Stored], header: &str) -> String {
     let searched: Vec<String> = verify::retrieved(turn)
         .into_iter()
         .filter(|s| s.searched)
         .map(|s| crate::guard::fence::Fenced::new(&s.source, &s.body).into_string())
         .collect();
-    crate::model::builtin::extractive_answer(&searched.join("\n"), crate::model::builtin::UNCHECKED_HEADER)
+    crate::model::builtin::extractive_answer(&searched.join("\n"), header)
 }
 
 /// The answer a turn ends with.

@@ -96,9 +96,20 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts serving `replies` in order (the last one repeats) on 127.0.0.1 with a free port.
     pub fn start(replies: Vec<Canned>) -> FakeServer {
+        FakeServer::start_with(replies, &[])
+    }
+
+    /// [`FakeServer::start`], also answering `GET path` with JSON for each of `gets` (a
+    /// server's `/props` or model list, say).
+    pub fn start_with(replies: Vec<Canned>, gets: &[(&str, serde_json::Value)]) -> FakeServer {
         let shared =
             Shared { replies: Arc::new(Mutex::new(replies)), requests: Arc::default(), dropped: Arc::default() };
-        let app = Router::new().route("/v1/chat/completions", post(reply)).with_state(shared.clone());
+        let mut app = Router::new().route("/v1/chat/completions", post(reply)).with_state(shared.clone());
+        for (path, body) in gets {
+            let body = body.to_string();
+            app = app
+                .route(path, axum::routing::get(move || async move { ([("content-type", "application/json")], body) }));
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");

@@ -162,9 +162,15 @@ pub fn redact_truncated(text: &str, max_bytes: usize) -> String {
     if redacted.len() <= max_bytes {
         return redacted.into_owned();
     }
-    let head = floor_char_boundary(&redacted, max_bytes);
-    let head = head.get(..cut_outside_marker(&redacted, head.len())).unwrap_or_default();
-    format!("{head}{TRUNCATED}")
+    format!("{}{TRUNCATED}", head(&redacted, max_bytes))
+}
+
+/// Largest prefix of `text` of at most `max_bytes` bytes that ends on a char boundary and
+/// does not split a [`REDACTED`] marker: where redacted text may be cut.
+#[must_use]
+pub fn head(text: &str, max_bytes: usize) -> &str {
+    let head = floor_char_boundary(text, max_bytes);
+    text.get(..cut_outside_marker(text, head.len())).unwrap_or_default()
 }
 
 /// Moves the cut `at` back to the start of a [`REDACTED`] marker that it would split.
