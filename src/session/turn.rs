@@ -893,7 +893,9 @@ async fn context_budget(session: &crate::config::SessionConfig, model: &Model, m
         Some(_) => None,
         None => model.context_length().await,
     };
-    session.context_budget_for(reported, max_output_tokens)
+    let budget = session.context_budget_for(reported, max_output_tokens);
+    tracing::debug!(budget, reported, set = session.context_budget_tokens, "the context budget");
+    budget
 }
 
 /// The one-line reminder for an answer that failed the check.
