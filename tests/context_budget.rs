@@ -124,63 +124,48 @@ fn every_request_of_a_long_turn_fits_the_budget_and_keeps_the_rules_and_the_ques
     assert!(last.contains(r#"\"offset\":4801"#) && last.contains(r#"\"path\":\"docs/ledger.md\""#), "{last}");
 }
 
+/// The sizes of the requests of a long turn asked of a fake server that also answers `gets`,
+/// with `budget` set or not.
+fn long_turn_sizes(ws: &tempfile::TempDir, gets: &[(&str, Value)], budget: Option<&str>) -> Vec<u64> {
+    let server = FakeServer::start_with(long_turn(), gets);
+    let base = server.base_url();
+    let mut env = vec![("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")];
+    env.extend(budget.map(|b| ("DOCS_AGENT_CONTEXT_BUDGET", b)));
+    let out = run(ws.path(), &env, &[QUESTION]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    sizes_of(&server)
+}
+
 #[test]
 fn unset_the_budget_is_the_context_length_the_server_reports_less_the_reply() {
+    let ws = workspace();
+    let props = json!({"default_generation_settings": {"n_ctx": 2048}});
+    let ollama = ("/api/version", json!({"version": "0.12.0"}));
     // llama.cpp's llama-server (its model list says `owned_by: llamacpp`) says it in /props:
     // 2,048 tokens a slot, so 80% of 2,048 - 512 (the reply's tokens), 1,228: bytes / 4 counts
     // fewer tokens than a real tokenizer.
-    let ws = workspace();
-    let props = json!({"default_generation_settings": {"n_ctx": 2048}});
-    let server = FakeServer::start_with(long_turn(), &[("/v1/models", llama_cpp()), ("/props", props)]);
-    let base = server.base_url();
-    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[("/v1/models", llama_cpp()), ("/props", props.clone())], None);
     assert!(sizes.iter().all(|&s| s <= 1228) && sizes.len() == 8, "{sizes:?}");
 
     // vLLM says it in its model list: 80% of 3,000 - 512, 1,990.
     let models = json!({"object": "list", "data": [{"id": "test-model", "max_model_len": 3000}]});
-    let server = FakeServer::start_with(long_turn(), &[("/v1/models", models)]);
-    let base = server.base_url();
-    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[("/v1/models", models)], None);
     assert!(sizes.iter().all(|&s| s <= 1990) && sizes.iter().any(|&s| s > 1228), "{sizes:?}");
 
     // Ollama (it answers /api/version) says it in /api/ps once the model is loaded: 3,000.
     let ps = json!({"models": [{"name": "test-model:latest", "model": "test-model:latest", "context_length": 3000}]});
-    let server =
-        FakeServer::start_with(long_turn(), &[("/api/version", json!({"version": "0.12.0"})), ("/api/ps", ps)]);
-    let base = server.base_url();
-    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[ollama.clone(), ("/api/ps", ps)], None);
     assert!(sizes.iter().all(|&s| s <= 1990) && sizes.iter().any(|&s| s > 1228), "{sizes:?}");
     // Before it is loaded, Ollama's default context, 4,096: 80% of 4,096 - 512, 2,867.
-    let server = FakeServer::start_with(long_turn(), &[("/api/version", json!({"version": "0.12.0"}))]);
-    let base = server.base_url();
-    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[ollama], None);
     assert!(sizes.iter().all(|&s| s <= 2867) && sizes.iter().any(|&s| s > 1990), "{sizes:?}");
 
     // A server that says nothing (/props unasked: the model list is not llama.cpp's): 8,192.
-    let props = json!({"default_generation_settings": {"n_ctx": 2048}});
-    let server = FakeServer::start_with(long_turn(), &[("/props", props)]);
-    let base = server.base_url();
-    let out = run(ws.path(), &[("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model")], &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[("/props", props.clone())], None);
     assert!(sizes.iter().all(|&s| s <= 8192) && sizes.iter().any(|&s| s > 3000), "{sizes:?}");
 
     // Set, the configuration wins over what the server says.
-    let props = json!({"default_generation_settings": {"n_ctx": 2048}});
-    let server = FakeServer::start_with(long_turn(), &[("/v1/models", llama_cpp()), ("/props", props)]);
-    let base = server.base_url();
-    let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "test-model"), ("DOCS_AGENT_CONTEXT_BUDGET", "5000")];
-    let out = run(ws.path(), &env, &[QUESTION]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let sizes = sizes_of(&server);
+    let sizes = long_turn_sizes(&ws, &[("/v1/models", llama_cpp()), ("/props", props)], Some("5000"));
     assert!(sizes.iter().all(|&s| s <= 5000) && sizes.iter().any(|&s| s > 2048), "{sizes:?}");
 }
 
