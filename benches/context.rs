@@ -88,15 +88,11 @@ fn push(events: &mut Vec<Stored>, event: Event) {
     events.push(Stored { seq, at_ms: 0, event });
 }
 
-fn config() -> docs_agent::config::SessionConfig {
-    docs_agent::config::SessionConfig {
-        log_path: "unused.db".into(),
-        log_url: String::new(),
-        lease_secs: 15,
-        approval_ttl_secs: 60,
-        context_budget_tokens: Some(BUDGET),
-        compact_at: 0.75,
-    }
+/// The default session settings with the budget at [`BUDGET`].
+fn config() -> Result<docs_agent::config::SessionConfig, String> {
+    let flags = vec![("session.context_budget_tokens", BUDGET.to_string())];
+    let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags };
+    Ok(docs_agent::config::Config::load_isolated(&sources).map_err(|e| e.to_string())?.session)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -110,7 +106,7 @@ fn main() -> Result<(), String> {
     let system =
         format!("You answer questions about a product's docs. {}", "Cite [path#anchor]. ".repeat(SYSTEM_BYTES / 20));
     let tools = docs_agent::tools::specs_tokens(&docs_agent::tools::specs());
-    let config = config();
+    let config = config()?;
     let mut events = Vec::new();
     push(&mut events, Event::UserMessage { text: "Which setup steps does the general ledger need?".into() });
     println!("document: {from} ({} KB, {} lines)", text.len() / 1024, doc.len());

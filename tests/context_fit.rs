@@ -129,15 +129,10 @@ fn stored(events: Vec<Event>) -> Vec<Stored> {
     events.into_iter().enumerate().map(|(i, event)| Stored { seq: i as u64 + 1, at_ms: 0, event }).collect()
 }
 
+/// The default session settings (the budget unset: each case gives its own).
 fn config() -> docs_agent::config::SessionConfig {
-    docs_agent::config::SessionConfig {
-        log_path: "unused.db".into(),
-        log_url: String::new(),
-        lease_secs: 15,
-        approval_ttl_secs: 60,
-        context_budget_tokens: None,
-        compact_at: 0.75,
-    }
+    let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags: Vec::new() };
+    docs_agent::config::Config::load_isolated(&sources).expect("the defaults load").session
 }
 
 /// Tokens of the tool schemas sent with every request, counted as the turn counts them.

@@ -160,15 +160,11 @@ fn compaction_keeps_the_pinned_goal_and_replaces_only_what_it_covers() {
     assert_eq!(messages[3], Message::User("and the approver rule?".into()));
 }
 
+/// The default session settings with the context budget at `budget`.
 fn session_config(budget: u64) -> docs_agent::config::SessionConfig {
-    docs_agent::config::SessionConfig {
-        log_path: "unused.db".into(),
-        log_url: String::new(),
-        lease_secs: 15,
-        approval_ttl_secs: 60,
-        context_budget_tokens: Some(budget),
-        compact_at: 0.75,
-    }
+    let flags = vec![("session.context_budget_tokens", budget.to_string())];
+    let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags };
+    docs_agent::config::Config::load_isolated(&sources).expect("the defaults load").session
 }
 
 /// One answered turn: a search whose result is long and carries an injection, then an answer.
