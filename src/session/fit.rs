@@ -93,7 +93,9 @@ pub fn fit(projected: Projected, room: u64, locate: Locate<'_>) -> Result<Fitted
             if total <= room {
                 break;
             }
-            if let Some(Some(Message::Assistant { tool_calls, .. })) = slots.get_mut(step.at) {
+            let Some(Some(message)) = slots.get_mut(step.at) else { continue };
+            let before = size(message);
+            if let Message::Assistant { tool_calls, .. } = message {
                 for call in tool_calls.iter_mut().filter(|c| c.arguments.len() > MAX_ARGUMENT_BYTES) {
                     let note = serde_json::json!({ "left_out": format!(
                         "{} bytes of arguments, to fit the context budget", call.arguments.len()
@@ -102,8 +104,8 @@ pub fn fit(projected: Projected, room: u64, locate: Locate<'_>) -> Result<Fitted
                     fitted.cut += 1;
                 }
             }
-            // Exact again: a message's bytes / 4 rounds as a whole.
-            total = slots.iter().flatten().map(size).sum();
+            // A message's bytes / 4 rounds as a whole: its size again, not the bytes saved.
+            total = total - before + size(message);
         }
         // 1. Stubs, oldest first.
         let mut stubbed = Vec::new();

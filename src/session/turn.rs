@@ -212,8 +212,8 @@ impl<'a> Turn<'a> {
                         self.append(event)?;
                         continue;
                     }
-                    let messages = match self.fitted(projected, budget, specs_tokens) {
-                        Ok(messages) => messages,
+                    let fitted = match self.fitted(projected, budget, specs_tokens) {
+                        Ok(fitted) => fitted,
                         // The model cannot be asked: what the search found still answers,
                         // labelled with why.
                         Err(why) => {
@@ -234,7 +234,7 @@ impl<'a> Turn<'a> {
                         }
                     };
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
-                    let estimate = compact::tokens(&messages) + specs_tokens;
+                    let (messages, estimate) = (fitted.messages, fitted.tokens + specs_tokens);
                     let started = Instant::now();
                     match self.call_model(&messages, &specs, estimate, deadline, steps + 1, cancel).await {
                         Called::Reply(reply) => {
@@ -722,7 +722,7 @@ impl<'a> Turn<'a> {
 
     /// The request fitted to the context budget (`fit`), with `tools` tokens of tool schemas
     /// sent beside it; what to tell the person when even the rules and the question do not fit.
-    fn fitted(&self, projected: projection::Projected, budget: u64, tools: u64) -> Result<Vec<Message>, String> {
+    fn fitted(&self, projected: projection::Projected, budget: u64, tools: u64) -> Result<fit::Fitted, String> {
         let index = &self.deps.toolbox.index;
         let locate = |source: &str| {
             let (path, anchor) = source.split_once('#').unwrap_or((source, ""));
@@ -740,7 +740,7 @@ impl<'a> Turn<'a> {
                         "the request was fitted to the context budget"
                     );
                 }
-                Ok(fitted.messages)
+                Ok(fitted)
             }
             Err(overflow) => Err(format!(
                 "stopped: the smallest request this turn can send (the rules, the person's messages, the \
