@@ -269,8 +269,23 @@ pub struct RetrievalConfig {
     /// Search the docs for every user message before the first model call, and put the best
     /// sections in context (logged as a `search_docs` call the harness made).
     pub first: bool,
-    /// Tokens (estimated as bytes / 4) of sections that search puts in context.
+    /// Tokens (estimated as bytes / 4) of evidence that search puts in context: the passages
+    /// of the best sections that bear on the question, with their headings and sources.
     pub context_tokens: usize,
+    /// Sections (of several files) searched for evidence.
+    pub sections: usize,
+    /// Files of the best sections whose every section is read for evidence.
+    pub files: usize,
+    /// Sections the evidence may draw from at most.
+    pub evidence_items: usize,
+    /// Below this share of the question's weight (its words, each by how rare it is in the
+    /// docs) found in the evidence, the docs are taken not to cover the question: the answer
+    /// says so without asking the model (0: never).
+    pub min_coverage: f64,
+    /// Below this share of the question's weight that the docs hold anywhere, the same.
+    pub min_known: f64,
+    /// `max_tokens` of the model call that answers from the evidence: answers are short.
+    pub answer_tokens: u32,
     /// Check an answer's citations and quotes against what the turn retrieved; send it back
     /// once, then fall back to a retrieval-only answer.
     pub verify: bool,
@@ -350,6 +365,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
     ("DOCS_AGENT_VERIFY", "retrieval.verify"),
     ("DOCS_AGENT_CONTEXT_TOKENS", "retrieval.context_tokens"),
+    ("DOCS_AGENT_MIN_COVERAGE", "retrieval.min_coverage"),
+    ("DOCS_AGENT_MIN_KNOWN", "retrieval.min_known"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
@@ -482,6 +499,10 @@ impl Config {
             ("llm.request_timeout_secs", self.llm.request_timeout_secs),
             ("index.top_k", self.index.top_k as u64),
             ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
+            ("retrieval.sections", self.retrieval.sections as u64),
+            ("retrieval.files", self.retrieval.files as u64),
+            ("retrieval.evidence_items", self.retrieval.evidence_items as u64),
+            ("retrieval.answer_tokens", u64::from(self.retrieval.answer_tokens)),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -512,6 +533,16 @@ impl Config {
                 "session.compact_at must be a fraction between 0 and 1 (e.g. 0.75), got {}",
                 self.session.compact_at
             )));
+        }
+        for (key, env, value) in [
+            ("retrieval.min_coverage", "DOCS_AGENT_MIN_COVERAGE", self.retrieval.min_coverage),
+            ("retrieval.min_known", "DOCS_AGENT_MIN_KNOWN", self.retrieval.min_known),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError(format!(
+                    "{key} ({env}) must be a fraction from 0 to 1 (0 turns the check off), got {value}"
+                )));
+            }
         }
         if self.session.approval_ttl_secs > MAX_APPROVAL_TTL_SECS {
             return Err(ConfigError(format!(
@@ -631,7 +662,13 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("index.watch", true.into()),
         ("index.rescan_secs", 10_i64.into()),
         ("retrieval.first", true.into()),
-        ("retrieval.context_tokens", 400_i64.into()),
+        ("retrieval.context_tokens", 300_i64.into()),
+        ("retrieval.sections", 8_i64.into()),
+        ("retrieval.files", 3_i64.into()),
+        ("retrieval.evidence_items", 4_i64.into()),
+        ("retrieval.min_coverage", 0.2_f64.into()),
+        ("retrieval.min_known", 0.6_f64.into()),
+        ("retrieval.answer_tokens", 200_i64.into()),
         ("retrieval.verify", true.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
         ("session.log_path", ".docs-agent/sessions.db".into()),

@@ -53,6 +53,8 @@ struct Used {
     prompt: u64,
     /// Completion tokens the server reported.
     completion: u64,
+    /// Prompt tokens the server reused from its cache.
+    cached: u64,
 }
 
 /// A prompt is taken as cut short when the server counted less than half the estimate.
@@ -103,15 +105,16 @@ impl<W: Write> Trace<W> {
                 self.used = Used::default();
                 self.event("stop", &format!("{}: {message}", reason.as_str()));
             }
-            TurnEvent::ModelReplied { step, ms, usage, estimate } => {
+            TurnEvent::ModelReplied { step, ms, usage, cached, estimate } => {
                 let (prompt, completion) =
                     usage.map_or((Value::Null, Value::Null), |u| (u.prompt.into(), u.completion.into()));
                 self.used.calls += 1;
                 self.used.prompt += usage.map_or(0, |u| u.prompt);
                 self.used.completion += usage.map_or(0, |u| u.completion);
+                self.used.cached += cached;
                 if self.format == Format::Json {
                     self.write(&json!({"event": "model", "step": step, "ms": ms, "prompt_tokens": prompt,
-                        "completion_tokens": completion, "prompt_estimate": estimate}));
+                        "cached_tokens": cached, "completion_tokens": completion, "prompt_estimate": estimate}));
                 }
                 if let Some(warning) = usage.and_then(|u| truncated(u.prompt, *estimate)) {
                     self.event("warning", &warning);
@@ -127,7 +130,7 @@ impl<W: Write> Trace<W> {
                 let used = std::mem::take(&mut self.used);
                 if self.format == Format::Json {
                     self.write(&json!({"event": "usage", "model_calls": used.calls, "prompt_tokens": used.prompt,
-                        "completion_tokens": used.completion}));
+                        "cached_tokens": used.cached, "completion_tokens": used.completion}));
                 }
             }
             TurnEvent::Hook { stage, rule, decision, call_id } => match self.format {
@@ -242,6 +245,7 @@ mod tests {
             step: 1,
             ms: 5,
             usage: Some(Tokens { prompt, completion: 3 }),
+            cached: 0,
             estimate: 100,
         };
         trace.observe(&replied(1000));
@@ -273,6 +277,7 @@ mod tests {
             step: 1,
             ms: 5,
             usage: Some(Tokens { prompt: 9, completion: 3 }),
+            cached: 0,
             estimate: 9,
         });
         trace.observe(&TurnEvent::Answer("ok"));

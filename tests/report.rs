@@ -32,3 +32,20 @@ fn report_gaps_lists_the_questions_the_docs_could_not_answer() {
     assert_eq!(report["gaps"][0]["count"], 2, "{report}");
     assert_eq!(report["gaps"][0]["reasons"]["no_hits"], 2, "{report}");
 }
+
+#[test]
+fn a_question_the_docs_do_not_cover_is_a_gap_with_its_closest_sections() {
+    let ws = common::sample_workspace();
+    let env = [("LLM_MODEL", "scripted")];
+    let out = common::run_input(ws.path(), &env, &["chat"], "does it support kubernetes helm\n/quit\n");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("The docs do not cover this."), "{}", out.stdout);
+    let json = common::run(ws.path(), &env, &["report", "gaps", "--json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("one JSON document");
+    assert_eq!(report["gaps"][0]["question"], "does it support kubernetes helm", "{report}");
+    assert_eq!(report["gaps"][0]["reasons"]["not_covered"], 1, "{report}");
+    assert!(report["gaps"][0]["closest"].as_array().is_some_and(|c| !c.is_empty()), "{report}");
+    let text = common::run(ws.path(), &env, &["report", "gaps"]);
+    assert!(text.stdout.contains("(not covered by the docs 1)"), "{}", text.stdout);
+}

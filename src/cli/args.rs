@@ -177,6 +177,11 @@ pub enum Command {
         /// How many sections to show.
         #[arg(long, short = 'n', default_value_t = 10)]
         limit: usize,
+        /// Show the evidence a model would be given for this question instead: the numbered
+        /// passages of the best sections within retrieval.context_tokens, and how much of the
+        /// question they cover (below retrieval.min_coverage, the answer is "not covered").
+        #[arg(long)]
+        evidence: bool,
     },
     /// Validate the workspace (AGENTS.md, every SKILL.md, docs) and report every problem with file and line.
     Check,

@@ -63,6 +63,40 @@ pub fn search(config: Config, query: &str, limit: usize, trace: TraceWhen) -> Re
     Ok(Exit::Ok)
 }
 
+/// `docs-agent search --evidence`: the evidence a model would be given for a question, numbered
+/// as the model sees it, and how much of the question it covers.
+pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit, Failure> {
+    let harness = open(&config)?;
+    let mut trace =
+        Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars).with_format(trace.format());
+    warn_skipped(&harness, &mut trace);
+    let budget = crate::tools::evidence_budget(&config.retrieval);
+    let evidence = harness.index.current().evidence(question, budget).map_err(|e| (Exit::Failure, e.to_string()))?;
+    if evidence.items.is_empty() {
+        return Err((Exit::Failure, format!("no section matches {question:?}; try other words")));
+    }
+    let mut out = crate::guard::sink::stdout();
+    let weak = crate::tools::Weak::from(&config.retrieval);
+    let verdict = if evidence.coverage < weak.coverage || evidence.known < weak.known {
+        "too weak: the answer would be that the docs do not cover it"
+    } else {
+        "enough to ask the model"
+    };
+    let _ = writeln!(
+        out,
+        "the evidence holds {:.2} of the question's weight (retrieval.min_coverage {}), the docs {:.2} \
+         (retrieval.min_known {}): {verdict}",
+        evidence.coverage, weak.coverage, evidence.known, weak.known
+    );
+    for (n, item) in evidence.items.iter().enumerate() {
+        let _ = writeln!(out, "\n[{}] {}  {}  {:.3}", n + 1, item.source(), item.heading, item.score);
+        for line in item.text.lines() {
+            let _ = writeln!(out, "    {}", guard::scrub(line));
+        }
+    }
+    Ok(Exit::Ok)
+}
+
 /// `docs-agent check`: every problem in the workspace, one line each.
 pub fn check(config: Config) -> Result<Exit, Failure> {
     let harness = open(&config)?;

@@ -322,6 +322,7 @@ impl Live {
                 CorrectionKind::ToolCall => {
                     "it reads as a tool call the harness could not read, and the model is asked again"
                 }
+                CorrectionKind::Copied => "it copies the evidence instead of answering, and the model is asked again",
             }),
             TurnEvent::ToolCall(call) => {
                 self.withdraw("the model went on to use tools");

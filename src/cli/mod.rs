@@ -79,8 +79,11 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Ask { question }) => {
             ask::ask(within(Use::Answer)?, &question.join(" "), global.stream, global.trace)
         }
-        Some(Command::Search { query, limit }) => {
+        Some(Command::Search { query, limit, evidence: false }) => {
             ask::search(within(Use::Look)?, &query.join(" "), limit, global.trace)
+        }
+        Some(Command::Search { query, evidence: true, .. }) => {
+            ask::evidence(within(Use::Look)?, &query.join(" "), global.trace)
         }
         Some(Command::Check) => ask::check(within(Use::Look)?),
         Some(Command::Chat { session }) => {

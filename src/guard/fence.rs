@@ -266,6 +266,13 @@ impl fmt::Display for Fenced {
 }
 
 /// How a fence opens: the source attribute follows.
+/// True when `text` holds a fence tag, opening or closing, in any case: text copied from a
+/// tool's output, which an answer must never pass on.
+pub fn holds_tag(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains("<untrusted") || lower.contains("</untrusted")
+}
+
 const OPEN: &str = "<untrusted source=\"";
 /// How a fence closes, on its own line.
 const CLOSE: &str = "\n</untrusted>";

@@ -6,11 +6,13 @@
 //! downstream can see a secret from the docs.
 
 pub mod chunk;
+pub mod evidence;
 mod html;
 mod image;
 pub mod kind;
 pub mod live;
 pub mod mdx;
+pub mod passage;
 pub mod progress;
 mod prune;
 pub mod query;

@@ -13,6 +13,34 @@ const STOPWORDS: &[&str] = &[
     "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
 ];
 
+/// Function words beyond [`STOPWORDS`]: they rank nothing, and a question's weight should not
+/// rest on them (a small docs set may not hold "many" at all, which would make it look rare).
+/// Evidence leaves them out when it weighs a question.
+const FUNCTION_WORDS: &[&str] = &[
+    "all", "also", "am", "any", "been", "being", "both", "but", "could", "did", "doing", "done", "each", "either",
+    "etc", "even", "every", "get", "gets", "got", "had", "has", "have", "having", "he", "hello", "her", "here", "hi",
+    "him", "his", "into", "just", "let", "lets", "like", "many", "more", "most", "much", "must", "need", "needs", "no",
+    "not", "now", "one", "only", "other", "please", "same", "she", "since", "some", "still", "such", "than", "thank",
+    "thanks", "then", "them", "these", "they", "those", "too", "us", "very", "want", "wants", "way", "were", "would",
+    "yes", "yet",
+];
+
+/// True for a word that carries no topic: a stopword or a function word.
+pub fn is_function_word(word: &str) -> bool {
+    STOPWORDS.contains(&word) || FUNCTION_WORDS.contains(&word)
+}
+
+/// Everyday English (Stopwords ISO's English list): words that say nothing of a question's
+/// topic, however rare they are in the docs.
+static EVERYDAY: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+    std::sync::LazyLock::new(|| stop_words::get(stop_words::Language::English).iter().copied().collect());
+
+/// True for a word of everyday English ("long", "happens", "help"): its absence from the docs
+/// is no sign that they do not cover a question.
+pub fn is_everyday(word: &str) -> bool {
+    EVERYDAY.contains(word)
+}
+
 /// The words of `text`, lower-cased, de-duplicated, in order, without stopwords when possible.
 /// A `[REDACTED]` marker is not a word: it stands for a secret, and would match every redacted
 /// section of the docs.

@@ -59,6 +59,42 @@ impl Index {
     }
 }
 
+impl Index {
+    /// Every section of `path` (`docs/…`), whole and in order; empty when this generation has
+    /// no such document.
+    pub fn sections_of(&self, path: &str) -> Result<Vec<Section>, IndexError> {
+        let conn = self.reader();
+        let span: Option<(i64, i64)> = conn
+            .prepare_cached("SELECT first_row, last_row FROM files WHERE path = ?1 AND warning IS NULL")?
+            .query_row([path], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((first, last)) = span else {
+            return Ok(Vec::new());
+        };
+        let mut stmt = conn.prepare_cached(
+            "SELECT anchor, heading, start_line, end_line, body FROM sections \
+             WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query(params![first, last])?;
+        let mut out: Vec<Section> = Vec::new();
+        while let Some(row) = rows.next()? {
+            let anchor: String = row.get(0)?;
+            let lines = (row.get::<_, i64>(2)? as usize, row.get::<_, i64>(3)? as usize);
+            let body: String = row.get(4)?;
+            match out.last_mut() {
+                // The next window of the same section.
+                Some(section) if section.anchor == anchor => {
+                    section.lines.1 = lines.1;
+                    section.text.push('\n');
+                    section.text.push_str(&body);
+                }
+                _ => out.push(Section { anchor, heading: row.get(1)?, lines, text: body }),
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A section as a listing names it: where it is, not its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {

@@ -84,6 +84,21 @@ pub struct Usage {
     pub prompt: u64,
     /// Completion tokens.
     pub completion: u64,
+    /// Prompt tokens the server took from its cache instead of reading them again (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`, which llama.cpp reports too; 0 when it does not say).
+    pub cached: u64,
+}
+
+impl Usage {
+    /// The counts of a reply's `usage` object.
+    pub fn from_json(usage: &serde_json::Value) -> Usage {
+        let count = |pointer: &str| usage.pointer(pointer).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        Usage {
+            prompt: count("/prompt_tokens"),
+            completion: count("/completion_tokens"),
+            cached: count("/prompt_tokens_details/cached_tokens"),
+        }
+    }
 }
 
 /// A tool as offered to the model: name, description and JSON schema of its arguments.
@@ -206,6 +221,15 @@ pub enum Pull {
     Never,
 }
 
+/// What shapes one model call besides its messages and tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape<'a> {
+    /// `max_tokens` for this call (the client's own, `limits.max_output_tokens`, when none).
+    pub max_tokens: Option<u32>,
+    /// Where the server stops writing (at most 4, as OpenAI's API takes).
+    pub stop: &'a [&'a str],
+}
+
 /// The closed set of models.
 pub enum Model {
     /// Any OpenAI-compatible `/v1/chat/completions` server (Ollama, vLLM, llama.cpp...).
@@ -229,10 +253,11 @@ impl Model {
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
+        shape: Shape<'_>,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Reply, ModelError> {
         match self {
-            Model::OpenAi(client) => client.complete_streaming(messages, tools, on_delta).await,
+            Model::OpenAi(client) => client.complete_streaming(messages, tools, shape, on_delta).await,
             Model::Builtin(b) => {
                 let reply = b.complete(messages);
                 on_delta(&reply.content);

@@ -40,6 +40,9 @@ pub struct Client {
     timeout_secs: u64,
     /// What the server said of the model's context length.
     reported: std::sync::Mutex<Reported>,
+    /// The server said it is llama.cpp's `llama-server` (its model list, read for the context
+    /// length): requests ask it to keep their prompt's prefix cached.
+    llama_cpp: std::sync::atomic::AtomicBool,
 }
 
 /// What the server said of the model's context length ([`Client::context_length`]).
@@ -99,6 +102,7 @@ impl Client {
             temperature: llm.temperature,
             timeout_secs: llm.request_timeout_secs,
             reported: std::sync::Mutex::new(Reported::Unasked),
+            llama_cpp: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -168,6 +172,7 @@ impl Client {
             return Said::Length(n);
         }
         if context::is_llama_cpp(&listing) {
+            self.llama_cpp.store(true, std::sync::atomic::Ordering::Relaxed);
             return match self.probe(self.http.get(format!("{root}/props"))).await {
                 Probed::Json(props) => context::from_props(&props).map_or(Said::Nothing, Said::Length),
                 Probed::Other => Said::Nothing,
@@ -215,6 +220,11 @@ impl Client {
         }
     }
 
+    /// True once the server's model list showed it is llama.cpp's `llama-server`.
+    fn is_llama_cpp(&self) -> bool {
+        self.llama_cpp.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The model name.
     pub fn model(&self) -> &str {
         &self.model
@@ -228,9 +238,10 @@ impl Client {
         &self,
         messages: &[Message],
         tools: &[ToolSpec],
+        shape: super::Shape<'_>,
         on_delta: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Reply, ModelError> {
-        let mut body = self.request_body(messages, tools);
+        let mut body = self.request_body(messages, tools, shape);
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
         let mut delay = BACKOFF_START;
@@ -280,19 +291,28 @@ impl Client {
         stream.finish(on_delta).map_err(malformed)
     }
 
-    fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
+    fn request_body(&self, messages: &[Message], tools: &[ToolSpec], shape: super::Shape<'_>) -> Value {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
             .collect();
-        json!({
+        let mut body = json!({
             "model": self.model,
             "messages": messages.iter().map(to_wire).collect::<Vec<_>>(),
             "tools": tools,
-            "max_tokens": self.max_tokens,
+            "max_tokens": shape.max_tokens.unwrap_or(self.max_tokens),
             "temperature": self.temperature,
             "stream": false,
-        })
+        });
+        if !shape.stop.is_empty() {
+            body["stop"] = json!(shape.stop.iter().take(4).collect::<Vec<_>>());
+        }
+        // llama.cpp keeps the slot's cache for the prompt's longest common prefix (the system
+        // prompt and the tools) only when asked; other servers are sent nothing they do not know.
+        if self.is_llama_cpp() {
+            body["cache_prompt"] = json!(true);
+        }
+        body
     }
 
     async fn send(&self, body: &Value) -> Result<reqwest::Response, Attempt> {
@@ -451,10 +471,7 @@ pub fn parse_reply(text: &str) -> Result<Reply, String> {
             tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
         }
     }
-    let usage = value.get("usage").map(|u| Usage {
-        prompt: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-    });
+    let usage = value.get("usage").map(Usage::from_json);
     Ok(Reply { content, tool_calls, usage })
 }
 

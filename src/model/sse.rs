@@ -92,10 +92,7 @@ impl Stream {
             return Err(format!("the server reported an error mid-stream: {error}"));
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(Usage {
-                prompt: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-                completion: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-            });
+            self.usage = Some(Usage::from_json(u));
         }
         if chunk.pointer("/choices/0/finish_reason").is_some_and(|r| !r.is_null()) {
             self.finished = true;
@@ -181,7 +178,7 @@ mod tests {
             assert_eq!(reply.tool_calls.len(), 1);
             assert_eq!(reply.tool_calls[0].name, "search_docs");
             assert_eq!(reply.tool_calls[0].arguments, "{\"query\":\"refunds\"}");
-            assert_eq!(reply.usage, Some(Usage { prompt: 7, completion: 3 }));
+            assert_eq!(reply.usage, Some(Usage { prompt: 7, completion: 3, cached: 0 }));
         }
     }
 

@@ -3,8 +3,8 @@
 //! docs writer's to-do list.
 //!
 //! A question is a gap when its turn found nothing (every search said no section matched), ended
-//! with the retrieval-only answer (the model's answer could not be checked against the docs), or
-//! its answer was rated not helpful.
+//! with the retrieval-only answer (the model's answer could not be checked against the docs),
+//! was answered that the docs do not cover it, or its answer was rated not helpful.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,6 +21,8 @@ pub enum Reason {
     NoHits,
     /// The turn ended with the retrieval-only answer.
     RetrievalOnly,
+    /// The answer said the docs do not cover the question.
+    NotCovered,
     /// A person rated the answer not helpful.
     NotHelpful,
 }
@@ -31,6 +33,7 @@ impl Reason {
         match self {
             Reason::NoHits => "no hits",
             Reason::RetrievalOnly => "retrieval-only answer",
+            Reason::NotCovered => "not covered by the docs",
             Reason::NotHelpful => "rated not helpful",
         }
     }
@@ -180,6 +183,9 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
         if let Some((seq, text)) = answer {
             if text.starts_with(crate::model::builtin::UNCHECKED_HEADER) {
                 reasons.push(Reason::RetrievalOnly);
+            }
+            if crate::session::fallback::AnswerKind::of(text) == crate::session::fallback::AnswerKind::NotCovered {
+                reasons.push(Reason::NotCovered);
             }
             if let Some((false, said)) = rated.get(&seq) {
                 reasons.push(Reason::NotHelpful);

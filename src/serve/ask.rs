@@ -101,8 +101,10 @@ pub async fn answer_after(
 ) -> Result<(crate::agent::Run, bool), ApiError> {
     let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
     let mut count = |event: &TurnEvent<'_>| {
-        if let TurnEvent::ToolResult { decision, .. } = event {
-            state.metrics.tool_call(*decision);
+        match event {
+            TurnEvent::ToolResult { decision, .. } => state.metrics.tool_call(*decision),
+            TurnEvent::Answer(text) => state.metrics.answer(text),
+            _ => {}
         }
         if let Some(also) = also.as_mut() {
             also(event);

@@ -1,5 +1,5 @@
 //! Prometheus metrics, rendered in the text format at `/metrics`: requests and latencies by
-//! route, tool calls by decision, approvals by outcome, model errors and tokens.
+//! route, tool calls by decision, approvals by outcome, answers by kind, model errors and tokens.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -30,6 +30,8 @@ pub struct Metrics {
     latency: Mutex<BTreeMap<String, Histogram>>,
     tool_calls: Mutex<BTreeMap<String, u64>>,
     approvals: Mutex<BTreeMap<String, u64>>,
+    /// Answers by kind (model, retrieval_only, not_covered).
+    answers: Mutex<BTreeMap<String, u64>>,
     model_errors: AtomicU64,
     /// Tokens by (model, principal): prompt, completion.
     tokens: Mutex<BTreeMap<(String, String), (u64, u64)>>,
@@ -62,6 +64,11 @@ impl Metrics {
     /// One approval outcome (granted, denied, expired).
     pub fn approval(&self, outcome: &str) {
         bump(&self.approvals, outcome);
+    }
+
+    /// One answer, by its kind: a `not_covered` one is a question the docs do not answer.
+    pub fn answer(&self, text: &str) {
+        bump(&self.answers, crate::session::fallback::AnswerKind::of(text).as_str());
     }
 
     /// One failed model call.
@@ -102,6 +109,12 @@ impl Metrics {
         out.push_str("# HELP docs_agent_approvals_total Write approvals by outcome.\n# TYPE docs_agent_approvals_total counter\n");
         for (outcome, n) in self.approvals.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             out.push_str(&format!("docs_agent_approvals_total{{outcome=\"{}\"}} {n}\n", label(outcome)));
+        }
+        out.push_str(
+            "# HELP docs_agent_answers_total Answers by kind: the model's, retrieval-only, or not covered by the docs (a docs gap).\n# TYPE docs_agent_answers_total counter\n",
+        );
+        for (kind, n) in self.answers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            out.push_str(&format!("docs_agent_answers_total{{kind=\"{}\"}} {n}\n", label(kind)));
         }
         out.push_str(&format!(
             "# HELP docs_agent_model_errors_total Failed model calls.\n# TYPE docs_agent_model_errors_total counter\ndocs_agent_model_errors_total {}\n",

@@ -337,8 +337,8 @@ impl Listener<'_> {
             | TurnEvent::SentBack(_)
             | TurnEvent::ApprovalRequired { .. }
             | TurnEvent::Hook { .. }
-            | TurnEvent::Answer(_)
             | TurnEvent::Stopped { .. } => {}
+            TurnEvent::Answer(text) => self.state.metrics.answer(text),
         }
     }
 

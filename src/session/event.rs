@@ -77,6 +77,8 @@ pub enum CorrectionKind {
     Unverified,
     /// The reply looks like a tool call the harness could not read unambiguously.
     ToolCall,
+    /// The reply copies the tool's output (a fence tag) instead of answering.
+    Copied,
 }
 
 impl CorrectionKind {
@@ -85,6 +87,7 @@ impl CorrectionKind {
         match self {
             CorrectionKind::Unverified => "unverified",
             CorrectionKind::ToolCall => "tool_call",
+            CorrectionKind::Copied => "copied",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod compact;
 pub mod deps;
 pub mod event;
+pub mod fallback;
 pub mod fit;
 pub mod progress;
 pub mod projection;

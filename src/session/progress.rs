@@ -27,6 +27,8 @@ pub enum TurnEvent<'a> {
         ms: u128,
         /// The tokens the server reported, when it did.
         usage: Option<Tokens>,
+        /// Of its prompt tokens, those the server reused from its cache (0 when it did not say).
+        cached: u64,
         /// The harness's estimate of the prompt it sent (bytes / 4, tool schemas included).
         estimate: u64,
     },

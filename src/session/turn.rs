@@ -10,7 +10,7 @@ use super::budget;
 use crate::approval::{Approved, Approver};
 use crate::guard;
 use crate::hooks::{RuleDecision, Ruled};
-use crate::model::{Message, Model, ModelError};
+use crate::model::{Message, Model, ModelError, Shape};
 use crate::runtime;
 use crate::session::event::HookStage;
 use crate::telemetry::TurnSpans;
@@ -21,6 +21,7 @@ use super::cancel::Cancel;
 use super::compact;
 use super::deps::Deps;
 use super::event::{CallRecord, CorrectionKind, Event, Origin, Scope, StopReason, Tokens};
+use super::fallback::{self, retrieval_only};
 use super::fit;
 use super::progress::{self, Observer, TurnEvent};
 use super::projection;
@@ -188,6 +189,14 @@ impl<'a> Turn<'a> {
                         self.search_first(&events, query)?;
                         continue;
                     }
+                    // Evidence too weak to answer from: the docs do not cover it, said without
+                    // asking the model (which would answer from whatever it was given).
+                    if steps == 0 && verify::weak_evidence(state::this_turn(&events)) {
+                        let text = fallback::not_covered(state::this_turn(&events));
+                        let why =
+                            "not covered: the docs hold too little of the question (retrieval.min_coverage, min_known)";
+                        return self.answered(&events, Answer::New(&text), why.to_string(), steps);
+                    }
                     if steps >= limits.max_steps {
                         return self.stop(StopReason::StepLimit, steps);
                     }
@@ -236,11 +245,20 @@ impl<'a> Turn<'a> {
                     let next_seq = events.last().map_or(1, |s| s.seq + 1);
                     let (messages, estimate) = (fitted.messages, fitted.tokens + specs_tokens);
                     let started = Instant::now();
-                    match self.call_model(&messages, &specs, estimate, deadline, steps + 1, cancel).await {
+                    let numbered = verify::numbered(state::this_turn(&events));
+                    // The call that answers from the evidence writes a short answer.
+                    let shape = if steps == 0 && !numbered.is_empty() {
+                        Shape { max_tokens: Some(self.deps.retrieval.answer_tokens), stop: ANSWER_STOPS }
+                    } else {
+                        Shape::default()
+                    };
+                    let call = ModelCall { messages: &messages, specs: &specs, shape, numbered: &numbered };
+                    match self.call_model(call, estimate, deadline, steps + 1, cancel).await {
                         Called::Reply(reply) => {
                             let usage = reply.usage.map(|u| Tokens { prompt: u.prompt, completion: u.completion });
                             let ms = started.elapsed().as_millis();
-                            self.emit(TurnEvent::ModelReplied { step: steps + 1, ms, usage, estimate });
+                            let cached = reply.usage.map_or(0, |u| u.cached);
+                            self.emit(TurnEvent::ModelReplied { step: steps + 1, ms, usage, cached, estimate });
                             self.record_reply(toolbox, next_seq, reply, steps + 1, estimate)?
                         }
                         Called::Failed(error) => {
@@ -311,10 +329,11 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// One model call; its text is told as it comes, the evidence's numbers resolved to their
+    /// sources (as the answer will hold them; a citation still being written is held back).
     async fn call_model(
         &mut self,
-        messages: &[Message],
-        specs: &[crate::model::ToolSpec],
+        call: ModelCall<'_>,
         estimate: u64,
         deadline: Instant,
         step: u32,
@@ -323,19 +342,29 @@ impl<'a> Turn<'a> {
         self.emit(TurnEvent::ModelCall { step, estimate });
         let partial = std::sync::Mutex::new(String::new());
         let observer = &mut self.observer;
+        let numbered = call.numbered;
+        let mut pieces = verify::Pieces::default();
         let mut on_delta = |delta: &str| {
             partial.lock().unwrap_or_else(|p| p.into_inner()).push_str(delta);
             if let Some(observe) = observer.as_mut().filter(|_| !delta.is_empty()) {
-                observe(&TurnEvent::TextDelta(delta));
+                if numbered.is_empty() {
+                    observe(&TurnEvent::TextDelta(delta));
+                } else if let Some(resolved) = pieces.push(delta, numbered) {
+                    observe(&TurnEvent::TextDelta(&resolved));
+                }
             }
         };
+        let reply = self.model.complete_streaming(call.messages, call.specs, call.shape, &mut on_delta);
         let result = tokio::select! {
-            reply = self.model.complete_streaming(messages, specs, &mut on_delta).instrument(self.spans.chat()) => reply,
+            reply = reply.instrument(self.spans.chat()) => reply,
             () = tokio::time::sleep_until(deadline.into()) => return Called::TimedOut,
             () = cancel.cancelled() => {
                 return Called::Cancelled(partial.lock().unwrap_or_else(|p| p.into_inner()).clone());
             }
         };
+        if let Some(rest) = pieces.finish(numbered) {
+            self.emit(TurnEvent::TextDelta(&rest));
+        }
         match result {
             Ok(reply) => Called::Reply(reply),
             Err(error) => Called::Failed(error),
@@ -473,7 +502,8 @@ impl<'a> Turn<'a> {
                     _ => Planned::Done(toolbox.retrieve(
                         &call.record.arguments,
                         question,
-                        self.deps.retrieval.context_tokens,
+                        tools::evidence_budget(self.deps.retrieval),
+                        tools::Weak::from(self.deps.retrieval),
                     )),
                 },
                 Origin::Model => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
@@ -636,11 +666,14 @@ impl<'a> Turn<'a> {
         self.result_of(call, outcome, started.elapsed().as_millis(), Some(key))
     }
 
-    /// What becomes of the model's final text: sent back (at most once per kind) with a one-line correction
-    /// when it looks like a tool call the harness could not read, or when it cites no section
-    /// retrieved in this turn (or quotes what none holds) though the docs had hits; after one
-    /// such correction, a retrieval-only answer of the turn's search results replaces it (for a
-    /// call it cannot read, whatever the text cites).
+    /// What becomes of the model's final text, its evidence numbers resolved to their sources:
+    /// sent back (at most once per kind) with a one-line correction when it looks like a tool
+    /// call the harness could not read, when it copies the tool's output (a fence tag) instead
+    /// of answering, or when it cites no section retrieved in this turn (or quotes what none
+    /// holds) though the docs had hits; after one such correction, a retrieval-only answer of
+    /// the turn's evidence replaces it (for a call it cannot read or a copy, whatever the text
+    /// cites). When the model says the docs do not cover the question and cites nothing it was
+    /// given, the answer says so plainly, with the closest sections as might-help.
     fn checked(&self, text: &str, question: &str, turn: &[Stored], steps: u32) -> Checked {
         let sent = |kind: CorrectionKind| {
             turn.iter().any(|s| matches!(&s.event, Event::Correction { kind: k, .. } if *k == kind))
@@ -654,12 +687,29 @@ impl<'a> Turn<'a> {
             // one): JSON meant for a tool is no answer, even when it names a retrieved section.
             return Checked::Answer(retrieval_only(turn, UNCHECKED));
         }
-        if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
-            return Checked::Answer(text.to_string());
+        if crate::guard::fence::holds_tag(text) {
+            if can_retry && !sent(CorrectionKind::Copied) {
+                return Checked::SendBack { kind: CorrectionKind::Copied, text: COPIED.to_string(), hook: None };
+            }
+            // A fence tag in an answer never passes: the evidence is quoted instead.
+            return Checked::Answer(retrieval_only(turn, UNCHECKED));
         }
-        let verdict = verify::check(text, question, turn);
+        let text = verify::resolve(text, &verify::numbered(turn));
+        if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
+            return Checked::Answer(text.into_owned());
+        }
+        let verdict = verify::check(&text, question, turn);
+        if self.deps.retrieval.verify
+            && !verdict.citations.iter().any(|c| c.verified)
+            && verify::says_not_covered(&text)
+        {
+            return Checked::Answer(fallback::not_covered(turn));
+        }
         if self.deps.retrieval.verify && !verdict.holds() {
-            if can_retry && !sent(CorrectionKind::Unverified) {
+            // A cited answer that says what the evidence does not is not sent back: measured
+            // with Qwen2.5-Coder-1.5B, told so, it repeated itself or said the docs do not cover
+            // it whatever they held; the evidence is quoted at once instead.
+            if verdict.correctable() && can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict), hook: None };
             }
             return Checked::Answer(retrieval_only(turn, UNCHECKED));
@@ -671,7 +721,7 @@ impl<'a> Turn<'a> {
             }
             return Checked::Replaced { text: retrieval_only(turn, UNCHECKED), rule };
         }
-        Checked::Answer(text.to_string())
+        Checked::Answer(text.into_owned())
     }
 
     /// Ends the turn with an answer: a new one (guarded on its way out) recorded with the
@@ -898,33 +948,35 @@ async fn context_budget(session: &crate::config::SessionConfig, model: &Model, m
     budget
 }
 
-/// The one-line reminder for an answer that failed the check.
+/// The one-line reminder for an answer that failed the check: what was wrong with it.
 fn reminder(verdict: &verify::Verdict) -> String {
-    let mut text = String::from(
-        "Your answer must cite the sections above that state each fact, as [path#anchor] exactly as their source attribute shows.",
-    );
-    if let Some(quote) = verdict.misquotes.first() {
-        text.push_str(&format!(
-            " This quote is not in them: \"{}\"; quote only their words.",
-            crate::guard::clip(quote, 120)
+    let mut said: Vec<String> = Vec::new();
+    if verdict.bare {
+        said.push("Your reply gives a source but no answer: answer the question in a sentence, then give the evidence number you used, like: Source: [1].".into());
+    } else if !verdict.citations.iter().any(|c| c.verified) {
+        said.push("Your answer must cite the evidence above that states each fact: its number, like [1], or its [path#anchor] exactly as its source attribute shows.".into());
+    }
+    if !verdict.bare && !verdict.grounded {
+        said.push("Answer with what the evidence says, in its words.".into());
+    }
+    if let Some(number) = verdict.unsupported.first() {
+        said.push(format!(
+            "The evidence does not say \"{}\": state only what it says.",
+            crate::guard::clip(number, 40)
         ));
     }
-    text.push_str(" Answer again, or say that the docs do not cover it.");
-    text
+    if let Some(quote) = verdict.misquotes.first() {
+        said.push(format!("This quote is not in it: \"{}\"; quote only its words.", crate::guard::clip(quote, 120)));
+    }
+    said.push("Answer again.".into());
+    said.join(" ")
 }
+
+/// What the model is told when its reply copies the tool's output instead of answering.
+const COPIED: &str = "Your reply copied the evidence's tags instead of answering. Answer the question in your own words from the evidence, citing its numbers like [1].";
 
 /// Why a retrieval-only answer replaces the model's: its answer could not be checked.
 const UNCHECKED: &str = crate::model::builtin::UNCHECKED_HEADER;
-
-/// The labelled retrieval-only answer: the turn's searched sections, quoted and cited.
-fn retrieval_only(turn: &[Stored], header: &str) -> String {
-    let searched: Vec<String> = verify::retrieved(turn)
-        .into_iter()
-        .filter(|s| s.searched)
-        .map(|s| crate::guard::fence::Fenced::new(&s.source, &s.body).into_string())
-        .collect();
-    crate::model::builtin::extractive_answer(&searched.join("\n"), header)
-}
 
 /// The answer a turn ends with.
 enum Answer<'a> {
@@ -933,6 +985,22 @@ enum Answer<'a> {
     /// Recorded already (an `Answer` event whose turn end was not).
     Recorded(&'a str),
 }
+
+/// What one model call sends, and the evidence numbers its text may cite.
+struct ModelCall<'c> {
+    /// The fitted request.
+    messages: &'c [Message],
+    /// The tools offered.
+    specs: &'c [crate::model::ToolSpec],
+    /// Its token cap and stop sequences.
+    shape: Shape<'c>,
+    /// The sources of the turn's numbered evidence, `[1]` first.
+    numbered: &'c [String],
+}
+
+/// Where the call that answers from the evidence stops: before it copies the evidence's fences
+/// or the harness's own lines back.
+const ANSWER_STOPS: &[&str] = &["<untrusted", "\nQuestion:", tools::EVIDENCE_HEADER];
 
 /// What one model call came to.
 enum Called {

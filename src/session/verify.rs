@@ -2,7 +2,7 @@
 //! it names was shown to the model in this turn: a search hit with that source, or lines read
 //! with `read_file` holding that section's heading; a bare path counts when some section of the
 //! file was shown. A quoted span counts only when the retrieved text (or the user's own
-//! message) holds it. The turn sends an answer that fails back once, then falls back to a
+//! message) holds it, and so does a number the answer states (`support`). The turn sends an answer that fails back once, then falls back to a
 //! retrieval-only answer. The harness never adds a citation the model did not make: it only
 //! marks the ones it made.
 
@@ -15,6 +15,7 @@ use crate::guard::{citations, fence};
 use crate::tools::{Decision, Tool};
 
 pub use lines::cited_lines;
+pub use numbers::{Pieces, evidence_result, numbered, resolve, says_not_covered, weak_evidence};
 
 use super::event::Event;
 use super::store::Stored;
@@ -66,15 +67,35 @@ pub struct Verdict {
     pub citations: Vec<Citation>,
     /// Quoted spans that no retrieved text holds.
     pub misquotes: Vec<String>,
+    /// Numbers the answer states that no retrieved text (nor the question) holds.
+    pub unsupported: Vec<String>,
+    /// The answer is only its citations.
+    pub bare: bool,
+    /// What the answer says besides the question is, for the most part, in what was retrieved.
+    pub grounded: bool,
     /// True when the turn retrieved at least one section.
     pub had_hits: bool,
 }
 
 impl Verdict {
+    /// Whether a correction can mend the answer: it cites nothing retrieved, is only its
+    /// citation, or misquotes (the quote is shown back to it); a cited answer whose words or
+    /// numbers the evidence does not hold is not mended by telling the model so.
+    pub fn correctable(&self) -> bool {
+        let cited = self.citations.iter().any(|c| c.verified);
+        !cited || self.bare || !self.misquotes.is_empty() || (self.grounded && self.unsupported.is_empty())
+    }
+
     /// An answer holds when the turn retrieved no section (nothing to cite), or when it cites
-    /// at least one retrieved section and quotes nothing that was not retrieved.
+    /// at least one retrieved section, says something besides that the retrieved text holds,
+    /// and neither quotes nor states a number that was not retrieved.
     pub fn holds(&self) -> bool {
-        !self.had_hits || (self.citations.iter().any(|c| c.verified) && self.misquotes.is_empty())
+        !self.had_hits
+            || (self.citations.iter().any(|c| c.verified)
+                && self.misquotes.is_empty()
+                && self.unsupported.is_empty()
+                && !self.bare
+                && self.grounded)
     }
 }
 
@@ -82,9 +103,13 @@ impl Verdict {
 /// `question`); quoting the question back is not a misquote.
 pub fn check(answer: &str, question: &str, turn: &[Stored]) -> Verdict {
     let sections = retrieved(turn);
+    let bodies: String = sections.iter().map(|s| s.body.as_str()).collect::<Vec<_>>().join("\n");
     Verdict {
         citations: cited(answer, &sections),
         misquotes: misquotes(answer, &sections, question),
+        unsupported: support::unsupported_numbers(answer, &bodies, question),
+        bare: support::bare(answer),
+        grounded: support::grounded(answer, question, &bodies),
         had_hits: sections.iter().any(|s| s.searched),
     }
 }
@@ -211,5 +236,7 @@ fn heading_of(body: &str) -> String {
 }
 
 mod lines;
+mod numbers;
+mod support;
 #[cfg(test)]
 mod tests;

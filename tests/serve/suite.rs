@@ -457,14 +457,18 @@ async fn requests_over_the_concurrency_limit_are_shed() {
 async fn metrics_are_for_admins_and_count_requests_tools_and_approvals() {
     let s = server();
     call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "how long is the refund window"}))).await;
+    call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "does it support kubernetes helm"}))).await;
     let (status, _) = call(&s, "GET", "/metrics", Some(ASKER), None).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _, body) = call_raw(&s, "GET", "/metrics", Some(ADMIN), None).await;
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8_lossy(&body);
-    assert!(text.contains("docs_agent_requests_total{route=\"/v1/ask\",status=\"200\"} 1"), "{text}");
+    assert!(text.contains("docs_agent_requests_total{route=\"/v1/ask\",status=\"200\"} 2"), "{text}");
     assert!(text.contains("docs_agent_tool_calls_total{decision=\"allowed\"}"), "{text}");
-    assert!(text.contains("docs_agent_request_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 1"), "{text}");
+    assert!(text.contains("docs_agent_request_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 2"), "{text}");
+    // The question the docs do not cover is counted as such: a docs gap.
+    assert!(text.contains("docs_agent_answers_total{kind=\"not_covered\"} 1"), "{text}");
+    assert!(text.contains("docs_agent_answers_total{kind=\"model\"} 1"), "{text}");
     assert!(!text.contains(ASKER) && !text.contains(ADMIN), "no token in metrics");
 }
 

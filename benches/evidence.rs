@@ -1,0 +1,244 @@
+//! `cargo bench --bench evidence`: what the model reads for each question, before and after
+//! evidence (issue 32), and how well the evidence's coverage tells questions the docs answer
+//! from questions they do not. No model is run: this is the harness's half of an answer.
+//!
+//! For every answerable question of `bench/questions/{workspace,polar-docs,business-central-docs}.jsonl`
+//! (odd ids `dev`, even ids `held-out`), per corpus and half:
+//! - **gold in context**: a gold section (a bare gold path: any section of it) is among the
+//!   sections the model is given; also at file level;
+//! - the bytes of docs text the model reads (before the fences and the question).
+//!
+//! "before" is retrieve-first as it was up to issue 32: the best of 8 sections, whole where they
+//! fit, within 400 tokens (1,600 bytes). "after" is [`Index::evidence`] with the default budget.
+//!
+//! Then, with the off-topic sets (`*.off-topic.jsonl`: questions the docs do not answer, checked
+//! by hand), the share of each kind that a coverage threshold calls "not covered", for a sweep
+//! of thresholds: choose on `dev`, check on `held-out`.
+//!
+//! Environment: `DOCS_AGENT_CORPORA` (default `../shared/corpora` beside the checkout);
+//! `BENCH_BUDGET` (evidence tokens, default the configuration's), `BENCH_SECTIONS`,
+//! `BENCH_ITEMS`; `BENCH_MISSES=dev` lists the dev questions whose gold is not in the evidence.
+
+// It prints its own report; docs-agent itself prints only through guard::sink.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cap_std::fs::Dir;
+use docs_agent::index::Index;
+use docs_agent::index::evidence::Budget;
+
+/// `index.max_file_bytes` as the default config sets it.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// The sets: name, and where their docs are (`None`: the sample workspace).
+const SETS: [&str; 3] = ["workspace", "polar-docs", "business-central-docs"];
+/// Retrieve-first before issue 32: candidates, and bytes of sections (400 tokens).
+const BEFORE_CANDIDATES: usize = 8;
+/// See [`BEFORE_CANDIDATES`].
+const BEFORE_BYTES: usize = 1_600;
+/// Thresholds swept.
+const THRESHOLDS: [f64; 9] = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7];
+
+type Result<T> = std::result::Result<T, String>;
+
+/// One question of a set.
+#[derive(serde::Deserialize)]
+struct Question {
+    id: String,
+    split: String,
+    question: String,
+    #[serde(default)]
+    gold: Vec<String>,
+}
+
+impl Question {
+    fn gold_file(&self, path: &str) -> bool {
+        self.gold.iter().any(|g| g.split('#').next() == Some(path))
+    }
+
+    fn gold_section(&self, path: &str, anchor: &str) -> bool {
+        self.gold.iter().any(|g| match g.split_once('#') {
+            Some((p, a)) => p == path && a == anchor,
+            None => g == path,
+        })
+    }
+}
+
+/// Sums over the questions of one half.
+#[derive(Default)]
+struct Context {
+    n: usize,
+    section: usize,
+    first: usize,
+    file: usize,
+    bytes: Vec<usize>,
+}
+
+impl Context {
+    fn add(&mut self, q: &Question, shown: &[(String, String)], bytes: usize) {
+        self.n += 1;
+        self.section += usize::from(shown.iter().any(|(p, a)| q.gold_section(p, a)));
+        self.first += usize::from(shown.first().is_some_and(|(p, a)| q.gold_section(p, a)));
+        self.file += usize::from(shown.iter().any(|(p, _)| q.gold_file(p)));
+        self.bytes.push(bytes);
+    }
+
+    fn row(&mut self, set: &str, half: &str, system: &str) -> String {
+        self.bytes.sort_unstable();
+        let n = self.n.max(1) as f64;
+        let median = self.bytes.get(self.bytes.len() / 2).copied().unwrap_or(0);
+        format!(
+            "| {set} | {half} | {system} | {} | {:.0}% | {:.0}% | {:.0}% | {median} |",
+            self.n,
+            100.0 * self.section as f64 / n,
+            100.0 * self.first as f64 / n,
+            100.0 * self.file as f64 / n
+        )
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench evidence: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn run() -> Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let corpora = std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(|| root.join("../shared/corpora"), PathBuf::from);
+    let defaults = docs_agent::config::Config::load_isolated(&Default::default()).map_err(|e| e.to_string())?;
+    let retrieval = &defaults.retrieval;
+    let budget = Budget {
+        sections: env_or("BENCH_SECTIONS", retrieval.sections),
+        files: env_or("BENCH_FILES", retrieval.files),
+        bytes: env_or("BENCH_BUDGET", retrieval.context_tokens) * 4,
+        items: env_or("BENCH_ITEMS", retrieval.evidence_items),
+    };
+    let misses = std::env::var("BENCH_MISSES").ok();
+    eprintln!("evidence budget: {budget:?}");
+    let mut context_rows = Vec::new();
+    let mut sweep_rows = Vec::new();
+    for set in SETS {
+        let folder = if set == "workspace" { root.join("workspace/docs") } else { corpora.join(set) };
+        let index = open(&folder)?;
+        let answerable = questions(&root, &format!("{set}.jsonl"))?;
+        let off_topic = questions(&root, &format!("{set}.off-topic.jsonl"))?;
+        for half in ["dev", "held-out"] {
+            let (mut before, mut after) = (Context::default(), Context::default());
+            let mut coverage_on = Vec::new();
+            for q in answerable.iter().filter(|q| q.split == half) {
+                let hits = index.search(&q.question, BEFORE_CANDIDATES).map_err(|e| e.to_string())?;
+                let (shown, bytes) = before_issue_32(&hits);
+                before.add(q, &shown, bytes);
+                let evidence = index.evidence(&q.question, budget).map_err(|e| e.to_string())?;
+                let shown: Vec<(String, String)> =
+                    evidence.items.iter().map(|i| (i.path.clone(), i.anchor.clone())).collect();
+                let bytes = evidence.items.iter().map(|i| i.text.len() + i.heading.len()).sum();
+                if misses.as_deref() == Some(half) && !shown.iter().any(|(p, a)| q.gold_section(p, a)) {
+                    eprintln!("miss {} ({:.2}): {}\n  gold {:?}", q.id, evidence.coverage, q.question, q.gold);
+                    for item in &evidence.items {
+                        eprintln!("  got  {} {:.2}", item.source(), item.score);
+                    }
+                }
+                after.add(q, &shown, bytes);
+                features("on", q, &evidence);
+                coverage_on.push(evidence.coverage);
+            }
+            let mut coverage_off = Vec::new();
+            for q in off_topic.iter().filter(|q| q.split == half) {
+                let evidence = index.evidence(&q.question, budget).map_err(|e| e.to_string())?;
+                features("off", q, &evidence);
+                coverage_off.push(evidence.coverage);
+            }
+            context_rows.push(before.row(set, half, "before (400 tokens of sections)"));
+            context_rows.push(after.row(set, half, "evidence"));
+            let cells: Vec<String> = THRESHOLDS
+                .iter()
+                .map(|t| format!("{:.0}% / {:.0}%", below(&coverage_off, *t), below(&coverage_on, *t)))
+                .collect();
+            sweep_rows.push(format!(
+                "| {set} | {half} | {} / {} | {} |",
+                coverage_off.len(),
+                coverage_on.len(),
+                cells.join(" | ")
+            ));
+        }
+    }
+    println!(
+        "| set | half | what the model reads | n | gold section in context | gold section first | gold file in context | median bytes of docs |"
+    );
+    println!("|---|---|---|---:|---:|---:|---:|---:|");
+    for row in context_rows {
+        println!("{row}");
+    }
+    println!();
+    println!("Called \"not covered\" at each coverage threshold: off-topic questions / answerable questions");
+    println!();
+    let heads: Vec<String> = THRESHOLDS.iter().map(|t| format!("< {t}")).collect();
+    println!("| set | half | n (off / on) | {} |", heads.join(" | "));
+    println!("|---|---|---|{}", "---:|".repeat(THRESHOLDS.len()));
+    for row in sweep_rows {
+        println!("{row}");
+    }
+    Ok(())
+}
+
+/// With `BENCH_FEATURES` set, one tab-separated line per question on stderr: kind, id, half,
+/// coverage, known, best, question.
+fn features(kind: &str, q: &Question, evidence: &docs_agent::index::evidence::Evidence) {
+    if std::env::var_os("BENCH_FEATURES").is_some() {
+        eprintln!(
+            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{}",
+            q.id, q.split, evidence.coverage, evidence.known, evidence.best, q.question
+        );
+    }
+}
+
+/// The share (percent) of `values` below `threshold`.
+fn below(values: &[f64], threshold: f64) -> f64 {
+    100.0 * values.iter().filter(|v| **v < threshold).count() as f64 / values.len().max(1) as f64
+}
+
+/// The sections retrieve-first showed before issue 32, and their bytes: whole sections in rank
+/// order while at least 200 bytes of the next fit in 1,600.
+fn before_issue_32(hits: &[docs_agent::index::Hit]) -> (Vec<(String, String)>, usize) {
+    let mut left = BEFORE_BYTES;
+    let (mut shown, mut bytes) = (Vec::new(), 0);
+    for hit in hits {
+        let overhead = hit.source().len() + 40;
+        if !shown.is_empty() && left < overhead + 200 {
+            break;
+        }
+        let size = (hit.heading.len() + hit.excerpt.len()).min(left.saturating_sub(overhead));
+        left = left.saturating_sub(size + overhead);
+        bytes += size;
+        shown.push((hit.path.clone(), hit.anchor.clone()));
+    }
+    (shown, bytes)
+}
+
+fn open(folder: &Path) -> Result<Index> {
+    let docs = Dir::open_ambient_dir(folder, cap_std::ambient_authority()).map_err(|e| {
+        format!("cannot open {} ({e}); set DOCS_AGENT_CORPORA to the folder holding the corpora", folder.display())
+    })?;
+    Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", folder.display()))
+}
+
+fn questions(root: &Path, name: &str) -> Result<Vec<Question>> {
+    let file = root.join("bench/questions").join(name);
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1)))
+        .collect()
+}

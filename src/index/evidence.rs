@@ -1,0 +1,437 @@
+//! Evidence for a question: from the best sections of several files, the passages that bear on
+//! it, within a small budget, each labelled by its section's heading path. A small model reads
+//! what answers the question and little else: prompt size is the latency on a CPU, and a
+//! page of loosely related text is where a 1.5B model picks the wrong fact.
+//!
+//! Passages ([`passage`]) are scored by the question's words they hold, each weighed by how
+//! rare it is in the docs (BM25's idf, with its saturation and length norm), plus a share of
+//! their neighbours' scores (the sentence before a number often names what it counts), of
+//! their heading path's match and of their section's rank. Words are compared by the stems
+//! FTS5's own tokenizer gives (the index's `porter unicode61`), read back through `fts5vocab`,
+//! so "refunded" in a question finds "refunds" in a passage exactly as search does.
+//!
+//! The evidence also says how much of the question it covers (`coverage`): the share of the
+//! question's weight found in it. A question whose rare words are nowhere in the evidence is
+//! one the docs most likely do not answer.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, params};
+
+use super::passage::{self, Passage};
+use super::{Hit, Index, IndexError};
+
+/// Scratch tables for stemming, in the connection's own `temp` schema (the index may be a
+/// read-only image shared by several connections).
+const SCRATCH: &str = "
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.evidence_text USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.evidence_vocab USING fts5vocab(temp, evidence_text, 'instance');";
+
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalisation.
+const B: f64 = 0.75;
+/// How much of its best neighbour's relevance a passage takes.
+const NEIGHBOUR: f64 = 0.35;
+/// How much its section's heading path adds to a passage (as a share of the question's weight
+/// found in the heading).
+const HEADING: f64 = 0.35;
+/// How much its section's rank adds (the section's search score over the best one's).
+const RANK: f64 = 0.25;
+/// A passage whose own relevance is below this share of the best one's is not worth its
+/// tokens, however good its neighbours or its section.
+const RELATIVE_FLOOR: f64 = 0.3;
+/// Bytes a fence, a number and a heading line add around each section's passages, beyond
+/// the heading's and the source's own length (counted against the budget).
+const ITEM_OVERHEAD: usize = 36;
+/// The score a section of a searched file that the search did not return takes, as a share of
+/// its file's best hit.
+const FILE_SHARE: f64 = 0.5;
+/// Sections read at most from one file (an API reference can hold hundreds).
+const MAX_FILE_SECTIONS: usize = 80;
+/// Bytes of a section cut into passages at most.
+const MAX_SECTION_BYTES: usize = 8_000;
+/// The first passages of a section, which its heading path alone can make worth reading.
+const LEAD: usize = 2;
+/// What joins two passages of one section that are not next to each other.
+pub const GAP: &str = "\n…\n";
+
+/// How much evidence to gather.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Sections searched for (from several files).
+    pub sections: usize,
+    /// Files of the best of them whose every section is read for passages.
+    pub files: usize,
+    /// Bytes of evidence at most: passages, their heading lines, sources and fences.
+    pub bytes: usize,
+    /// Sections the evidence may draw from at most.
+    pub items: usize,
+}
+
+/// The passages of one section chosen as evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Workspace-relative file, e.g. `docs/refunds.md`.
+    pub path: String,
+    /// The section's anchor.
+    pub anchor: String,
+    /// Its heading path, "Refunds > Window": the label the passages are read under.
+    pub heading: String,
+    /// The chosen passages in their order in the section, joined (a gap as [`GAP`]).
+    pub text: String,
+    /// The best score among its passages.
+    pub score: f64,
+}
+
+impl Item {
+    /// `docs/refunds.md#window`.
+    pub fn source(&self) -> String {
+        super::source(&self.path, &self.anchor)
+    }
+}
+
+/// The evidence for a question.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// The sections it draws from, most relevant first.
+    pub items: Vec<Item>,
+    /// The share of the question's weight (its topical words by idf) that the evidence holds,
+    /// 0 to 1.
+    pub coverage: f64,
+    /// The share of the question's weight (the same) that the docs hold anywhere, 0 to 1.
+    pub known: f64,
+    /// The best passage's own relevance: its words' weight over the question's.
+    pub best: f64,
+    /// Every section searched, best first: where to look when the evidence is weak.
+    pub searched: Vec<Hit>,
+}
+
+impl Index {
+    /// The evidence for `question` within `budget`.
+    pub fn evidence(&self, question: &str, budget: Budget) -> Result<Evidence, IndexError> {
+        let searched = self.search(question, budget.sections)?;
+        let words: Vec<String> =
+            super::query::terms(question).into_iter().filter(|w| !super::query::is_function_word(w)).collect();
+        if searched.is_empty() || words.is_empty() {
+            return Ok(Evidence { items: Vec::new(), coverage: 0.0, known: 0.0, best: 0.0, searched });
+        }
+        let hits = self.candidates(&searched, budget.files)?;
+        let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(uncut(&h.excerpt))).collect();
+        let conn = self.reader();
+        // One stemming pass: the question's words, its topical ones, then each heading, then
+        // each passage.
+        let mut texts: Vec<&str> = Vec::new();
+        let joined = words.join(" ");
+        let topical = words.iter().filter(|w| !super::query::is_everyday(w)).cloned().collect::<Vec<_>>().join(" ");
+        texts.push(&joined);
+        texts.push(&topical);
+        texts.extend(hits.iter().map(|h| h.heading.as_str()));
+        for section in &sections {
+            texts.extend(section.iter().map(|p| p.text.as_str()));
+        }
+        let stems = stemmed(&conn, &texts)?;
+        let question_stems: HashSet<&str> = stems[0].iter().map(String::as_str).collect();
+        let (weights, known) = idf(&conn, &question_stems, self.stats.sections)?;
+        drop(conn);
+        let topical = stems[1].iter().cloned().collect();
+        let (headings, passages) = stems[2..].split_at(hits.len());
+        let stems = Stems { weights, known, topical, headings, passages };
+        let mut evidence = choose(&hits, &sections, &stems, budget);
+        evidence.searched = searched;
+        Ok(evidence)
+    }
+
+    /// The sections evidence is drawn from: every section of the files of the best hits (the
+    /// passage that answers often sits in a section the search ranked lower, in a file it
+    /// ranked high), then the other hits. A hit keeps its search score; another section of a
+    /// file takes [`FILE_SHARE`] of its file's best.
+    fn candidates(&self, hits: &[Hit], files: usize) -> Result<Vec<Hit>, IndexError> {
+        let mut out: Vec<Hit> = Vec::new();
+        let mut opened: Vec<&str> = Vec::new();
+        for hit in hits {
+            if opened.contains(&hit.path.as_str()) || opened.len() >= files {
+                continue;
+            }
+            opened.push(&hit.path);
+            let best = hits.iter().filter(|h| h.path == hit.path).map(|h| h.score).fold(0.0, f64::max);
+            for section in self.sections_of(&hit.path)?.into_iter().take(MAX_FILE_SECTIONS) {
+                let found = hits.iter().find(|h| h.path == hit.path && h.anchor == section.anchor);
+                let text = crate::guard::redact::floor_char_boundary(&section.text, MAX_SECTION_BYTES).to_string();
+                out.push(Hit {
+                    path: hit.path.clone(),
+                    score: found.map_or(FILE_SHARE * best, |h| h.score),
+                    anchor: section.anchor,
+                    heading: section.heading,
+                    lines: section.lines,
+                    excerpt: text,
+                });
+            }
+        }
+        out.extend(hits.iter().filter(|h| !opened.contains(&h.path.as_str())).cloned());
+        Ok(out)
+    }
+}
+
+/// A section's excerpt without the marks that say it was cut from a longer section.
+fn uncut(excerpt: &str) -> &str {
+    let text = excerpt.strip_prefix("…\n").unwrap_or(excerpt);
+    text.strip_suffix("\n…").unwrap_or(text)
+}
+
+/// What scoring needs of the stems: each question stem's weight, and the stems of each
+/// section's heading and of each passage (in the order of the sections' passages).
+pub struct Stems<'a> {
+    /// The question's stems and their idf.
+    pub weights: HashMap<String, f64>,
+    /// The question's stems that some section of the docs holds.
+    pub known: HashSet<String>,
+    /// The question's stems of words that are not everyday English: what coverage weighs.
+    pub topical: HashSet<String>,
+    /// Stems of each section's heading path.
+    pub headings: &'a [Vec<String>],
+    /// Stems of each passage, every section's passages in turn.
+    pub passages: &'a [Vec<String>],
+}
+
+/// One passage, scored.
+struct Scored<'a> {
+    /// Its section (an index into the hits).
+    section: usize,
+    /// Its place in the section.
+    at: usize,
+    /// The passage.
+    passage: &'a Passage,
+    /// Its own relevance: its words' weight over the question's.
+    own: f64,
+    /// The same, read with its heading path's words.
+    labelled: f64,
+    /// It is one of the first passages of its section.
+    lead: bool,
+    /// With its neighbours, heading and section rank.
+    score: f64,
+}
+
+/// Scores every passage and chooses the best within `budget`.
+pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget: Budget) -> Evidence {
+    let total: f64 = stems.weights.values().sum();
+    if total <= 0.0 {
+        return Evidence { items: Vec::new(), coverage: 0.0, known: 0.0, best: 0.0, searched: hits.to_vec() };
+    }
+    let top = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max).max(f64::MIN_POSITIVE);
+    let lengths: Vec<usize> = stems.passages.iter().map(Vec::len).collect();
+    let average = (lengths.iter().sum::<usize>() as f64 / lengths.len().max(1) as f64).max(1.0);
+    let mut scored: Vec<Scored<'_>> = Vec::new();
+    let mut offset = 0;
+    for (s, section) in sections.iter().enumerate() {
+        let heading = matched(&stems.weights, &stems.headings[s]) / total;
+        let rank = (hits[s].score / top).clamp(0.0, 1.0);
+        // Its own words, and under its heading path: a passage is read under its label, so
+        // "what is in the onboarding integrations" finds the text of "Onboarding > Integrations".
+        let own: Vec<f64> =
+            (0..section.len()).map(|i| bm25(&stems.weights, &stems.passages[offset + i], average) / total).collect();
+        let labelled: Vec<f64> = (0..section.len())
+            .map(|i| {
+                let mut words = stems.passages[offset + i].clone();
+                words.extend(stems.headings[s].iter().cloned());
+                bm25(&stems.weights, &words, average) / total
+            })
+            .collect();
+        for (i, passage) in section.iter().enumerate() {
+            let before = if i > 0 { labelled[i - 1] } else { 0.0 };
+            let after = labelled.get(i + 1).copied().unwrap_or(0.0);
+            let score = labelled[i] + NEIGHBOUR * before.max(after) + HEADING * heading + RANK * rank;
+            let lead = i < LEAD;
+            scored.push(Scored { section: s, at: i, passage, own: own[i], labelled: labelled[i], lead, score });
+        }
+        offset += section.len();
+    }
+    let chosen = pick(hits, &mut scored, budget);
+    // Coverage: the question's weight found in what was chosen, headings included.
+    let mut found: HashSet<&str> = HashSet::new();
+    let mut offsets = Vec::with_capacity(sections.len());
+    let mut at = 0;
+    for section in sections {
+        offsets.push(at);
+        at += section.len();
+    }
+    for &(s, i) in &chosen {
+        found.extend(stems.passages[offsets[s] + i].iter().map(String::as_str));
+        found.extend(stems.headings[s].iter().map(String::as_str));
+    }
+    // Coverage weighs the question's topical words only (everyday English says nothing of
+    // its topic); a question of everyday words only is weighed whole.
+    let gate: Vec<(&String, &f64)> =
+        match stems.weights.iter().filter(|(w, _)| stems.topical.contains(*w)).collect::<Vec<_>>() {
+            topical if !topical.is_empty() => topical,
+            _ => stems.weights.iter().collect(),
+        };
+    let gate_total: f64 = gate.iter().map(|(_, v)| **v).sum::<f64>().max(f64::MIN_POSITIVE);
+    let covered: f64 = gate.iter().filter(|(w, _)| found.contains(w.as_str())).map(|(_, v)| **v).sum();
+    let best = scored.iter().map(|s| s.own).fold(0.0, f64::max);
+    let items = assemble(hits, sections, &chosen, &scored);
+    let known: f64 = gate.iter().filter(|(w, _)| stems.known.contains(w.as_str())).map(|(_, v)| **v).sum();
+    Evidence { items, coverage: covered / gate_total, known: known / gate_total, best, searched: hits.to_vec() }
+}
+
+/// The passages chosen, as (section, place) pairs: best first, within the budget's bytes and
+/// sections, none far below the best.
+fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, usize)> {
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.section.cmp(&b.section)).then(a.at.cmp(&b.at)));
+    let best = scored.iter().map(|s| s.own).fold(0.0, f64::max);
+    let best_labelled = scored.iter().map(|s| s.labelled).fold(0.0, f64::max);
+    let floor = RELATIVE_FLOOR;
+    let by_words = |c: &Scored<'_>| c.own > 0.0 && c.own >= floor * best;
+    // Sections with a passage worth reading by its own words: their leads need no label.
+    let worded: HashSet<usize> = scored.iter().filter(|c| by_words(c)).map(|c| c.section).collect();
+    let mut used = 0;
+    let mut chosen: Vec<(usize, usize)> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut headers: HashSet<(usize, usize)> = HashSet::new();
+    for candidate in scored.iter() {
+        // Worth its tokens by its own words, or as the lead of a section only its heading names.
+        let by_label = candidate.lead
+            && !worded.contains(&candidate.section)
+            && candidate.labelled > 0.0
+            && candidate.labelled >= floor * best_labelled;
+        if !(by_words(candidate) || by_label) {
+            continue;
+        }
+        let new_section = !open.contains(&candidate.section);
+        if new_section && open.len() >= budget.items {
+            continue;
+        }
+        let hit = &hits[candidate.section];
+        let mut cost = candidate.passage.text.len() + 1;
+        if new_section {
+            cost += hit.heading.len() + hit.source().len() + ITEM_OVERHEAD;
+        }
+        let header_key = (candidate.section, candidate.passage.block);
+        if let Some(header) = &candidate.passage.header
+            && !headers.contains(&header_key)
+        {
+            cost += header.len() + 1;
+        }
+        if used + cost > budget.bytes && !chosen.is_empty() {
+            continue;
+        }
+        used += cost;
+        if candidate.passage.header.is_some() {
+            headers.insert(header_key);
+        }
+        if new_section {
+            open.push(candidate.section);
+        }
+        chosen.push((candidate.section, candidate.at));
+    }
+    chosen
+}
+
+/// The chosen passages as items: sections in the order of their best passage, each section's
+/// passages in their own order, a table's header before its first chosen row.
+fn assemble(hits: &[Hit], sections: &[Vec<Passage>], chosen: &[(usize, usize)], scored: &[Scored<'_>]) -> Vec<Item> {
+    let score_of = |s: usize, i: usize| scored.iter().find(|x| x.section == s && x.at == i).map_or(0.0, |x| x.score);
+    let mut order: Vec<usize> = Vec::new();
+    for &(s, _) in chosen {
+        if !order.contains(&s) {
+            order.push(s);
+        }
+    }
+    order
+        .into_iter()
+        .map(|s| {
+            let mut places: Vec<usize> = chosen.iter().filter(|(x, _)| *x == s).map(|(_, i)| *i).collect();
+            places.sort_unstable();
+            let mut text = String::new();
+            let mut last: Option<usize> = None;
+            for &i in &places {
+                let passage = &sections[s][i];
+                match last {
+                    None => {}
+                    Some(l) if l + 1 == i => text.push('\n'),
+                    Some(_) => text.push_str(GAP),
+                }
+                let starts_table = last.is_none_or(|l| sections[s][l].block != passage.block || l + 1 != i);
+                if let (Some(header), true) = (&passage.header, starts_table) {
+                    text.push_str(header);
+                    text.push('\n');
+                }
+                text.push_str(&passage.text);
+                last = Some(i);
+            }
+            let hit = &hits[s];
+            let score = places.iter().map(|&i| score_of(s, i)).fold(0.0, f64::max);
+            Item { path: hit.path.clone(), anchor: hit.anchor.clone(), heading: hit.heading.clone(), text, score }
+        })
+        .collect()
+}
+
+/// BM25 of one passage (its stems, one per word) for the weighted question stems.
+fn bm25(weights: &HashMap<String, f64>, passage: &[String], average: f64) -> f64 {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for stem in passage {
+        if weights.contains_key(stem) {
+            *counts.entry(stem.as_str()).or_insert(0) += 1;
+        }
+    }
+    let norm = K1 * (1.0 - B + B * passage.len() as f64 / average);
+    counts
+        .into_iter()
+        .map(|(stem, tf)| {
+            let tf = tf as f64;
+            weights.get(stem).copied().unwrap_or(0.0) * tf * (K1 + 1.0) / (tf + norm) / (K1 + 1.0)
+        })
+        .sum()
+}
+
+/// The weight of the question stems found among `stems`.
+fn matched(weights: &HashMap<String, f64>, stems: &[String]) -> f64 {
+    let found: HashSet<&str> = stems.iter().map(String::as_str).collect();
+    weights.iter().filter(|(w, _)| found.contains(w.as_str())).map(|(_, v)| v).sum()
+}
+
+/// The stems of each text, one per word in order of their instances, through FTS5's own
+/// tokenizer.
+fn stemmed(conn: &Connection, texts: &[&str]) -> Result<Vec<Vec<String>>, IndexError> {
+    conn.execute_batch(SCRATCH)?;
+    conn.execute("DELETE FROM temp.evidence_text", [])?;
+    {
+        let mut insert = conn.prepare_cached("INSERT INTO temp.evidence_text(rowid, text) VALUES (?1, ?2)")?;
+        for (i, text) in texts.iter().enumerate() {
+            insert.execute(params![i as i64, text])?;
+        }
+    }
+    let mut out = vec![Vec::new(); texts.len()];
+    let mut read = conn.prepare_cached("SELECT doc, term FROM temp.evidence_vocab")?;
+    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (doc, term) = row?;
+        if let Some(slot) = out.get_mut(doc as usize) {
+            slot.push(term);
+        }
+    }
+    Ok(out)
+}
+
+/// Each stem's idf over the index's `rows` sections: a stem found nowhere weighs most (it is
+/// what the question asks that the docs may not hold).
+/// And the stems some section holds.
+type Weights = (HashMap<String, f64>, HashSet<String>);
+
+fn idf(conn: &Connection, stems: &HashSet<&str>, rows: usize) -> Result<Weights, IndexError> {
+    let mut df = conn.prepare_cached("SELECT doc FROM temp.sections_vocab WHERE term = ?1")?;
+    let n = rows.max(1) as f64;
+    let (mut out, mut known) = (HashMap::new(), HashSet::new());
+    for stem in stems {
+        let count: i64 = df.query_row([stem], |r| r.get(0)).unwrap_or(0);
+        if count > 0 {
+            known.insert(stem.to_string());
+        }
+        let count = (count.max(0) as f64).min(n);
+        out.insert(stem.to_string(), (1.0 + (n - count + 0.5) / (count + 0.5)).ln());
+    }
+    Ok((out, known))
+}
+
+#[cfg(test)]
+mod tests;

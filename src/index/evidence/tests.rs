@@ -1,0 +1,89 @@
+use super::*;
+
+/// An index of `files` (name, text) in a temporary `docs/`.
+fn index_of(files: &[(&str, &str)]) -> Index {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (name, text) in files {
+        std::fs::write(tmp.path().join(name), text).expect("write");
+    }
+    let docs = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
+    Index::build(&docs, 1 << 20).expect("build")
+}
+
+const BUDGET: Budget = Budget { sections: 8, files: 3, bytes: 1_200, items: 4 };
+
+/// A small billing docs set: the refund window sits in a long section among unrelated text.
+fn billing() -> Index {
+    let filler = "Our team reviews every request by hand and answers within a working day. ".repeat(6);
+    index_of(&[
+        (
+            "refunds.md",
+            &format!(
+                "# Refunds\n\n## Window\n\n{filler}\n\nCustomers can ask for a refund within 14 days of the first payment.\n\n{filler}\n\n## Exceptions\n\nAnnual plans are refunded pro rata.\n"
+            ),
+        ),
+        (
+            "plans.md",
+            "# Plans\n\n| Plan | Monthly |\n|---|---|\n| Starter | 29 EUR |\n| Growth | 99 EUR |\n| Scale | 299 EUR |\n",
+        ),
+        ("webhooks.md", "# Webhooks\n\nAn account can have up to 16 endpoints.\n\nEvents are retried for 3 days.\n"),
+    ])
+}
+
+#[test]
+fn the_passage_that_answers_is_chosen_and_the_filler_is_not() {
+    let evidence = billing().evidence("how many days do customers have to ask for a refund", BUDGET).expect("evidence");
+    let first = evidence.items.first().expect("an item");
+    assert_eq!(first.source(), "docs/refunds.md#window");
+    assert_eq!(first.heading, "Refunds > Window");
+    assert!(first.text.contains("within 14 days of the first payment"), "{first:?}");
+    assert!(!first.text.contains("answers within a working day"), "filler was chosen: {first:?}");
+    assert!(evidence.coverage > 0.8, "coverage {}", evidence.coverage);
+}
+
+#[test]
+fn a_table_row_comes_with_its_header_and_not_the_other_rows() {
+    let evidence = billing().evidence("monthly price of the Growth plan", BUDGET).expect("evidence");
+    let item = evidence.items.iter().find(|i| i.path == "docs/plans.md").expect("the plans table");
+    assert!(item.text.starts_with("| Plan | Monthly |\n|---|---|\n"), "{item:?}");
+    assert!(item.text.contains("| Growth | 99 EUR |"), "{item:?}");
+    assert!(!item.text.contains("Starter"), "a row that does not match: {item:?}");
+}
+
+#[test]
+fn the_budget_bounds_the_evidence_and_the_best_passage_always_comes() {
+    let index = billing();
+    for bytes in [10, 200, 600, 1_200, 5_000] {
+        let budget = Budget { bytes, ..BUDGET };
+        let evidence = index.evidence("refund window days endpoints webhooks plans", budget).expect("evidence");
+        assert!(!evidence.items.is_empty(), "{bytes}: nothing chosen");
+        let size: usize = evidence.items.iter().map(|i| i.text.len() + i.heading.len() + i.source().len()).sum();
+        if evidence.items.len() > 1 || evidence.items[0].text.contains('\n') {
+            assert!(size <= bytes, "{bytes}: {size} bytes chosen: {evidence:?}");
+        }
+    }
+    let one = Budget { items: 1, ..BUDGET };
+    assert_eq!(index.evidence("refund window endpoints", one).expect("evidence").items.len(), 1);
+}
+
+#[test]
+fn coverage_is_low_when_the_rare_words_are_nowhere() {
+    let index = billing();
+    let on_topic = index.evidence("how many webhook endpoints can one account have", BUDGET).expect("evidence");
+    let off_topic = index.evidence("does it support kubernetes helm charts", BUDGET).expect("evidence");
+    assert!(on_topic.coverage > 0.7, "on topic: {}", on_topic.coverage);
+    assert!(off_topic.coverage < 0.3, "off topic: {} {:?}", off_topic.coverage, off_topic.items);
+    let nothing = index.evidence("zzz qqq", BUDGET).expect("evidence");
+    assert!(nothing.items.is_empty() && nothing.coverage == 0.0);
+}
+
+#[test]
+fn passages_far_apart_are_joined_with_a_gap() {
+    let index = index_of(&[(
+        "faq.md",
+        "# FAQ\n\nRefunds take 5 days to arrive.\n\nThe sky is blue today.\n\nGrass is green.\n\nA refund shows on the statement as ACME.\n",
+    )]);
+    let evidence = index.evidence("refund arrive statement", BUDGET).expect("evidence");
+    let item = &evidence.items[0];
+    assert_eq!(item.text, format!("Refunds take 5 days to arrive.{GAP}A refund shows on the statement as ACME."));
+}

@@ -1,0 +1,179 @@
+//! The answer path of issue 32, through the binary against a fake model server on 127.0.0.1:
+//! numbered evidence and numbered citations, the answer call's shape, "the docs do not cover
+//! this" (from weak evidence without a model call, and from the model), and the answers the
+//! harness never passes on (a copied fence tag, a cited answer the evidence does not back, a
+//! number it does not hold, a citation alone).
+
+mod common;
+mod fake;
+
+use common::{run, sample_workspace};
+use fake::{Canned, FakeServer};
+use serde_json::Value;
+
+fn env(base: &str) -> Vec<(&str, &str)> {
+    vec![("LLM_BASE_URL", base), ("LLM_MODEL", "test-model")]
+}
+
+/// Asks `question` through the binary in a fresh sample workspace, the fake model giving
+/// `replies` in order (the last repeats).
+fn ask(replies: Vec<Canned>, question: &str) -> (FakeServer, common::Run) {
+    let server = FakeServer::start(replies);
+    let ws = sample_workspace();
+    let out = run(ws.path(), &env(&server.base_url()), &[question]);
+    (server, out)
+}
+
+fn tool_message(request: &Value) -> String {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    messages.iter().find(|m| m["role"] == "tool").and_then(|m| m["content"].as_str()).unwrap_or("").to_string()
+}
+
+fn corrections(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "correction")
+        .filter_map(|v| v["kind"].as_str().map(str::to_string))
+        .collect()
+}
+
+const REFUND: &str = "how long is the refund window";
+
+#[test]
+fn the_model_cites_a_number_and_the_answer_names_its_source() {
+    let (server, out) =
+        ask(vec![Canned::text("Refunds are possible within 14 days of the first payment. Source: [1]")], REFUND);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one model call when the evidence answers");
+    let evidence = tool_message(&requests[0]);
+    assert!(
+        evidence.starts_with(
+            "Evidence from the docs, numbered:\n[1] <untrusted source=\"docs/refunds.md#window\">\n# Refunds > Window\n"
+        ),
+        "{evidence}"
+    );
+    assert!(evidence.len() < 2_400, "about 300 tokens of evidence, not whole sections: {} bytes", evidence.len());
+    // The call that answers from the evidence is short and stops before copying it.
+    assert_eq!(requests[0]["max_tokens"], 200, "{}", requests[0]);
+    let stops: Vec<&str> = requests[0]["stop"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(stops.contains(&"<untrusted") && stops.len() <= 4, "{stops:?}");
+    assert!(
+        out.stdout
+            .starts_with("Refunds are possible within 14 days of the first payment. Source: [docs/refunds.md#window]"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\n\nSources:\n- docs/refunds.md#window (Refunds > Window)\n"), "{}", out.stdout);
+}
+
+#[test]
+fn a_number_the_evidence_did_not_give_is_no_citation() {
+    let (server, out) = ask(
+        vec![
+            Canned::text("Refunds are possible within 14 days of the first payment [7]."),
+            Canned::text("Refunds are possible within 14 days of the first payment [1]."),
+        ],
+        REFUND,
+    );
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "[7] cites nothing, so the answer is sent back: {}", out.stderr);
+    assert_eq!(requests[1]["max_tokens"], 512, "only the first answer from the evidence is capped");
+    assert_eq!(corrections(&out.stderr), ["unverified"]);
+    assert!(
+        out.stdout.starts_with("Refunds are possible within 14 days of the first payment [docs/refunds.md#window].")
+    );
+}
+
+#[test]
+fn an_off_topic_question_is_not_covered_without_asking_the_model() {
+    let (server, out) =
+        ask(vec![Canned::text("Yes, Helm charts are supported [1].")], "does it support kubernetes helm");
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(server.requests().is_empty(), "the model is not asked when the evidence is this weak");
+    assert!(
+        out.stdout.starts_with("The docs do not cover this.\n\nThese sections came closest and might help:\n- "),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("Helm charts are supported"), "{}", out.stdout);
+}
+
+#[test]
+fn the_model_saying_the_docs_are_silent_is_answered_plainly() {
+    let (server, out) = ask(
+        vec![Canned::text("The docs do not mention a limit on refunds per customer.")],
+        "how many refunds can one customer get per year",
+    );
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 1, "not sent back: {}", out.stderr);
+    assert!(
+        out.stdout.starts_with("The docs do not cover this.\n\nThese sections came closest and might help:\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_copied_fence_tag_never_reaches_the_person() {
+    let parrot =
+        "3 sections matched, best first:\n<untrusted source=\"docs/refunds.md#window\">\n14 days\n</untrusted>";
+    let (server, out) = ask(vec![Canned::text(parrot)], REFUND);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 2, "sent back once: {}", out.stderr);
+    assert_eq!(corrections(&out.stderr), ["copied"]);
+    assert!(out.stdout.starts_with("Retrieval-only answer"), "{}", out.stdout);
+    assert!(!out.stdout.contains("<untrusted") && !out.stdout.contains("</untrusted"), "{}", out.stdout);
+}
+
+#[test]
+fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
+    for answer in [
+        // It restates the question and adds what no retrieved text says.
+        "Yes, the refund window can be extended by the QuickBooks integration. Source: [1]",
+        // A number the evidence does not hold.
+        "Refunds are possible within 30 days of the first payment. Source: [1]",
+    ] {
+        let (server, out) = ask(vec![Canned::text(answer)], REFUND);
+        assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+        assert_eq!(server.requests().len(), 1, "not sent back: telling a small model does not mend it");
+        assert!(out.stdout.starts_with("Retrieval-only answer (the model's answer did not cite"), "{}", out.stdout);
+        assert!(!out.stdout.contains("QuickBooks") && !out.stdout.contains("30 days"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("   > Refunds are possible within 14 days"),
+            "the evidence is quoted: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn a_citation_alone_is_sent_back() {
+    let (server, out) = ask(
+        vec![Canned::text("Source: [1]"), Canned::text("Refunds are possible within 14 days. Source: [1]")],
+        REFUND,
+    );
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 2);
+    let messages = server.requests()[1]["messages"].as_array().cloned().unwrap_or_default();
+    let reminder = messages.last().and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
+    assert!(reminder.contains("gives a source but no answer"), "{reminder}");
+    assert!(
+        out.stdout.starts_with("Refunds are possible within 14 days. Source: [docs/refunds.md#window]"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn search_shows_the_evidence_and_whether_it_is_enough() {
+    let ws = sample_workspace();
+    let out = run(ws.path(), &[], &["search", "--evidence", REFUND]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("enough to ask the model"), "{}", out.stdout);
+    assert!(out.stdout.contains("\n[1] docs/refunds.md#window  Refunds > Window  "), "{}", out.stdout);
+    let weak = run(ws.path(), &[], &["search", "--evidence", "does it support kubernetes helm"]);
+    assert!(weak.stdout.contains("too weak"), "{}", weak.stdout);
+}
