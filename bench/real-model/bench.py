@@ -1,19 +1,36 @@
 #!/usr/bin/env python3
-"""Answers measured with a real small model (issue 10).
+"""Answers measured with a real small model (issues 10 and 32).
 
 Starts llama-server with the kit's model on 127.0.0.1 (or uses --base-url), then:
-  answers  each question of the chosen sets through the release binary, once per mode:
-           `first` (retrieve-first and verification on: the defaults) and `baseline` (both off:
-           the behaviour before), interleaved question by question. Measured per question: the
-           answer cites a gold section (verified, from the `Sources:` list), the key fact is in
-           it, it fell back to the retrieval-only answer, wall time, model calls and prompt tokens
-           (from the trace's `usage` line). Reported per set, split (dev / held-out) and mode.
+  answers  each question of the chosen sets, the answerable ones and the off-topic ones (questions
+           the docs do not answer, checked by hand: `bench/questions/*.off-topic.jsonl`), once per
+           mode, a mode at a time over a set (so each keeps the server's prompt cache as it would
+           alone):
+             first    docs-agent as configured by default (the release binary, or --binary)
+             stuffed  the baseline users would otherwise run: the top 4 chunks of ~1,000
+                      characters stuffed into one prompt, cite [id], no checks (stuffed.py)
+             before   another docs-agent binary (--before PATH), e.g. one built before a change
+             plain    docs-agent with retrieve-first and verification off (before issue 10)
   eval     `docs-agent eval --model URL --retrieval` (and without --retrieval): breaches must be 0;
            pass rates per category are reported.
 
+Measured per question, reported per set, half (dev / held-out) and mode:
+  gold cited      the answer cites a gold section as a verified source (a gold path without an
+                  anchor: any section of it); the stuffed baseline's [id] taken at its word
+  fact right      one of the question's key phrases is in the answer
+  gold in context a gold section is among what the model was given (the harness's evidence,
+                  read from the trace; the baseline's chunks)
+  not covered     the answer says the docs do not cover it: on answerable questions an error,
+                  on off-topic ones the right answer
+  fallback        the retrieval-only answer replaced the model's
+  seconds         wall time per answerable question, spawn to exit (median, p90)
+  tokens          prompt tokens (and of them, those the server reused from its cache) and
+                  completion tokens, summed over a question's model calls; model calls
+
 usage: bench/real-model/bench.py [--sets workspace,polar-docs,business-central-docs]
-         [--modes first,baseline] [--split all|dev|held-out] [--limit N] [--eval] [--no-answers]
-         [--model 1.5b|0.5b] [--threads 2] [--base-url URL] [--json FILE]
+         [--modes first,stuffed] [--before PATH] [--split all|dev|held-out] [--limit N]
+         [--off-limit N] [--eval] [--no-answers] [--model 1.5b|0.5b] [--threads 2]
+         [--base-url URL] [--binary PATH] [--json FILE]
 
 Corpora are read from DOCS_AGENT_CORPORA (default ../shared/corpora beside the checkout) and
 copied into target/real-model/ (never into the repository).
@@ -22,6 +39,7 @@ copied into target/real-model/ (never into the repository).
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -29,15 +47,17 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stuffed import Stuffed  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "bench" / "real-model" / "kit.sh"
 QUESTIONS = ROOT / "bench" / "questions"
 WORK = ROOT / "target" / "real-model"
 BINARY = ROOT / "target" / "release" / "docs-agent"
-MODES = {
-    "first": {"DOCS_AGENT_RETRIEVE_FIRST": "true", "DOCS_AGENT_VERIFY": "true"},
-    "baseline": {"DOCS_AGENT_RETRIEVE_FIRST": "false", "DOCS_AGENT_VERIFY": "false"},
-}
+# The trace keeps the whole of a tool result, so what the model read can be checked.
+CONFIG = "[limits]\ntrace_result_chars = 100000\n"
+FENCE = re.compile(r'<untrusted source="([^"]+)">')
 
 
 def log(*parts):
@@ -59,13 +79,20 @@ def workspace_for(name):
     return ws
 
 
-def load(name, split, limit):
-    rows = [json.loads(line) for line in (QUESTIONS / f"{name}.jsonl").read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if split == "all" or r["split"] == split]
+def load(name, split, limit, off_topic=False):
+    path = QUESTIONS / (f"{name}.off-topic.jsonl" if off_topic else f"{name}.jsonl")
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [dict(r, off_topic=off_topic) for r in rows if split == "all" or r["split"] == split]
     return rows[:limit] if limit else rows
 
 
-def sources(stdout):
+def matches(source, gold):
+    return any(source == g or ("#" not in g and source.split("#")[0] == g) for g in gold)
+
+
+def parse_cli(stdout):
     """(verified sources, answer text) from the CLI's output."""
     answer, _, listed = stdout.partition("\n\nSources:\n")
     verified = []
@@ -75,85 +102,120 @@ def sources(stdout):
     return verified, answer
 
 
-def cites_gold(verified, gold):
-    for source in verified:
-        for g in gold:
-            if source == g or ("#" not in g and source.split("#")[0] == g):
-                return True
-    return False
-
-
-def ask(base_url, ws, question, mode):
-    env = dict(os.environ, LLM_BASE_URL=base_url, LLM_MODEL="local", WORKSPACE=str(ws), **MODES[mode])
-    env.pop("DOCS_AGENT_CONFIG", None)
+def ask_cli(binary, base_url, ws, question, extra_env):
+    env = dict(os.environ, LLM_BASE_URL=base_url, LLM_MODEL="local", WORKSPACE=str(ws),
+               DOCS_AGENT_CONFIG=str(WORK / "bench.toml"), **extra_env)
     started = time.monotonic()
-    p = subprocess.run([str(BINARY), question], env=env, capture_output=True, text=True, timeout=900, cwd=WORK)
+    p = subprocess.run([str(binary), question], env=env, capture_output=True, text=True, timeout=900, cwd=WORK)
     wall = time.monotonic() - started
-    usage = {}
+    usage, shown = {}, None
     for line in p.stderr.splitlines():
         at = line.find("{")
-        if at >= 0:
-            try:
-                v = json.loads(line[at:])
-            except ValueError:
-                continue
-            if v.get("event") == "usage":
-                usage = v
-    return p, wall, usage
+        if at < 0:
+            continue
+        try:
+            v = json.loads(line[at:])
+        except ValueError:
+            continue
+        if v.get("event") == "usage":
+            usage = v
+        # The harness's own search: the first search_docs of the turn, step 0.
+        if shown is None and v.get("tool") == "search_docs" and str(v.get("step")) == "0":
+            shown = FENCE.findall(str(v.get("result", "")))
+    verified, answer = parse_cli(p.stdout)
+    kind = "fallback" if answer.startswith("Retrieval-only answer") else \
+        "not_covered" if answer.startswith("The docs do not cover this") else "model"
+    if kind == "not_covered":
+        verified = []  # the sections it lists might help; they are not an answer
+    return {
+        "exit": p.returncode, "answer": answer, "wall": wall, "cited": verified, "shown": shown or [],
+        "kind": kind, "model_calls": usage.get("model_calls"), "prompt_tokens": usage.get("prompt_tokens"),
+        "cached_tokens": usage.get("cached_tokens"), "completion_tokens": usage.get("completion_tokens"),
+    }
 
 
-def answers(base_url, sets, modes, split, limit):
+def measure(mode, args, base_url, ws, stuffed, row):
+    if mode == "stuffed":
+        r = stuffed.ask(base_url, row["question"])
+        r["kind"] = "not_covered" if r["not_covered"] else "model"
+        r["model_calls"] = 1
+    elif mode == "plain":
+        r = ask_cli(args.binary, base_url, ws, row["question"],
+                    {"DOCS_AGENT_RETRIEVE_FIRST": "false", "DOCS_AGENT_VERIFY": "false"})
+    else:
+        r = ask_cli(args.before if mode == "before" else args.binary, base_url, ws, row["question"], {})
+    gold, key = row.get("gold", []), row.get("key", [])
+    answer = r["answer"]
+    return {
+        "set": row["set"], "id": row["id"], "split": row["split"], "mode": mode, "off_topic": row["off_topic"],
+        "cites_gold": any(matches(s, gold) for s in r["cited"]),
+        "cites_gold_file": any(s.split("#")[0] == g.split("#")[0] for s in r["cited"] for g in gold),
+        "fact": any(k.lower() in answer.lower() for k in key),
+        "gold_in_context": any(matches(s, gold) for s in r["shown"]),
+        "not_covered": r["kind"] == "not_covered", "fallback": r["kind"] == "fallback",
+        "wall_s": round(r["wall"], 2), "model_calls": r.get("model_calls"),
+        "prompt_tokens": r.get("prompt_tokens"), "cached_tokens": r.get("cached_tokens"),
+        "completion_tokens": r.get("completion_tokens"), "exit": r.get("exit", 0), "answer": answer[:600],
+    }
+
+
+def answers(base_url, args):
     results = []
-    for name in sets:
+    modes = args.modes.split(",")
+    for name in args.sets.split(","):
         ws = workspace_for(name)
-        rows = load(name, split, limit)
-        for i, row in enumerate(rows, 1):
-            for mode in modes:
-                p, wall, usage = ask(base_url, ws, row["question"], mode)
-                verified, answer = sources(p.stdout)
-                r = {
-                    "set": name, "id": row["id"], "split": row["split"], "mode": mode, "exit": p.returncode,
-                    "cites_gold": cites_gold(verified, row["gold"]),
-                    "cites_gold_file": any(s.split("#")[0] == g.split("#")[0] for s in verified for g in row["gold"]),
-                    "fact": any(k.lower() in answer.lower() for k in row["key"]),
-                    "fallback": answer.startswith("Retrieval-only answer"),
-                    "wall_s": round(wall, 2),
-                    "model_calls": usage.get("model_calls"),
-                    "prompt_tokens": usage.get("prompt_tokens"),
-                    "completion_tokens": usage.get("completion_tokens"),
-                    "answer": answer[:400],
-                }
+        rows = [dict(r, set=name) for r in load(name, args.split, args.limit)]
+        rows += [dict(r, set=name) for r in load(name, args.split, args.off_limit, off_topic=True)]
+        stuffed = Stuffed(ws) if "stuffed" in modes else None
+        for mode in modes:
+            for i, row in enumerate(rows, 1):
+                r = measure(mode, args, base_url, ws, stuffed, row)
                 results.append(r)
-                log(f"[{name} {i}/{len(rows)} {mode}] gold={r['cites_gold']} fact={r['fact']} fallback={r['fallback']} "
-                    f"{r['wall_s']} s, {r['prompt_tokens']} prompt tokens, exit {r['exit']}")
+                log(f"[{name} {mode} {i}/{len(rows)}{' off-topic' if r['off_topic'] else ''}] gold={r['cites_gold']} "
+                    f"fact={r['fact']} in-context={r['gold_in_context']} not-covered={r['not_covered']} "
+                    f"fallback={r['fallback']} {r['wall_s']} s, {r['prompt_tokens']} prompt tokens")
     return results
+
+
+def pct(rows, key):
+    return f"{100 * sum(r[key] for r in rows) / len(rows):.0f}%" if rows else "-"
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return f"{statistics.median(values):.0f}" if values else "-"
 
 
 def table(results):
     groups = {}
     for r in results:
         groups.setdefault((r["set"], r["split"], r["mode"]), []).append(r)
-    lines = ["| set | half | mode | n | cites gold section | cites gold file | fact right | retrieval-only | median s | p90 s | median prompt tokens | model calls |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| set | half | mode | n (answerable / off-topic) | gold cited | fact right | gold in context | "
+             "not covered: answerable | not covered: off-topic | fallback | median s | p90 s | "
+             "prompt tokens (reused) | completion tokens | model calls |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (name, half, mode), rs in sorted(groups.items()):
-        n = len(rs)
-        pct = lambda key: f"{100 * sum(r[key] for r in rs) / n:.0f}%"
-        walls = sorted(r["wall_s"] for r in rs)
-        prompts = [r["prompt_tokens"] for r in rs if r["prompt_tokens"] is not None]
-        calls = [r["model_calls"] for r in rs if r["model_calls"] is not None]
-        lines.append(f"| {name} | {half} | {mode} | {n} | {pct('cites_gold')} | {pct('cites_gold_file')} | {pct('fact')} | "
-                     f"{pct('fallback')} | {statistics.median(walls):.1f} | {walls[int(0.9 * (n - 1))]:.1f} | "
-                     f"{statistics.median(prompts) if prompts else '-'} | {sum(calls) / len(calls) if calls else '-':.2f} |")
+        on = [r for r in rs if not r["off_topic"]]
+        off = [r for r in rs if r["off_topic"]]
+        walls = sorted(r["wall_s"] for r in on) or [0.0]
+        calls = [r["model_calls"] for r in on if r["model_calls"] is not None]
+        p90 = walls[min(len(walls) - 1, int(round(0.9 * (len(walls) - 1))))]
+        lines.append(
+            f"| {name} | {half} | {mode} | {len(on)} / {len(off)} | {pct(on, 'cites_gold')} | {pct(on, 'fact')} | "
+            f"{pct(on, 'gold_in_context')} | {pct(on, 'not_covered')} | {pct(off, 'not_covered')} | "
+            f"{pct(on, 'fallback')} | {statistics.median(walls):.1f} | {p90:.1f} | "
+            f"{median(r['prompt_tokens'] for r in on)} ({median(r['cached_tokens'] for r in on)}) | "
+            f"{median(r['completion_tokens'] for r in on)} | {sum(calls) / len(calls) if calls else 0:.2f} |")
     return "\n".join(lines)
 
 
-def evals(base_url):
+def evals(binary, base_url):
     out = {}
     for label, extra in [("retrieval on", ["--retrieval"]), ("retrieval off", [])]:
         log(f"eval pack against the real model, {label} ...")
-        p = subprocess.run([str(BINARY), "eval", "--cases", "evals", "--model", base_url, "--jobs", "1", *extra],
+        p = subprocess.run([str(binary), "eval", "--cases", "evals", "--model", base_url, "--jobs", "1", *extra],
                            cwd=ROOT, capture_output=True, text=True, timeout=7200)
-        rows = [l for l in p.stdout.splitlines() if l.startswith("|")]
+        rows = [line for line in p.stdout.splitlines() if line.startswith("|")]
         out[label] = {"exit": p.returncode, "table": "\n".join(rows)}
         print(f"\n### eval pack, {label} (exit {p.returncode}: 0 means no breach)\n" + "\n".join(rows))
     return out
@@ -162,20 +224,27 @@ def evals(base_url):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", default="workspace,polar-docs,business-central-docs")
-    ap.add_argument("--modes", default="first,baseline")
+    ap.add_argument("--modes", default="first,stuffed")
     ap.add_argument("--split", default="all", choices=["all", "dev", "held-out"])
-    ap.add_argument("--limit", type=int, default=0, help="questions per set (0: all)")
+    ap.add_argument("--limit", type=int, default=0, help="answerable questions per set (0: all)")
+    ap.add_argument("--off-limit", type=int, default=0, help="off-topic questions per set (0: all)")
     ap.add_argument("--eval", action="store_true", help="also run the eval pack against the model")
     ap.add_argument("--no-answers", action="store_true", help="skip the answer benchmark")
     ap.add_argument("--model", default="1.5b", choices=["1.5b", "0.5b"])
     ap.add_argument("--threads", default="2")
     ap.add_argument("--port", default="18090")
     ap.add_argument("--base-url", help="use this OpenAI-compatible server instead of starting one")
+    ap.add_argument("--binary", default=str(BINARY), help="the docs-agent binary to measure")
+    ap.add_argument("--before", help="another docs-agent binary, measured as mode `before`")
     ap.add_argument("--json", help="write every result here")
     args = ap.parse_args()
+    if args.before and "before" not in args.modes.split(","):
+        args.modes += ",before"
 
     WORK.mkdir(parents=True, exist_ok=True)
-    if not BINARY.exists():
+    (WORK / "bench.toml").write_text(CONFIG)
+    args.binary = Path(args.binary).resolve()
+    if not args.binary.exists():
         log("building the release binary ...")
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
     server = None
@@ -190,11 +259,11 @@ def main():
     try:
         report = {"base_url": base_url}
         if not args.no_answers:
-            results = answers(base_url, args.sets.split(","), args.modes.split(","), args.split, args.limit)
+            results = answers(base_url, args)
             report["answers"] = results
             print("\n### answers\n" + table(results))
         if args.eval:
-            report["eval"] = evals(base_url)
+            report["eval"] = evals(args.binary, base_url)
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=1))
     finally:
