@@ -665,7 +665,7 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("retrieval.context_tokens", 300_i64.into()),
         ("retrieval.sections", 8_i64.into()),
         ("retrieval.files", 3_i64.into()),
-        ("retrieval.evidence_items", 4_i64.into()),
+        ("retrieval.evidence_items", 5_i64.into()),
         ("retrieval.min_coverage", 0.2_f64.into()),
         ("retrieval.min_known", 0.6_f64.into()),
         ("retrieval.answer_tokens", 200_i64.into()),

@@ -713,6 +713,18 @@ fn ollama_serves_a_context_long_enough_for_the_harness() {
     assert!(length.is_some_and(|n| n >= 8192), "OLLAMA_CONTEXT_LENGTH must be at least 8192, got {length:?}");
 }
 
+/// A model Ollama unloads after its default 5 idle minutes makes the next question wait for the
+/// load and read its whole prompt again (the system prompt is a cached prefix only while the
+/// model stays loaded); its OpenAI-compatible endpoint takes no keep_alive, so the server's
+/// own setting keeps it.
+#[test]
+fn ollama_keeps_the_model_loaded_between_questions() {
+    let c = compose();
+    let ollama = service(&c, "ollama");
+    let keep = text(req(ollama, "environment.OLLAMA_KEEP_ALIVE")).unwrap_or_default();
+    assert!(keep.contains("24h") || keep.contains("-1"), "OLLAMA_KEEP_ALIVE keeps the model loaded, got {keep:?}");
+}
+
 /// `docker compose run --rm agent eval` needs the pack in the image, where its cases find the
 /// workspace relative to the pack's parent (`/evals` → `/workspace`). Both images' files come
 /// from one assembly, docker/rootfs.sh, fed the pack and the workspace.

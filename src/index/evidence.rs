@@ -324,6 +324,26 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
         }
         chosen.push((candidate.section, candidate.at));
     }
+    // What is left of the budget goes to the neighbours of what was chosen, in the same block
+    // (the list's next step, the table's next row, the paragraph's next sentence), best first.
+    let place: HashMap<(usize, usize), &Scored<'_>> = scored.iter().map(|c| ((c.section, c.at), c)).collect();
+    let mut i = 0;
+    while i < chosen.len() {
+        let (section, at) = chosen[i];
+        i += 1;
+        let Some(block) = place.get(&(section, at)).map(|c| c.passage.block) else { continue };
+        for next in [at.checked_sub(1), at.checked_add(1)].into_iter().flatten() {
+            let Some(neighbour) = place.get(&(section, next)) else { continue };
+            if neighbour.passage.block != block || chosen.contains(&(section, next)) {
+                continue;
+            }
+            let cost = neighbour.passage.text.len() + 1;
+            if used + cost <= budget.bytes {
+                used += cost;
+                chosen.push((section, next));
+            }
+        }
+    }
     chosen
 }
 

@@ -21,7 +21,7 @@ static WRITE_ORDER: LazyLock<Regex> =
 const SCRIPTED_ANSWER_CHARS: usize = 400;
 /// Sections quoted by `extractive` and the retrieval-only answer (all of retrieve-first's
 /// evidence, `retrieval.evidence_items` by default).
-const EXTRACTIVE_SECTIONS: usize = 4;
+const EXTRACTIVE_SECTIONS: usize = 5;
 /// Lines of each section quoted by `extractive`.
 const EXTRACTIVE_LINES: usize = 12;
 

@@ -43,7 +43,9 @@ fn the_passage_that_answers_is_chosen_and_the_filler_is_not() {
 
 #[test]
 fn a_table_row_comes_with_its_header_and_not_the_other_rows() {
-    let evidence = billing().evidence("monthly price of the Growth plan", BUDGET).expect("evidence");
+    // Room for the matching row only (with the header, heading and source): it is that row.
+    let budget = Budget { bytes: 115, ..BUDGET };
+    let evidence = billing().evidence("monthly price of the Growth plan", budget).expect("evidence");
     let item = evidence.items.iter().find(|i| i.path == "docs/plans.md").expect("the plans table");
     assert!(item.text.starts_with("| Plan | Monthly |\n|---|---|\n"), "{item:?}");
     assert!(item.text.contains("| Growth | 99 EUR |"), "{item:?}");
@@ -86,4 +88,20 @@ fn passages_far_apart_are_joined_with_a_gap() {
     let evidence = index.evidence("refund arrive statement", BUDGET).expect("evidence");
     let item = &evidence.items[0];
     assert_eq!(item.text, format!("Refunds take 5 days to arrive.{GAP}A refund shows on the statement as ACME."));
+}
+
+#[test]
+fn the_neighbours_of_a_chosen_passage_fill_the_room_left() {
+    let index = index_of(&[(
+        "retries.md",
+        "# Failed payments\n\nWhen a renewal charge fails:\n\n1. We email the customer.\n2. We retry after 3 days.\n3. We retry after 7 days.\n4. We cancel the subscription.\n\nUnrelated closing words here.\n",
+    )]);
+    let wide = index.evidence("when is a failed renewal charge retried", BUDGET).expect("evidence");
+    let text = &wide.items[0].text;
+    for step in ["2. We retry after 3 days.", "3. We retry after 7 days.", "1. We email the customer."] {
+        assert!(text.contains(step), "{step} missing from {text:?}");
+    }
+    let narrow =
+        index.evidence("when is a failed renewal charge retried", Budget { bytes: 110, ..BUDGET }).expect("evidence");
+    assert!(narrow.items[0].text.len() < text.len(), "no room, no neighbours: {:?}", narrow.items[0].text);
 }
