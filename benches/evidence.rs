@@ -29,6 +29,10 @@ use cap_std::fs::Dir;
 use docs_agent::index::Index;
 use docs_agent::index::evidence::Budget;
 
+#[path = "shared/questions.rs"]
+mod questions;
+use questions::Question;
+
 /// `index.max_file_bytes` as the default config sets it.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// The sets: name, and where their docs are (`None`: the sample workspace).
@@ -41,29 +45,6 @@ const BEFORE_BYTES: usize = 1_600;
 const THRESHOLDS: [f64; 9] = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7];
 
 type Result<T> = std::result::Result<T, String>;
-
-/// One question of a set.
-#[derive(serde::Deserialize)]
-struct Question {
-    id: String,
-    split: String,
-    question: String,
-    #[serde(default)]
-    gold: Vec<String>,
-}
-
-impl Question {
-    fn gold_file(&self, path: &str) -> bool {
-        self.gold.iter().any(|g| g.split('#').next() == Some(path))
-    }
-
-    fn gold_section(&self, path: &str, anchor: &str) -> bool {
-        self.gold.iter().any(|g| match g.split_once('#') {
-            Some((p, a)) => p == path && a == anchor,
-            None => g == path,
-        })
-    }
-}
 
 /// Sums over the questions of one half.
 #[derive(Default)]
@@ -130,8 +111,8 @@ fn run() -> Result<()> {
     for set in SETS {
         let folder = if set == "workspace" { root.join("workspace/docs") } else { corpora.join(set) };
         let index = open(&folder)?;
-        let answerable = questions(&root, &format!("{set}.jsonl"))?;
-        let off_topic = questions(&root, &format!("{set}.off-topic.jsonl"))?;
+        let answerable = questions::load(&root, &format!("{set}.jsonl"))?;
+        let off_topic = questions::load(&root, &format!("{set}.off-topic.jsonl"))?;
         for half in ["dev", "held-out"] {
             let (mut before, mut after) = (Context::default(), Context::default());
             let mut coverage_on = Vec::new();
@@ -231,14 +212,4 @@ fn open(folder: &Path) -> Result<Index> {
         format!("cannot open {} ({e}); set DOCS_AGENT_CORPORA to the folder holding the corpora", folder.display())
     })?;
     Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", folder.display()))
-}
-
-fn questions(root: &Path, name: &str) -> Result<Vec<Question>> {
-    let file = root.join("bench/questions").join(name);
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1)))
-        .collect()
 }

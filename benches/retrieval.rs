@@ -21,6 +21,10 @@ use cap_std::fs::Dir;
 use docs_agent::index::{Index, chunk, walk};
 use rusqlite::{Connection, params};
 
+#[path = "shared/questions.rs"]
+mod questions;
+use questions::Question;
+
 /// `index.max_file_bytes` as the default config sets it.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Sections looked at per question.
@@ -29,30 +33,6 @@ const DEPTH: usize = 10;
 const CORPORA: [&str; 2] = ["polar-docs", "business-central-docs"];
 
 type Result<T> = std::result::Result<T, String>;
-
-/// One question of a set.
-#[derive(serde::Deserialize)]
-struct Question {
-    id: String,
-    split: String,
-    question: String,
-    gold: Vec<String>,
-}
-
-impl Question {
-    /// The gold files.
-    fn gold_file(&self, path: &str) -> bool {
-        self.gold.iter().any(|g| g.split('#').next() == Some(path))
-    }
-
-    /// The section is gold (a bare gold path takes any of its sections).
-    fn gold_section(&self, path: &str, anchor: &str) -> bool {
-        self.gold.iter().any(|g| match g.split_once('#') {
-            Some((p, a)) => p == path && a == anchor,
-            None => g == path,
-        })
-    }
-}
 
 /// Sums of the measures over questions.
 #[derive(Default, Clone, Copy)]
@@ -159,14 +139,14 @@ fn run() -> Result<()> {
         let docs = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).map_err(|e| {
             format!("cannot open corpus {} ({e}); set DOCS_AGENT_CORPORA to the folder holding it", path.display())
         })?;
-        let questions = questions(corpus)?;
-        eprintln!("{corpus}: indexing for 3 systems, {} questions...", questions.len());
+        let asked = questions::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &format!("{corpus}.jsonl"))?;
+        eprintln!("{corpus}: indexing for 3 systems, {} questions...", asked.len());
         let index = Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{corpus}: {e}"))?;
         let plain = Plain::build(&docs, "unicode61")?;
         let porter = Plain::build(&docs, "porter unicode61")?;
         for half in ["dev", "held-out"] {
             let (mut ours, mut base, mut stem) = (Score::default(), Score::default(), Score::default());
-            for q in questions.iter().filter(|q| q.split == half) {
+            for q in asked.iter().filter(|q| q.split == half) {
                 let hits = index.search(&q.question, DEPTH).map_err(|e| e.to_string())?;
                 let ranked: Vec<(String, String)> = hits.into_iter().map(|h| (h.path, h.anchor)).collect();
                 if misses.as_deref() == Some(half) && !ranked.first().is_some_and(|(p, _)| q.gold_file(p)) {
@@ -183,15 +163,4 @@ fn run() -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The question set of `corpus`.
-fn questions(corpus: &str) -> Result<Vec<Question>> {
-    let file = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/questions")).join(format!("{corpus}.jsonl"));
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1)))
-        .collect()
 }

@@ -5,21 +5,8 @@ mod common;
 mod fake;
 
 use common::{run, sample_workspace};
-use fake::{Canned, FakeServer};
+use fake::{Canned, FakeServer, ask, model_env as env};
 use serde_json::Value;
-
-fn env(base: &str) -> Vec<(&str, &str)> {
-    vec![("LLM_BASE_URL", base), ("LLM_MODEL", "test-model")]
-}
-
-/// Asks `question` through the binary in a fresh sample workspace, the fake model giving
-/// `replies` in order (the last repeats); the server keeps the requests it got.
-fn ask(replies: Vec<Canned>, question: &str) -> (FakeServer, common::Run) {
-    let server = FakeServer::start(replies);
-    let ws = sample_workspace();
-    let out = run(ws.path(), &env(&server.base_url()), &[question]);
-    (server, out)
-}
 
 /// The `event` lines of the trace with this name.
 fn events(stderr: &str, name: &str) -> Vec<Value> {

@@ -54,7 +54,7 @@ const MAX_SECTION_BYTES: usize = 8_000;
 /// The first passages of a section, which its heading path alone can make worth reading.
 const LEAD: usize = 2;
 /// What joins two passages of one section that are not next to each other.
-pub const GAP: &str = "\n…\n";
+pub const GAP: &str = "\n\n…\n\n";
 
 /// How much evidence to gather.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,9 +366,13 @@ fn assemble(hits: &[Hit], sections: &[Vec<Passage>], chosen: &[(usize, usize)], 
             let mut last: Option<usize> = None;
             for &i in &places {
                 let passage = &sections[s][i];
+                // Passages next to each other in one block (a list, a table, a paragraph's
+                // sentences) go on the next line; a new block after a blank line, so the
+                // Markdown reads as written (a table after a list is not the list's last line).
                 match last {
                     None => {}
-                    Some(l) if l + 1 == i => text.push('\n'),
+                    Some(l) if l + 1 == i && sections[s][l].block == passage.block => text.push('\n'),
+                    Some(l) if l + 1 == i => text.push_str("\n\n"),
                     Some(_) => text.push_str(GAP),
                 }
                 let starts_table = last.is_none_or(|l| sections[s][l].block != passage.block || l + 1 != i);

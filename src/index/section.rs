@@ -23,39 +23,8 @@ impl Index {
     /// The section of `path` (`docs/…`) with `anchor`, or its first section when `anchor` is
     /// empty; `None` when this generation has no such document or section.
     pub fn section(&self, path: &str, anchor: &str) -> Result<Option<Section>, IndexError> {
-        let conn = self.reader();
-        let span: Option<(i64, i64)> = conn
-            .prepare_cached("SELECT first_row, last_row FROM files WHERE path = ?1 AND warning IS NULL")?
-            .query_row([path], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        let Some((first, last)) = span else {
-            return Ok(None);
-        };
-        let mut stmt = conn.prepare_cached(
-            "SELECT anchor, heading, start_line, end_line, body FROM sections \
-             WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
-        )?;
-        let mut rows = stmt.query(params![first, last])?;
-        let mut found: Option<Section> = None;
-        while let Some(row) = rows.next()? {
-            let row_anchor: String = row.get(0)?;
-            let lines = (row.get::<_, i64>(2)? as usize, row.get::<_, i64>(3)? as usize);
-            let body: String = row.get(4)?;
-            match found.as_mut() {
-                // The next window of the same section.
-                Some(section) if section.anchor == row_anchor => {
-                    section.lines.1 = lines.1;
-                    section.text.push('\n');
-                    section.text.push_str(&body);
-                }
-                Some(_) => break,
-                None if anchor.is_empty() || row_anchor == anchor => {
-                    found = Some(Section { anchor: row_anchor, heading: row.get(1)?, lines, text: body });
-                }
-                None => {}
-            }
-        }
-        Ok(found)
+        let sections = self.sections_of(path)?;
+        Ok(sections.into_iter().find(|s| anchor.is_empty() || s.anchor == anchor))
     }
 }
 

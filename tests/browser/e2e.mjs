@@ -48,7 +48,8 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-agent-browser-"));
 const ws = path.join(dir, "ws");
 fs.cpSync(path.join(root, "workspace"), ws, { recursive: true });
 // A doc whose Markdown the scripted model quotes: formatting to render, and HTML, an outside
-// image and a script link that must stay inert.
+// image and a script link that must stay inert. Each passage names zebras, so the evidence,
+// which keeps only the passages that bear on the question, keeps them all.
 fs.writeFileSync(path.join(ws, "docs/zebra.md"), `# Zebra codes
 
 Zebra codes are **bold**:
@@ -58,7 +59,7 @@ Zebra codes are **bold**:
 
 | zebra | code |
 |---|---|
-| a | 1 |
+| plain zebra | 1 |
 
 <script>window.pwned = 1</script>
 <img src="x" onerror="window.pwned = 2">

@@ -184,3 +184,17 @@ async fn reply(State(shared): State<Shared>, headers: axum::http::HeaderMap, bod
     let body = canned.body.replace("{authorization}", authorization).replace("{api_key}", api_key);
     (status, [("content-type", "application/json")], body).into_response()
 }
+
+/// The environment that points the binary at a fake server at `base`.
+pub fn model_env(base: &str) -> Vec<(&str, &str)> {
+    vec![("LLM_BASE_URL", base), ("LLM_MODEL", "test-model")]
+}
+
+/// Asks `question` through the binary in a fresh sample workspace, a fake server giving
+/// `replies` in order (the last repeats); the server keeps the requests it got.
+pub fn ask(replies: Vec<Canned>, question: &str) -> (FakeServer, super::common::Run) {
+    let server = FakeServer::start(replies);
+    let ws = super::common::sample_workspace();
+    let out = super::common::run(ws.path(), &model_env(&server.base_url()), &[question]);
+    (server, out)
+}
