@@ -104,6 +104,7 @@ fn run() -> Result<()> {
         bytes: env_or("BENCH_BUDGET", retrieval.context_tokens) * 4,
         items: env_or("BENCH_ITEMS", retrieval.evidence_items),
     };
+    let gate = docs_agent::tools::Weak::from(retrieval);
     let misses = std::env::var("BENCH_MISSES").ok();
     eprintln!("evidence budget: {budget:?}");
     let mut context_rows = Vec::new();
@@ -116,6 +117,7 @@ fn run() -> Result<()> {
         for half in ["dev", "held-out"] {
             let (mut before, mut after) = (Context::default(), Context::default());
             let mut coverage_on = Vec::new();
+            let (mut gated_on, mut gated_off) = (Vec::new(), Vec::new());
             for q in answerable.iter().filter(|q| q.split == half) {
                 let hits = index.search(&q.question, BEFORE_CANDIDATES).map_err(|e| e.to_string())?;
                 let (shown, bytes) = before_issue_32(&hits);
@@ -133,19 +135,25 @@ fn run() -> Result<()> {
                 after.add(q, &shown, bytes);
                 features("on", q, &evidence);
                 coverage_on.push(evidence.coverage);
+                gated_on.push(gate.judges(&evidence));
             }
             let mut coverage_off = Vec::new();
             for q in off_topic.iter().filter(|q| q.split == half) {
                 let evidence = index.evidence(&q.question, budget).map_err(|e| e.to_string())?;
                 features("off", q, &evidence);
                 coverage_off.push(evidence.coverage);
+                gated_off.push(gate.judges(&evidence));
             }
-            context_rows.push(before.row(set, half, "before (400 tokens of sections)"));
-            context_rows.push(after.row(set, half, "evidence"));
-            let cells: Vec<String> = THRESHOLDS
-                .iter()
-                .map(|t| format!("{:.0}% / {:.0}%", below(&coverage_off, *t), below(&coverage_on, *t)))
-                .collect();
+            if before.n > 0 {
+                context_rows.push(before.row(set, half, "before (400 tokens of sections)"));
+                context_rows.push(after.row(set, half, "evidence"));
+            }
+            let mut cells = vec![format!("{:.0}% / {:.0}%", share(&gated_off), share(&gated_on))];
+            cells.extend(
+                THRESHOLDS
+                    .iter()
+                    .map(|t| format!("{:.0}% / {:.0}%", below(&coverage_off, *t), below(&coverage_on, *t))),
+            );
             sweep_rows.push(format!(
                 "| {set} | {half} | {} / {} | {} |",
                 coverage_off.len(),
@@ -162,11 +170,18 @@ fn run() -> Result<()> {
         println!("{row}");
     }
     println!();
-    println!("Called \"not covered\" at each coverage threshold: off-topic questions / answerable questions");
+    println!(
+        "Called \"not covered\" by the default gate and at each coverage threshold alone: off-topic questions / answerable questions"
+    );
     println!();
     let heads: Vec<String> = THRESHOLDS.iter().map(|t| format!("< {t}")).collect();
-    println!("| set | half | n (off / on) | {} |", heads.join(" | "));
-    println!("|---|---|---|{}", "---:|".repeat(THRESHOLDS.len()));
+    println!(
+        "| set | half | n (off / on) | the default gate: coverage < {} or known < {} | {} |",
+        gate.coverage,
+        gate.known,
+        heads.join(" | ")
+    );
+    println!("|---|---|---|{}", "---:|".repeat(THRESHOLDS.len() + 1));
     for row in sweep_rows {
         println!("{row}");
     }
@@ -182,6 +197,11 @@ fn features(kind: &str, q: &Question, evidence: &docs_agent::index::evidence::Ev
             q.id, q.split, evidence.coverage, evidence.known, evidence.best, q.question
         );
     }
+}
+
+/// The share (percent) of `flags` that are set.
+fn share(flags: &[bool]) -> f64 {
+    100.0 * flags.iter().filter(|f| **f).count() as f64 / flags.len().max(1) as f64
 }
 
 /// The share (percent) of `values` below `threshold`.

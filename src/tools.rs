@@ -312,12 +312,16 @@ impl Toolbox<'_> {
             return Outcome::allowed(format!("{NO_HITS} {NO_HITS_HINT}"));
         }
         let mut text = String::new();
-        if evidence.coverage < weak.coverage || evidence.known < weak.known {
+        if weak.judges(&evidence) {
             text.push_str(&format!(
-                "{WEAK_EVIDENCE} the closest passages hold {:.0}% of what the question asks, and the docs {:.0}% of it.\n",
+                "{WEAK_EVIDENCE} the closest passages hold {:.0}% of what the question asks, and the docs {:.0}% of it.",
                 100.0 * evidence.coverage,
                 100.0 * evidence.known
             ));
+            if !evidence.unknown.is_empty() {
+                text.push_str(&format!(" {NEVER_USED} {}.", evidence.unknown.join(", ")));
+            }
+            text.push('\n');
         }
         text.push_str(EVIDENCE_HEADER);
         text.push('\n');
@@ -433,6 +437,9 @@ pub const EVIDENCE_HEADER: &str = "Evidence from the docs, numbered:";
 /// How retrieve-first's result begins when its evidence is too weak to answer from.
 pub const WEAK_EVIDENCE: &str = "Weak evidence:";
 
+/// In the weak-evidence line, before the question's words that no section of the docs holds.
+pub const NEVER_USED: &str = "Words of the question the docs never use:";
+
 /// Below which evidence is too weak to answer from: shares of the question's weight.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Weak {
@@ -446,6 +453,11 @@ impl Weak {
     /// As `retrieval` sets it.
     pub fn from(retrieval: &crate::config::RetrievalConfig) -> Weak {
         Weak { coverage: retrieval.min_coverage, known: retrieval.min_known }
+    }
+
+    /// Whether `evidence` is below either share: too weak to answer from.
+    pub fn judges(&self, evidence: &crate::index::evidence::Evidence) -> bool {
+        evidence.coverage < self.coverage || evidence.known < self.known
     }
 }
 

@@ -80,12 +80,42 @@ fn an_off_topic_question_is_not_covered_without_asking_the_model() {
         ask(vec![Canned::text("Yes, Helm charts are supported [1].")], "does it support kubernetes helm");
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert!(server.requests().is_empty(), "the model is not asked when the evidence is this weak");
+    // It names the words the docs never use: what to leave out or ask elsewhere.
     assert!(
-        out.stdout.starts_with("The docs do not cover this.\n\nThese sections came closest and might help:\n- "),
+        out.stdout.starts_with(
+            "The docs do not cover this. Words of the question the docs never use: kubernetes, helm.\n\nThese sections came closest and might help:\n- "
+        ),
         "{}",
         out.stdout
     );
     assert!(!out.stdout.contains("Helm charts are supported"), "{}", out.stdout);
+    // The sections that might help are not its sources.
+    assert!(!out.stdout.contains("Sources:"), "{}", out.stdout);
+}
+
+#[test]
+fn an_order_number_in_a_question_does_not_make_it_off_topic() {
+    let (server, out) = ask(
+        vec![Canned::text("Refunds are possible within 14 days of the first payment [1].")],
+        "order 88123 was paid on 2026-11-02, how long is the refund window for it",
+    );
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 1, "the model is asked: {}", out.stdout);
+    assert!(out.stdout.contains("Sources:\n- docs/refunds.md#window"), "{}", out.stdout);
+}
+
+#[test]
+fn a_negative_fact_without_its_citation_is_sent_back_not_called_silence() {
+    let (server, out) = ask(
+        vec![
+            Canned::text("Refunds are not available after 14 days."),
+            Canned::text("Refunds are not available after 14 days [1]."),
+        ],
+        REFUND,
+    );
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 2, "sent back once: {}", out.stderr);
+    assert!(out.stdout.starts_with("Refunds are not available after 14 days [docs/refunds.md#window]."), "{}", out.stdout);
 }
 
 #[test]

@@ -77,7 +77,7 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
     }
     let mut out = crate::guard::sink::stdout();
     let weak = crate::tools::Weak::from(&config.retrieval);
-    let verdict = if evidence.coverage < weak.coverage || evidence.known < weak.known {
+    let verdict = if weak.judges(&evidence) {
         "too weak: the answer would be that the docs do not cover it"
     } else {
         "enough to ask the model"
@@ -88,6 +88,9 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
          (retrieval.min_known {}): {verdict}",
         evidence.coverage, weak.coverage, evidence.known, weak.known
     );
+    if !evidence.unknown.is_empty() {
+        let _ = writeln!(out, "words of the question no section holds: {}", guard::scrub(&evidence.unknown.join(", ")));
+    }
     for (n, item) in evidence.items.iter().enumerate() {
         let _ = writeln!(out, "\n[{}] {}  {}  {:.3}", n + 1, item.source(), item.heading, item.score);
         for line in item.text.lines() {

@@ -265,14 +265,24 @@ impl fmt::Display for Fenced {
     }
 }
 
-/// How a fence opens: the source attribute follows.
-/// True when `text` holds a fence tag, opening or closing, in any case: text copied from a
-/// tool's output, which an answer must never pass on.
+/// True when `text` holds a fence tag, opening or closing, in any case, spaced or with a
+/// look-alike bracket (as [`neutralize_tags`] reads them): text copied from a tool's output,
+/// which an answer must never pass on.
 pub fn holds_tag(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    lower.contains("<untrusted") || lower.contains("</untrusted")
+    text.char_indices().any(|(i, c)| is_open_bracket(c) && names_fence(&text[i + c.len_utf8()..]))
 }
 
+/// True when the text after a `<` is `untrusted` or `/untrusted`, spaces allowed around the
+/// slash, in any case (`ſ`, the long s, read as `s`).
+fn names_fence(after: &str) -> bool {
+    let rest = after.trim_start();
+    let rest = rest.strip_prefix('/').unwrap_or(rest).trim_start();
+    let word: String =
+        rest.chars().take(9).flat_map(char::to_lowercase).map(|c| if c == '\u{17f}' { 's' } else { c }).collect();
+    word == "untrusted"
+}
+
+/// How a fence opens: the source attribute follows.
 const OPEN: &str = "<untrusted source=\"";
 /// How a fence closes, on its own line.
 const CLOSE: &str = "\n</untrusted>";
@@ -420,6 +430,16 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(neutralize_tags(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn fence_tags_are_found_however_written() {
+        for text in ["a <untrusted source=\"x\">", "</UNTRUSTED>", "< / untrusted>", "\u{ff1c}/untrusted", "<untru\u{17f}ted"] {
+            assert!(holds_tag(text), "{text:?}");
+        }
+        for text in ["a < b", "untrusted data", "<untrue>", "&lt;/untrusted>"] {
+            assert!(!holds_tag(text), "{text:?}");
         }
     }
 

@@ -7,8 +7,8 @@
 //! rare it is in the docs (BM25's idf, with its saturation and length norm), plus a share of
 //! their neighbours' scores (the sentence before a number often names what it counts), of
 //! their heading path's match and of their section's rank. Words are compared by the stems
-//! FTS5's own tokenizer gives (the index's `porter unicode61`), read back through `fts5vocab`,
-//! so "refunded" in a question finds "refunds" in a passage exactly as search does.
+//! FTS5's own tokenizer gives ([`super::stems`]), so "refunded" in a question finds "refunds"
+//! in a passage exactly as search does.
 //!
 //! The evidence also says how much of the question it covers (`coverage`): the share of the
 //! question's weight found in it. A question whose rare words are nowhere in the evidence is
@@ -16,16 +16,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
 use super::passage::{self, Passage};
 use super::{Hit, Index, IndexError};
-
-/// Scratch tables for stemming, in the connection's own `temp` schema (the index may be a
-/// read-only image shared by several connections).
-const SCRATCH: &str = "
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.evidence_text USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.evidence_vocab USING fts5vocab(temp, evidence_text, 'instance');";
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -47,7 +41,7 @@ const ITEM_OVERHEAD: usize = 36;
 /// The score a section of a searched file that the search did not return takes, as a share of
 /// its file's best hit.
 const FILE_SHARE: f64 = 0.5;
-/// Sections read at most from one file (an API reference can hold hundreds).
+/// Sections read at most from one file besides its hits (an API reference can hold hundreds).
 const MAX_FILE_SECTIONS: usize = 80;
 /// Bytes of a section cut into passages at most.
 const MAX_SECTION_BYTES: usize = 8_000;
@@ -92,7 +86,7 @@ impl Item {
 }
 
 /// The evidence for a question.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Evidence {
     /// The sections it draws from, most relevant first.
     pub items: Vec<Item>,
@@ -103,8 +97,11 @@ pub struct Evidence {
     pub known: f64,
     /// The best passage's own relevance: its words' weight over the question's.
     pub best: f64,
-    /// Every section searched, best first: where to look when the evidence is weak.
+    /// Every section searched, best first.
     pub searched: Vec<Hit>,
+    /// The question's topical words that no section of the docs holds, as asked: what the
+    /// "not covered" answer names.
+    pub unknown: Vec<String>,
 }
 
 impl Index {
@@ -114,31 +111,39 @@ impl Index {
         let words: Vec<String> =
             super::query::terms(question).into_iter().filter(|w| !super::query::is_function_word(w)).collect();
         if searched.is_empty() || words.is_empty() {
-            return Ok(Evidence { items: Vec::new(), coverage: 0.0, known: 0.0, best: 0.0, searched });
+            return Ok(Evidence { searched, ..Evidence::default() });
         }
         let hits = self.candidates(&searched, budget.files)?;
         let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(uncut(&h.excerpt))).collect();
         let conn = self.reader();
-        // One stemming pass: the question's words, its topical ones, then each heading, then
-        // each passage.
+        // One stemming pass: the question's words, each of its topical ones, then each
+        // heading, then each passage.
         let mut texts: Vec<&str> = Vec::new();
         let joined = words.join(" ");
-        let topical = words.iter().filter(|w| !super::query::is_everyday(w)).cloned().collect::<Vec<_>>().join(" ");
+        let topical: Vec<&str> = words.iter().map(String::as_str).filter(|w| is_topical(w)).collect();
         texts.push(&joined);
-        texts.push(&topical);
+        texts.extend(topical.iter().copied());
         texts.extend(hits.iter().map(|h| h.heading.as_str()));
         for section in &sections {
             texts.extend(section.iter().map(|p| p.text.as_str()));
         }
-        let stems = stemmed(&conn, &texts)?;
+        let stems = super::stems::stems(&conn, &texts)?;
         let question_stems: HashSet<&str> = stems[0].iter().map(String::as_str).collect();
         let (weights, known) = idf(&conn, &question_stems, self.stats.sections)?;
         drop(conn);
-        let topical = stems[1].iter().cloned().collect();
-        let (headings, passages) = stems[2..].split_at(hits.len());
+        let by_word = &stems[1..=topical.len()];
+        let unknown = topical
+            .iter()
+            .zip(by_word)
+            .filter(|(_, word)| !word.is_empty() && word.iter().all(|stem| !known.contains(stem)))
+            .map(|(w, _)| w.to_string())
+            .collect();
+        let topical = by_word.iter().flatten().cloned().collect();
+        let (headings, passages) = stems[1 + by_word.len()..].split_at(hits.len());
         let stems = Stems { weights, known, topical, headings, passages };
         let mut evidence = choose(&hits, &sections, &stems, budget);
         evidence.searched = searched;
+        evidence.unknown = unknown;
         Ok(evidence)
     }
 
@@ -155,9 +160,17 @@ impl Index {
             }
             opened.push(&hit.path);
             let best = hits.iter().filter(|h| h.path == hit.path).map(|h| h.score).fold(0.0, f64::max);
-            for section in self.sections_of(&hit.path)?.into_iter().take(MAX_FILE_SECTIONS) {
+            for (at, section) in self.sections_of(&hit.path)?.into_iter().enumerate() {
                 let found = hits.iter().find(|h| h.path == hit.path && h.anchor == section.anchor);
-                let text = crate::guard::redact::floor_char_boundary(&section.text, MAX_SECTION_BYTES).to_string();
+                if at >= MAX_FILE_SECTIONS && found.is_none() {
+                    continue;
+                }
+                // A hit is read wherever it sits in its file, and a long one around what the
+                // search matched.
+                let text = match found {
+                    Some(h) if section.text.len() > MAX_SECTION_BYTES => h.excerpt.clone(),
+                    _ => crate::guard::redact::floor_char_boundary(&section.text, MAX_SECTION_BYTES).to_string(),
+                };
                 out.push(Hit {
                     path: hit.path.clone(),
                     score: found.map_or(FILE_SHARE * best, |h| h.score),
@@ -173,6 +186,13 @@ impl Index {
     }
 }
 
+/// True for a word that says what a question is about: not everyday English ("long",
+/// "happens", whose absence from the docs says nothing), and without a digit (an order
+/// number, an amount, a date names one case of a topic, and the docs never hold it).
+fn is_topical(word: &str) -> bool {
+    !super::query::is_everyday(word) && !word.chars().any(|c| c.is_ascii_digit())
+}
+
 /// A section's excerpt without the marks that say it was cut from a longer section.
 fn uncut(excerpt: &str) -> &str {
     let text = excerpt.strip_prefix("…\n").unwrap_or(excerpt);
@@ -186,7 +206,7 @@ pub struct Stems<'a> {
     pub weights: HashMap<String, f64>,
     /// The question's stems that some section of the docs holds.
     pub known: HashSet<String>,
-    /// The question's stems of words that are not everyday English: what coverage weighs.
+    /// The question's stems of its topical words ([`is_topical`]): what coverage weighs.
     pub topical: HashSet<String>,
     /// Stems of each section's heading path.
     pub headings: &'a [Vec<String>],
@@ -216,7 +236,7 @@ struct Scored<'a> {
 pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget: Budget) -> Evidence {
     let total: f64 = stems.weights.values().sum();
     if total <= 0.0 {
-        return Evidence { items: Vec::new(), coverage: 0.0, known: 0.0, best: 0.0, searched: hits.to_vec() };
+        return Evidence::default();
     }
     let top = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max).max(f64::MIN_POSITIVE);
     let lengths: Vec<usize> = stems.passages.iter().map(Vec::len).collect();
@@ -271,7 +291,7 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget
     let best = scored.iter().map(|s| s.own).fold(0.0, f64::max);
     let items = assemble(hits, sections, &chosen, &scored);
     let known: f64 = gate.iter().filter(|(w, _)| stems.known.contains(w.as_str())).map(|(_, v)| **v).sum();
-    Evidence { items, coverage: covered / gate_total, known: known / gate_total, best, searched: hits.to_vec() }
+    Evidence { items, coverage: covered / gate_total, known: known / gate_total, best, ..Evidence::default() }
 }
 
 /// The passages chosen, as (section, place) pairs: best first, within the budget's bytes and
@@ -414,44 +434,20 @@ fn matched(weights: &HashMap<String, f64>, stems: &[String]) -> f64 {
     weights.iter().filter(|(w, _)| found.contains(w.as_str())).map(|(_, v)| v).sum()
 }
 
-/// The stems of each text, one per word in order of their instances, through FTS5's own
-/// tokenizer.
-fn stemmed(conn: &Connection, texts: &[&str]) -> Result<Vec<Vec<String>>, IndexError> {
-    conn.execute_batch(SCRATCH)?;
-    conn.execute("DELETE FROM temp.evidence_text", [])?;
-    {
-        let mut insert = conn.prepare_cached("INSERT INTO temp.evidence_text(rowid, text) VALUES (?1, ?2)")?;
-        for (i, text) in texts.iter().enumerate() {
-            insert.execute(params![i as i64, text])?;
-        }
-    }
-    let mut out = vec![Vec::new(); texts.len()];
-    let mut read = conn.prepare_cached("SELECT doc, term FROM temp.evidence_vocab")?;
-    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-    for row in rows {
-        let (doc, term) = row?;
-        if let Some(slot) = out.get_mut(doc as usize) {
-            slot.push(term);
-        }
-    }
-    Ok(out)
-}
-
-/// Each stem's idf over the index's `rows` sections: a stem found nowhere weighs most (it is
-/// what the question asks that the docs may not hold).
-/// And the stems some section holds.
+/// Each question stem's idf, and the stems some section holds.
 type Weights = (HashMap<String, f64>, HashSet<String>);
 
+/// Each stem's idf over the index's `rows` sections: a stem found nowhere weighs most (it is
+/// what the question asks that the docs may not hold); and the stems some section holds.
 fn idf(conn: &Connection, stems: &HashSet<&str>, rows: usize) -> Result<Weights, IndexError> {
-    let mut df = conn.prepare_cached("SELECT doc FROM temp.sections_vocab WHERE term = ?1")?;
     let n = rows.max(1) as f64;
     let (mut out, mut known) = (HashMap::new(), HashSet::new());
     for stem in stems {
-        let count: i64 = df.query_row([stem], |r| r.get(0)).unwrap_or(0);
+        let count = super::stems::sections_holding(conn, stem)?;
         if count > 0 {
             known.insert(stem.to_string());
         }
-        let count = (count.max(0) as f64).min(n);
+        let count = (count as f64).min(n);
         out.insert(stem.to_string(), (1.0 + (n - count + 0.5) / (count + 0.5)).ln());
     }
     Ok((out, known))

@@ -2,13 +2,13 @@
 //! server's workers search side by side without a copy each. SQLite reads the bytes in place
 //! (`sqlite3_deserialize` with `SQLITE_DESERIALIZE_READONLY` and without `FREEONCLOSE`); the
 //! per-connection scratch tables a search needs live in each connection's `temp` schema
-//! (`prune::prepare`).
+//! (`stems::prepare`).
 
 use std::sync::Arc;
 
 use rusqlite::{Connection, MAIN_DB};
 
-use super::prune;
+use super::stems;
 
 /// The bytes of an index database. The connections made by [`Image::readers`] must be closed
 /// before it is dropped: `Index` declares them first, so they are.
@@ -36,7 +36,7 @@ impl Image {
             conn.deserialize_bytes(MAIN_DB, bytes)?;
             // Sorts stay in memory: the kernel sandbox grants no temporary folder.
             conn.pragma_update(None, "temp_store", "MEMORY")?;
-            prune::prepare(&conn)?;
+            stems::prepare(&conn)?;
             conns.push(conn);
         }
         Ok((image, conns))

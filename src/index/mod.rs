@@ -15,6 +15,7 @@ pub mod mdx;
 pub mod passage;
 pub mod progress;
 mod prune;
+mod stems;
 pub mod query;
 mod rank;
 pub mod section;
@@ -203,7 +204,7 @@ impl Index {
         let conn = Connection::open_in_memory()?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         create_schema(&conn)?;
-        prune::prepare(&conn)?;
+        stems::prepare(&conn)?;
         Ok(Index {
             conns: vec![Mutex::new(conn)],
             image: None,

@@ -71,7 +71,8 @@ pub fn passages(text: &str) -> Vec<Passage> {
                 let lines: Vec<&str> = rest.lines().take(2).map(str::trim).collect();
                 header = Some(lines.join("\n"));
             }
-            Event::Start(Tag::TableRow) if !in_head => {
+            // A table inside a list item is read with its item.
+            Event::Start(Tag::TableRow) if !in_head && items.is_empty() => {
                 push(&mut out, &text[range.clone()], header.clone(), block);
             }
             Event::Start(Tag::Paragraph) if items.is_empty() => {
@@ -111,8 +112,24 @@ fn push(out: &mut Vec<Passage>, text: &str, header: Option<String>, block: usize
     if text.is_empty() {
         return;
     }
-    let text = crate::guard::redact::floor_char_boundary(text, MAX_PASSAGE_BYTES);
-    out.push(Passage { text: text.to_string(), header, block });
+    let cut = crate::guard::redact::head(text, MAX_PASSAGE_BYTES);
+    let mut passage = cut.to_string();
+    // A code block cut short is closed again, or what follows it would read as code.
+    if cut.len() < text.len()
+        && let Some(fence) = opening_fence(cut)
+    {
+        passage.push('\n');
+        passage.push_str(fence);
+    }
+    out.push(Passage { text: passage, header, block });
+}
+
+/// The fence that opens `text` when it begins with a fenced code block: "```" or "~~~" (or
+/// longer).
+fn opening_fence(text: &str) -> Option<&str> {
+    let marker = text.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let run = text.len() - text.trim_start_matches(marker).len();
+    (run >= 3).then(|| &text[..run])
 }
 
 /// White space runs made one space: a paragraph's line breaks are not the writer's meaning.
@@ -209,6 +226,14 @@ mod tests {
         let huge = format!("```\n{}\n```", "é".repeat(2_000));
         let found = passages(&huge);
         assert_eq!(found.len(), 1);
-        assert!(found[0].text.len() <= MAX_PASSAGE_BYTES);
+        assert!(found[0].text.len() <= MAX_PASSAGE_BYTES + 4);
+        assert!(found[0].text.ends_with("é\n```"), "a cut code block is closed again");
+    }
+
+    #[test]
+    fn a_table_in_a_list_item_is_read_once_with_its_item() {
+        let found = texts("- Limits:\n\n  | Plan | Seats |\n  |---|---|\n  | Starter | 3 |\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("- Limits:") && found[0].contains("| Starter | 3 |"), "{found:?}");
     }
 }

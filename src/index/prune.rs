@@ -2,11 +2,11 @@
 //! term matches, so a term found in most sections ("the" of this corpus: "set", "business")
 //! costs time and gives almost no weight; a term found nowhere costs nothing and gives none.
 //! Terms are looked up by their stem, which FTS5 itself computes: the words go through a
-//! scratch FTS5 table with the same tokenizer, read back through `fts5vocab`.
+//! scratch FTS5 table with the same tokenizer, read back through `fts5vocab` ([`stems`]).
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
-use super::IndexError;
+use super::{IndexError, stems};
 
 /// Questions with at most this many terms are searched as they are.
 const SMALL_QUESTION: usize = 4;
@@ -15,19 +15,6 @@ const SMALL_QUESTION: usize = 4;
 /// rarest put the right file first for 20% of the ERP dev questions, against 60% with every
 /// selective term (`cargo bench --bench retrieval`).
 pub const MAX_SEARCH_TERMS: usize = super::query::MAX_TERMS;
-
-/// The tables this module needs beside `sections`, in the connection's own `temp` schema: the
-/// index itself may be read-only (an image shared by several connections), and nothing of
-/// this belongs in it.
-const SCRATCH: &str = "
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.sections_vocab USING fts5vocab(main, sections, 'row');
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms USING fts5(word, tokenize = 'porter unicode61 remove_diacritics 2');
-    CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms_vocab USING fts5vocab(temp, qterms, 'instance');";
-
-/// Readies `conn` (which holds `sections`) for [`selective`].
-pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(SCRATCH)
-}
 
 /// The terms worth searching, in the order given: terms found nowhere are dropped, terms in
 /// more than half of the `rows` are dropped when any rarer term remains (else the rarest few
@@ -49,30 +36,12 @@ pub fn selective(conn: &Connection, terms: Vec<String>, rows: usize) -> Result<V
 
 /// How many rows of `sections` hold each term (by its stem).
 fn frequencies(conn: &Connection, terms: &[String]) -> Result<Vec<usize>, IndexError> {
-    conn.execute("DELETE FROM qterms", [])?;
-    {
-        let mut insert = conn.prepare_cached("INSERT INTO qterms(rowid, word) VALUES (?1, ?2)")?;
-        for (i, term) in terms.iter().enumerate() {
-            insert.execute(params![i as i64, term])?;
-        }
-    }
-    let mut stems = vec![String::new(); terms.len()];
-    {
-        let mut read = conn.prepare_cached("SELECT doc, term FROM qterms_vocab")?;
-        let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        for row in rows {
-            let (i, stem) = row?;
-            if let Some(slot) = stems.get_mut(i as usize) {
-                *slot = stem;
-            }
-        }
-    }
-    let mut df = conn.prepare_cached("SELECT doc FROM sections_vocab WHERE term = ?1")?;
-    stems
+    let texts: Vec<&str> = terms.iter().map(String::as_str).collect();
+    stems::stems(conn, &texts)?
         .iter()
-        .map(|stem| {
-            let count: Option<i64> = df.query_row([stem], |r| r.get(0)).ok();
-            Ok(count.unwrap_or(0).max(0) as usize)
+        .map(|stems| match stems.first() {
+            Some(stem) => stems::sections_holding(conn, stem),
+            None => Ok(0),
         })
         .collect()
 }
@@ -87,7 +56,7 @@ mod tests {
             "CREATE VIRTUAL TABLE sections USING fts5(heading, body, tokenize = 'porter unicode61 remove_diacritics 2');",
         )
         .expect("schema");
-        prepare(&conn).expect("prune schema");
+        stems::prepare(&conn).expect("stems schema");
         for body in rows {
             conn.execute("INSERT INTO sections(heading, body) VALUES ('h', ?1)", [body]).expect("insert");
         }

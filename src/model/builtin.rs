@@ -116,6 +116,10 @@ fn scripted_answer(messages: &[Message]) -> String {
     }
 }
 
+/// How every retrieval-only answer that replaced a model's unchecked one begins, whatever
+/// its wording in the release that wrote it: what the docs-gaps report counts in old logs too.
+pub const UNCHECKED_PREFIX: &str = "Retrieval-only answer (the model's answer did not cite";
+
 /// The first line of the `extractive` model's answer.
 pub const EXTRACTIVE_HEADER: &str =
     "Retrieval-only answer (no language model was used): the best-matching sections of the docs, quoted.";

@@ -168,11 +168,13 @@ impl Client {
             Probed::Other => Value::Null,
             Probed::Unreachable => return Said::Unreachable,
         };
+        if context::is_llama_cpp(&listing) {
+            self.llama_cpp.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Some(n) = context::from_models(&listing, &self.model) {
             return Said::Length(n);
         }
-        if context::is_llama_cpp(&listing) {
-            self.llama_cpp.store(true, std::sync::atomic::Ordering::Relaxed);
+        if self.is_llama_cpp() {
             return match self.probe(self.http.get(format!("{root}/props"))).await {
                 Probed::Json(props) => context::from_props(&props).map_or(Said::Nothing, Said::Length),
                 Probed::Other => Said::Nothing,

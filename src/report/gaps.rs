@@ -181,7 +181,7 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
         });
         let mut comment = String::new();
         if let Some((seq, text)) = answer {
-            if text.starts_with(crate::model::builtin::UNCHECKED_HEADER) {
+            if text.starts_with(crate::model::builtin::UNCHECKED_PREFIX) {
                 reasons.push(Reason::RetrievalOnly);
             }
             if crate::session::fallback::AnswerKind::of(text) == crate::session::fallback::AnswerKind::NotCovered {
@@ -334,17 +334,26 @@ mod tests {
         assert_eq!(asked[1].comment, "annual plans?");
     }
 
-    /// The retrieval-only answer is a gap.
+    /// The retrieval-only answer is a gap, as this release words it and as earlier ones did
+    /// (a session log outlives a release).
     #[test]
     fn the_retrieval_only_answer_is_a_gap() {
-        let header = crate::model::builtin::UNCHECKED_HEADER;
+        let earlier = "Retrieval-only answer (the model's answer did not cite the docs it was given, or quoted what they do not say, so it is not shown): the best-matching sections of the docs, quoted.";
+        for header in [crate::model::builtin::UNCHECKED_HEADER, earlier] {
+            let events = vec![
+                stored(1, Event::UserMessage { text: "refunds for annual plans".into() }),
+                stored(2, Event::Answer { text: format!("{header}\n> quoted") }),
+            ];
+            let asked = unanswered("s-2", &events);
+            assert_eq!(asked.len(), 1, "{header}");
+            assert_eq!(asked[0].reasons, vec![Reason::RetrievalOnly], "{header}");
+        }
+        let extractive = crate::model::builtin::EXTRACTIVE_HEADER;
         let events = vec![
             stored(1, Event::UserMessage { text: "refunds for annual plans".into() }),
-            stored(2, Event::Answer { text: format!("{header}\n> quoted") }),
+            stored(2, Event::Answer { text: format!("{extractive}\n> quoted") }),
         ];
-        let asked = unanswered("s-2", &events);
-        assert_eq!(asked.len(), 1);
-        assert_eq!(asked[0].reasons, vec![Reason::RetrievalOnly]);
+        assert!(unanswered("s-3", &events).is_empty(), "no model was asked: no gap");
     }
 
     /// Questions with mostly the same words are one gap, counted; others stay apart; the most

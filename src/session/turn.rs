@@ -748,7 +748,7 @@ impl<'a> Turn<'a> {
         };
         self.emit(TurnEvent::Answer(&answer));
         let question = state::latest_user_message(events).unwrap_or_default();
-        let citations = verify::check(&answer, question, state::this_turn(events)).citations;
+        let citations = verify::sources_of(&answer, question, state::this_turn(events));
         Ok(TurnEnd::Answered { answer, steps, citations })
     }
 
@@ -1000,7 +1000,7 @@ struct ModelCall<'c> {
 
 /// Where the call that answers from the evidence stops: before it copies the evidence's fences
 /// or the harness's own lines back.
-const ANSWER_STOPS: &[&str] = &["<untrusted", "\nQuestion:", tools::EVIDENCE_HEADER];
+const ANSWER_STOPS: &[&str] = &["<untrusted", "</untrusted", "\nQuestion:", tools::EVIDENCE_HEADER];
 
 /// What one model call came to.
 enum Called {

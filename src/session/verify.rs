@@ -83,7 +83,7 @@ impl Verdict {
     /// numbers the evidence does not hold is not mended by telling the model so.
     pub fn correctable(&self) -> bool {
         let cited = self.citations.iter().any(|c| c.verified);
-        !cited || self.bare || !self.misquotes.is_empty() || (self.grounded && self.unsupported.is_empty())
+        !cited || self.bare || !self.misquotes.is_empty()
     }
 
     /// An answer holds when the turn retrieved no section (nothing to cite), or when it cites
@@ -133,7 +133,17 @@ pub fn answer_citations(events: &[Stored], answer_seq: u64) -> Vec<Citation> {
     };
     let before = &events[..at];
     let question = super::state::latest_user_message(before).unwrap_or_default();
-    check(text, question, super::state::this_turn(before)).citations
+    sources_of(text, question, super::state::this_turn(before))
+}
+
+/// The citations of `answer` to `question`, checked against what `turn` retrieved: none for
+/// an answer that the docs do not cover the question, whose sections might help and are not
+/// its sources.
+pub fn sources_of(answer: &str, question: &str, turn: &[Stored]) -> Vec<Citation> {
+    if answer.starts_with(crate::tools::NOT_COVERED) {
+        return Vec::new();
+    }
+    check(answer, question, turn).citations
 }
 
 /// Every fenced text `search_docs` or `read_file` showed the model in `turn`, in order.

@@ -105,3 +105,30 @@ fn the_neighbours_of_a_chosen_passage_fill_the_room_left() {
         index.evidence("when is a failed renewal charge retried", Budget { bytes: 110, ..BUDGET }).expect("evidence");
     assert!(narrow.items[0].text.len() < text.len(), "no room, no neighbours: {:?}", narrow.items[0].text);
 }
+
+#[test]
+fn an_order_number_or_a_name_is_no_topic_and_the_words_the_docs_never_use_are_named() {
+    let index = billing();
+    let weak = crate::tools::Weak { coverage: 0.2, known: 0.6 };
+    // An order number names one case of a topic the docs cover: it weighs nothing.
+    let order = index.evidence("why was order 4417 refunded within 14 days", BUDGET).expect("evidence");
+    assert!(!weak.judges(&order), "coverage {} known {}", order.coverage, order.known);
+    assert!(order.unknown.is_empty(), "{:?}", order.unknown);
+    // Words the docs never use are named, as asked.
+    let helm = index.evidence("are refunds deployed with kubernetes helm charts", BUDGET).expect("evidence");
+    assert!(weak.judges(&helm), "coverage {} known {}", helm.coverage, helm.known);
+    assert_eq!(helm.unknown, ["deployed", "kubernetes", "helm", "charts"], "as asked, in order");
+}
+
+#[test]
+fn a_hit_deep_in_a_long_file_is_read() {
+    let mut text = String::from("# Reference\n");
+    for n in 0..120 {
+        text.push_str(&format!("\n## Field {n}\n\nThe field number {n} holds an ordinary value.\n"));
+    }
+    text.push_str("\n## Zebra quota\n\nEach account may hold 42 zebras.\n");
+    let index = index_of(&[("reference.md", &text)]);
+    let evidence = index.evidence("how many zebras may an account hold", BUDGET).expect("evidence");
+    let first = evidence.items.first().expect("an item");
+    assert_eq!(first.source(), "docs/reference.md#zebra-quota", "{evidence:?}");
+}

@@ -22,12 +22,28 @@ use crate::tools::{self, Decision};
 static NUMBERS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\[(\d{1,2}(?:\s*[,;]\s*\d{1,2})*)\]").expect("constant regex NUMBERS"));
 
-/// Phrases by which a model says the docs (or the evidence, the context) do not answer.
-static NOT_COVERED: LazyLock<Regex> = LazyLock::new(|| {
+/// Phrases by which something is said to be absent: of the docs ("the docs do not mention"),
+/// or of the product ("SSO is not available on Starter"); [`ABOUT_DOCS`] tells them apart.
+static ABSENT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:(?:do|does|did)\s*(?:not|n't)\s+(?:cover|mention|say|state|specify|contain|include|provide|address|answer|describe|discuss)|(?:is|are)\s*(?:not|n't)\s+(?:covered|mentioned|specified|stated|provided|described|addressed|available|found)|(?:no|not any)\s+(?:information|mention|details?)\s+(?:about|on|regarding|in|of)|(?:can|could)\s*(?:not|n't)\s+find|unable to find|not (?:able|possible) to (?:find|answer|determine)|i\s+(?:do\s*(?:not|n't)|don't)\s+know)\b",
+        r"(?i)\b(?:(?:do|does|did)\s*(?:not|n't)\s+(?:cover|mention|say|state|specify|contain|include|provide|address|answer|describe|discuss)|(?:is|are)\s*(?:not|n't)\s+(?:covered|mentioned|specified|stated|provided|described|addressed|available|found)|(?:no|not any)\s+(?:information|mention|details?)\s+(?:about|on|regarding|in|of))\b",
     )
-    .expect("constant regex NOT_COVERED")
+    .expect("constant regex ABSENT")
+});
+
+/// Words that make a sentence of [`ABSENT`] about what the model was given, not about the
+/// product.
+static ABOUT_DOCS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:docs?|documentation|evidence|context|sources?|sections?|passages?|excerpts?|provided|information|details?|mention)\b")
+        .expect("constant regex ABOUT_DOCS")
+});
+
+/// Phrases by which a model says it found nothing, whatever the sentence's subject.
+static NOT_FOUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:(?:can|could)\s*(?:not|n't)\s+find|unable to find|not (?:able|possible) to (?:find|answer|determine)|i\s+(?:do\s*(?:not|n't)|don't)\s+know)\b",
+    )
+    .expect("constant regex NOT_FOUND")
 });
 
 /// The text of retrieve-first's result in `turn` (the harness's own `search_docs`), if any.
@@ -62,6 +78,11 @@ pub fn numbered(turn: &[Stored]) -> Vec<String> {
 /// (`[2, 3]` becomes `[docs/a.md#x] [docs/b.md#y]`); numbers the evidence did not give are
 /// dropped from a bracket that names others, and a bracket of none of them is left as written.
 pub fn resolve<'t>(text: &'t str, numbered: &[String]) -> Cow<'t, str> {
+    resolve_after(text, numbered, "")
+}
+
+/// [`resolve`] of `text` that follows `before` (the end of the text before it).
+fn resolve_after<'t>(text: &'t str, numbered: &[String], before: &str) -> Cow<'t, str> {
     if numbered.is_empty() || !text.contains('[') {
         return Cow::Borrowed(text);
     }
@@ -70,6 +91,13 @@ pub fn resolve<'t>(text: &'t str, numbered: &[String]) -> Cow<'t, str> {
     for found in NUMBERS.find_iter(text) {
         let after = text[found.end()..].chars().next();
         if matches!(after, Some('(' | ':')) {
+            continue;
+        }
+        let preceding = match before {
+            "" => Cow::Borrowed(&text[..found.start()]),
+            _ => Cow::Owned(format!("{before}{}", &text[..found.start()])),
+        };
+        if indexes(&preceding) {
             continue;
         }
         let sources: Vec<&str> = found
@@ -95,6 +123,27 @@ pub fn resolve<'t>(text: &'t str, numbered: &[String]) -> Cow<'t, str> {
     Cow::Owned(out)
 }
 
+/// True when a bracket after `preceding` indexes what comes before it (`args[1]`,
+/// `` `items[1]` ``, `f(x)[1]`, `m[1][2]`) rather than cites: it follows a word character, a
+/// closing parenthesis or a backtick, or a bracket of numbers that itself does.
+fn indexes(preceding: &str) -> bool {
+    let mut rest = preceding;
+    loop {
+        match rest.chars().next_back() {
+            Some(c) if c.is_alphanumeric() || matches!(c, '_' | ')' | '`') => return true,
+            Some(']') => {
+                let Some(open) = rest.rfind('[') else { return false };
+                let inside = &rest[open + 1..rest.len() - 1];
+                if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_digit() || matches!(c, ',' | ';' | ' ')) {
+                    return false;
+                }
+                rest = &rest[..open];
+            }
+            _ => return false,
+        }
+    }
+}
+
 /// Resolves numbers in text that arrives in pieces: what could still become a citation (a `[`
 /// followed only by digits, commas and spaces, or a whole `[1]` whose next character is not in
 /// yet) is held back, the rest resolved and handed on at once; so what is handed on, joined, is
@@ -103,7 +152,12 @@ pub fn resolve<'t>(text: &'t str, numbered: &[String]) -> Cow<'t, str> {
 pub struct Pieces {
     /// Text held back: it may be the start of a citation.
     pending: String,
+    /// The end of the text handed on (at most [`TAIL`] bytes): what a held-back bracket follows.
+    tail: String,
 }
+
+/// Bytes of handed-on text kept to tell an index from a citation (`m[1][2][3]`).
+const TAIL: usize = 64;
 
 /// Longest text held back as a citation that may not be whole yet.
 const HELD_BACK: usize = 24;
@@ -121,13 +175,21 @@ impl Pieces {
         }
         let rest = self.pending.split_off(keep);
         let ready = std::mem::replace(&mut self.pending, rest);
-        Some(resolve(&ready, numbered).into_owned())
+        let resolved = resolve_after(&ready, numbered, &self.tail).into_owned();
+        self.tail.push_str(&ready);
+        let mut cut = self.tail.len().saturating_sub(TAIL);
+        while !self.tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        self.tail.drain(..cut);
+        Some(resolved)
     }
 
     /// The rest, resolved, when the text has ended.
     pub fn finish(&mut self, numbered: &[String]) -> Option<String> {
         let rest = std::mem::take(&mut self.pending);
-        (!rest.is_empty()).then(|| resolve(&rest, numbered).into_owned())
+        let before = std::mem::take(&mut self.tail);
+        (!rest.is_empty()).then(|| resolve_after(&rest, numbered, &before).into_owned())
     }
 }
 
@@ -141,7 +203,8 @@ fn open(after: &str) -> bool {
 /// True when `answer` says the docs do not answer the question ("The docs do not cover this",
 /// "the context does not mention…", "I couldn't find…").
 pub fn says_not_covered(answer: &str) -> bool {
-    NOT_COVERED.is_match(answer)
+    NOT_FOUND.is_match(answer)
+        || answer.split(['.', '!', '?', '\n']).any(|sentence| ABSENT.is_match(sentence) && ABOUT_DOCS.is_match(sentence))
 }
 
 #[cfg(test)]
@@ -164,6 +227,8 @@ mod tests {
             ("A link [1](https://x.example) stays", "A link [1](https://x.example) stays"),
             ("[1]: https://x.example", "[1]: https://x.example"),
             ("[0] is no number", "[0] is no number"),
+            ("Read args[1] and `items[2]`, m[1][2]", "Read args[1] and `items[2]`, m[1][2]"),
+            ("(see [1]) and \"[2]\"", "(see [docs/refunds.md#window]) and \"[docs/plans.md#plans]\""),
             ("no brackets", "no brackets"),
         ];
         for (answer, expected) in cases {
@@ -174,7 +239,7 @@ mod tests {
 
     #[test]
     fn streamed_pieces_resolve_to_what_the_whole_resolves_to_and_flow_at_once() {
-        let text = "The window is 14 days [1\n]. Plans [2] are\nmonthly [1, 2]. A link [1](x) and [12";
+        let text = "The window is 14 days [1\n]. Plans [2] are\nmonthly [1, 2]. Code args[1] and [2], m[1][2]. A link [1](x) and [12";
         for cut in 1..text.len() {
             if !text.is_char_boundary(cut) {
                 continue;
@@ -203,10 +268,19 @@ mod tests {
             "There is no information about Helm charts.",
             "I couldn't find that in the docs.",
             "I don't know.",
+            "This information is not available in the given passages.",
         ] {
             assert!(says_not_covered(said), "{said}");
         }
-        for answer in ["The refund window is 14 days [1].", "Covered plans include Starter [2].", "Do not retry it."] {
+        for answer in [
+            "The refund window is 14 days [1].",
+            "Covered plans include Starter [2].",
+            "Do not retry it.",
+            // A fact about the product, stated without its citation: sent back to be cited,
+            // not taken for the docs' silence.
+            "Offline mode is not available on the Starter plan.",
+            "The Starter plan does not include priority support.",
+        ] {
             assert!(!says_not_covered(answer), "{answer}");
         }
     }
