@@ -29,18 +29,10 @@ pub fn retrieval_only(turn: &[Stored], header: &str) -> String {
 /// The answer that the docs do not cover the question: [`tools::NOT_COVERED`], then the
 /// sections the turn's searches found closest, as might-help (heading and source).
 pub fn not_covered(turn: &[Stored]) -> String {
+    // The question's words are not echoed (the words the docs never use are in the log's
+    // evidence line and `search --evidence`): a question can carry markup or injected text,
+    // and the answer says only what the harness and the docs say.
     let mut text = String::from(tools::NOT_COVERED);
-    // The words the docs never use, as retrieve-first found them: a name or a product the
-    // docs do not know is often why, and a question asked without it may be answered.
-    if let Some(words) = verify::evidence_result(turn)
-        .filter(|result| result.starts_with(tools::WEAK_EVIDENCE))
-        .and_then(|result| result.lines().next())
-        .and_then(|line| line.split_once(tools::NEVER_USED))
-    {
-        text.push(' ');
-        text.push_str(tools::NEVER_USED);
-        text.push_str(words.1);
-    }
     let mut listed: Vec<(String, String)> = Vec::new();
     for section in verify::retrieved(turn).into_iter().filter(|s| s.searched) {
         if listed.len() < MIGHT_HELP && !listed.iter().any(|(source, _)| *source == section.source) {
