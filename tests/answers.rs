@@ -112,7 +112,11 @@ fn a_negative_fact_without_its_citation_is_sent_back_not_called_silence() {
     );
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert_eq!(server.requests().len(), 2, "sent back once: {}", out.stderr);
-    assert!(out.stdout.starts_with("Refunds are not available after 14 days [docs/refunds.md#window]."), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("Refunds are not available after 14 days [docs/refunds.md#window]."),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

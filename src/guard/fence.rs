@@ -435,7 +435,9 @@ mod tests {
 
     #[test]
     fn fence_tags_are_found_however_written() {
-        for text in ["a <untrusted source=\"x\">", "</UNTRUSTED>", "< / untrusted>", "\u{ff1c}/untrusted", "<untru\u{17f}ted"] {
+        for text in
+            ["a <untrusted source=\"x\">", "</UNTRUSTED>", "< / untrusted>", "\u{ff1c}/untrusted", "<untru\u{17f}ted"]
+        {
             assert!(holds_tag(text), "{text:?}");
         }
         for text in ["a < b", "untrusted data", "<untrue>", "&lt;/untrusted>"] {

@@ -99,8 +99,9 @@ pub struct Evidence {
     pub best: f64,
     /// Every section searched, best first.
     pub searched: Vec<Hit>,
-    /// The question's topical words that no section of the docs holds, as asked: what the
-    /// "not covered" answer names.
+    /// The question's topical words that no section of the docs holds, as asked: named in
+    /// retrieve-first's weak-evidence line (the log, the trace) and by `search --evidence`,
+    /// never in an answer.
     pub unknown: Vec<String>,
 }
 

@@ -15,10 +15,10 @@ pub mod mdx;
 pub mod passage;
 pub mod progress;
 mod prune;
-mod stems;
 pub mod query;
 mod rank;
 pub mod section;
+mod stems;
 pub mod store;
 pub mod walk;
 

@@ -204,7 +204,9 @@ fn open(after: &str) -> bool {
 /// "the context does not mention…", "I couldn't find…").
 pub fn says_not_covered(answer: &str) -> bool {
     NOT_FOUND.is_match(answer)
-        || answer.split(['.', '!', '?', '\n']).any(|sentence| ABSENT.is_match(sentence) && ABOUT_DOCS.is_match(sentence))
+        || answer
+            .split(['.', '!', '?', '\n'])
+            .any(|sentence| ABSENT.is_match(sentence) && ABOUT_DOCS.is_match(sentence))
 }
 
 #[cfg(test)]
