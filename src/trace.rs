@@ -2,6 +2,7 @@
 //! `decision`; step 0 is the harness's own search before the first model call), plus `event`
 //! lines: `model` per model call (time, tokens the server reported, the harness's estimate),
 //! `correction` when the harness sends a reply back (`kind`: unverified or tool_call),
+//! `replaced` when the evidence, quoted, replaces the model's answer (`why`: what failed),
 //! `usage` when the turn answers (the question's totals), warnings and stops. It listens to a turn's events
 //! ([`Trace::observe`]); [`tool_line`] is the same line for other listeners (the API's streams).
 //! Every string is redacted first, the person's own question included, and long strings are
@@ -124,6 +125,12 @@ impl<W: Write> Trace<W> {
                 Format::Json => self.write(&json!({"event": "correction", "kind": kind.as_str()})),
                 Format::Brief => {
                     let _ = writeln!(self.out, "  the answer was sent back to the model ({})", kind.as_str());
+                }
+            },
+            TurnEvent::Replaced(why) => match self.format {
+                Format::Json => self.write(&json!({"event": "replaced", "why": why})),
+                Format::Brief => {
+                    let _ = writeln!(self.out, "  {why}");
                 }
             },
             TurnEvent::Answer(_) => {

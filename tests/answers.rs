@@ -148,11 +148,17 @@ fn a_copied_fence_tag_never_reaches_the_person() {
 
 #[test]
 fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
-    for answer in [
+    for (answer, why) in [
         // It restates the question and adds what no retrieved text says.
-        "Yes, the refund window can be extended by the QuickBooks integration. Source: [1]",
+        (
+            "Yes, the refund window can be extended by the QuickBooks integration. Source: [1]",
+            "says mostly what the evidence does not",
+        ),
         // A number the evidence does not hold.
-        "Refunds are possible within 30 days of the first payment. Source: [1]",
+        (
+            "Refunds are possible within 30 days of the first payment. Source: [1]",
+            "states 30, which the evidence does not hold",
+        ),
     ] {
         let (server, out) = ask(vec![Canned::text(answer)], REFUND);
         assert_eq!(out.code, 0, "stderr: {}", out.stderr);
@@ -163,6 +169,11 @@ fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
             out.stdout.contains("   > Refunds are possible within 14 days"),
             "the evidence is quoted: {}",
             out.stdout
+        );
+        assert!(
+            out.stderr.contains(&format!("replaced by the evidence: the model's answer {why}")),
+            "the log says why: {}",
+            out.stderr
         );
     }
 }

@@ -95,7 +95,12 @@ fn an_answer_the_harness_replaces_is_printed_whole_under_a_note() {
     let retrieval_only = out.stdout.find("Retrieval-only answer").expect("the fallback answer is printed");
     assert!(out.stdout[..retrieval_only].contains("Refunds take 30 days."), "{}", out.stdout);
     assert!(out.stdout[retrieval_only..].contains("docs/refunds.md#window"), "{}", out.stdout);
-    assert!(out.stderr.contains("(the text above is not the answer: the harness changed it"), "{}", out.stderr);
+    // The note says what happened: the draft could not be verified, the evidence is quoted.
+    assert!(
+        out.stderr.contains("(the text above is not the answer: the harness could not verify it against the evidence"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -108,7 +108,7 @@ def ask_cli(binary, base_url, ws, question, extra_env):
     started = time.monotonic()
     p = subprocess.run([str(binary), question], env=env, capture_output=True, text=True, timeout=900, cwd=WORK)
     wall = time.monotonic() - started
-    usage, shown = {}, None
+    usage, shown, why = {}, None, None
     for line in p.stderr.splitlines():
         at = line.find("{")
         if at < 0:
@@ -119,6 +119,8 @@ def ask_cli(binary, base_url, ws, question, extra_env):
             continue
         if v.get("event") == "usage":
             usage = v
+        if v.get("event") == "replaced":
+            why = v.get("why")
         # The harness's own search: the first search_docs of the turn, step 0.
         if shown is None and v.get("tool") == "search_docs" and str(v.get("step")) == "0":
             shown = FENCE.findall(str(v.get("result", "")))
@@ -129,7 +131,7 @@ def ask_cli(binary, base_url, ws, question, extra_env):
         verified = []  # the sections it lists might help; they are not an answer
     return {
         "exit": p.returncode, "answer": answer, "wall": wall, "cited": verified, "shown": shown or [],
-        "kind": kind, "model_calls": usage.get("model_calls"), "prompt_tokens": usage.get("prompt_tokens"),
+        "kind": kind, "why": why, "model_calls": usage.get("model_calls"), "prompt_tokens": usage.get("prompt_tokens"),
         "cached_tokens": usage.get("cached_tokens"), "completion_tokens": usage.get("completion_tokens"),
     }
 
@@ -156,6 +158,7 @@ def measure(mode, args, base_url, ws, stuffed, row):
         "wall_s": round(r["wall"], 2), "model_calls": r.get("model_calls"),
         "prompt_tokens": r.get("prompt_tokens"), "cached_tokens": r.get("cached_tokens"),
         "completion_tokens": r.get("completion_tokens"), "exit": r.get("exit", 0), "answer": answer[:600],
+        "why": r.get("why"),
     }
 
 
@@ -206,6 +209,19 @@ def table(results):
             f"{pct(on, 'fallback')} | {statistics.median(walls):.1f} | {p90:.1f} | "
             f"{median(r['prompt_tokens'] for r in on)} ({median(r['cached_tokens'] for r in on)}) | "
             f"{median(r['completion_tokens'] for r in on)} | {sum(calls) / len(calls) if calls else 0:.2f} |")
+    lines += ["", "Why the model's answer was replaced by the evidence (answerable questions, each fault the "
+              "trace's `replaced` event names; one answer can have several):", ""]
+    faults = {}
+    for r in results:
+        if r["off_topic"] or not r.get("why"):
+            continue
+        for fault in r["why"].split(": the model's answer ", 1)[-1].split("; "):
+            fault = re.sub(r"^(states|quotes) .*?, which", r"\1 ..., which", fault)
+            faults.setdefault((r["set"], r["mode"]), {}).setdefault(fault, 0)
+            faults[(r["set"], r["mode"])][fault] += 1
+    for (name, mode), counts in sorted(faults.items()):
+        listed = ", ".join(f"{fault}: {n}" for fault, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        lines.append(f"- {name}, {mode}: {listed}")
     return "\n".join(lines)
 
 

@@ -332,6 +332,10 @@ impl Live {
                     .map(|tool| Progress { step: call.step, phase: Phase::Running(tool), since: Instant::now() });
                 self.show(progress);
             }
+            // The trace says why, in the model's words; the terminal says what happened.
+            TurnEvent::Replaced(_) => {
+                self.withdraw("the harness could not verify it against the evidence, which is quoted instead")
+            }
             // The trace shows a hook's decision; the progress line stays.
             TurnEvent::Hook { .. } => {}
             TurnEvent::ModelReplied { .. }

@@ -404,6 +404,9 @@ fn progress_line(event: &TurnEvent<'_>) -> Option<String> {
             Some(crate::trace::brief_tool_line(call, result).trim().to_string())
         }
         TurnEvent::SentBack(_) => Some("the answer is sent back to the model to be corrected".into()),
+        TurnEvent::Replaced(_) => {
+            Some("the model's answer did not pass the check: the evidence is quoted instead".into())
+        }
         _ => None,
     }
 }

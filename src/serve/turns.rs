@@ -335,6 +335,7 @@ impl Listener<'_> {
             TurnEvent::ToolCall(_)
             | TurnEvent::ModelReplied { .. }
             | TurnEvent::SentBack(_)
+            | TurnEvent::Replaced(_)
             | TurnEvent::ApprovalRequired { .. }
             | TurnEvent::Hook { .. }
             | TurnEvent::Stopped { .. } => {}

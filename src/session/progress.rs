@@ -58,6 +58,9 @@ pub enum TurnEvent<'a> {
     /// answer (a citation it could not verify, a tool call it could not read); the model is
     /// asked again.
     SentBack(CorrectionKind),
+    /// The model's answer did not pass the check and the evidence, quoted, replaces it: why
+    /// ("replaced by the evidence: the model's answer states 3, which the evidence does not hold").
+    Replaced(&'a str),
     /// A policy hook (`[hooks]`) decided or changed something (also in the session log).
     Hook {
         /// Where.

@@ -178,6 +178,10 @@ impl<'a> Turn<'a> {
                                 text
                             }
                             Checked::Answer(text) => text,
+                            Checked::Quoted { text, why } => {
+                                self.emit(TurnEvent::Replaced(&why));
+                                return self.answered(&events, Answer::New(&text), why, steps);
+                            }
                         },
                     };
                     return self.answered(&events, Answer::New(&text), String::new(), steps);
@@ -692,7 +696,7 @@ impl<'a> Turn<'a> {
                 return Checked::SendBack { kind: CorrectionKind::Copied, text: COPIED.to_string(), hook: None };
             }
             // A fence tag in an answer never passes: the evidence is quoted instead.
-            return Checked::Answer(retrieval_only(turn, UNCHECKED));
+            return quoted(turn, "it copied the evidence's fence tags".into());
         }
         let text = verify::resolve(text, &verify::numbered(turn));
         if !self.deps.retrieval.verify && !self.deps.hooks.checks_stop() {
@@ -712,7 +716,7 @@ impl<'a> Turn<'a> {
             if verdict.correctable() && can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict), hook: None };
             }
-            return Checked::Answer(retrieval_only(turn, UNCHECKED));
+            return quoted(turn, verdict.faults().join("; "));
         }
         // The operator's stop rules: what the answer must cite.
         if let Some((rule, correction)) = self.deps.hooks.lacking(&verdict.citations) {
@@ -924,8 +928,15 @@ enum Checked {
         /// The operator's stop rule that sent it back, if one did.
         hook: Option<String>,
     },
-    /// Answer with this text (the model's, or the retrieval-only fallback).
+    /// Answer with this text (the model's, or that the docs do not cover the question).
     Answer(String),
+    /// Answer with the retrieval-only text: the model's answer did not pass the check.
+    Quoted {
+        /// The retrieval-only answer.
+        text: String,
+        /// What was wrong with the model's answer, recorded with the turn's end.
+        why: String,
+    },
     /// An operator's stop rule was still not met after a correction: answer with the
     /// retrieval-only text instead.
     Replaced {
@@ -934,6 +945,15 @@ enum Checked {
         /// The rule.
         rule: String,
     },
+}
+
+/// The retrieval-only answer that replaces the model's, and why (recorded as the turn end's
+/// detail: "replaced by the evidence: it states 3, which the evidence does not hold").
+fn quoted(turn: &[Stored], why: String) -> Checked {
+    Checked::Quoted {
+        text: retrieval_only(turn, UNCHECKED),
+        why: format!("replaced by the evidence: the model's answer {why}"),
+    }
 }
 
 /// The context budget of `model`: `session.context_budget_tokens`, or what the model's

@@ -86,6 +86,28 @@ impl Verdict {
         !cited || self.bare || !self.misquotes.is_empty()
     }
 
+    /// What is wrong with the answer, in words for the log ("states 3, which the evidence does
+    /// not hold"); empty when it holds. Numbers and quotes are the model's words: clipped.
+    pub fn faults(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.bare {
+            out.push("is only its citation".to_string());
+        } else if !self.citations.iter().any(|c| c.verified) {
+            out.push("cites none of the evidence".to_string());
+        }
+        if !self.bare && !self.grounded {
+            out.push("says mostly what the evidence does not (its own words are not the evidence's)".to_string());
+        }
+        if !self.unsupported.is_empty() {
+            let numbers: Vec<String> = self.unsupported.iter().take(3).map(|n| crate::guard::clip(n, 20)).collect();
+            out.push(format!("states {}, which the evidence does not hold", numbers.join(", ")));
+        }
+        if let Some(quote) = self.misquotes.first() {
+            out.push(format!("quotes \"{}\", which the evidence does not hold", crate::guard::clip(quote, 60)));
+        }
+        out
+    }
+
     /// An answer holds when the turn retrieved no section (nothing to cite), or when it cites
     /// at least one retrieved section, says something besides that the retrieved text holds,
     /// and neither quotes nor states a number that was not retrieved.

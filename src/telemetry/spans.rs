@@ -154,6 +154,9 @@ impl TurnSpans {
             TurnEvent::SentBack(kind) => {
                 self.turn.in_scope(|| tracing::info!(correction = kind.as_str(), "reply sent back to the model"));
             }
+            TurnEvent::Replaced(why) => {
+                self.turn.in_scope(|| tracing::info!(why, "the model's answer was replaced by the evidence"));
+            }
             TurnEvent::Answer(text) => {
                 if self.content {
                     self.turn.set_attribute("gen_ai.output.messages", messages("assistant", text));

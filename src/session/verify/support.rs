@@ -17,6 +17,9 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+(?:[.,:]\d+)*"
 static CITED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[[^\]\n]*\]|\(?\b(?:docs|notes|skills)/[^)\s]*\)?|https?://\S+").expect("constant regex CITED")
 });
+/// A code span, `next_period`: its text.
+static CODE_SPAN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([^`\n]{1,80})`").expect("constant regex CODE_SPAN"));
 /// A list item's marker at the start of a line (`1.`, `2)`), which is no fact.
 static LIST_MARKER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^\s*\d+[.)]\s").expect("constant regex LIST_MARKER"));
@@ -105,16 +108,34 @@ pub fn bare(answer: &str) -> bool {
 const GROUNDED: f64 = 0.5;
 
 /// True when what `answer` says besides the `question`'s own words is, for the most part, in
-/// `sources`: its words compared by stem, without citations, numbers and everyday English.
+/// `sources`: its words compared by stem, without citations and everyday English. A number or
+/// a code span (`next_period`) that the sources hold and the question does not is one thing
+/// the answer adds, and a backed one: "The net amount is $10.00 [1]" answers "how much of the
+/// $12 is the net amount" in the question's own words (numbers the sources do not hold are
+/// [`unsupported_numbers`]).
 pub fn grounded(answer: &str, question: &str, sources: &str) -> bool {
+    let prose = CITED.replace_all(answer, " ");
     let asked = stems(question);
-    let novel: HashSet<String> = stems(&CITED.replace_all(answer, " ")).difference(&asked).cloned().collect();
-    if novel.is_empty() {
-        return false;
-    }
+    let novel: HashSet<String> = stems(&prose).difference(&asked).cloned().collect();
     let held = stems(sources);
-    let backed = novel.iter().filter(|w| held.contains(*w)).count();
-    backed as f64 >= GROUNDED * novel.len() as f64
+    let mut backed = novel.iter().filter(|w| held.contains(*w)).count();
+    let mut added = novel.len();
+    let numbers: HashSet<String> =
+        NUMBER.find_iter(&LIST_MARKER.replace_all(&prose, " ")).map(|m| normal(m.as_str())).collect();
+    let asked_numbers: HashSet<String> = NUMBER.find_iter(question).map(|m| normal(m.as_str())).collect();
+    let held_numbers: HashSet<String> = NUMBER.find_iter(sources).map(|m| normal(m.as_str())).collect();
+    for number in numbers.difference(&asked_numbers) {
+        added += 1;
+        backed += usize::from(held_numbers.contains(number));
+    }
+    for span in CODE_SPAN.captures_iter(&prose).filter_map(|c| c.get(1)).map(|m| m.as_str().trim()) {
+        if span.is_empty() || question.contains(span) {
+            continue;
+        }
+        added += 1;
+        backed += usize::from(sources.contains(span));
+    }
+    added > 0 && backed as f64 >= GROUNDED * added as f64
 }
 
 /// The Snowball (Porter 2) stems of the topical words of `text`.
@@ -153,7 +174,8 @@ mod tests {
 
     #[test]
     fn an_answer_is_grounded_when_its_own_words_are_the_evidences() {
-        let evidence = "Refunds are possible within 14 days of the first payment. Annual plans are refunded pro rata.";
+        let evidence =
+            "Refunds are possible within 14 days of the first payment. Annual plans are refunded `pro rata`.";
         let cases: &[(&str, &str, bool)] = &[
             ("how long is the refund window", "Refunds are possible within 14 days of the first payment [1].", true),
             ("are annual plans refunded", "Yes, annual plans are refunded pro rata. Source: [1]", true),
@@ -164,6 +186,12 @@ mod tests {
             ),
             ("does it support helm", "Yes, it supports Helm charts through the Kubernetes operator [1].", false),
             ("how long is the refund window", "Source: [1]", false),
+            // The fact it adds is a number, in the question's words.
+            ("how many days is the refund window", "The refund window is 14 days [1].", true),
+            ("how many days is the refund window", "The refund window is 30 days [1].", false),
+            // Or a code span the evidence holds.
+            ("which option refunds annual plans", "Pass `pro rata` as the option [1].", true),
+            ("which option refunds annual plans", "Pass `full_refund` as the option [1].", false),
         ];
         for (question, answer, expected) in cases {
             assert_eq!(grounded(answer, question, evidence), *expected, "{answer}");
