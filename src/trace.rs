@@ -128,9 +128,9 @@ impl<W: Write> Trace<W> {
                 }
             },
             TurnEvent::Replaced(why) => match self.format {
-                Format::Json => self.write(&json!({"event": "replaced", "why": why})),
+                Format::Json => self.write(&json!({"event": "replaced", "why": clean(why, 2_000)})),
                 Format::Brief => {
-                    let _ = writeln!(self.out, "  {why}");
+                    let _ = writeln!(self.out, "  {}", clean(why, 2_000));
                 }
             },
             TurnEvent::Answer(_) => {

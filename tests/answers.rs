@@ -179,6 +179,25 @@ fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
 }
 
 #[test]
+fn why_an_answer_was_replaced_never_carries_a_secret_it_quoted() {
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    let answer = format!("The docs say \"refunds need the key {secret} to pass\" [1].");
+    let (server, out) = ask(vec![Canned::text(&answer), Canned::text(&answer)], REFUND);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(server.requests().len(), 2, "a misquote is sent back once: {}", out.stderr);
+    let why: Vec<String> = out
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "replaced")
+        .filter_map(|v| v["why"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(why.len(), 1, "one replaced line: {}", out.stderr);
+    assert!(why[0].contains("quotes \"refunds need the key "), "the quote is named: {}", why[0]);
+    assert!(!out.stderr.contains(secret) && !out.stdout.contains(secret), "{}\n{}", out.stdout, out.stderr);
+}
+
+#[test]
 fn a_citation_alone_is_sent_back() {
     let (server, out) = ask(
         vec![Canned::text("Source: [1]"), Canned::text("Refunds are possible within 14 days. Source: [1]")],

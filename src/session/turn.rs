@@ -27,7 +27,7 @@ use super::progress::{self, Observer, TurnEvent};
 use super::projection;
 use super::state::{self, Call, Next, Pending};
 use super::store::{Log, LogError, Stored};
-use super::verify;
+use super::verify::{self, Fault};
 
 /// How a write that nobody has decided yet is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -716,7 +716,8 @@ impl<'a> Turn<'a> {
             if verdict.correctable() && can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: reminder(&verdict), hook: None };
             }
-            return quoted(turn, verdict.faults().join("; "));
+            let faults: Vec<String> = verdict.faults().iter().map(Fault::logged).collect();
+            return quoted(turn, faults.join("; "));
         }
         // The operator's stop rules: what the answer must cite.
         if let Some((rule, correction)) = self.deps.hooks.lacking(&verdict.citations) {
@@ -970,24 +971,22 @@ async fn context_budget(session: &crate::config::SessionConfig, model: &Model, m
 
 /// The one-line reminder for an answer that failed the check: what was wrong with it.
 fn reminder(verdict: &verify::Verdict) -> String {
-    let mut said: Vec<String> = Vec::new();
-    if verdict.bare {
-        said.push("Your reply gives a source but no answer: answer the question in a sentence, then give the evidence number you used, like: Source: [1].".into());
-    } else if !verdict.citations.iter().any(|c| c.verified) {
-        said.push("Your answer must cite the evidence above that states each fact: its number, like [1], or its [path#anchor] exactly as its source attribute shows.".into());
-    }
-    if !verdict.bare && !verdict.grounded {
-        said.push("Answer with what the evidence says, in its words.".into());
-    }
-    if let Some(number) = verdict.unsupported.first() {
-        said.push(format!(
-            "The evidence does not say \"{}\": state only what it says.",
-            crate::guard::clip(number, 40)
-        ));
-    }
-    if let Some(quote) = verdict.misquotes.first() {
-        said.push(format!("This quote is not in it: \"{}\"; quote only its words.", crate::guard::clip(quote, 120)));
-    }
+    let mut said: Vec<String> = verdict
+        .faults()
+        .into_iter()
+        .map(|fault| match fault {
+            Fault::Bare => "Your reply gives a source but no answer: answer the question in a sentence, then give the evidence number you used, like: Source: [1].".into(),
+            Fault::Uncited => "Your answer must cite the evidence above that states each fact: its number, like [1], or its [path#anchor] exactly as its source attribute shows.".into(),
+            Fault::Ungrounded => "Answer with what the evidence says, in its words.".into(),
+            Fault::Unsupported(numbers) => format!(
+                "The evidence does not say \"{}\": state only what it says.",
+                crate::guard::clip(numbers.first().map_or("", String::as_str), 40)
+            ),
+            Fault::Misquote(quote) => {
+                format!("This quote is not in it: \"{}\"; quote only its words.", crate::guard::clip(quote, 120))
+            }
+        })
+        .collect();
     said.push("Answer again.".into());
     said.join(" ")
 }

@@ -86,24 +86,23 @@ impl Verdict {
         !cited || self.bare || !self.misquotes.is_empty()
     }
 
-    /// What is wrong with the answer, in words for the log ("states 3, which the evidence does
-    /// not hold"); empty when it holds. Numbers and quotes are the model's words: clipped.
-    pub fn faults(&self) -> Vec<String> {
+    /// What is wrong with the answer, in the order the checks run; empty when it holds. The
+    /// model is told them (the turn's reminder) and the log records them ([`Fault::logged`]).
+    pub fn faults(&self) -> Vec<Fault<'_>> {
         let mut out = Vec::new();
         if self.bare {
-            out.push("is only its citation".to_string());
+            out.push(Fault::Bare);
         } else if !self.citations.iter().any(|c| c.verified) {
-            out.push("cites none of the evidence".to_string());
+            out.push(Fault::Uncited);
         }
         if !self.bare && !self.grounded {
-            out.push("says mostly what the evidence does not (its own words are not the evidence's)".to_string());
+            out.push(Fault::Ungrounded);
         }
         if !self.unsupported.is_empty() {
-            let numbers: Vec<String> = self.unsupported.iter().take(3).map(|n| crate::guard::clip(n, 20)).collect();
-            out.push(format!("states {}, which the evidence does not hold", numbers.join(", ")));
+            out.push(Fault::Unsupported(&self.unsupported));
         }
         if let Some(quote) = self.misquotes.first() {
-            out.push(format!("quotes \"{}\", which the evidence does not hold", crate::guard::clip(quote, 60)));
+            out.push(Fault::Misquote(quote));
         }
         out
     }
@@ -118,6 +117,42 @@ impl Verdict {
                 && self.unsupported.is_empty()
                 && !self.bare
                 && self.grounded)
+    }
+}
+
+/// One way an answer fails the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault<'v> {
+    /// It is only its citation.
+    Bare,
+    /// It cites nothing retrieved.
+    Uncited,
+    /// What it says besides the question is mostly not the evidence's words.
+    Ungrounded,
+    /// It states these numbers, which the evidence does not hold.
+    Unsupported(&'v [String]),
+    /// It quotes this, which the evidence does not hold.
+    Misquote(&'v str),
+}
+
+impl Fault<'_> {
+    /// The fault in words for the log: "states 3, which the evidence does not hold". Numbers
+    /// and quotes are the model's words: scrubbed and clipped.
+    pub fn logged(&self) -> String {
+        match self {
+            Fault::Bare => "is only its citation".to_string(),
+            Fault::Uncited => "cites none of the evidence".to_string(),
+            Fault::Ungrounded => {
+                "says mostly what the evidence does not (its own words are not the evidence's)".to_string()
+            }
+            Fault::Unsupported(numbers) => {
+                let numbers: Vec<String> = numbers.iter().take(3).map(|n| crate::guard::clip(n, 20)).collect();
+                format!("states {}, which the evidence does not hold", numbers.join(", "))
+            }
+            Fault::Misquote(quote) => {
+                format!("quotes \"{}\", which the evidence does not hold", crate::guard::clip(quote, 60))
+            }
+        }
     }
 }
 

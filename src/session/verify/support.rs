@@ -58,7 +58,7 @@ pub fn unsupported_numbers(answer: &str, sources: &str, question: &str) -> Vec<S
     let prose = LIST_MARKER.replace_all(&prose, " ");
     let mut known: HashSet<String> = HashSet::new();
     for text in [sources, question] {
-        known.extend(NUMBER.find_iter(text).map(|m| normal(m.as_str())));
+        known.extend(numbers(text));
         for word in text.split(|c: char| !c.is_alphanumeric()) {
             let lower = word.to_lowercase();
             if let Some((_, digits)) = NUMBER_WORDS.iter().find(|(w, _)| *w == lower) {
@@ -74,6 +74,11 @@ pub fn unsupported_numbers(answer: &str, sources: &str, question: &str) -> Vec<S
         }
     }
     out
+}
+
+/// The numbers written in digits in `text`, each as [`normal`] compares them.
+fn numbers(text: &str) -> HashSet<String> {
+    NUMBER.find_iter(text).map(|m| normal(m.as_str())).collect()
 }
 
 /// A number compared without thousands separators or a trailing `.0`.
@@ -120,11 +125,8 @@ pub fn grounded(answer: &str, question: &str, sources: &str) -> bool {
     let held = stems(sources);
     let mut backed = novel.iter().filter(|w| held.contains(*w)).count();
     let mut added = novel.len();
-    let numbers: HashSet<String> =
-        NUMBER.find_iter(&LIST_MARKER.replace_all(&prose, " ")).map(|m| normal(m.as_str())).collect();
-    let asked_numbers: HashSet<String> = NUMBER.find_iter(question).map(|m| normal(m.as_str())).collect();
-    let held_numbers: HashSet<String> = NUMBER.find_iter(sources).map(|m| normal(m.as_str())).collect();
-    for number in numbers.difference(&asked_numbers) {
+    let held_numbers = numbers(sources);
+    for number in numbers(&LIST_MARKER.replace_all(&prose, " ")).difference(&numbers(question)) {
         added += 1;
         backed += usize::from(held_numbers.contains(number));
     }
