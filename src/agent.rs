@@ -168,6 +168,41 @@ pub fn unusable_agents_md(error: &str, limit: u64) -> String {
 /// With it, where its later generations come from.
 /// It is searched by `readers` threads at once.
 fn open_index(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
+    let (mut index, source) = open_keywords(docs, config, readers)?;
+    if let Some(embedder) = embedder(config) {
+        let cache = match &source {
+            Source::File { path, .. } => Some(crate::index::vectors::cache_path(path)),
+            Source::Memory { .. } => None,
+        };
+        let mut line = crate::index::progress::Line::on_stderr();
+        let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);
+        let filled = index.embed(embedder, cache.as_deref(), None, &mut show)?;
+        if let Some(e) = &filled.failure {
+            index.warnings.push(format!(
+                "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
+                filled.semantic.vectors.missing, index.stats.sections
+            ));
+        }
+        index.semantic = Some(filled.semantic);
+    }
+    Ok((index, source))
+}
+
+/// The embedding model `[retrieval.embeddings]` names, if it names one.
+pub fn embedder(config: &Config) -> Option<std::sync::Arc<crate::index::embed::Embedder>> {
+    let settings = &config.retrieval.embeddings;
+    settings.enabled().then(|| {
+        std::sync::Arc::new(crate::index::embed::Embedder::new(
+            settings,
+            config.embeddings_base_url(),
+            config.llm.api_key.as_deref(),
+            config.llm.retries,
+        ))
+    })
+}
+
+/// [`open_index`] before its rows are embedded.
+fn open_keywords(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
     let max = config.index.max_file_bytes;
     let IndexStore::File(file) = config.index_store() else {
         // Listed first: a change made while the index is built shows in the next refresh.
@@ -217,7 +252,7 @@ impl Harness {
         let system_prompt = prompt::system_prompt(agents_md.as_deref(), &catalog.text);
         Ok(Harness {
             workspace,
-            index: Live::new(index, readers),
+            index: Live::new(index, readers).embedded(embedder(config)),
             source: source.into(),
             skills,
             system_prompt,

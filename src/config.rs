@@ -289,6 +289,42 @@ pub struct RetrievalConfig {
     /// Check an answer's citations and quotes against what the turn retrieved; send it back
     /// once, then fall back to a retrieval-only answer.
     pub verify: bool,
+    /// Vector search beside the keywords (`[retrieval.embeddings]`): off while `model` is empty.
+    pub embeddings: EmbeddingsConfig,
+}
+
+/// The embedding model that hybrid search asks for vectors, through the OpenAI-compatible
+/// `POST {base_url}/embeddings` (Ollama, llama.cpp's `llama-server --embedding`, vLLM, OpenAI).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    /// The model's name on that server (`nomic-embed-text`); empty: search by keywords only.
+    pub model: String,
+    /// The server's base URL, e.g. `http://localhost:11434/v1`; empty: `llm.base_url`. The key
+    /// sent is `llm.api_key`.
+    pub base_url: String,
+    /// Length of the vectors kept: 0 keeps what the model returns; fewer cuts them (models
+    /// trained for it, such as nomic-embed-text v1.5, keep most of their quality cut in half).
+    pub dimensions: usize,
+    /// Sections sent in one request while the index is embedded.
+    pub batch: usize,
+    /// Text put before a question, as the model was trained (`search_query: ` for
+    /// nomic-embed-text, `query: ` for e5).
+    pub query_prefix: String,
+    /// Text put before a section (`search_document: `, `passage: `).
+    pub passage_prefix: String,
+    /// Characters of a section (its heading path and text) sent at most: the model reads a
+    /// few hundred tokens, and a server refuses a longer input.
+    pub input_chars: usize,
+    /// Seconds one request may take.
+    pub timeout_secs: u64,
+}
+
+impl EmbeddingsConfig {
+    /// True when a model is named: search is hybrid.
+    pub fn enabled(&self) -> bool {
+        !self.model.trim().is_empty()
+    }
 }
 
 /// What the indexer reads.
@@ -367,6 +403,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_CONTEXT_TOKENS", "retrieval.context_tokens"),
     ("DOCS_AGENT_MIN_COVERAGE", "retrieval.min_coverage"),
     ("DOCS_AGENT_MIN_KNOWN", "retrieval.min_known"),
+    ("DOCS_AGENT_EMBEDDINGS_MODEL", "retrieval.embeddings.model"),
+    ("DOCS_AGENT_EMBEDDINGS_URL", "retrieval.embeddings.base_url"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
@@ -503,6 +541,9 @@ impl Config {
             ("retrieval.files", self.retrieval.files as u64),
             ("retrieval.evidence_items", self.retrieval.evidence_items as u64),
             ("retrieval.answer_tokens", u64::from(self.retrieval.answer_tokens)),
+            ("retrieval.embeddings.batch", self.retrieval.embeddings.batch as u64),
+            ("retrieval.embeddings.input_chars", self.retrieval.embeddings.input_chars as u64),
+            ("retrieval.embeddings.timeout_secs", self.retrieval.embeddings.timeout_secs),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -589,6 +630,14 @@ impl Config {
                 return Err(ConfigError(format!("{key} must be at least 1, got 0")));
             }
         }
+        let embeddings = &self.retrieval.embeddings;
+        let url = embeddings.base_url.trim();
+        if embeddings.enabled() && !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError(format!(
+                "retrieval.embeddings.base_url (DOCS_AGENT_EMBEDDINGS_URL) must start with http:// or https://, got `{url}`; \
+                 leave it empty to use llm.base_url"
+            )));
+        }
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
         }
@@ -601,6 +650,14 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// The server asked for embeddings: `retrieval.embeddings.base_url`, or the model's.
+    pub fn embeddings_base_url(&self) -> &str {
+        match self.retrieval.embeddings.base_url.trim() {
+            "" => &self.llm.base_url,
+            url => url,
+        }
     }
 
     /// True when writes are approved without asking.
@@ -670,6 +727,14 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("retrieval.min_known", 0.6_f64.into()),
         ("retrieval.answer_tokens", 200_i64.into()),
         ("retrieval.verify", true.into()),
+        ("retrieval.embeddings.model", "".into()),
+        ("retrieval.embeddings.base_url", "".into()),
+        ("retrieval.embeddings.dimensions", 0_i64.into()),
+        ("retrieval.embeddings.batch", 32_i64.into()),
+        ("retrieval.embeddings.query_prefix", "".into()),
+        ("retrieval.embeddings.passage_prefix", "".into()),
+        ("retrieval.embeddings.input_chars", 1_000_i64.into()),
+        ("retrieval.embeddings.timeout_secs", 60_i64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
         ("session.log_path", ".docs-agent/sessions.db".into()),
         ("session.log_url", "".into()),

@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | ask, chat, sessions | the workspace | `notes/`, the index and session folders | connect: the model server |
 //! | serve | the workspace | `notes/`, the index and session folders | connect: the model server; listen: its port |
-//! | search, check, index | the workspace | the index folder | none |
+//! | search, check, index | the workspace | the index folder | none (the embedding server, when `[retrieval.embeddings]` names a model: every command that searches does) |
 //! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
 //! | init | — | the new file's folder | none |
@@ -122,6 +122,10 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
             "index.path (DOCS_AGENT_INDEX)"
         };
         plan = with_folder_of(plan, &file, what, &config.workspace)?;
+    }
+    // Hybrid search asks the embedding server for every question's vector and for new sections'.
+    if config.retrieval.embeddings.enabled() {
+        plan = with_model(plan, config.embeddings_base_url());
     }
     match uses {
         Use::Look => return Ok(plan),

@@ -4,11 +4,12 @@
 //! states of the docs, and an update never shows half of its documents.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use cap_std::fs::Dir;
 
+use super::embed::Embedder;
 use super::store::{Held, Update, Want};
 use super::walk::{self, Listed};
 use super::{Index, IndexError, Version};
@@ -18,13 +19,30 @@ pub struct Live {
     current: RwLock<Arc<Index>>,
     /// Databases per generation: one per thread that searches at once.
     readers: usize,
+    /// The embedding model every new generation is embedded with, when search is hybrid.
+    embedder: Option<Arc<Embedder>>,
 }
 
 impl Live {
     /// `index` as the first generation; it and every later one are searched by `readers`
     /// threads at once (see [`Index::with_readers`]).
     pub fn new(index: Index, readers: usize) -> Live {
-        Live { current: RwLock::new(Arc::new(index)), readers: readers.max(1) }
+        Live { current: RwLock::new(Arc::new(index)), readers: readers.max(1), embedder: None }
+    }
+
+    /// Every later generation is embedded with `embedder` ([`Index::embed`]) before it is
+    /// searched; `index`, the first, already is.
+    pub fn embedded(mut self, embedder: Option<Arc<Embedder>>) -> Live {
+        self.embedder = embedder;
+        self
+    }
+
+    /// True when the generation searched now lacks vectors that it should have (the embedding
+    /// server failed): the next refresh tries again even when no document changed.
+    pub fn lacks_vectors(&self) -> bool {
+        self.embedder.is_some()
+            && self.current().semantic.as_ref().is_none_or(|s| s.vectors.missing > 0 || s.vectors.is_empty())
+            && self.current().stats.sections > 0
     }
 
     /// The generation to read from; it stays whole for as long as it is held.
@@ -34,8 +52,23 @@ impl Live {
 
     /// Makes `index` the generation every new reader gets; readers of the old one finish
     /// with it.
-    pub fn replace(&self, mut index: Index) -> Result<(), IndexError> {
+    /// With an embedder, the rows it does not hold vectors for yet (in the current generation
+    /// or the `cache` file) are embedded first.
+    pub fn replace(&self, mut index: Index, cache: Option<&Path>) -> Result<(), IndexError> {
         index.add_readers(self.readers)?;
+        if let Some(embedder) = &self.embedder {
+            let current = self.current();
+            let previous = current.semantic.as_ref().map(|s| &s.vectors);
+            let filled = index.embed(embedder.clone(), cache, previous, &mut |_, _| {})?;
+            if let Some(e) = &filled.failure {
+                tracing::warn!(
+                    "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
+                    filled.semantic.vectors.missing,
+                    index.stats.sections
+                );
+            }
+            index.semantic = Some(filled.semantic);
+        }
         *self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(index);
         Ok(())
     }
@@ -85,21 +118,23 @@ impl Source {
         held: Held<'_>,
     ) -> Result<Refreshed, IndexError> {
         let current = live.current().version;
+        // A generation without all its vectors is copied again, to be embedded again.
+        let retry = live.lacks_vectors();
         match self {
             Source::File { path, workspace } => {
-                let want = Want { held, current: Some(current), readers: live.readers };
+                let want = Want { held, current: (!retry).then_some(current), readers: live.readers };
                 let (index, update) = Index::refresh(docs, workspace, path, max_file_bytes, &want)?;
                 let version = index.as_ref().map_or(current, |index| index.version);
                 let replaced = index.is_some();
                 if let Some(index) = index {
-                    live.replace(index)?;
+                    live.replace(index, Some(&super::vectors::cache_path(path)))?;
                 }
                 Ok(Refreshed { update, version, replaced })
             }
             Source::Memory { built_from } => {
                 let listing = walk::list_docs(docs).files;
                 let mut update = Update { generation: current.generation, ..Update::default() };
-                if listing == *built_from {
+                if listing == *built_from && !retry {
                     return Ok(Refreshed { update, version: current, replaced: false });
                 }
                 let before = &*built_from;
@@ -117,7 +152,7 @@ impl Source {
                 let mut index = Index::build(docs, max_file_bytes)?;
                 index.version.generation = current.generation + 1;
                 let version = index.version;
-                live.replace(index)?;
+                live.replace(index, None)?;
                 *built_from = listing;
                 update.rebuilt = Some("the docs changed".into());
                 update.generation = version.generation;

@@ -6,6 +6,7 @@
 //! downstream can see a secret from the docs.
 
 pub mod chunk;
+pub mod embed;
 pub mod evidence;
 mod html;
 mod image;
@@ -16,10 +17,11 @@ pub mod passage;
 pub mod progress;
 mod prune;
 pub mod query;
-mod rank;
+pub mod rank;
 pub mod section;
 mod stems;
 pub mod store;
+pub mod vectors;
 pub mod walk;
 
 use cap_std::fs::Dir;
@@ -126,6 +128,8 @@ pub struct Index {
     pub stats: Stats,
     /// Which state of the docs this is.
     pub version: Version,
+    /// Every row's vector and the embedding model, when search is hybrid ([`Index::embed`]).
+    pub semantic: Option<vectors::Semantic>,
 }
 
 /// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
@@ -156,6 +160,8 @@ struct Row {
     cut_before: bool,
     /// The window does not reach the end of its section.
     cut_after: bool,
+    /// What its vector is kept under ([`vectors::text_hash`] of its heading path and text).
+    hash: String,
 }
 
 impl Index {
@@ -212,6 +218,7 @@ impl Index {
             warnings: Vec::new(),
             stats: Stats::default(),
             version: Version::default(),
+            semantic: None,
         })
     }
 
@@ -274,7 +281,34 @@ impl Index {
     /// The best `k` sections for free text; never fails on odd input (it is all quoted).
     /// A long section is indexed as several windows; only its best window is returned, and a
     /// file's other sections among the candidates count for it ([`rank::with_file_evidence`]).
+    /// With vectors ([`Index::embed`]), the keyword candidates and the rows nearest the
+    /// question's vector are fused ([`rank::fuse`]); when the embedding server fails, the
+    /// keywords alone answer and the log says why.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
+        self.search_fused(text, k, rank::FUSION)
+    }
+
+    /// [`Index::search`] with the lists fused by `fusion` (what `cargo bench --bench retrieval`
+    /// compares).
+    pub fn search_fused(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Vec<Hit>, IndexError> {
+        let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
+        let Some(semantic) = self.semantic.as_ref().filter(|s| !s.vectors.is_empty()) else {
+            return self.keyword(text, k, pool);
+        };
+        let query = match semantic.embedder.query(text) {
+            Ok(query) => query,
+            Err(e) => {
+                tracing::warn!("{e}; this search used keywords only");
+                return self.keyword(text, k, pool);
+            }
+        };
+        let keyword = self.keyword(text, pool, pool)?;
+        let near = self.rows(&semantic.vectors.nearest(&query, pool * 2))?;
+        Ok(rank::fuse(keyword, near, fusion, k))
+    }
+
+    /// The best `k` sections by keywords, from `pool` candidate rows.
+    fn keyword(&self, text: &str, k: usize, pool: usize) -> Result<Vec<Hit>, IndexError> {
         let conn = self.reader();
         let terms = prune::selective(&conn, query::terms(text), self.stats.sections)?;
         let identifiers = query::identifiers(text);
@@ -286,19 +320,11 @@ impl Index {
                     bm25(sections, ?3, ?4, ?5, ?6) AS rank \
              FROM sections WHERE sections MATCH ?1 ORDER BY rank LIMIT ?2",
         )?;
-        let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
         let [heading, body, leaf, place] = WEIGHTS;
         let rows = stmt.query_map(params![fts, pool as i64, heading, body, leaf, place], |r| {
-            let body: String = r.get(5)?;
-            let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
-            Ok(Hit {
-                path: r.get(0)?,
-                anchor: r.get(1)?,
-                heading: r.get(2)?,
-                lines: (r.get::<_, i64>(3)? as usize, r.get::<_, i64>(4)? as usize),
-                excerpt: format!("{}{body}{}", if before { "…\n" } else { "" }, if after { "\n…" } else { "" }),
-                score: -r.get::<_, f64>(8)?,
-            })
+            let mut hit = hit_of(r)?;
+            hit.score = -r.get::<_, f64>(8)?;
+            Ok(hit)
         })?;
         // Rows come best first: the first window of a section is its best.
         let mut sections: Vec<Hit> = Vec::with_capacity(pool);
@@ -311,12 +337,46 @@ impl Index {
         rank::with_exact_terms(&mut sections, &terms);
         Ok(rank::with_file_evidence(sections, k))
     }
+
+    /// The sections of `rows` (rowid, cosine), in their order, each once (its best window),
+    /// scored by the cosine.
+    fn rows(&self, rows: &[(i64, f32)]) -> Result<Vec<Hit>, IndexError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare_cached(
+            "SELECT path, anchor, heading, start_line, end_line, body, cut_before, cut_after \
+             FROM sections WHERE rowid = ?1",
+        )?;
+        let mut sections: Vec<Hit> = Vec::with_capacity(rows.len());
+        for (row, cosine) in rows {
+            let mut hit = stmt.query_row(params![row], hit_of)?;
+            hit.score = f64::from(*cosine);
+            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
+                sections.push(hit);
+            }
+        }
+        Ok(sections)
+    }
+}
+
+/// A hit from a row of `path, anchor, heading, start_line, end_line, body, cut_before,
+/// cut_after`, not scored yet.
+fn hit_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
+    let body: String = r.get(5)?;
+    let (before, after): (bool, bool) = (r.get(6)?, r.get(7)?);
+    Ok(Hit {
+        path: r.get(0)?,
+        anchor: r.get(1)?,
+        heading: r.get(2)?,
+        lines: (r.get::<_, i64>(3)? as usize, r.get::<_, i64>(4)? as usize),
+        excerpt: format!("{}{body}{}", if before { "…\n" } else { "" }, if after { "\n…" } else { "" }),
+        score: 0.0,
+    })
 }
 
 /// Inserts one row of `sections`.
 const INSERT_SQL: &str = "INSERT INTO sections (heading, body, leaf, place, path, anchor, start_line, end_line, \
-                                            cut_before, cut_after) \
-                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+                                            cut_before, cut_after, hash) \
+                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// Inserts `rows` with `insert` (a statement of [`INSERT_SQL`]); the first and last rowid
 /// given, which are consecutive within one transaction, or `None` when there are no rows.
@@ -333,7 +393,8 @@ fn insert_rows(insert: &mut rusqlite::Statement<'_>, rows: &[Row]) -> rusqlite::
             row.start as i64,
             row.end as i64,
             row.cut_before,
-            row.cut_after
+            row.cut_after,
+            row.hash
         ])?;
         span = Some(span.map_or((id, id), |(first, _)| (first, id)));
     }
@@ -345,7 +406,7 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
         "CREATE VIRTUAL TABLE sections USING fts5(
              heading, body, leaf, place,
              path UNINDEXED, anchor UNINDEXED, start_line UNINDEXED, end_line UNINDEXED,
-             cut_before UNINDEXED, cut_after UNINDEXED,
+             cut_before UNINDEXED, cut_after UNINDEXED, hash UNINDEXED,
              tokenize = 'porter unicode61 remove_diacritics 2'
          );",
     )?;
@@ -384,7 +445,9 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
         for (i, (offset, text)) in parts.into_iter().enumerate() {
             line += body[counted_to..offset].matches('\n').count();
             counted_to = offset;
+            let body = text.to_string();
             rows.push(Row {
+                hash: vectors::text_hash(&heading, &body),
                 path: path.clone(),
                 anchor: anchor.clone(),
                 heading: heading.clone(),
@@ -396,7 +459,7 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
                 } else {
                     line + text.trim_end().matches('\n').count()
                 },
-                body: text.to_string(),
+                body,
                 cut_before: i > 0,
                 cut_after: i < last,
             });

@@ -14,16 +14,24 @@ pub struct Line {
     shown: bool,
     /// True while a line is on the screen.
     drawn: bool,
+    /// The count last drawn.
+    last: usize,
 }
 
 impl Line {
     /// A line on stderr if it is a terminal.
     pub fn on_stderr() -> Line {
-        Line { shown: crate::guard::sink::stderr_is_terminal(), drawn: false }
+        Line { shown: crate::guard::sink::stderr_is_terminal(), drawn: false, last: 0 }
     }
 
     /// Shows that `done` of `total` documents are read; erases the line when all are.
     pub fn show(&mut self, done: usize, total: usize) {
+        self.show_as("indexing docs/", "files", done, total);
+    }
+
+    /// Shows `{what}: {done} of {total} {unit}` (`embedding sections: 640 of 9120 sections`);
+    /// erases the line when all are done.
+    pub fn show_as(&mut self, what: &str, unit: &str, done: usize, total: usize) {
         if !self.shown || total < WORTH_SHOWING {
             return;
         }
@@ -33,9 +41,10 @@ impl Line {
                 let _ = write!(err, "\r\x1b[2K");
                 self.drawn = false;
             }
-        } else if done.is_multiple_of(EVERY) {
-            let _ = write!(err, "\r\x1b[2Kindexing docs/: {done} of {total} files");
+        } else if !self.drawn || done >= self.last + EVERY || done < self.last {
+            let _ = write!(err, "\r\x1b[2K{what}: {done} of {total} {unit}");
             self.drawn = true;
+            self.last = done;
         }
         let _ = err.flush();
     }

@@ -67,6 +67,78 @@ pub fn with_exact_terms(sections: &mut [Hit], terms: &[String]) {
     }
 }
 
+/// How the keyword list and the vector list become one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: each list gives a section `weight / (k + rank)`, rank from 1.
+    Rrf {
+        /// The damping constant (60 in the paper that proposed it).
+        k: f64,
+        /// What the vector list weighs beside the keyword list's 1.
+        vector_weight: f64,
+    },
+    /// Each list's scores scaled to 0..1 over its candidates (best 1, worst 0; a section a
+    /// list does not hold gets 0 from it), then `(1 - vector_weight) * keyword + vector_weight
+    /// * vector`.
+    Weighted {
+        /// The vector list's share.
+        vector_weight: f64,
+    },
+}
+
+/// The fusion search uses: chosen on the dev halves (`cargo bench --bench retrieval`).
+pub const FUSION: Fusion = Fusion::Rrf { k: 60.0, vector_weight: 1.0 };
+
+/// The best `k` of two ranked lists of sections, `keyword` and `vector` (best first, one hit
+/// per section each), fused by `fusion`. A hit keeps the keyword list's window when both hold
+/// its section; its score is the fused one.
+pub fn fuse(keyword: Vec<Hit>, vector: Vec<Hit>, fusion: Fusion, k: usize) -> Vec<Hit> {
+    let scale = |hits: &[Hit]| {
+        let top = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max);
+        let low = hits.iter().map(|h| h.score).fold(f64::MAX, f64::min);
+        let span = (top - low).max(f64::EPSILON);
+        hits.iter().map(|h| (h.score - low) / span).collect::<Vec<f64>>()
+    };
+    let (keyword_scaled, vector_scaled) = (scale(&keyword), scale(&vector));
+    let mut fused: Vec<(f64, Hit)> = Vec::with_capacity(keyword.len() + vector.len());
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let lists = [(keyword, keyword_scaled, false), (vector, vector_scaled, true)];
+    for (hits, scaled, is_vector) in lists {
+        for (rank, (hit, scaled)) in hits.into_iter().zip(scaled).enumerate() {
+            let part = match fusion {
+                Fusion::Rrf { k, vector_weight } => {
+                    let weight = if is_vector { vector_weight } else { 1.0 };
+                    weight / (k + rank as f64 + 1.0)
+                }
+                Fusion::Weighted { vector_weight } => {
+                    let weight = if is_vector { vector_weight } else { 1.0 - vector_weight };
+                    weight * scaled
+                }
+            };
+            match at.get(&hit.source()) {
+                Some(&i) => fused[i].0 += part,
+                None => {
+                    at.insert(hit.source(), fused.len());
+                    fused.push((part, hit));
+                }
+            }
+        }
+    }
+    // Ties keep the keyword list's order, then the vector list's.
+    let mut order: Vec<usize> = (0..fused.len()).collect();
+    order.sort_by(|&a, &b| fused[b].0.total_cmp(&fused[a].0).then(a.cmp(&b)));
+    let mut slots: Vec<Option<(f64, Hit)>> = fused.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .take(k)
+        .filter_map(|i| slots[i].take())
+        .map(|(score, mut hit)| {
+            hit.score = score;
+            hit
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +168,23 @@ mod tests {
         ];
         let ranked = with_file_evidence(sections, 3);
         assert_eq!(order(&ranked), ["docs/refunds.md#window", "docs/refunds.md#exceptions", "docs/faq.md#misc"]);
+    }
+
+    #[test]
+    fn fusion_lifts_a_section_both_lists_hold_and_keeps_the_keyword_window() {
+        let keyword = vec![hit("docs/a.md", "x", 9.0), hit("docs/b.md", "y", 8.0), hit("docs/c.md", "z", 1.0)];
+        let mut from_vectors = hit("docs/b.md", "y", 0.9);
+        from_vectors.excerpt = "the vector's window".into();
+        let vector = vec![from_vectors, hit("docs/d.md", "w", 0.8)];
+        for fusion in [FUSION, Fusion::Weighted { vector_weight: 0.5 }] {
+            let fused = fuse(keyword.clone(), vector.clone(), fusion, 3);
+            assert_eq!(order(&fused)[0], "docs/b.md#y", "{fusion:?}");
+            assert_eq!(fused[0].excerpt, "", "the keyword list's window: {fusion:?}");
+            assert_eq!(fused.len(), 3);
+            assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+        }
+        let only_keywords = fuse(keyword.clone(), Vec::new(), FUSION, 5);
+        assert_eq!(order(&only_keywords), order(&keyword), "no vectors: the keyword order");
     }
 
     #[test]

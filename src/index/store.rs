@@ -29,9 +29,9 @@ use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
 pub const FORMAT: &str = concat!(
-    "docs-agent index 4 (docs-agent ",
+    "docs-agent index 5 (docs-agent ",
     env!("CARGO_PKG_VERSION"),
-    "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes"
+    "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes; text hash"
 );
 /// A file modified this close to the moment it was read may change again within the same
 /// timestamp tick; it is recorded with no time, so the next update reads it again.
@@ -139,7 +139,7 @@ pub type Held<'a> = &'a dyn Fn(&Listed) -> bool;
 /// What one try of opening the file gave.
 enum Opened {
     /// The index, copied into memory after the update.
-    Index(Index, Update),
+    Index(Box<Index>, Update),
     /// The update left the generation the caller already searches: nothing to copy.
     Same(Update),
     /// Another process replaced the file before it was copied: start over.
@@ -189,7 +189,7 @@ impl Index {
     ) -> Result<(Option<Index>, Update), IndexError> {
         for _ in 0..ATTEMPTS {
             match Index::open_once(target, &mut *progress, want)? {
-                Opened::Index(index, update) => return Ok((Some(index), update)),
+                Opened::Index(index, update) => return Ok((Some(*index), update)),
                 Opened::Same(update) => return Ok((None, update)),
                 Opened::Replaced => {}
             }
@@ -247,8 +247,9 @@ impl Index {
             return Ok(Opened::Replaced);
         };
         let conns = conns.into_iter().map(Mutex::new).collect();
-        let index = Index { conns, image: Some(image), next: AtomicUsize::new(0), warnings, stats, version };
-        Ok(Opened::Index(index, update))
+        let index =
+            Index { conns, image: Some(image), next: AtomicUsize::new(0), warnings, stats, version, semantic: None };
+        Ok(Opened::Index(Box::new(index), update))
     }
 }
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod embeddings;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

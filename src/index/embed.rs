@@ -1,0 +1,312 @@
+//! The embedding client of hybrid search: texts to unit vectors through an OpenAI-compatible
+//! `POST {base_url}/embeddings` (Ollama, llama.cpp's `llama-server --embedding`, vLLM, OpenAI).
+//!
+//! The index is searched from synchronous code on every front end (a tool call, `/v1/search`,
+//! MCP, the command line), so the client is synchronous too: its requests run on one thread of
+//! its own with a small async runtime, started on first use (after the kernel sandbox, which
+//! refuses to start once a second thread runs), and a caller waits for its reply on a channel.
+//! A caller on a server's worker waits through [`crate::runtime::blocking`], so the other
+//! tasks of that worker move on meanwhile.
+
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::config::EmbeddingsConfig;
+
+/// Characters of a server's error reply kept in a message.
+const ERROR_BODY_CHARS: usize = 300;
+/// First pause before a retry; doubled each time.
+const BACKOFF_START: Duration = Duration::from_millis(200);
+
+/// Why no vectors came back: written for the operator, naming the server and what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("embeddings from {url}: {detail}")]
+pub struct EmbedError {
+    /// The URL asked.
+    pub url: String,
+    /// What went wrong, and what to do about it.
+    pub detail: String,
+}
+
+/// What one request is for: the prefix the model was trained with differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A question.
+    Query,
+    /// A section of the docs.
+    Passage,
+}
+
+/// A configured embedding model.
+pub struct Embedder {
+    settings: EmbeddingsConfig,
+    /// `{base_url}/embeddings`.
+    url: String,
+    /// Bearer key, if any.
+    api_key: Option<String>,
+    /// Retries of a section batch after the first attempt (a question's vector is asked once).
+    retries: u32,
+    /// The request thread, started on first use.
+    worker: OnceLock<Result<tokio::sync::mpsc::UnboundedSender<Job>, EmbedError>>,
+}
+
+/// One request for the worker, and where its reply goes.
+struct Job {
+    texts: Vec<String>,
+    retries: u32,
+    reply: mpsc::SyncSender<Result<Vec<Vec<f32>>, EmbedError>>,
+}
+
+/// What an OpenAI-compatible server answers.
+#[derive(Deserialize)]
+struct Reply {
+    data: Vec<Datum>,
+}
+
+#[derive(Deserialize)]
+struct Datum {
+    embedding: Vec<f32>,
+    #[serde(default)]
+    index: Option<usize>,
+}
+
+impl Embedder {
+    /// The model `settings` names on `base_url` (already resolved: the embeddings' own, or the
+    /// model server's), sending `api_key`; a section batch is tried `retries` more times.
+    pub fn new(settings: &EmbeddingsConfig, base_url: &str, api_key: Option<&str>, retries: u32) -> Embedder {
+        Embedder {
+            settings: settings.clone(),
+            url: format!("{}/embeddings", base_url.trim_end_matches('/')),
+            api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
+            retries,
+            worker: OnceLock::new(),
+        }
+    }
+
+    /// What the vectors depend on besides the text: vectors made under another identity are
+    /// never compared with these (a model change embeds everything again).
+    pub fn identity(&self) -> String {
+        let s = &self.settings;
+        format!(
+            "{} | dimensions {} | query {:?} | passage {:?} | {} chars",
+            s.model.trim(),
+            s.dimensions,
+            s.query_prefix,
+            s.passage_prefix,
+            s.input_chars
+        )
+    }
+
+    /// The model's name.
+    pub fn model(&self) -> &str {
+        self.settings.model.trim()
+    }
+
+    /// Sections sent per request.
+    pub fn batch(&self) -> usize {
+        self.settings.batch.max(1)
+    }
+
+    /// The vector of a question.
+    pub fn query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed(&[text], Role::Query, 0)?;
+        vectors.pop().ok_or_else(|| self.error("the server returned no vector for the question".into()))
+    }
+
+    /// The vectors of sections, in order (at most [`Embedder::batch`] per request is the
+    /// caller's to keep).
+    pub fn passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(texts, Role::Passage, self.retries)
+    }
+
+    fn embed(&self, texts: &[&str], role: Role, retries: u32) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let prefix = match role {
+            Role::Query => &self.settings.query_prefix,
+            Role::Passage => &self.settings.passage_prefix,
+        };
+        let texts: Vec<String> =
+            texts.iter().map(|t| format!("{prefix}{}", clip(t, self.settings.input_chars))).collect();
+        let count = texts.len();
+        let worker = self.worker.get_or_init(|| self.start()).clone()?;
+        let (reply, answer) = mpsc::sync_channel(1);
+        worker
+            .send(Job { texts, retries, reply })
+            .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?;
+        let vectors = crate::runtime::blocking(|| answer.recv())
+            .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))??;
+        if vectors.len() != count {
+            return Err(self.error(format!("the server returned {} vectors for {count} texts", vectors.len())));
+        }
+        vectors.into_iter().map(|v| self.shaped(v)).collect()
+    }
+
+    /// `vector` cut to the configured dimensions and scaled to length 1, so a dot product is
+    /// the cosine.
+    fn shaped(&self, mut vector: Vec<f32>) -> Result<Vec<f32>, EmbedError> {
+        let want = self.settings.dimensions;
+        if want > 0 {
+            if vector.len() < want {
+                return Err(self.error(format!(
+                    "the model returned vectors of {} dimensions, fewer than retrieval.embeddings.dimensions ({want}); \
+                     set it to {} or 0",
+                    vector.len(),
+                    vector.len()
+                )));
+            }
+            vector.truncate(want);
+        }
+        if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
+            return Err(self.error("the server returned an empty vector or one that is not numbers".into()));
+        }
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            vector.iter_mut().for_each(|x| *x /= norm);
+        }
+        Ok(vector)
+    }
+
+    fn error(&self, detail: String) -> EmbedError {
+        EmbedError { url: self.url.clone(), detail: crate::guard::scrub(&detail).into_owned() }
+    }
+
+    /// Starts the request thread: its own one-threaded runtime, one task per request.
+    fn start(&self) -> Result<tokio::sync::mpsc::UnboundedSender<Job>, EmbedError> {
+        // reqwest is built without a default TLS provider; a second install attempt is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let timeout = Duration::from_secs(self.settings.timeout_secs.max(1));
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| self.error(format!("cannot start the HTTP client: {e}")))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| self.error(format!("cannot start the request thread's runtime: {e}")))?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        let request =
+            Request { http, url: self.url.clone(), model: self.model().to_string(), api_key: self.api_key.clone() };
+        std::thread::Builder::new()
+            .name("embeddings".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    while let Some(job) = rx.recv().await {
+                        let request = request.clone();
+                        tokio::spawn(async move {
+                            let result = request.send(&job.texts, job.retries).await;
+                            // The caller may have given up; nobody to tell.
+                            let _ = job.reply.send(result);
+                        });
+                    }
+                });
+            })
+            .map_err(|e| self.error(format!("cannot start the request thread: {e}")))?;
+        Ok(tx)
+    }
+}
+
+/// What every request of one embedder shares.
+#[derive(Clone)]
+struct Request {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+impl Request {
+    /// Asks for the vectors of `texts`, retrying a connect error, a 429 or a 5xx `retries` times.
+    async fn send(&self, texts: &[String], retries: u32) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut pause = BACKOFF_START;
+        let mut attempt = 0;
+        loop {
+            match self.once(texts).await {
+                Err((retry, detail)) if retry && attempt < retries => {
+                    tracing::debug!("embeddings: {detail}; retrying in {pause:?}");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                    attempt += 1;
+                }
+                Err((_, detail)) => {
+                    return Err(EmbedError {
+                        url: self.url.clone(),
+                        detail: crate::guard::scrub(&detail).into_owned(),
+                    });
+                }
+                Ok(vectors) => return Ok(vectors),
+            }
+        }
+    }
+
+    /// One attempt: the vectors, or whether to retry and what went wrong.
+    async fn once(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, (bool, String)> {
+        let mut request = self.http.post(&self.url).json(&json!({"model": self.model, "input": texts}));
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| {
+            (
+                true,
+                format!(
+                    "no answer ({}); is the embedding model served there? Set retrieval.embeddings.base_url, or \
+                     clear retrieval.embeddings.model to search by keywords only",
+                    root_cause(&e)
+                ),
+            )
+        })?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| (true, format!("the reply was cut off ({})", root_cause(&e))))?;
+        if !status.is_success() {
+            let retry = status.as_u16() == 429 || status.is_server_error();
+            let hint = if status.as_u16() == 404 {
+                format!("; does the server have the model `{}` (Ollama: `ollama pull {}`)?", self.model, self.model)
+            } else {
+                String::new()
+            };
+            return Err((retry, format!("HTTP {status}: {}{hint}", crate::guard::clip(body.trim(), ERROR_BODY_CHARS))));
+        }
+        let mut reply: Reply = serde_json::from_str(&body).map_err(|e| {
+            (
+                false,
+                format!("the reply is not an OpenAI-style embeddings list ({e}): {}", crate::guard::clip(&body, 120)),
+            )
+        })?;
+        // Servers may answer out of order; `index` says whose vector each is.
+        if reply.data.iter().all(|d| d.index.is_some()) {
+            reply.data.sort_by_key(|d| d.index);
+        }
+        Ok(reply.data.into_iter().map(|d| d.embedding).collect())
+    }
+}
+
+/// The innermost error: "connection refused" rather than "error sending request".
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    inner.to_string()
+}
+
+/// At most `max` characters of `text`.
+fn clip(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_is_clipped_by_characters_not_bytes() {
+        assert_eq!(clip("héllo", 2), "hé");
+        assert_eq!(clip("hi", 10), "hi");
+    }
+}

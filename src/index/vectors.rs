@@ -1,0 +1,350 @@
+//! Hybrid search's second list: a unit vector for every indexed row (a section, or one window
+//! of a long one) from the embedding model (`embed`), searched exactly: one dot product per row.
+//! A few thousand sections of a few hundred dimensions take a millisecond or two to scan, so no
+//! approximate index is needed (`bench/README.md` says where one would start to pay).
+//!
+//! Vectors are kept by what they were made from: the hash of a row's heading path and text
+//! ([`text_hash`], stored with the row) under the embedder's identity (model, dimensions,
+//! prefixes). So an update embeds only the text it has not seen, wherever it moved, and a
+//! model change embeds everything again. Beside an index file they are cached in
+//! `NAME.vectors.db` (written a batch at a time, so an interrupted first build keeps what it
+//! finished); an index built in memory takes them from the generation before it.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::{Connection, params};
+use sha2::{Digest, Sha256};
+
+use super::embed::{EmbedError, Embedder};
+use super::{Index, IndexError, store};
+
+/// What a row's vector is kept under: the SHA-256 (first 128 bits, in hex) of what is
+/// embedded, [`passage_text`].
+pub fn text_hash(heading: &str, body: &str) -> String {
+    let digest = Sha256::digest(passage_text(heading, body).as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the model reads of a row: its heading path, a blank line, its text.
+pub fn passage_text(heading: &str, body: &str) -> String {
+    format!("{heading}\n\n{body}")
+}
+
+/// Every embedded row's vector, in one block of memory.
+#[derive(Default)]
+pub struct Vectors {
+    /// Length of each vector.
+    dims: usize,
+    /// `rows.len() * dims` numbers, row by row, each vector of length 1.
+    data: Vec<f32>,
+    /// The `sections` rowid of each vector.
+    rows: Vec<i64>,
+    /// The text hash of each vector, to hand them on to the next generation.
+    hashes: Vec<String>,
+    /// Rows left without a vector (the embedding server failed): searched by keywords only.
+    pub missing: usize,
+}
+
+impl Vectors {
+    /// Rows with a vector.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when no row has a vector.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Bytes the vectors take.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * std::mem::size_of::<f32>() + self.rows.len() * std::mem::size_of::<i64>()
+    }
+
+    /// The `n` rows nearest `query` (a unit vector of the same length), best first, with their
+    /// cosine similarity.
+    pub fn nearest(&self, query: &[f32], n: usize) -> Vec<(i64, f32)> {
+        if query.len() != self.dims || self.dims == 0 || n == 0 {
+            return Vec::new();
+        }
+        let mut scored: Vec<(f32, usize)> = self.data.chunks_exact(self.dims).map(|v| dot(v, query)).zip(0..).collect();
+        let best = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if scored.len() > n {
+            scored.select_nth_unstable_by(n - 1, best);
+            scored.truncate(n);
+        }
+        scored.sort_by(best);
+        scored.into_iter().map(|(score, i)| (self.rows[i], score)).collect()
+    }
+
+    /// The vector of each text hash.
+    fn by_hash(&self) -> HashMap<&str, &[f32]> {
+        self.hashes.iter().map(String::as_str).zip(self.data.chunks_exact(self.dims.max(1))).collect()
+    }
+}
+
+/// The dot product: the cosine of two unit vectors.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight running sums, so the compiler keeps them in vector registers.
+    let mut sums = [0.0f32; 8];
+    let (a8, a_rest) = a.split_at(a.len() - a.len() % 8);
+    let (b8, b_rest) = b.split_at(a8.len());
+    for (x, y) in a8.chunks_exact(8).zip(b8.chunks_exact(8)) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    sums.iter().sum::<f32>() + a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum::<f32>()
+}
+
+/// The vectors of one generation and the model that asks for a question's.
+pub struct Semantic {
+    /// The embedding model.
+    pub embedder: Arc<Embedder>,
+    /// Every row's vector.
+    pub vectors: Vectors,
+}
+
+/// Where an index file's vectors are cached: `index.db` gives `index.vectors.db`.
+pub fn cache_path(index_file: &Path) -> PathBuf {
+    let stem = index_file.file_stem().map_or_else(|| "index".into(), |s| s.to_string_lossy().into_owned());
+    index_file.with_file_name(format!("{stem}.vectors.db"))
+}
+
+/// The vector cache beside an index file.
+struct Cache {
+    conn: Connection,
+}
+
+impl Cache {
+    fn open(file: &Path) -> Result<Cache, IndexError> {
+        let conn = store::connect(file)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS vectors (
+                 model TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash)
+             ) WITHOUT ROWID;",
+        )?;
+        Ok(Cache { conn })
+    }
+
+    /// The vectors kept under `identity` for the `wanted` hashes.
+    fn load(&self, identity: &str, wanted: &HashSet<&str>) -> Result<HashMap<String, Vec<f32>>, IndexError> {
+        let mut stmt = self.conn.prepare("SELECT hash, vec FROM vectors WHERE model = ?1")?;
+        let rows = stmt.query_map(params![identity], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        let mut found = HashMap::new();
+        for row in rows {
+            let (hash, bytes) = row?;
+            if wanted.contains(hash.as_str()) {
+                found.insert(hash, from_bytes(&bytes));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Keeps `items` under `identity`, in one transaction.
+    fn put(&mut self, identity: &str, items: &[(&str, &[f32])]) -> Result<(), IndexError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert =
+                tx.prepare_cached("INSERT OR REPLACE INTO vectors (model, hash, vec) VALUES (?1, ?2, ?3)")?;
+            for (hash, vector) in items {
+                insert.execute(params![identity, hash, to_bytes(vector)])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Drops the vectors of other identities and of text no row holds any more.
+    fn prune(&mut self, identity: &str, keep: &HashSet<&str>) -> Result<(), IndexError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM vectors WHERE model <> ?1", params![identity])?;
+        let stale: Vec<String> = {
+            let mut stmt = tx.prepare("SELECT hash FROM vectors WHERE model = ?1")?;
+            let hashes = stmt.query_map(params![identity], |r| r.get::<_, String>(0))?;
+            hashes.filter_map(Result::ok).filter(|h| !keep.contains(h.as_str())).collect()
+        };
+        {
+            let mut delete = tx.prepare("DELETE FROM vectors WHERE model = ?1 AND hash = ?2")?;
+            for hash in &stale {
+                delete.execute(params![identity, hash])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn to_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_bytes(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// How embedding an index went.
+pub struct Filled {
+    /// The index's vectors, and the embedder.
+    pub semantic: Semantic,
+    /// Rows whose text was sent to the model now.
+    pub embedded: usize,
+    /// Why some rows have no vector, if some have none.
+    pub failure: Option<EmbedError>,
+}
+
+impl Index {
+    /// The vectors of every row of this index: taken from `previous` (the generation before)
+    /// and the `cache` file where they were made from the same text under the same model, the
+    /// rest asked of `embedder` a batch at a time (`progress` hears how many of how many).
+    /// A failing server leaves the rest without vectors: they are found by keywords only, and
+    /// the next update asks again.
+    pub fn embed(
+        &self,
+        embedder: Arc<Embedder>,
+        cache: Option<&Path>,
+        previous: Option<&Vectors>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Filled, IndexError> {
+        let identity = embedder.identity();
+        let rows: Vec<(i64, String)> = {
+            let conn = self.reader();
+            let mut stmt = conn.prepare("SELECT rowid, hash FROM sections ORDER BY rowid")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?
+        };
+        let wanted: HashSet<&str> = rows.iter().map(|(_, h)| h.as_str()).collect();
+        let mut known: HashMap<String, Vec<f32>> = match previous {
+            Some(previous) => previous
+                .by_hash()
+                .into_iter()
+                .filter(|(h, _)| wanted.contains(h))
+                .map(|(h, v)| (h.to_string(), v.to_vec()))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let mut cache = cache.map(Cache::open).transpose()?;
+        if let Some(cache) = &cache {
+            let unknown: HashSet<&str> = wanted.iter().copied().filter(|h| !known.contains_key(*h)).collect();
+            if !unknown.is_empty() {
+                known.extend(cache.load(&identity, &unknown)?);
+            }
+        }
+        // Each text not known yet, once, with the first row that holds it.
+        let mut todo: Vec<(i64, &str)> = Vec::new();
+        let mut queued: HashSet<&str> = HashSet::new();
+        for (row, hash) in &rows {
+            if !known.contains_key(hash) && queued.insert(hash) {
+                todo.push((*row, hash));
+            }
+        }
+        let mut failure = None;
+        let mut embedded = 0;
+        progress(0, todo.len());
+        for batch in todo.chunks(embedder.batch()) {
+            let texts: Vec<String> = {
+                let conn = self.reader();
+                let mut stmt = conn.prepare_cached("SELECT heading, body FROM sections WHERE rowid = ?1")?;
+                batch
+                    .iter()
+                    .map(|(row, _)| {
+                        stmt.query_row(params![row], |r| {
+                            Ok(passage_text(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = match embedder.passages(&texts) {
+                Ok(vectors) => vectors,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
+            if let Some(cache) = &mut cache {
+                let items: Vec<(&str, &[f32])> =
+                    batch.iter().zip(&vectors).map(|((_, hash), v)| (*hash, v.as_slice())).collect();
+                cache.put(&identity, &items)?;
+            }
+            for ((_, hash), vector) in batch.iter().zip(vectors) {
+                known.insert(hash.to_string(), vector);
+            }
+            embedded += batch.len();
+            progress(embedded, todo.len());
+        }
+        progress(todo.len(), todo.len());
+        if failure.is_none()
+            && let Some(cache) = &mut cache
+        {
+            cache.prune(&identity, &wanted)?;
+        }
+        let vectors = assemble(&rows, &known);
+        Ok(Filled { semantic: Semantic { embedder, vectors }, embedded, failure })
+    }
+}
+
+/// The vectors of `rows` that are `known`, in one block; rows without one, or with one of
+/// another length than the first (a model changed behind the same name), are counted missing.
+fn assemble(rows: &[(i64, String)], known: &HashMap<String, Vec<f32>>) -> Vectors {
+    let dims = rows.iter().find_map(|(_, h)| known.get(h)).map_or(0, Vec::len);
+    let mut vectors = Vectors { dims, ..Vectors::default() };
+    for (row, hash) in rows {
+        match known.get(hash).filter(|v| v.len() == dims && dims > 0) {
+            Some(vector) => {
+                vectors.data.extend_from_slice(vector);
+                vectors.rows.push(*row);
+                vectors.hashes.push(hash.clone());
+            }
+            None => vectors.missing += 1,
+        }
+    }
+    vectors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn the_nearest_rows_come_best_first_and_n_bounds_them() {
+        let rows: Vec<(i64, String)> = (1..=4).map(|i| (i * 10, format!("h{i}"))).collect();
+        let known: HashMap<String, Vec<f32>> = [
+            ("h1", unit(&[1.0, 0.0, 0.0])),
+            ("h2", unit(&[0.0, 1.0, 0.0])),
+            ("h3", unit(&[1.0, 1.0, 0.0])),
+            ("h4", vec![1.0, 0.0]),
+        ]
+        .into_iter()
+        .map(|(h, v)| (h.to_string(), v))
+        .collect();
+        let vectors = assemble(&rows, &known);
+        assert_eq!((vectors.len(), vectors.missing), (3, 1), "a vector of another length is missing");
+        let near = vectors.nearest(&unit(&[1.0, 0.2, 0.0]), 2);
+        assert_eq!(near.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [10, 30]);
+        assert!(near[0].1 > near[1].1);
+        assert_eq!(vectors.nearest(&unit(&[0.0, 1.0, 0.0]), 10).len(), 3);
+        assert!(vectors.nearest(&[1.0, 0.0], 3).is_empty(), "a query of another length finds nothing");
+    }
+
+    #[test]
+    fn the_dot_product_counts_every_dimension() {
+        let a: Vec<f32> = (0..19).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..19).map(|i| (i % 3) as f32).collect();
+        let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert_eq!(dot(&a, &b), plain);
+    }
+
+    #[test]
+    fn bytes_round_trip_and_the_cache_file_sits_beside_the_index() {
+        let v = vec![0.5f32, -1.25, 3.0];
+        assert_eq!(from_bytes(&to_bytes(&v)), v);
+        assert_eq!(cache_path(Path::new("/d/.docs-agent/index.db")), Path::new("/d/.docs-agent/index.vectors.db"));
+    }
+}

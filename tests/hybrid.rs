@@ -1,0 +1,125 @@
+//! Hybrid search through the binary, against a fake embedding server on 127.0.0.1
+//! (`fake::embeddings`: character trigrams, so a misspelled question is near its section while
+//! no keyword matches): what it finds that keywords alone do not, which sections it embeds
+//! (only new text; everything again for another model), and that a failing server leaves
+//! search to the keywords, never to an error.
+
+mod common;
+mod fake;
+
+use common::{run, sample_workspace};
+use fake::embeddings::FakeEmbeddings;
+use fake::{Canned, FakeServer};
+
+/// A question with no word of the docs in it, spelled as a hurried support agent would.
+const MISSPELLED: &str = "refnd windw";
+
+fn env(embeddings: &FakeEmbeddings) -> Vec<(&'static str, String)> {
+    embeddings.env()
+}
+
+fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The sources `search` printed, best first.
+fn sources(stdout: &str) -> Vec<String> {
+    stdout.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
+}
+
+#[test]
+fn vectors_find_what_no_keyword_matches_and_only_new_text_is_embedded() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+
+    // Keywords alone: nothing.
+    let keywords = run(ws.path(), &[], &["search", MISSPELLED]);
+    assert_eq!(keywords.code, 1, "no keyword matches: {}", keywords.stdout);
+
+    // Hybrid: the refund window first. The first run embeds every section, then the question.
+    let first = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(sources(&first.stdout).first().map(String::as_str), Some("docs/refunds.md#window"), "{}", first.stdout);
+    let texts = embeddings.texts();
+    assert!(texts.len() > 20, "every section embedded: {}", texts.len());
+    assert!(
+        texts.iter().any(|t| t.starts_with("Refunds > Window\n\nRefunds are possible within 14 days")),
+        "{texts:?}"
+    );
+    assert_eq!(texts.last().map(String::as_str), Some(MISSPELLED), "the question last");
+    assert!(ws.path().join(".docs-agent/index.vectors.db").is_file(), "vectors are kept beside the index");
+
+    // Again: only the question; the sections' vectors come from the file.
+    embeddings.clear();
+    let again = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(again.stdout, first.stdout, "the same ranking");
+    assert_eq!(embeddings.texts(), [MISSPELLED], "nothing embedded again");
+
+    // One section changed: it alone is embedded.
+    let refunds = ws.path().join("docs/refunds.md");
+    let text = std::fs::read_to_string(&refunds).expect("read").replace("within 14 days", "within 30 days");
+    std::fs::write(&refunds, text).expect("write");
+    embeddings.clear();
+    let changed = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(changed.code, 0, "{}", changed.stderr);
+    let texts = embeddings.texts();
+    assert_eq!(texts.len(), 2, "the changed section and the question: {texts:?}");
+    assert!(texts[0].contains("within 30 days"), "{texts:?}");
+
+    // Another model: everything again.
+    embeddings.clear();
+    let mut other = env.clone();
+    other[0].1 = "another-embed".into();
+    let switched = run(ws.path(), &borrowed(&other), &["search", MISSPELLED]);
+    assert_eq!(switched.code, 0, "{}", switched.stderr);
+    assert!(embeddings.texts().len() > 20, "a model change embeds every section");
+    assert_eq!(embeddings.models().last().map(String::as_str), Some("another-embed"));
+}
+
+#[test]
+fn a_failing_embedding_server_leaves_search_to_the_keywords() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+    let keywords = run(ws.path(), &[], &["search", "refund window"]);
+    assert_eq!(keywords.code, 0, "{}", keywords.stderr);
+
+    embeddings.fail(true);
+    let failing = run(ws.path(), &borrowed(&env), &["search", "refund window"]);
+    assert_eq!(failing.code, 0, "keywords still answer: {}", failing.stderr);
+    assert_eq!(sources(&failing.stdout), sources(&keywords.stdout), "exactly the keyword ranking");
+    assert!(failing.stderr.contains("503") && failing.stderr.contains("keywords only"), "said why: {}", failing.stderr);
+
+    // Back up: the sections missed are embedded now, and the misspelled question is found.
+    embeddings.fail(false);
+    let back = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(back.code, 0, "{}", back.stderr);
+    assert_eq!(sources(&back.stdout).first().map(String::as_str), Some("docs/refunds.md#window"), "{}", back.stdout);
+
+    // Nothing listening: the same, and the message names the URL and what to do.
+    let nowhere =
+        [("DOCS_AGENT_EMBEDDINGS_MODEL", "fake-embed"), ("DOCS_AGENT_EMBEDDINGS_URL", "http://127.0.0.1:9/v1")];
+    let down = run(ws.path(), &nowhere, &["search", "refund window"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert!(down.stderr.contains("127.0.0.1:9/v1/embeddings"), "{}", down.stderr);
+    assert!(down.stderr.contains("retrieval.embeddings"), "says what to set: {}", down.stderr);
+}
+
+#[test]
+fn the_answer_path_puts_what_vectors_found_in_context() {
+    let embeddings = FakeEmbeddings::start();
+    let model = FakeServer::start(vec![Canned::text("Within 14 days of the first payment [1].")]);
+    let ws = sample_workspace();
+    let mut env = env(&embeddings);
+    env.push(("LLM_BASE_URL", model.base_url()));
+    env.push(("LLM_MODEL", "test-model".into()));
+    // The coverage gate weighs keywords; it is off here so the misspelled question reaches the model.
+    env.push(("DOCS_AGENT_MIN_COVERAGE", "0".into()));
+    env.push(("DOCS_AGENT_MIN_KNOWN", "0".into()));
+    let out = run(ws.path(), &borrowed(&env), &[MISSPELLED]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = model.requests();
+    let context = requests.first().map(|r| r["messages"].to_string()).unwrap_or_default();
+    assert!(context.contains("docs/refunds.md#window"), "the refund window in context: {context}");
+}
