@@ -10,6 +10,14 @@
 //!
 //! Environment: `DOCS_AGENT_CORPORA` (default `../shared/corpora` beside the checkout);
 //! `BENCH_MISSES=dev` lists the dev questions whose top section is not in a gold file.
+//!
+//! Hybrid search: with `BENCH_EMBEDDINGS=http://127.0.0.1:PORT/v1` (an OpenAI-compatible
+//! embedding server, `bench/embeddings/kit.sh serve` starts one) and `BENCH_EMBEDDINGS_MODEL`,
+//! the table also has the vectors alone and each fusion tried ([`FUSIONS`]). `BENCH_QUERY_PREFIX`,
+//! `BENCH_PASSAGE_PREFIX` and `BENCH_INPUT_CHARS` are the model's `[retrieval.embeddings]`
+//! settings. Vectors are cached in `target/bench-vectors/` by model and text, so a second run
+//! embeds nothing; the time to embed a question is printed on stderr. `BENCH_CORPORA=polar-docs`
+//! measures one corpus (a comma-separated list).
 
 // It prints its own report; docs-agent itself prints only through guard::sink.
 #![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
@@ -18,6 +26,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cap_std::fs::Dir;
+use docs_agent::config::EmbeddingsConfig;
+use docs_agent::index::embed::Embedder;
+use docs_agent::index::rank::Fusion;
 use docs_agent::index::{Index, chunk, walk};
 use rusqlite::{Connection, params};
 
@@ -33,6 +44,34 @@ const DEPTH: usize = 10;
 const CORPORA: [&str; 2] = ["polar-docs", "business-central-docs"];
 
 type Result<T> = std::result::Result<T, String>;
+
+/// The fusions compared with an embedding model, by name.
+const FUSIONS: [(&str, Fusion); 7] = [
+    ("vectors only", Fusion::Weighted { vector_weight: 1.0 }),
+    ("hybrid rrf 60", Fusion::Rrf { k: 60.0, vector_weight: 1.0 }),
+    ("hybrid rrf 60, vectors 0.5", Fusion::Rrf { k: 60.0, vector_weight: 0.5 }),
+    ("hybrid rrf 10", Fusion::Rrf { k: 10.0, vector_weight: 1.0 }),
+    ("hybrid weighted 0.3", Fusion::Weighted { vector_weight: 0.3 }),
+    ("hybrid weighted 0.5", Fusion::Weighted { vector_weight: 0.5 }),
+    ("hybrid weighted 0.7", Fusion::Weighted { vector_weight: 0.7 }),
+];
+
+/// The embedding model the environment names, if it names one.
+fn embedder() -> Option<Embedder> {
+    let url = std::env::var("BENCH_EMBEDDINGS").ok()?;
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let settings = EmbeddingsConfig {
+        model: std::env::var("BENCH_EMBEDDINGS_MODEL").unwrap_or_else(|_| "bench".into()),
+        base_url: url.clone(),
+        dimensions: 0,
+        batch: 32,
+        query_prefix: std::env::var("BENCH_QUERY_PREFIX").ok(),
+        passage_prefix: std::env::var("BENCH_PASSAGE_PREFIX").ok(),
+        input_chars: var("BENCH_INPUT_CHARS").parse().unwrap_or(1_000),
+        timeout_secs: 600,
+    };
+    Some(Embedder::new(&settings, &url, None, 2))
+}
 
 /// Sums of the measures over questions.
 #[derive(Default, Clone, Copy)]
@@ -134,20 +173,65 @@ fn run() -> Result<()> {
     let misses = std::env::var("BENCH_MISSES").ok();
     println!("| corpus | half | system | n | R@1 | R@5 | MRR@10 | section@1 | section@5 |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
-    for corpus in CORPORA {
+    let only = std::env::var("BENCH_CORPORA").unwrap_or_default();
+    for corpus in CORPORA.into_iter().filter(|c| only.is_empty() || only.split(',').any(|o| o == *c)) {
         let path = corpora.join(corpus);
         let docs = Dir::open_ambient_dir(&path, cap_std::ambient_authority()).map_err(|e| {
             format!("cannot open corpus {} ({e}); set DOCS_AGENT_CORPORA to the folder holding it", path.display())
         })?;
         let asked = questions::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &format!("{corpus}.jsonl"))?;
         eprintln!("{corpus}: indexing for 3 systems, {} questions...", asked.len());
-        let index = Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{corpus}: {e}"))?;
+        let mut index = Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{corpus}: {e}"))?;
+        if let Some(embedder) = embedder() {
+            // One file per model: a cache keeps one model's vectors.
+            let model: String = embedder.model().chars().map(|c| if c.is_alphanumeric() { c } else { '-' }).collect();
+            let cache = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-vectors"))
+                .join(format!("{corpus}.{model}.db"));
+            let started = std::time::Instant::now();
+            let mut shown = 0;
+            let filled = index
+                .embed(std::sync::Arc::new(embedder), Some(&cache), None, &mut |done, total| {
+                    if done >= shown + 500 || done == total {
+                        eprintln!("{corpus}: embedded {done} of {total} sections");
+                        shown = done;
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+            if let Some(e) = filled.failure {
+                return Err(format!("{corpus}: {e}"));
+            }
+            eprintln!(
+                "{corpus}: {} vectors ({} embedded now, {:.1} s; {:.1} MB)",
+                filled.semantic.vectors.len(),
+                filled.embedded,
+                started.elapsed().as_secs_f64(),
+                filled.semantic.vectors.bytes() as f64 / 1e6
+            );
+            index.semantic = Some(filled.semantic);
+        }
         let plain = Plain::build(&docs, "unicode61")?;
         let porter = Plain::build(&docs, "porter unicode61")?;
         for half in ["dev", "held-out"] {
             let (mut ours, mut base, mut stem) = (Score::default(), Score::default(), Score::default());
+            let mut fused = [Score::default(); FUSIONS.len()];
+            let mut query_ms: Vec<f64> = Vec::new();
             for q in asked.iter().filter(|q| q.split == half) {
-                let hits = index.search(&q.question, DEPTH).map_err(|e| e.to_string())?;
+                if let Some(semantic) = &index.semantic {
+                    let started = std::time::Instant::now();
+                    semantic.embedder.query(&q.question).map_err(|e| e.to_string())?;
+                    query_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    for ((_, fusion), score) in FUSIONS.iter().zip(fused.iter_mut()) {
+                        let hits = index.search_fused(&q.question, DEPTH, *fusion).map_err(|e| e.to_string())?;
+                        score.add(q, &hits.into_iter().map(|h| (h.path, h.anchor)).collect::<Vec<_>>());
+                    }
+                }
+                // With vectors, a weight of 0 on them is today's keyword ranking.
+                let keywords = Fusion::Weighted { vector_weight: 0.0 };
+                let hits = match index.semantic {
+                    Some(_) => index.search_fused(&q.question, DEPTH, keywords),
+                    None => index.search(&q.question, DEPTH),
+                }
+                .map_err(|e| e.to_string())?;
                 let ranked: Vec<(String, String)> = hits.into_iter().map(|h| (h.path, h.anchor)).collect();
                 if misses.as_deref() == Some(half) && !ranked.first().is_some_and(|(p, _)| q.gold_file(p)) {
                     let top: Vec<String> = ranked.iter().take(3).map(|(p, a)| format!("{p}#{a}")).collect();
@@ -157,7 +241,18 @@ fn run() -> Result<()> {
                 base.add(q, &plain.search(&q.question)?);
                 stem.add(q, &porter.search(&q.question)?);
             }
-            println!("{}", ours.row(corpus, half, "docs-agent"));
+            println!("{}", ours.row(corpus, half, "docs-agent keywords"));
+            if index.semantic.is_some() {
+                for ((name, _), score) in FUSIONS.iter().zip(&fused) {
+                    println!("{}", score.row(corpus, half, name));
+                }
+                query_ms.sort_by(f64::total_cmp);
+                eprintln!(
+                    "{corpus} {half}: a question's vector took {:.1} ms (median), {:.1} ms (max)",
+                    query_ms.get(query_ms.len() / 2).copied().unwrap_or(0.0),
+                    query_ms.last().copied().unwrap_or(0.0)
+                );
+            }
             println!("{}", base.row(corpus, half, "plain FTS5"));
             println!("{}", stem.row(corpus, half, "FTS5 porter"));
         }

@@ -309,10 +309,11 @@ pub struct EmbeddingsConfig {
     /// Sections sent in one request while the index is embedded.
     pub batch: usize,
     /// Text put before a question, as the model was trained (`search_query: ` for
-    /// nomic-embed-text, `query: ` for e5).
-    pub query_prefix: String,
-    /// Text put before a section (`search_document: `, `passage: `).
-    pub passage_prefix: String,
+    /// nomic-embed-text, `query: ` for e5); unset: the prefix of a model known by its name
+    /// (`index::embed::known_prefixes`), else none.
+    pub query_prefix: Option<String>,
+    /// Text put before a section (`search_document: `, `passage: `); unset: as for the question.
+    pub passage_prefix: Option<String>,
     /// Characters of a section (its heading path and text) sent at most: the model reads a
     /// few hundred tokens, and a server refuses a longer input.
     pub input_chars: usize,
@@ -731,8 +732,6 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("retrieval.embeddings.base_url", "".into()),
         ("retrieval.embeddings.dimensions", 0_i64.into()),
         ("retrieval.embeddings.batch", 32_i64.into()),
-        ("retrieval.embeddings.query_prefix", "".into()),
-        ("retrieval.embeddings.passage_prefix", "".into()),
         ("retrieval.embeddings.input_chars", 1_000_i64.into()),
         ("retrieval.embeddings.timeout_secs", 60_i64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),

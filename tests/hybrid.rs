@@ -107,6 +107,21 @@ fn a_failing_embedding_server_leaves_search_to_the_keywords() {
 }
 
 #[test]
+fn a_server_that_refuses_long_inputs_gets_them_shorter() {
+    let embeddings = FakeEmbeddings::start();
+    embeddings.refuse_longer_than(300);
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+    let out = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("keywords only"), "every section has its vector: {}", out.stderr);
+    // Found by its vector (no keyword matches), from the start of the section only.
+    assert!(sources(&out.stdout).iter().take(3).any(|s| s == "docs/refunds.md#window"), "{}", out.stdout);
+    let texts = embeddings.texts();
+    assert!(texts.len() > 20 && texts.iter().all(|t| t.chars().count() <= 300), "{}", texts.len());
+}
+
+#[test]
 fn the_answer_path_puts_what_vectors_found_in_context() {
     let embeddings = FakeEmbeddings::start();
     let model = FakeServer::start(vec![Canned::text("Within 14 days of the first payment [1].")]);

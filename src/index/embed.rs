@@ -19,6 +19,8 @@ use crate::config::EmbeddingsConfig;
 
 /// Characters of a server's error reply kept in a message.
 const ERROR_BODY_CHARS: usize = 300;
+/// Characters of a text sent at least, however often the server says it is too long.
+const MIN_INPUT_CHARS: usize = 64;
 /// First pause before a retry; doubled each time.
 const BACKOFF_START: Duration = Duration::from_millis(200);
 
@@ -30,6 +32,8 @@ pub struct EmbedError {
     pub url: String,
     /// What went wrong, and what to do about it.
     pub detail: String,
+    /// The server refused an input as longer than the model reads: sent again shorter.
+    pub too_long: bool,
 }
 
 /// What one request is for: the prefix the model was trained with differs.
@@ -41,9 +45,30 @@ pub enum Role {
     Passage,
 }
 
+/// The prefixes (question, section) that models known by name were trained with, as their model
+/// cards say: a name that holds the key (`nomic-embed-text:v1.5`, `embeddinggemma:300m`) gets
+/// them unless `[retrieval.embeddings]` sets its own. Models not named here get none.
+pub const KNOWN_PREFIXES: &[(&str, &str, &str)] = &[
+    ("nomic-embed-text", "search_query: ", "search_document: "),
+    ("embeddinggemma", "task: search result | query: ", "title: none | text: "),
+    ("e5", "query: ", "passage: "),
+    ("bge-m3", "", ""),
+    ("bge-", "Represent this sentence for searching relevant passages: ", ""),
+    ("mxbai-embed", "Represent this sentence for searching relevant passages: ", ""),
+    ("snowflake-arctic-embed", "Represent this sentence for searching relevant passages: ", ""),
+];
+
+/// The question and section prefixes of `model` as [`KNOWN_PREFIXES`] has them, or none.
+pub fn known_prefixes(model: &str) -> (&'static str, &'static str) {
+    let name = model.to_lowercase();
+    KNOWN_PREFIXES.iter().find(|(key, _, _)| name.contains(key)).map_or(("", ""), |(_, q, p)| (*q, *p))
+}
+
 /// A configured embedding model.
 pub struct Embedder {
     settings: EmbeddingsConfig,
+    /// What is put before a question, and before a section.
+    prefixes: (String, String),
     /// `{base_url}/embeddings`.
     url: String,
     /// Bearer key, if any.
@@ -78,8 +103,14 @@ impl Embedder {
     /// The model `settings` names on `base_url` (already resolved: the embeddings' own, or the
     /// model server's), sending `api_key`; a section batch is tried `retries` more times.
     pub fn new(settings: &EmbeddingsConfig, base_url: &str, api_key: Option<&str>, retries: u32) -> Embedder {
+        let known = known_prefixes(&settings.model);
+        let prefixes = (
+            settings.query_prefix.clone().unwrap_or_else(|| known.0.to_string()),
+            settings.passage_prefix.clone().unwrap_or_else(|| known.1.to_string()),
+        );
         Embedder {
             settings: settings.clone(),
+            prefixes,
             url: format!("{}/embeddings", base_url.trim_end_matches('/')),
             api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
             retries,
@@ -95,8 +126,8 @@ impl Embedder {
             "{} | dimensions {} | query {:?} | passage {:?} | {} chars",
             s.model.trim(),
             s.dimensions,
-            s.query_prefix,
-            s.passage_prefix,
+            self.prefixes.0,
+            self.prefixes.1,
             s.input_chars
         )
     }
@@ -125,19 +156,27 @@ impl Embedder {
 
     fn embed(&self, texts: &[&str], role: Role, retries: u32) -> Result<Vec<Vec<f32>>, EmbedError> {
         let prefix = match role {
-            Role::Query => &self.settings.query_prefix,
-            Role::Passage => &self.settings.passage_prefix,
+            Role::Query => &self.prefixes.0,
+            Role::Passage => &self.prefixes.1,
         };
-        let texts: Vec<String> =
-            texts.iter().map(|t| format!("{prefix}{}", clip(t, self.settings.input_chars))).collect();
         let count = texts.len();
         let worker = self.worker.get_or_init(|| self.start()).clone()?;
-        let (reply, answer) = mpsc::sync_channel(1);
-        worker
-            .send(Job { texts, retries, reply })
-            .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?;
-        let vectors = crate::runtime::blocking(|| answer.recv())
-            .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))??;
+        // A server that refuses an input as too long for the model (llama.cpp does; Ollama cuts
+        // it itself) is asked again with every text cut to half, down to MIN_INPUT_CHARS.
+        let mut chars = self.settings.input_chars;
+        let vectors = loop {
+            let clipped: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", clip(t, chars))).collect();
+            let (reply, answer) = mpsc::sync_channel(1);
+            worker
+                .send(Job { texts: clipped, retries, reply })
+                .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?;
+            match crate::runtime::blocking(|| answer.recv())
+                .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?
+            {
+                Err(e) if e.too_long && chars > MIN_INPUT_CHARS => chars = (chars / 2).max(MIN_INPUT_CHARS),
+                result => break result?,
+            }
+        };
         if vectors.len() != count {
             return Err(self.error(format!("the server returned {} vectors for {count} texts", vectors.len())));
         }
@@ -170,7 +209,7 @@ impl Embedder {
     }
 
     fn error(&self, detail: String) -> EmbedError {
-        EmbedError { url: self.url.clone(), detail: crate::guard::scrub(&detail).into_owned() }
+        EmbedError { url: self.url.clone(), detail: crate::guard::scrub(&detail).into_owned(), too_long: false }
     }
 
     /// Starts the request thread: its own one-threaded runtime, one task per request.
@@ -225,16 +264,17 @@ impl Request {
         let mut attempt = 0;
         loop {
             match self.once(texts).await {
-                Err((retry, detail)) if retry && attempt < retries => {
+                Err(Failed { retry: true, detail, .. }) if attempt < retries => {
                     tracing::debug!("embeddings: {detail}; retrying in {pause:?}");
                     tokio::time::sleep(pause).await;
                     pause *= 2;
                     attempt += 1;
                 }
-                Err((_, detail)) => {
+                Err(Failed { detail, too_long, .. }) => {
                     return Err(EmbedError {
                         url: self.url.clone(),
                         detail: crate::guard::scrub(&detail).into_owned(),
+                        too_long,
                     });
                 }
                 Ok(vectors) => return Ok(vectors),
@@ -242,44 +282,63 @@ impl Request {
         }
     }
 
-    /// One attempt: the vectors, or whether to retry and what went wrong.
-    async fn once(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, (bool, String)> {
+    /// One attempt: the vectors, or what went wrong.
+    async fn once(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, Failed> {
         let mut request = self.http.post(&self.url).json(&json!({"model": self.model, "input": texts}));
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
         let response = request.send().await.map_err(|e| {
-            (
-                true,
-                format!(
-                    "no answer ({}); is the embedding model served there? Set retrieval.embeddings.base_url, or \
-                     clear retrieval.embeddings.model to search by keywords only",
-                    root_cause(&e)
-                ),
-            )
+            Failed::retry(format!(
+                "no answer ({}); is the embedding model served there? Set retrieval.embeddings.base_url, or \
+                 clear retrieval.embeddings.model to search by keywords only",
+                root_cause(&e)
+            ))
         })?;
         let status = response.status();
-        let body = response.text().await.map_err(|e| (true, format!("the reply was cut off ({})", root_cause(&e))))?;
+        let body =
+            response.text().await.map_err(|e| Failed::retry(format!("the reply was cut off ({})", root_cause(&e))))?;
         if !status.is_success() {
-            let retry = status.as_u16() == 429 || status.is_server_error();
+            let lower = body.to_lowercase();
+            let too_long = matches!(status.as_u16(), 400 | 413 | 500)
+                && ["context", "too large", "too long", "exceed"].iter().any(|w| lower.contains(w));
+            let retry = !too_long && (status.as_u16() == 429 || status.is_server_error());
             let hint = if status.as_u16() == 404 {
                 format!("; does the server have the model `{}` (Ollama: `ollama pull {}`)?", self.model, self.model)
             } else {
                 String::new()
             };
-            return Err((retry, format!("HTTP {status}: {}{hint}", crate::guard::clip(body.trim(), ERROR_BODY_CHARS))));
+            let detail = format!("HTTP {status}: {}{hint}", crate::guard::clip(body.trim(), ERROR_BODY_CHARS));
+            return Err(Failed { retry, too_long, detail });
         }
-        let mut reply: Reply = serde_json::from_str(&body).map_err(|e| {
-            (
-                false,
-                format!("the reply is not an OpenAI-style embeddings list ({e}): {}", crate::guard::clip(&body, 120)),
-            )
+        let mut reply: Reply = serde_json::from_str(&body).map_err(|e| Failed {
+            retry: false,
+            too_long: false,
+            detail: format!(
+                "the reply is not an OpenAI-style embeddings list ({e}): {}",
+                crate::guard::clip(&body, 120)
+            ),
         })?;
         // Servers may answer out of order; `index` says whose vector each is.
         if reply.data.iter().all(|d| d.index.is_some()) {
             reply.data.sort_by_key(|d| d.index);
         }
         Ok(reply.data.into_iter().map(|d| d.embedding).collect())
+    }
+}
+
+/// One failed attempt.
+struct Failed {
+    /// Worth trying again as it was (a connect error, a 429, a 5xx).
+    retry: bool,
+    /// The input is longer than the model reads.
+    too_long: bool,
+    detail: String,
+}
+
+impl Failed {
+    fn retry(detail: String) -> Failed {
+        Failed { retry: true, too_long: false, detail }
     }
 }
 
@@ -303,6 +362,29 @@ fn clip(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_known_by_name_gets_its_prefixes_unless_they_are_set() {
+        assert_eq!(known_prefixes("nomic-embed-text:v1.5"), ("search_query: ", "search_document: "));
+        assert_eq!(known_prefixes("multilingual-e5-small"), ("query: ", "passage: "));
+        assert_eq!(known_prefixes("all-minilm"), ("", ""));
+        let mut settings = EmbeddingsConfig {
+            model: "embeddinggemma:300m".into(),
+            base_url: String::new(),
+            dimensions: 0,
+            batch: 8,
+            query_prefix: None,
+            passage_prefix: None,
+            input_chars: 100,
+            timeout_secs: 5,
+        };
+        let known = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0);
+        assert_eq!(known.prefixes.0, "task: search result | query: ");
+        settings.query_prefix = Some(String::new());
+        let set = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0);
+        assert_eq!((set.prefixes.0.as_str(), set.prefixes.1.as_str()), ("", "title: none | text: "));
+        assert_ne!(known.identity(), set.identity(), "another prefix is another identity");
+    }
 
     #[test]
     fn a_text_is_clipped_by_characters_not_bytes() {

@@ -23,6 +23,9 @@ struct Shared {
     texts: Arc<Mutex<Vec<String>>>,
     models: Arc<Mutex<Vec<String>>>,
     failing: Arc<AtomicBool>,
+    /// Inputs longer than this many characters are refused, as llama.cpp refuses what is
+    /// longer than its context (0: none are).
+    max_chars: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A running fake embedding server.
@@ -65,6 +68,12 @@ impl FakeEmbeddings {
         self.shared.models.lock().expect("lock").clone()
     }
 
+    /// From now on a request with an input longer than `chars` characters is refused with
+    /// llama.cpp's 400 (0: none is).
+    pub fn refuse_longer_than(&self, chars: usize) {
+        self.shared.max_chars.store(chars, Ordering::SeqCst);
+    }
+
     /// From now on every request gets a 503 (`true`) or an answer (`false`).
     pub fn fail(&self, failing: bool) {
         self.shared.failing.store(failing, Ordering::SeqCst);
@@ -100,6 +109,12 @@ async fn embed(State(shared): State<Shared>, body: String) -> Response {
         serde_json::Value::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect(),
         _ => return (StatusCode::BAD_REQUEST, "{\"error\":\"no input\"}").into_response(),
     };
+    let max = shared.max_chars.load(Ordering::SeqCst);
+    if max > 0 && texts.iter().any(|t| t.chars().count() > max) {
+        let error = serde_json::json!({"error": {"code": 400, "type": "exceed_context_size_error",
+            "message": "input (610 tokens) is larger than the max context size (512 tokens). skipping"}});
+        return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
+    }
     shared.models.lock().expect("lock").push(json["model"].as_str().unwrap_or("").to_string());
     shared.texts.lock().expect("lock").extend(texts.iter().cloned());
     // Answered in reverse order, each with its index, as a server may.
