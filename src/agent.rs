@@ -167,9 +167,14 @@ pub fn unusable_agents_md(error: &str, limit: u64) -> String {
 /// used (a read-only folder, say) gives an index built in memory and a warning naming it.
 /// With it, where its later generations come from.
 /// It is searched by `readers` threads at once.
-fn open_index(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
+fn open_index(
+    docs: &cap_std::fs::Dir,
+    config: &Config,
+    readers: usize,
+    embed: Embed,
+) -> Result<(Index, Source), IndexError> {
     let (mut index, source) = open_keywords(docs, config, readers)?;
-    if let Some(embedder) = embedder(config) {
+    if let Some(embedder) = embedder(config).filter(|_| embed == Embed::Now) {
         let cache = match &source {
             Source::File { path, .. } => Some(crate::index::vectors::cache_path(path)),
             Source::Memory { .. } => None,
@@ -186,6 +191,15 @@ fn open_index(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Resul
         index.semantic = Some(filled.semantic);
     }
     Ok((index, source))
+}
+
+/// When the first generation's rows are embedded, with an embedding model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Embed {
+    /// Before the harness is returned (a progress line on a terminal while it takes long).
+    Now,
+    /// By the index updater of `serve`, after it starts: it answers by keywords meanwhile.
+    Later,
 }
 
 /// The embedding model `[retrieval.embeddings]` names, if it names one.
@@ -225,16 +239,25 @@ fn open_keywords(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Re
 impl Harness {
     /// Opens the workspace, builds the index, loads skills and the prompt.
     pub fn open(config: &Config) -> Result<Harness, OpenError> {
-        Harness::open_for(config, 1)
+        Harness::open_with(config, 1, Embed::Now)
     }
 
     /// [`Harness::open`] for `readers` threads that search at once (a server's workers): each
     /// generation of the index gets as many read-only databases.
+    /// With an embedding model, the index's rows are embedded by the first refresh
+    /// ([`Harness::refresh_index`], which `serve` runs at start and on every change), so a
+    /// long first embedding does not hold up the start: search uses keywords meanwhile. A
+    /// server that neither watches nor rescans `docs/` embeds them before it starts.
     pub fn open_for(config: &Config, readers: usize) -> Result<Harness, OpenError> {
+        let refreshed = config.index.watch || config.index.rescan_secs > 0;
+        Harness::open_with(config, readers, if refreshed { Embed::Later } else { Embed::Now })
+    }
+
+    fn open_with(config: &Config, readers: usize, embed: Embed) -> Result<Harness, OpenError> {
         let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
         let (index, source) = match workspace.docs() {
-            Some(docs) => open_index(docs, config, readers).map_err(OpenError::Index)?,
+            Some(docs) => open_index(docs, config, readers, embed).map_err(OpenError::Index)?,
             None => (Index::empty().map_err(OpenError::Index)?, Source::Memory { built_from: Vec::new() }),
         };
         let skills = Skills::load(workspace.root());

@@ -661,6 +661,16 @@ impl Config {
         }
     }
 
+    /// The embedding model as a model to pull (`llm.pull`): the embeddings' server and name,
+    /// the model server's key and timeouts. None when search is by keywords only.
+    pub fn embeddings_llm(&self) -> Option<crate::model::LlmConfig> {
+        self.retrieval.embeddings.enabled().then(|| crate::model::LlmConfig {
+            base_url: self.embeddings_base_url().to_string(),
+            model: self.retrieval.embeddings.model.trim().to_string(),
+            ..self.llm.clone()
+        })
+    }
+
     /// True when writes are approved without asking.
     pub fn approve_all(&self) -> bool {
         self.approve == "yes"

@@ -121,6 +121,62 @@ fn a_server_that_refuses_long_inputs_gets_them_shorter() {
     assert!(texts.len() > 20 && texts.iter().all(|t| t.chars().count() <= 300), "{}", texts.len());
 }
 
+/// `GET {url}/v1/search?q=` with `token`: the hits' sources, best first.
+async fn served(http: &reqwest::Client, url: &str, token: &str, q: &str) -> Vec<String> {
+    let response = http.get(format!("{url}/v1/search?q={}", q.replace(' ', "+"))).bearer_auth(token).send().await;
+    let body: serde_json::Value = response.expect("search").json().await.expect("json");
+    let hits = body["hits"].as_array().cloned().unwrap_or_default();
+    hits.iter()
+        .map(|h| format!("{}#{}", h["path"].as_str().unwrap_or(""), h["anchor"].as_str().unwrap_or("")))
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_starts_on_keywords_and_its_updater_embeds_the_docs_and_each_change() {
+    use std::io::BufRead;
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let token = "hybrid-token-0123456789";
+    common::serve_config(ws.path(), &[("ana", token, &["ask"])], "");
+    let mut env = env(&embeddings);
+    env.push(("LLM_MODEL", "scripted".into()));
+    env.push(("DOCS_AGENT_INDEX_RESCAN_SECS", "1".into()));
+    let (mut child, url, stderr) = common::spawn_serve(ws.path(), &borrowed(&env));
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+
+    // Within a minute (in practice the first rescan), the misspelled question finds its section.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut hits = Vec::new();
+    while std::time::Instant::now() < deadline {
+        hits = served(&http, &url, token, MISSPELLED).await;
+        if hits.first().map(String::as_str) == Some("docs/refunds.md#window") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(hits.first().map(String::as_str), Some("docs/refunds.md#window"), "{hits:?}");
+
+    // A new document: its section alone is embedded, and found by its vector.
+    embeddings.clear();
+    std::fs::write(ws.path().join("docs/okapi.md"), "# Okapi add-on\n\nThe okapi add-on costs 9 EUR a month.\n")
+        .expect("write");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        hits = served(&http, &url, token, "okapy addon").await;
+        if hits.first().map(String::as_str) == Some("docs/okapi.md#okapi-add-on") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(hits.first().map(String::as_str), Some("docs/okapi.md#okapi-add-on"), "{hits:?}");
+    let sections: Vec<String> = embeddings.texts().into_iter().filter(|t| t.contains("\n\n")).collect();
+    assert_eq!(sections.len(), 1, "only the new section: {sections:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn the_answer_path_puts_what_vectors_found_in_context() {
     let embeddings = FakeEmbeddings::start();

@@ -198,8 +198,15 @@ fn crash_hook() -> Result<Option<KillAfter>, Failure> {
     Ok(None)
 }
 
-/// Opens the harness (workspace, index, skills, prompt).
+/// Opens the harness (workspace, index, skills, prompt), after pulling the embedding model
+/// when the server lacks it (`llm.pull = missing`): the index's new sections are embedded as
+/// it opens. A pull that fails is a warning; search then uses keywords only.
 fn open(config: &Config) -> Result<Harness, Failure> {
+    if let Some(embeddings) = config.embeddings_llm()
+        && let Err((_, message)) = ops::pull_if_missing(&embeddings)
+    {
+        crate::guard::sink::err_line!("docs-agent: warning: {message}");
+    }
     Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))
 }
 

@@ -90,6 +90,11 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     );
     let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.spawn(pull_if_missing(state.config.llm.clone()));
+    // The embedding model too: until it is there, search uses keywords, and each rescan
+    // (index.rescan_secs) embeds what is still missing.
+    if let Some(embeddings) = state.config.embeddings_llm() {
+        runtime.spawn(pull_if_missing(embeddings));
+    }
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)
 }

@@ -59,7 +59,16 @@ impl Live {
         if let Some(embedder) = &self.embedder {
             let current = self.current();
             let previous = current.semantic.as_ref().map(|s| &s.vectors);
+            let started = std::time::Instant::now();
             let filled = index.embed(embedder.clone(), cache, previous, &mut |_, _| {})?;
+            if filled.embedded > 0 {
+                tracing::info!(
+                    "embedded {} sections with {} in {} ms",
+                    filled.embedded,
+                    embedder.model(),
+                    started.elapsed().as_millis()
+                );
+            }
             if let Some(e) = &filled.failure {
                 tracing::warn!(
                     "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
