@@ -69,6 +69,7 @@ fn embedder() -> Option<Embedder> {
         passage_prefix: std::env::var("BENCH_PASSAGE_PREFIX").ok(),
         input_chars: var("BENCH_INPUT_CHARS").parse().unwrap_or(1_000),
         timeout_secs: 600,
+        weight: 0.5,
     };
     Some(Embedder::new(&settings, &url, None, 2))
 }

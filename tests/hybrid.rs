@@ -194,3 +194,22 @@ fn the_answer_path_puts_what_vectors_found_in_context() {
     let context = requests.first().map(|r| r["messages"].to_string()).unwrap_or_default();
     assert!(context.contains("docs/refunds.md#window"), "the refund window in context: {context}");
 }
+
+#[test]
+fn a_bad_embeddings_setting_is_named_before_anything_runs() {
+    let ws = sample_workspace();
+    for (env, named) in [
+        (
+            [("DOCS_AGENT_EMBEDDINGS_MODEL", "m"), ("DOCS_AGENT_EMBEDDINGS_WEIGHT", "1.5")],
+            "retrieval.embeddings.weight (DOCS_AGENT_EMBEDDINGS_WEIGHT) must be a fraction",
+        ),
+        (
+            [("DOCS_AGENT_EMBEDDINGS_MODEL", "m"), ("DOCS_AGENT_EMBEDDINGS_URL", "localhost:11434")],
+            "retrieval.embeddings.base_url (DOCS_AGENT_EMBEDDINGS_URL) must start with http://",
+        ),
+    ] {
+        let out = run(ws.path(), &env, &["search", "refund window"]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains(named), "{}", out.stderr);
+    }
+}

@@ -137,6 +137,12 @@ impl Embedder {
         self.settings.model.trim()
     }
 
+    /// How search fuses the keyword and vector lists: `retrieval.embeddings.weight` on the
+    /// vectors' scaled scores.
+    pub fn fusion(&self) -> super::rank::Fusion {
+        super::rank::Fusion::Weighted { vector_weight: self.settings.weight.clamp(0.0, 1.0) }
+    }
+
     /// Sections sent per request.
     pub fn batch(&self) -> usize {
         self.settings.batch.max(1)
@@ -377,6 +383,7 @@ mod tests {
             passage_prefix: None,
             input_chars: 100,
             timeout_secs: 5,
+            weight: 0.5,
         };
         let known = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0);
         assert_eq!(known.prefixes.0, "task: search result | query: ");

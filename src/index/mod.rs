@@ -285,7 +285,8 @@ impl Index {
     /// question's vector are fused ([`rank::fuse`]); when the embedding server fails, the
     /// keywords alone answer and the log says why.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
-        self.search_fused(text, k, rank::FUSION)
+        let fusion = self.semantic.as_ref().map_or(rank::FUSION, |s| s.embedder.fusion());
+        self.search_fused(text, k, fusion)
     }
 
     /// [`Index::search`] with the lists fused by `fusion` (what `cargo bench --bench retrieval`
