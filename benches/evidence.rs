@@ -17,7 +17,9 @@
 //!
 //! Environment: `DOCS_AGENT_CORPORA` (default `../shared/corpora` beside the checkout);
 //! `BENCH_BUDGET` (evidence tokens, default the configuration's), `BENCH_SECTIONS`,
-//! `BENCH_ITEMS`; `BENCH_MISSES=dev` lists the dev questions whose gold is not in the evidence.
+//! `BENCH_ITEMS`; `BENCH_MISSES=dev` lists the dev questions whose gold is not in the evidence;
+//! `BENCH_EMBEDDINGS` and the rest of `benches/shared/embeddings.rs`: hybrid search (its
+//! "before" row is then hybrid too).
 
 // It prints its own report; docs-agent itself prints only through guard::sink.
 #![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
@@ -29,6 +31,8 @@ use cap_std::fs::Dir;
 use docs_agent::index::Index;
 use docs_agent::index::evidence::Budget;
 
+#[path = "shared/embeddings.rs"]
+mod embeddings;
 #[path = "shared/questions.rs"]
 mod questions;
 use questions::Question;
@@ -111,7 +115,7 @@ fn run() -> Result<()> {
     let mut sweep_rows = Vec::new();
     for set in SETS {
         let folder = if set == "workspace" { root.join("workspace/docs") } else { corpora.join(set) };
-        let index = open(&folder)?;
+        let index = embeddings::embedded(open(&folder)?, set)?;
         let answerable = questions::load(&root, &format!("{set}.jsonl"))?;
         let off_topic = questions::load(&root, &format!("{set}.off-topic.jsonl"))?;
         for half in ["dev", "held-out"] {
