@@ -196,6 +196,30 @@ fn the_answer_path_puts_what_vectors_found_in_context() {
 }
 
 #[test]
+fn index_rebuild_embeds_what_the_cache_lacks_and_says_so() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+    let first = run(ws.path(), &borrowed(&env), &["index", "rebuild"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let embedded = embeddings.texts().len();
+    assert!(embedded > 20, "{embedded}");
+    assert!(first.stdout.contains(&format!("embedded {embedded} sections with fake-embed")), "{}", first.stdout);
+    // Rebuilt again: the rows are new, their text is not.
+    embeddings.clear();
+    let again = run(ws.path(), &borrowed(&env), &["index", "rebuild"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("embedded 0 sections"), "{}", again.stdout);
+    assert!(embeddings.texts().is_empty());
+    // The server down: the rebuild says so and fails, naming what to set.
+    embeddings.fail(true);
+    std::fs::write(ws.path().join("docs/okapi.md"), "# Okapi\n\nNine EUR.\n").expect("write");
+    let down = run(ws.path(), &borrowed(&env), &["index", "rebuild"]);
+    assert_eq!(down.code, 1, "{}", down.stdout);
+    assert!(down.stderr.contains("503") && down.stderr.contains("no vector yet"), "{}", down.stderr);
+}
+
+#[test]
 fn a_bad_embeddings_setting_is_named_before_anything_runs() {
     let ws = sample_workspace();
     for (env, named) in [

@@ -85,6 +85,30 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                 update.generation,
                 started.elapsed().as_millis()
             );
+            // With an embedding model, the sections' vectors too (those the cache lacks), so the
+            // next question does not wait for them.
+            if let Some(embedder) = crate::agent::embedder(&config) {
+                let started = Instant::now();
+                let cache = crate::index::vectors::cache_path(&file);
+                let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);
+                let filled = index.embed(embedder.clone(), Some(&cache), None, &mut show).map_err(|e| fail(&e))?;
+                if let Some(e) = &filled.failure {
+                    return Err((
+                        Exit::Failure,
+                        format!("{e}; {} sections have no vector yet", filled.semantic.vectors.missing),
+                    ));
+                }
+                let _ = writeln!(
+                    out,
+                    "embedded {} sections with {} in {} ms; {} of {} have a vector (kept in {})",
+                    filled.embedded,
+                    embedder.model(),
+                    started.elapsed().as_millis(),
+                    filled.semantic.vectors.len(),
+                    index.stats.sections,
+                    cache.display()
+                );
+            }
             Ok(Exit::Ok)
         }
         IndexAction::Verify => {
