@@ -209,7 +209,7 @@ pub fn embedder(config: &Config) -> Option<std::sync::Arc<crate::index::embed::E
         std::sync::Arc::new(crate::index::embed::Embedder::new(
             settings,
             config.embeddings_base_url(),
-            config.llm.api_key.as_deref(),
+            config.embeddings_api_key(),
             config.llm.retries,
         ))
     })

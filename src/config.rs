@@ -300,9 +300,12 @@ pub struct RetrievalConfig {
 pub struct EmbeddingsConfig {
     /// The model's name on that server (`nomic-embed-text`); empty: search by keywords only.
     pub model: String,
-    /// The server's base URL, e.g. `http://localhost:11434/v1`; empty: `llm.base_url`. The key
-    /// sent is `llm.api_key`.
+    /// The server's base URL, e.g. `http://localhost:11434/v1`; empty: `llm.base_url`.
     pub base_url: String,
+    /// Bearer key for that server. Unset: `llm.api_key` when the embeddings come from the model
+    /// server (`base_url` empty or the same origin), none otherwise: the model server's key is
+    /// never sent to another host.
+    pub api_key: Option<String>,
     /// Length of the vectors kept: 0 keeps what the model returns; fewer cuts them (models
     /// trained for it, such as nomic-embed-text v1.5, keep most of their quality cut in half).
     pub dimensions: usize,
@@ -412,6 +415,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_EMBEDDINGS_MODEL", "retrieval.embeddings.model"),
     ("DOCS_AGENT_EMBEDDINGS_URL", "retrieval.embeddings.base_url"),
     ("DOCS_AGENT_EMBEDDINGS_WEIGHT", "retrieval.embeddings.weight"),
+    ("DOCS_AGENT_EMBEDDINGS_API_KEY", "retrieval.embeddings.api_key"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
@@ -493,8 +497,9 @@ impl Config {
         }
         let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
         config.validate()?;
-        // The model server's key is redacted wherever it shows, whatever its shape.
-        if let Some(key) = &config.llm.api_key {
+        // The model server's key is redacted wherever it shows, whatever its shape, and the
+        // embedding server's.
+        for key in [&config.llm.api_key, &config.retrieval.embeddings.api_key].into_iter().flatten() {
             crate::guard::redact::remember(key);
         }
         // So is the session database's password.
@@ -674,12 +679,26 @@ impl Config {
         }
     }
 
+    /// The key sent to the embedding server: its own, or the model server's when it is the
+    /// model server (the same scheme, host and port), else none.
+    pub fn embeddings_api_key(&self) -> Option<&str> {
+        let embeddings = &self.retrieval.embeddings;
+        if let Some(key) = embeddings.api_key.as_deref().filter(|k| !k.is_empty()) {
+            return Some(key);
+        }
+        let origin = |url: &str| reqwest::Url::parse(url).ok().map(|u| u.origin());
+        let same =
+            embeddings.base_url.trim().is_empty() || origin(embeddings.base_url.trim()) == origin(&self.llm.base_url);
+        self.llm.api_key.as_deref().filter(|k| same && !k.is_empty())
+    }
+
     /// The embedding model as a model to pull (`llm.pull`): the embeddings' server and name,
     /// the model server's key and timeouts. None when search is by keywords only.
     pub fn embeddings_llm(&self) -> Option<crate::model::LlmConfig> {
         self.retrieval.embeddings.enabled().then(|| crate::model::LlmConfig {
             base_url: self.embeddings_base_url().to_string(),
             model: self.retrieval.embeddings.model.trim().to_string(),
+            api_key: self.embeddings_api_key().map(str::to_string),
             ..self.llm.clone()
         })
     }

@@ -220,6 +220,37 @@ fn index_rebuild_embeds_what_the_cache_lacks_and_says_so() {
 }
 
 #[test]
+fn the_model_servers_key_goes_only_to_the_model_server() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let url = embeddings.base_url();
+    let model_key = "sk-model-server-key-0123456789abcdef";
+    let own_key = "embeddings-own-key-0123456789";
+    // Another host than llm.base_url: the model server's key is not sent.
+    let elsewhere = [
+        ("DOCS_AGENT_EMBEDDINGS_MODEL", "fake-embed"),
+        ("DOCS_AGENT_EMBEDDINGS_URL", url.as_str()),
+        ("LLM_API_KEY", model_key),
+    ];
+    assert_eq!(run(ws.path(), &elsewhere, &["search", MISSPELLED]).code, 0);
+    assert!(embeddings.keys().iter().all(String::is_empty), "{:?}", embeddings.keys());
+    // Its own key, when it has one.
+    let own = [
+        ("DOCS_AGENT_EMBEDDINGS_MODEL", "fake-embed"),
+        ("DOCS_AGENT_EMBEDDINGS_URL", url.as_str()),
+        ("LLM_API_KEY", model_key),
+        ("DOCS_AGENT_EMBEDDINGS_API_KEY", own_key),
+    ];
+    assert_eq!(run(ws.path(), &own, &["search", MISSPELLED]).code, 0);
+    assert_eq!(embeddings.keys().last().map(String::as_str), Some(format!("Bearer {own_key}").as_str()));
+    // The model server itself (its base URL, no URL of their own): its key.
+    let same =
+        [("DOCS_AGENT_EMBEDDINGS_MODEL", "fake-embed"), ("LLM_BASE_URL", url.as_str()), ("LLM_API_KEY", model_key)];
+    assert_eq!(run(ws.path(), &same, &["search", MISSPELLED]).code, 0);
+    assert_eq!(embeddings.keys().last().map(String::as_str), Some(format!("Bearer {model_key}").as_str()));
+}
+
+#[test]
 fn a_bad_embeddings_setting_is_named_before_anything_runs() {
     let ws = sample_workspace();
     for (env, named) in [

@@ -19,6 +19,7 @@ pub fn embedder() -> Option<Embedder> {
     let settings = EmbeddingsConfig {
         model: std::env::var("BENCH_EMBEDDINGS_MODEL").unwrap_or_else(|_| "bench".into()),
         base_url: url.clone(),
+        api_key: None,
         dimensions: 0,
         batch: 32,
         query_prefix: std::env::var("BENCH_QUERY_PREFIX").ok(),

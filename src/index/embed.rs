@@ -379,6 +379,7 @@ mod tests {
             base_url: String::new(),
             dimensions: 0,
             batch: 8,
+            api_key: None,
             query_prefix: None,
             passage_prefix: None,
             input_chars: 100,

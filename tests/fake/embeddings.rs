@@ -22,6 +22,8 @@ pub const DIMENSIONS: usize = 256;
 struct Shared {
     texts: Arc<Mutex<Vec<String>>>,
     models: Arc<Mutex<Vec<String>>>,
+    /// The `Authorization` header of each request, empty when there was none.
+    keys: Arc<Mutex<Vec<String>>>,
     failing: Arc<AtomicBool>,
     /// Inputs longer than this many characters are refused, as llama.cpp refuses what is
     /// longer than its context (0: none are).
@@ -63,6 +65,11 @@ impl FakeEmbeddings {
         self.shared.texts.lock().expect("lock").clear();
     }
 
+    /// The `Authorization` header of every request so far, empty where there was none.
+    pub fn keys(&self) -> Vec<String> {
+        self.shared.keys.lock().expect("lock").clone()
+    }
+
     /// Every model name asked for.
     pub fn models(&self) -> Vec<String> {
         self.shared.models.lock().expect("lock").clone()
@@ -97,7 +104,9 @@ pub fn vector(text: &str) -> Vec<f32> {
     v
 }
 
-async fn embed(State(shared): State<Shared>, body: String) -> Response {
+async fn embed(State(shared): State<Shared>, headers: axum::http::HeaderMap, body: String) -> Response {
+    let key = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    shared.keys.lock().expect("lock").push(key);
     if shared.failing.load(Ordering::SeqCst) {
         return (StatusCode::SERVICE_UNAVAILABLE, "{\"error\":\"loading model\"}").into_response();
     }
