@@ -182,6 +182,7 @@ fn open_index(
         let mut line = crate::index::progress::Line::on_stderr();
         let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);
         let filled = index.embed(embedder, cache.as_deref(), None, &mut show)?;
+        index.warnings.extend(filled.cache_warning.clone());
         if let Some(e) = &filled.failure {
             index.warnings.push(format!(
                 "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
@@ -198,7 +199,8 @@ fn open_index(
 enum Embed {
     /// Before the harness is returned (a progress line on a terminal while it takes long).
     Now,
-    /// By the index updater of `serve`, after it starts: it answers by keywords meanwhile.
+    /// By the index updater of `serve`, after it starts: it answers by keywords meanwhile;
+    /// or never, for a command that does not search (`check`).
     Later,
 }
 
@@ -251,6 +253,11 @@ impl Harness {
     pub fn open_for(config: &Config, readers: usize) -> Result<Harness, OpenError> {
         let refreshed = config.index.watch || config.index.rescan_secs > 0;
         Harness::open_with(config, readers, if refreshed { Embed::Later } else { Embed::Now })
+    }
+
+    /// [`Harness::open`] for what never searches (`check`): the index's rows are not embedded.
+    pub fn open_unembedded(config: &Config) -> Result<Harness, OpenError> {
+        Harness::open_with(config, 1, Embed::Later)
     }
 
     fn open_with(config: &Config, readers: usize, embed: Embed) -> Result<Harness, OpenError> {

@@ -251,6 +251,39 @@ fn the_model_servers_key_goes_only_to_the_model_server() {
 }
 
 #[test]
+fn a_broken_cache_costs_time_never_search_and_check_and_weight_zero_ask_nothing() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+
+    // check never searches: nothing is embedded.
+    let check = run(ws.path(), &borrowed(&env), &["check"]);
+    assert!(embeddings.texts().is_empty(), "check embedded: {}", check.stderr);
+
+    // A cache file that is not a database: the sections are embedded without it.
+    std::fs::create_dir_all(ws.path().join(".docs-agent")).expect("folder");
+    std::fs::write(ws.path().join(".docs-agent/index.vectors.db"), "not a database, ".repeat(400)).expect("junk");
+    let broken = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(broken.code, 0, "{}", broken.stderr);
+    assert!(broken.stderr.contains("vector cache") && broken.stderr.contains("cannot be used"), "{}", broken.stderr);
+    assert_eq!(
+        sources(&broken.stdout).first().map(String::as_str),
+        Some("docs/refunds.md#window"),
+        "{}",
+        broken.stdout
+    );
+
+    // Weight 0: the keyword ranking, and no question's vector asked for.
+    let keywords = run(ws.path(), &[], &["search", "refund window"]);
+    embeddings.clear();
+    let mut weightless = env.clone();
+    weightless.push(("DOCS_AGENT_EMBEDDINGS_WEIGHT", "0".into()));
+    let zero = run(ws.path(), &borrowed(&weightless), &["search", "refund window"]);
+    assert_eq!(sources(&zero.stdout), sources(&keywords.stdout), "{}", zero.stderr);
+    assert!(!embeddings.texts().iter().any(|t| t == "refund window"), "no question's vector");
+}
+
+#[test]
 fn a_bad_embeddings_setting_is_named_before_anything_runs() {
     let ws = sample_workspace();
     for (env, named) in [

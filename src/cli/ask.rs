@@ -102,7 +102,8 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
 
 /// `docs-agent check`: every problem in the workspace, one line each.
 pub fn check(config: Config) -> Result<Exit, Failure> {
-    let harness = open(&config)?;
+    // check never searches: no embedding model is pulled or asked.
+    let harness = crate::agent::Harness::open_unembedded(&config).map_err(|e| (Exit::Failure, e.to_string()))?;
     let report = checks::check(&harness, &config);
     let mut out = crate::guard::sink::stdout();
     for problem in &report.problems {

@@ -92,11 +92,18 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                 let cache = crate::index::vectors::cache_path(&file);
                 let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);
                 let filled = index.embed(embedder.clone(), Some(&cache), None, &mut show).map_err(|e| fail(&e))?;
+                if let Some(warning) = &filled.cache_warning {
+                    let _ = writeln!(crate::guard::sink::stderr(), "warning: {}", crate::guard::scrub(warning));
+                }
                 if let Some(e) = &filled.failure {
                     return Err((
                         Exit::Failure,
                         format!("{e}; {} sections have no vector yet", filled.semantic.vectors.missing),
                     ));
+                }
+                // Rebuilt by hand: the cache keeps only this model's vectors of the text indexed now.
+                if let Err(e) = crate::index::vectors::prune_cache(&cache, &index, &embedder) {
+                    let _ = writeln!(crate::guard::sink::stderr(), "warning: the vector cache was not pruned: {e}");
                 }
                 let _ = writeln!(
                     out,

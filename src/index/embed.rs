@@ -19,6 +19,17 @@ use crate::config::EmbeddingsConfig;
 
 /// Characters of a server's error reply kept in a message.
 const ERROR_BODY_CHARS: usize = 300;
+/// Bytes of a reply read at most: a batch of 32 vectors of 4,096 dimensions written as JSON is
+/// a few MB; a server that sends more is refused before it fills memory.
+const MAX_REPLY_BYTES: usize = 64 << 20;
+/// Dimensions of a vector taken at most (the largest embedding models have 4,096).
+const MAX_DIMENSIONS: usize = 16_384;
+/// Seconds a question's vector may take at most, whatever `timeout_secs` allows a batch: a
+/// search waits for it.
+const QUERY_TIMEOUT_SECS: u64 = 5;
+/// After a question's vector failed, searches use keywords alone for this long before the
+/// server is asked again, so a hung server does not hold every search for its timeout.
+const QUERY_PAUSE: Duration = Duration::from_secs(30);
 /// Characters of a text sent at least, however often the server says it is too long.
 const MIN_INPUT_CHARS: usize = 64;
 /// First pause before a retry; doubled each time.
@@ -75,6 +86,8 @@ pub struct Embedder {
     api_key: Option<String>,
     /// Retries of a section batch after the first attempt (a question's vector is asked once).
     retries: u32,
+    /// Until when a question's vector is not asked for, after one failed.
+    paused_until: std::sync::Mutex<Option<std::time::Instant>>,
     /// The request thread, started on first use.
     worker: OnceLock<Result<tokio::sync::mpsc::UnboundedSender<Job>, EmbedError>>,
 }
@@ -83,6 +96,7 @@ pub struct Embedder {
 struct Job {
     texts: Vec<String>,
     retries: u32,
+    timeout: Duration,
     reply: mpsc::SyncSender<Result<Vec<Vec<f32>>, EmbedError>>,
 }
 
@@ -114,6 +128,7 @@ impl Embedder {
             url: format!("{}/embeddings", base_url.trim_end_matches('/')),
             api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
             retries,
+            paused_until: std::sync::Mutex::new(None),
             worker: OnceLock::new(),
         }
     }
@@ -148,10 +163,22 @@ impl Embedder {
         self.settings.batch.max(1)
     }
 
-    /// The vector of a question.
+    /// The vector of a question, within [`QUERY_TIMEOUT_SECS`]; for [`QUERY_PAUSE`] after one
+    /// failed, an error at once (searches use keywords meanwhile).
     pub fn query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let mut vectors = self.embed(&[text], Role::Query, 0)?;
-        vectors.pop().ok_or_else(|| self.error("the server returned no vector for the question".into()))
+        let paused = *self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
+        if paused.is_some_and(|until| std::time::Instant::now() < until) {
+            return Err(self.error(format!(
+                "a question's vector failed less than {} s ago; not asked again yet",
+                QUERY_PAUSE.as_secs()
+            )));
+        }
+        let result = self.embed(&[text], Role::Query, 0).and_then(|mut v| {
+            v.pop().ok_or_else(|| self.error("the server returned no vector for the question".into()))
+        });
+        *self.paused_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            result.is_err().then(|| std::time::Instant::now() + QUERY_PAUSE);
+        result
     }
 
     /// The vectors of sections, in order (at most [`Embedder::batch`] per request is the
@@ -167,6 +194,11 @@ impl Embedder {
         };
         let count = texts.len();
         let worker = self.worker.get_or_init(|| self.start()).clone()?;
+        let batch = Duration::from_secs(self.settings.timeout_secs.max(1));
+        let timeout = match role {
+            Role::Query => batch.min(Duration::from_secs(QUERY_TIMEOUT_SECS)),
+            Role::Passage => batch,
+        };
         // A server that refuses an input as too long for the model (llama.cpp does; Ollama cuts
         // it itself) is asked again with every text cut to half, down to MIN_INPUT_CHARS.
         let mut chars = self.settings.input_chars;
@@ -174,7 +206,7 @@ impl Embedder {
             let clipped: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", clip(t, chars))).collect();
             let (reply, answer) = mpsc::sync_channel(1);
             worker
-                .send(Job { texts: clipped, retries, reply })
+                .send(Job { texts: clipped, retries, timeout, reply })
                 .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?;
             match crate::runtime::blocking(|| answer.recv())
                 .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?
@@ -203,6 +235,12 @@ impl Embedder {
                 )));
             }
             vector.truncate(want);
+        }
+        if vector.len() > MAX_DIMENSIONS {
+            return Err(self.error(format!(
+                "the server returned a vector of {} dimensions, more than {MAX_DIMENSIONS}; is it an embedding model?",
+                vector.len()
+            )));
         }
         if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
             return Err(self.error("the server returned an empty vector or one that is not numbers".into()));
@@ -242,7 +280,7 @@ impl Embedder {
                     while let Some(job) = rx.recv().await {
                         let request = request.clone();
                         tokio::spawn(async move {
-                            let result = request.send(&job.texts, job.retries).await;
+                            let result = request.send(&job.texts, job.retries, job.timeout).await;
                             // The caller may have given up; nobody to tell.
                             let _ = job.reply.send(result);
                         });
@@ -265,11 +303,11 @@ struct Request {
 
 impl Request {
     /// Asks for the vectors of `texts`, retrying a connect error, a 429 or a 5xx `retries` times.
-    async fn send(&self, texts: &[String], retries: u32) -> Result<Vec<Vec<f32>>, EmbedError> {
+    async fn send(&self, texts: &[String], retries: u32, timeout: Duration) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut pause = BACKOFF_START;
         let mut attempt = 0;
         loop {
-            match self.once(texts).await {
+            match self.once(texts, timeout).await {
                 Err(Failed { retry: true, detail, .. }) if attempt < retries => {
                     tracing::debug!("embeddings: {detail}; retrying in {pause:?}");
                     tokio::time::sleep(pause).await;
@@ -289,8 +327,9 @@ impl Request {
     }
 
     /// One attempt: the vectors, or what went wrong.
-    async fn once(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, Failed> {
-        let mut request = self.http.post(&self.url).json(&json!({"model": self.model, "input": texts}));
+    async fn once(&self, texts: &[String], timeout: Duration) -> Result<Vec<Vec<f32>>, Failed> {
+        let mut request =
+            self.http.post(&self.url).timeout(timeout).json(&json!({"model": self.model, "input": texts}));
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -302,8 +341,7 @@ impl Request {
             ))
         })?;
         let status = response.status();
-        let body =
-            response.text().await.map_err(|e| Failed::retry(format!("the reply was cut off ({})", root_cause(&e))))?;
+        let body = read_capped(response).await?;
         if !status.is_success() {
             let lower = body.to_lowercase();
             let too_long = matches!(status.as_u16(), 400 | 413 | 500)
@@ -331,6 +369,32 @@ impl Request {
         }
         Ok(reply.data.into_iter().map(|d| d.embedding).collect())
     }
+}
+
+/// The reply's body as text, refused past [`MAX_REPLY_BYTES`] before it fills memory.
+async fn read_capped(mut response: reqwest::Response) -> Result<String, Failed> {
+    let too_large = || Failed {
+        retry: false,
+        too_long: false,
+        detail: format!("the reply is larger than {} MiB", MAX_REPLY_BYTES >> 20),
+    };
+    if response.content_length().is_some_and(|n| n > MAX_REPLY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| Failed::retry(format!("the reply was cut off ({})", root_cause(&e))))?
+    {
+        if body.len() + chunk.len() > MAX_REPLY_BYTES {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| Failed {
+        retry: false,
+        too_long: false,
+        detail: "the reply is not UTF-8".into(),
+    })
 }
 
 /// One failed attempt.

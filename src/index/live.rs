@@ -21,13 +21,26 @@ pub struct Live {
     readers: usize,
     /// The embedding model every new generation is embedded with, when search is hybrid.
     embedder: Option<Arc<Embedder>>,
+    /// When a generation that lacks vectors is embedded again at the earliest, and the pause
+    /// after that (doubled after each try that leaves some missing, up to [`RETRY_MAX`]).
+    retry: std::sync::Mutex<(std::time::Instant, std::time::Duration)>,
 }
+
+/// The first pause before a generation that lacks vectors is embedded again.
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(10);
+/// The longest pause between two such tries.
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Live {
     /// `index` as the first generation; it and every later one are searched by `readers`
     /// threads at once (see [`Index::with_readers`]).
     pub fn new(index: Index, readers: usize) -> Live {
-        Live { current: RwLock::new(Arc::new(index)), readers: readers.max(1), embedder: None }
+        Live {
+            current: RwLock::new(Arc::new(index)),
+            readers: readers.max(1),
+            embedder: None,
+            retry: std::sync::Mutex::new((std::time::Instant::now(), RETRY_FIRST)),
+        }
     }
 
     /// Every later generation is embedded with `embedder` ([`Index::embed`]) before it is
@@ -38,11 +51,24 @@ impl Live {
     }
 
     /// True when the generation searched now lacks vectors that it should have (the embedding
-    /// server failed): the next refresh tries again even when no document changed.
+    /// server failed) and the pause since the last try is over: the refresh then embeds it again
+    /// even when no document changed. The pause doubles with each try, up to [`RETRY_MAX`].
     pub fn lacks_vectors(&self) -> bool {
-        self.embedder.is_some()
-            && self.current().semantic.as_ref().is_none_or(|s| s.vectors.missing > 0 || s.vectors.is_empty())
-            && self.current().stats.sections > 0
+        let current = self.current();
+        let lacks = self.embedder.is_some()
+            && current.stats.sections > 0
+            && current.semantic.as_ref().is_none_or(|s| s.vectors.missing > 0 || s.vectors.is_empty());
+        let mut retry = self.retry.lock().unwrap_or_else(|p| p.into_inner());
+        if !lacks {
+            *retry = (std::time::Instant::now(), RETRY_FIRST);
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now < retry.0 {
+            return false;
+        }
+        *retry = (now + retry.1, (retry.1 * 2).min(RETRY_MAX));
+        true
     }
 
     /// The generation to read from; it stays whole for as long as it is held.
@@ -60,7 +86,18 @@ impl Live {
             let current = self.current();
             let previous = current.semantic.as_ref().map(|s| &s.vectors);
             let started = std::time::Instant::now();
-            let filled = index.embed(embedder.clone(), cache, previous, &mut |_, _| {})?;
+            // A long embedding (a first one, thousands of sections) is logged a tenth at a time.
+            let mut told = 0;
+            let mut progress = |done: usize, total: usize| {
+                if total >= 200 && done * 10 >= (told + 1) * total && done < total {
+                    told = done * 10 / total;
+                    tracing::info!("embedding sections with {}: {done} of {total}", embedder.model());
+                }
+            };
+            let filled = index.embed(embedder.clone(), cache, previous, &mut progress)?;
+            if let Some(warning) = &filled.cache_warning {
+                tracing::warn!("{warning}");
+            }
             if filled.embedded > 0 {
                 tracing::info!(
                     "embedded {} sections with {} in {} ms",

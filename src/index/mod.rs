@@ -293,7 +293,8 @@ impl Index {
     /// compares).
     pub fn search_fused(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Vec<Hit>, IndexError> {
         let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
-        let Some(semantic) = self.semantic.as_ref().filter(|s| !s.vectors.is_empty()) else {
+        let vectors_weigh = !matches!(fusion, rank::Fusion::Weighted { vector_weight } if vector_weight <= 0.0);
+        let Some(semantic) = self.semantic.as_ref().filter(|s| !s.vectors.is_empty() && vectors_weigh) else {
             return self.keyword(text, k, pool);
         };
         let query = match semantic.embedder.query(text) {

@@ -116,6 +116,7 @@ pub fn cache_path(index_file: &Path) -> PathBuf {
 /// The vector cache beside an index file.
 struct Cache {
     conn: Connection,
+    file: PathBuf,
 }
 
 impl Cache {
@@ -126,7 +127,7 @@ impl Cache {
                  model TEXT NOT NULL, hash TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash)
              ) WITHOUT ROWID;",
         )?;
-        Ok(Cache { conn })
+        Ok(Cache { conn, file: file.to_path_buf() })
     }
 
     /// The vectors kept under `identity` for the `wanted` hashes.
@@ -158,7 +159,7 @@ impl Cache {
     }
 
     /// Drops the vectors of other identities and of text no row holds any more.
-    fn prune(&mut self, identity: &str, keep: &HashSet<&str>) -> Result<(), IndexError> {
+    pub(super) fn prune(&mut self, identity: &str, keep: &HashSet<&str>) -> Result<(), IndexError> {
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM vectors WHERE model <> ?1", params![identity])?;
         let stale: Vec<String> = {
@@ -185,6 +186,19 @@ fn from_bytes(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
+/// Drops from the cache `file` the vectors of other models (and prefixes) than `embedder`'s and
+/// of text `index` no longer holds: what `index rebuild` does. Processes that embed keep every
+/// vector they find, so two configurations sharing a cache never delete each other's.
+pub fn prune_cache(file: &Path, index: &Index, embedder: &Embedder) -> Result<(), IndexError> {
+    let hashes: Vec<String> = {
+        let conn = index.reader();
+        let mut stmt = conn.prepare("SELECT hash FROM sections")?;
+        stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+    };
+    let keep: HashSet<&str> = hashes.iter().map(String::as_str).collect();
+    Cache::open(file)?.prune(&embedder.identity(), &keep)
+}
+
 /// How embedding an index went.
 pub struct Filled {
     /// The index's vectors, and the embedder.
@@ -193,6 +207,8 @@ pub struct Filled {
     pub embedded: usize,
     /// Why some rows have no vector, if some have none.
     pub failure: Option<EmbedError>,
+    /// The cache file could not be read or written: the vectors were made without it.
+    pub cache_warning: Option<String>,
 }
 
 impl Index {
@@ -224,11 +240,32 @@ impl Index {
                 .collect(),
             None => HashMap::new(),
         };
-        let mut cache = cache.map(Cache::open).transpose()?;
-        if let Some(cache) = &cache {
+        // A cache that cannot be used costs time, never search: the vectors are made without it.
+        let mut cache_warning = None;
+        let mut unusable = |file: &Path, e: IndexError| {
+            cache_warning = Some(format!(
+                "the vector cache {} cannot be used ({e}); sections are embedded without it: delete the file, \
+                 or make its folder writable",
+                file.display()
+            ));
+        };
+        let mut cache = match cache.map(|file| (file, Cache::open(file))) {
+            Some((_, Ok(cache))) => Some(cache),
+            Some((file, Err(e))) => {
+                unusable(file, e);
+                None
+            }
+            None => None,
+        };
+        if let Some(open) = &cache {
             let unknown: HashSet<&str> = wanted.iter().copied().filter(|h| !known.contains_key(*h)).collect();
-            if !unknown.is_empty() {
-                known.extend(cache.load(&identity, &unknown)?);
+            let loaded = if unknown.is_empty() { Ok(HashMap::new()) } else { open.load(&identity, &unknown) };
+            match loaded {
+                Ok(found) => known.extend(found),
+                Err(e) => {
+                    unusable(&open.file, e);
+                    cache = None;
+                }
             }
         }
         // Each text not known yet, once, with the first row that holds it.
@@ -263,10 +300,13 @@ impl Index {
                     break;
                 }
             };
-            if let Some(cache) = &mut cache {
+            if let Some(open) = &mut cache {
                 let items: Vec<(&str, &[f32])> =
                     batch.iter().zip(&vectors).map(|((_, hash), v)| (*hash, v.as_slice())).collect();
-                cache.put(&identity, &items)?;
+                if let Err(e) = open.put(&identity, &items) {
+                    unusable(&open.file.clone(), e);
+                    cache = None;
+                }
             }
             for ((_, hash), vector) in batch.iter().zip(vectors) {
                 known.insert(hash.to_string(), vector);
@@ -275,13 +315,8 @@ impl Index {
             progress(embedded, todo.len());
         }
         progress(todo.len(), todo.len());
-        if failure.is_none()
-            && let Some(cache) = &mut cache
-        {
-            cache.prune(&identity, &wanted)?;
-        }
         let vectors = assemble(&rows, &known);
-        Ok(Filled { semantic: Semantic { embedder, vectors }, embedded, failure })
+        Ok(Filled { semantic: Semantic { embedder, vectors }, embedded, failure, cache_warning })
     }
 }
 
