@@ -284,6 +284,24 @@ fn a_broken_cache_costs_time_never_search_and_check_and_weight_zero_ask_nothing(
 }
 
 #[test]
+fn another_model_behind_the_same_name_is_said_and_search_stays_on_keywords() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+    assert_eq!(run(ws.path(), &borrowed(&env), &["search", MISSPELLED]).code, 0);
+    let keywords = run(ws.path(), &[], &["search", "refund window"]);
+    embeddings.cut_to(128);
+    let changed = run(ws.path(), &borrowed(&env), &["search", "refund window"]);
+    assert_eq!(changed.code, 0, "{}", changed.stderr);
+    assert_eq!(sources(&changed.stdout), sources(&keywords.stdout), "the keyword ranking");
+    assert!(
+        changed.stderr.contains("now returns vectors of 128 dimensions and the index holds 256"),
+        "{}",
+        changed.stderr
+    );
+}
+
+#[test]
 fn a_bad_embeddings_setting_is_named_before_anything_runs() {
     let ws = sample_workspace();
     for (env, named) in [

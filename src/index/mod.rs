@@ -304,6 +304,20 @@ impl Index {
                 return self.keyword(text, k, pool);
             }
         };
+        if query.len() != semantic.vectors.dims() {
+            // The model behind the configured name changed (another file served under it):
+            // the kept vectors cannot be compared with the question's.
+            tracing::warn!(
+                "the embedding model `{}` now returns vectors of {} dimensions and the index holds {}: this search \
+                 used keywords only; delete {} beside the index (or set retrieval.embeddings.dimensions) so the \
+                 sections are embedded again",
+                semantic.embedder.model(),
+                query.len(),
+                semantic.vectors.dims(),
+                "index.vectors.db"
+            );
+            return self.keyword(text, k, pool);
+        }
         let keyword = self.keyword(text, pool, pool)?;
         let near = self.rows(&semantic.vectors.nearest(&query, pool * 2))?;
         Ok(rank::fuse(keyword, near, fusion, k))

@@ -58,6 +58,11 @@ impl Vectors {
         self.rows.is_empty()
     }
 
+    /// Length of each vector (0 when there are none).
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
     /// Bytes the vectors take.
     pub fn bytes(&self) -> usize {
         self.data.len() * std::mem::size_of::<f32>() + self.rows.len() * std::mem::size_of::<i64>()

@@ -28,6 +28,9 @@ struct Shared {
     /// Inputs longer than this many characters are refused, as llama.cpp refuses what is
     /// longer than its context (0: none are).
     max_chars: Arc<std::sync::atomic::AtomicUsize>,
+    /// Vectors are cut to this many dimensions (0: [`DIMENSIONS`]), as another model file
+    /// served under the same name would answer.
+    cut_to: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A running fake embedding server.
@@ -81,6 +84,11 @@ impl FakeEmbeddings {
         self.shared.max_chars.store(chars, Ordering::SeqCst);
     }
 
+    /// From now on vectors have `n` dimensions (at most [`DIMENSIONS`]; 0: all of them).
+    pub fn cut_to(&self, n: usize) {
+        self.shared.cut_to.store(n, Ordering::SeqCst);
+    }
+
     /// From now on every request gets a 503 (`true`) or an answer (`false`).
     pub fn fail(&self, failing: bool) {
         self.shared.failing.store(failing, Ordering::SeqCst);
@@ -131,7 +139,14 @@ async fn embed(State(shared): State<Shared>, headers: axum::http::HeaderMap, bod
         .iter()
         .enumerate()
         .rev()
-        .map(|(i, t)| serde_json::json!({"object": "embedding", "index": i, "embedding": vector(t)}))
+        .map(|(i, t)| {
+            let mut v = vector(t);
+            let cut = shared.cut_to.load(Ordering::SeqCst);
+            if cut > 0 {
+                v.truncate(cut);
+            }
+            serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+        })
         .collect();
     let reply = serde_json::json!({"object": "list", "data": data, "model": json["model"]});
     ([("content-type", "application/json")], reply.to_string()).into_response()
