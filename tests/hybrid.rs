@@ -302,6 +302,26 @@ fn another_model_behind_the_same_name_is_said_and_search_stays_on_keywords() {
 }
 
 #[test]
+fn a_section_the_server_refuses_leaves_only_that_section_without_a_vector() {
+    let embeddings = FakeEmbeddings::start();
+    embeddings.refuse_containing("Refunds over 500 EUR need a second approver");
+    let ws = sample_workspace();
+    let env = env(&embeddings);
+    let out = run(ws.path(), &borrowed(&env), &["search", MISSPELLED]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("2 of") && out.stderr.contains("have no vector"),
+        "the two sections that hold it: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("tokenizer failed"), "the server's reason: {}", out.stderr);
+    // Every other section was embedded, the ones after the refused one too.
+    let embedded: std::collections::HashSet<String> = embeddings.texts().into_iter().collect();
+    assert!(embedded.iter().any(|t| t.starts_with("Webhooks")), "sections after it: {}", embedded.len());
+    assert_eq!(sources(&out.stdout).first().map(String::as_str), Some("docs/refunds.md#window"), "{}", out.stdout);
+}
+
+#[test]
 fn a_bad_embeddings_setting_is_named_before_anything_runs() {
     let ws = sample_workspace();
     for (env, named) in [

@@ -45,6 +45,9 @@ pub struct EmbedError {
     pub detail: String,
     /// The server refused an input as longer than the model reads: sent again shorter.
     pub too_long: bool,
+    /// The server could not answer now (unreachable, 429, 5xx, timed out): the same request may
+    /// pass later. Otherwise it refused what was sent.
+    pub transient: bool,
 }
 
 /// What one request is for: the prefix the model was trained with differs.
@@ -253,7 +256,12 @@ impl Embedder {
     }
 
     fn error(&self, detail: String) -> EmbedError {
-        EmbedError { url: self.url.clone(), detail: crate::guard::scrub(&detail).into_owned(), too_long: false }
+        EmbedError {
+            url: self.url.clone(),
+            detail: crate::guard::scrub(&detail).into_owned(),
+            too_long: false,
+            transient: false,
+        }
     }
 
     /// Starts the request thread: its own one-threaded runtime, one task per request.
@@ -314,11 +322,12 @@ impl Request {
                     pause *= 2;
                     attempt += 1;
                 }
-                Err(Failed { detail, too_long, .. }) => {
+                Err(Failed { detail, too_long, retry }) => {
                     return Err(EmbedError {
                         url: self.url.clone(),
                         detail: crate::guard::scrub(&detail).into_owned(),
                         too_long,
+                        transient: retry,
                     });
                 }
                 Ok(vectors) => return Ok(vectors),

@@ -298,23 +298,44 @@ impl Index {
                     .collect::<Result<_, _>>()?
             };
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = match embedder.passages(&texts) {
-                Ok(vectors) => vectors,
-                Err(e) => {
+            let hashes: Vec<&str> = batch.iter().map(|(_, hash)| *hash).collect();
+            // A batch the server refuses (not a passing failure) is sent a text at a time, so
+            // one text it will not take leaves only that section without a vector.
+            let accepted: Vec<(&str, Vec<f32>)> = match embedder.passages(&texts) {
+                Ok(vectors) => hashes.into_iter().zip(vectors).collect(),
+                Err(e) if e.transient || texts.len() == 1 => {
                     failure = Some(e);
                     break;
                 }
+                Err(_) => {
+                    let mut one_by_one = Vec::new();
+                    for (hash, text) in hashes.into_iter().zip(&texts) {
+                        match embedder.passages(&[text]) {
+                            Ok(mut v) => one_by_one.extend(v.pop().map(|v| (hash, v))),
+                            Err(e) => {
+                                let passing = e.transient;
+                                failure = Some(e);
+                                if passing {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    one_by_one
+                }
             };
             if let Some(open) = &mut cache {
-                let items: Vec<(&str, &[f32])> =
-                    batch.iter().zip(&vectors).map(|((_, hash), v)| (*hash, v.as_slice())).collect();
+                let items: Vec<(&str, &[f32])> = accepted.iter().map(|(hash, v)| (*hash, v.as_slice())).collect();
                 if let Err(e) = open.put(&identity, &items) {
                     unusable(&open.file.clone(), e);
                     cache = None;
                 }
             }
-            for ((_, hash), vector) in batch.iter().zip(vectors) {
+            for (hash, vector) in accepted {
                 known.insert(hash.to_string(), vector);
+            }
+            if failure.as_ref().is_some_and(|e| e.transient) {
+                break;
             }
             embedded += batch.len();
             progress(embedded, todo.len());

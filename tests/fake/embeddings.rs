@@ -31,6 +31,8 @@ struct Shared {
     /// Vectors are cut to this many dimensions (0: [`DIMENSIONS`]), as another model file
     /// served under the same name would answer.
     cut_to: Arc<std::sync::atomic::AtomicUsize>,
+    /// A request with an input holding this text is refused with a 400 (empty: none is).
+    refused: Arc<Mutex<String>>,
 }
 
 /// A running fake embedding server.
@@ -89,6 +91,12 @@ impl FakeEmbeddings {
         self.shared.cut_to.store(n, Ordering::SeqCst);
     }
 
+    /// From now on a request with an input that holds `text` is refused with a 400 that is not
+    /// about its length, as a server refuses input it cannot read.
+    pub fn refuse_containing(&self, text: &str) {
+        *self.shared.refused.lock().expect("lock") = text.to_string();
+    }
+
     /// From now on every request gets a 503 (`true`) or an answer (`false`).
     pub fn fail(&self, failing: bool) {
         self.shared.failing.store(failing, Ordering::SeqCst);
@@ -126,6 +134,11 @@ async fn embed(State(shared): State<Shared>, headers: axum::http::HeaderMap, bod
         serde_json::Value::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect(),
         _ => return (StatusCode::BAD_REQUEST, "{\"error\":\"no input\"}").into_response(),
     };
+    let refused = shared.refused.lock().expect("lock").clone();
+    if !refused.is_empty() && texts.iter().any(|t| t.contains(&refused)) {
+        let error = serde_json::json!({"error": {"code": 400, "message": "invalid input: tokenizer failed"}});
+        return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
+    }
     let max = shared.max_chars.load(Ordering::SeqCst);
     if max > 0 && texts.iter().any(|t| t.chars().count() > max) {
         let error = serde_json::json!({"error": {"code": 400, "type": "exceed_context_size_error",
