@@ -183,12 +183,7 @@ fn open_index(
         let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);
         let filled = index.embed(embedder, cache.as_deref(), None, &mut show)?;
         index.warnings.extend(filled.cache_warning.clone());
-        if let Some(e) = &filled.failure {
-            index.warnings.push(format!(
-                "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
-                filled.semantic.vectors.missing, index.stats.sections
-            ));
-        }
+        index.warnings.extend(filled.failure_warning(index.stats.sections));
         index.semantic = Some(filled.semantic);
     }
     Ok((index, source))

@@ -86,8 +86,14 @@ fn a_failing_embedding_server_leaves_search_to_the_keywords() {
     assert_eq!(keywords.code, 0, "{}", keywords.stderr);
 
     embeddings.fail(true);
-    let failing = run(ws.path(), &borrowed(&env), &["search", "refund window"]);
+    // The server's error echoes the key it was sent: it is never shown.
+    let key = "sk-embed-0123456789abcdefghijklmnopqrstuv";
+    let mut keyed = env.clone();
+    keyed.push(("DOCS_AGENT_EMBEDDINGS_API_KEY", key.into()));
+    let failing = run(ws.path(), &borrowed(&keyed), &["search", "refund window"]);
     assert_eq!(failing.code, 0, "keywords still answer: {}", failing.stderr);
+    assert!(failing.stderr.contains("Incorrect API key"), "the server's message: {}", failing.stderr);
+    assert!(!failing.stderr.contains(key) && !failing.stdout.contains(key), "{}", failing.stderr);
     assert_eq!(sources(&failing.stdout), sources(&keywords.stdout), "exactly the keyword ranking");
     assert!(failing.stderr.contains("503") && failing.stderr.contains("keywords only"), "said why: {}", failing.stderr);
 

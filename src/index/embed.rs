@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::EmbeddingsConfig;
+use crate::model::openai::root_cause;
 
 /// Characters of a server's error reply kept in a message.
 const ERROR_BODY_CHARS: usize = 300;
@@ -419,15 +420,6 @@ impl Failed {
     fn retry(detail: String) -> Failed {
         Failed { retry: true, too_long: false, detail }
     }
-}
-
-/// The innermost error: "connection refused" rather than "error sending request".
-fn root_cause(e: &dyn std::error::Error) -> String {
-    let mut inner: &dyn std::error::Error = e;
-    while let Some(next) = inner.source() {
-        inner = next;
-    }
-    inner.to_string()
 }
 
 /// At most `max` characters of `text`.

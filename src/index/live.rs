@@ -106,12 +106,8 @@ impl Live {
                     started.elapsed().as_millis()
                 );
             }
-            if let Some(e) = &filled.failure {
-                tracing::warn!(
-                    "{e}; {} of {} sections have no vector and are found by keywords only until it answers",
-                    filled.semantic.vectors.missing,
-                    index.stats.sections
-                );
+            if let Some(warning) = filled.failure_warning(index.stats.sections) {
+                tracing::warn!("{warning}");
             }
             index.semantic = Some(filled.semantic);
         }

@@ -216,6 +216,19 @@ pub struct Filled {
     pub cache_warning: Option<String>,
 }
 
+impl Filled {
+    /// What the log or the command line says when the server failed: why, and how many of the
+    /// index's `sections` are left to keywords.
+    pub fn failure_warning(&self, sections: usize) -> Option<String> {
+        self.failure.as_ref().map(|e| {
+            format!(
+                "{e}; {} of {sections} sections have no vector and are found by keywords only until it answers",
+                self.semantic.vectors.missing
+            )
+        })
+    }
+}
+
 impl Index {
     /// The vectors of every row of this index: taken from `previous` (the generation before)
     /// and the `cache` file where they were made from the same text under the same model, the

@@ -421,7 +421,7 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-fn root_cause(e: &dyn std::error::Error) -> String {
+pub(crate) fn root_cause(e: &dyn std::error::Error) -> String {
     let mut cause = e;
     while let Some(next) = cause.source() {
         cause = next;

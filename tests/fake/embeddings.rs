@@ -122,9 +122,11 @@ pub fn vector(text: &str) -> Vec<f32> {
 
 async fn embed(State(shared): State<Shared>, headers: axum::http::HeaderMap, body: String) -> Response {
     let key = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    shared.keys.lock().expect("lock").push(key);
+    shared.keys.lock().expect("lock").push(key.clone());
     if shared.failing.load(Ordering::SeqCst) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "{\"error\":\"loading model\"}").into_response();
+        // As some providers and proxies do, the error echoes the key it was sent.
+        let error = serde_json::json!({"error": format!("loading model; Incorrect API key provided: {key}")});
+        return (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response();
     }
     let Ok(json) = serde_json::from_str::<serde_json::Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "{\"error\":\"not JSON\"}").into_response();
