@@ -199,6 +199,14 @@ fn the_answer_path_puts_what_vectors_found_in_context() {
     let requests = model.requests();
     let context = requests.first().map(|r| r["messages"].to_string()).unwrap_or_default();
     assert!(context.contains("docs/refunds.md#window"), "the refund window in context: {context}");
+    // Its text, read for its meaning alone: the question shares no word with it.
+    assert!(context.contains("Refunds are possible within 14 days"), "the window's passage in context: {context}");
+
+    // `search --evidence` shows the same, and the section the question is nearest by meaning.
+    let shown = run(ws.path(), &borrowed(&env), &["search", "--evidence", MISSPELLED]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("nearest by meaning: docs/refunds.md#window"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("Refunds are possible within 14 days"), "{}", shown.stdout);
 }
 
 #[test]

@@ -88,6 +88,9 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
          (retrieval.min_known {}): {verdict}",
         evidence.coverage, weak.coverage, evidence.known, weak.known
     );
+    if let Some((source, standing)) = &evidence.nearest {
+        let _ = writeln!(out, "nearest by meaning: {source}, {standing:.2} standard deviations above the mean");
+    }
     if !evidence.unknown.is_empty() {
         let _ = writeln!(out, "words of the question no section holds: {}", guard::scrub(&evidence.unknown.join(", ")));
     }

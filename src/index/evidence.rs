@@ -47,6 +47,14 @@ const MAX_FILE_SECTIONS: usize = 80;
 const MAX_SECTION_BYTES: usize = 8_000;
 /// The first passages of a section, which its heading path alone can make worth reading.
 const LEAD: usize = 2;
+/// Sections whose lead is read for their meaning alone, at most. Measured on both corpora's
+/// questions (`bench/README.md`, "Hybrid search"): one gains less than two, and costs the ERP's
+/// held-out half a gold section.
+const NEAREST: usize = 2;
+/// The standing (standard deviations above every section's mean similarity) a section needs to
+/// be read for its meaning alone: a floor against a flat crowd, low enough for a docs set of a
+/// few dozen sections (whose best cannot stand far out).
+const MIN_STANDING: f64 = 2.5;
 /// What joins two passages of one section that are not next to each other.
 pub const GAP: &str = "\n\n…\n\n";
 
@@ -103,16 +111,24 @@ pub struct Evidence {
     /// retrieve-first's weak-evidence line (the log, the trace) and by `search --evidence`,
     /// never in an answer.
     pub unknown: Vec<String>,
+    /// With vectors: the section nearest the question's meaning, and how many standard
+    /// deviations its similarity stands above every section's mean.
+    pub nearest: Option<(String, f64)>,
 }
 
 impl Index {
     /// The evidence for `question` within `budget`.
     pub fn evidence(&self, question: &str, budget: Budget) -> Result<Evidence, IndexError> {
-        let searched = self.search(question, budget.sections)?;
+        let fusion = self.semantic.as_ref().map_or(super::rank::FUSION, |s| s.embedder.fusion());
+        let super::Found { hits: searched, standing } = self.search_near(question, budget.sections, fusion)?;
+        let nearest = standing
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(source, z)| (source.clone(), *z));
         let words: Vec<String> =
             super::query::terms(question).into_iter().filter(|w| !super::query::is_function_word(w)).collect();
         if searched.is_empty() || words.is_empty() {
-            return Ok(Evidence { searched, ..Evidence::default() });
+            return Ok(Evidence { searched, nearest, ..Evidence::default() });
         }
         let hits = self.candidates(&searched, budget.files)?;
         let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(uncut(&h.excerpt))).collect();
@@ -142,9 +158,11 @@ impl Index {
         let topical = by_word.iter().flatten().cloned().collect();
         let (headings, passages) = stems[1 + by_word.len()..].split_at(hits.len());
         let stems = Stems { weights, known, topical, headings, passages };
-        let mut evidence = choose(&hits, &sections, &stems, budget);
+        let meaning: Vec<f64> = hits.iter().map(|h| standing.get(&h.source()).copied().unwrap_or(0.0)).collect();
+        let mut evidence = choose(&hits, &sections, &stems, &meaning, budget);
         evidence.searched = searched;
         evidence.unknown = unknown;
+        evidence.nearest = nearest;
         Ok(evidence)
     }
 
@@ -233,8 +251,11 @@ struct Scored<'a> {
     score: f64,
 }
 
-/// Scores every passage and chooses the best within `budget`.
-pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget: Budget) -> Evidence {
+/// Scores every passage and chooses the best within `budget`. `meaning` is each section's
+/// standing by the question's vector (0 without vectors): the lead of the sections that stand
+/// out most are read even when they share no word with the question (an answer put in other
+/// words).
+pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meaning: &[f64], budget: Budget) -> Evidence {
     let total: f64 = stems.weights.values().sum();
     if total <= 0.0 {
         return Evidence::default();
@@ -267,7 +288,8 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget
         }
         offset += section.len();
     }
-    let chosen = pick(hits, &mut scored, budget);
+    let nearest = by_meaning(meaning);
+    let chosen = pick(hits, &mut scored, &nearest, budget);
     // Coverage: the question's weight found in what was chosen, headings included.
     let mut found: HashSet<&str> = HashSet::new();
     let mut offsets = Vec::with_capacity(sections.len());
@@ -297,7 +319,16 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, budget
 
 /// The passages chosen, as (section, place) pairs: best first, within the budget's bytes and
 /// sections, none far below the best.
-fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, usize)> {
+fn pick(hits: &[Hit], scored: &mut [Scored<'_>], nearest: &[usize], budget: Budget) -> Vec<(usize, usize)> {
+    // The leads of the sections nearest by meaning rank right after the best passage by words
+    // (the scores sit close together: any lower, and a budget of a few passages never reaches
+    // them; level with it, they would take the first place the model reads first).
+    let top = scored.iter().map(|s| s.score).fold(0.0, f64::max);
+    for candidate in scored.iter_mut() {
+        if candidate.lead && nearest.contains(&candidate.section) {
+            candidate.score = candidate.score.max(top * (1.0 - 1e-9));
+        }
+    }
     scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.section.cmp(&b.section)).then(a.at.cmp(&b.at)));
     let best = scored.iter().map(|s| s.own).fold(0.0, f64::max);
     let best_labelled = scored.iter().map(|s| s.labelled).fold(0.0, f64::max);
@@ -315,7 +346,8 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
             && !worded.contains(&candidate.section)
             && candidate.labelled > 0.0
             && candidate.labelled >= floor * best_labelled;
-        if !(by_words(candidate) || by_label) {
+        let by_meaning = candidate.lead && nearest.contains(&candidate.section);
+        if !(by_words(candidate) || by_label || by_meaning) {
             continue;
         }
         let new_section = !open.contains(&candidate.section);
@@ -409,6 +441,15 @@ fn assemble(hits: &[Hit], sections: &[Vec<Passage>], chosen: &[(usize, usize)], 
             Item { path: hit.path.clone(), anchor: hit.anchor.clone(), heading: hit.heading.clone(), text, score }
         })
         .collect()
+}
+
+/// The sections whose lead is read for their meaning alone: the [`NEAREST`] that stand out
+/// most, each at least [`MIN_STANDING`] standard deviations above the mean.
+fn by_meaning(meaning: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..meaning.len()).filter(|&s| meaning[s] >= MIN_STANDING).collect();
+    order.sort_by(|&a, &b| meaning[b].total_cmp(&meaning[a]).then(a.cmp(&b)));
+    order.truncate(NEAREST);
+    order
 }
 
 /// BM25 of one passage (its stems, one per word) for the weighted question stems.

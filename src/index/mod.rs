@@ -25,6 +25,7 @@ pub mod vectors;
 pub mod walk;
 
 use cap_std::fs::Dir;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -76,6 +77,17 @@ pub struct Hit {
     pub lines: (usize, usize),
     /// The section text, or the part of it that matched when it is long.
     pub excerpt: String,
+}
+
+/// What a search found: the sections, and for those the question's vector is near, how many
+/// standard deviations each stands above the mean similarity of every section.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// The best sections, best first.
+    pub hits: Vec<Hit>,
+    /// By source (`docs/refunds.md#window`), the vector list's sections' standing
+    /// ([`vectors::Near::standing`]); empty without vectors.
+    pub standing: HashMap<String, f64>,
 }
 
 impl Hit {
@@ -292,16 +304,23 @@ impl Index {
     /// [`Index::search`] with the lists fused by `fusion` (what `cargo bench --bench retrieval`
     /// compares).
     pub fn search_fused(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Vec<Hit>, IndexError> {
+        Ok(self.search_near(text, k, fusion)?.hits)
+    }
+
+    /// [`Index::search_fused`], with how far each section the vectors found stands out from the
+    /// rest (what evidence reads to take passages the question's words do not name).
+    pub fn search_near(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Found, IndexError> {
         let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
+        let keywords_only = |hits| Found { hits, standing: HashMap::new() };
         let vectors_weigh = !matches!(fusion, rank::Fusion::Weighted { vector_weight } if vector_weight <= 0.0);
         let Some(semantic) = self.semantic.as_ref().filter(|s| !s.vectors.is_empty() && vectors_weigh) else {
-            return self.keyword(text, k, pool);
+            return self.keyword(text, k, pool).map(keywords_only);
         };
         let query = match semantic.embedder.query(text) {
             Ok(query) => query,
             Err(e) => {
                 tracing::warn!("{e}; this search used keywords only");
-                return self.keyword(text, k, pool);
+                return self.keyword(text, k, pool).map(keywords_only);
             }
         };
         if query.len() != semantic.vectors.dims() {
@@ -316,11 +335,13 @@ impl Index {
                 semantic.vectors.dims(),
                 "index.vectors.db"
             );
-            return self.keyword(text, k, pool);
+            return self.keyword(text, k, pool).map(keywords_only);
         }
         let keyword = self.keyword(text, pool, pool)?;
-        let near = self.rows(&semantic.vectors.nearest(&query, pool * 2))?;
-        Ok(rank::fuse(keyword, near, fusion, k))
+        let near = semantic.vectors.scan(&query, pool * 2);
+        let vector = self.rows(&near.rows)?;
+        let standing = vector.iter().map(|h| (h.source(), near.standing(h.score))).collect();
+        Ok(Found { hits: rank::fuse(keyword, vector, fusion, k), standing })
     }
 
     /// The best `k` sections by keywords, from `pool` candidate rows.

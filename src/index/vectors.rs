@@ -32,6 +32,25 @@ pub fn passage_text(heading: &str, body: &str) -> String {
     format!("{heading}\n\n{body}")
 }
 
+/// The rows nearest a question's vector, and how its similarity to every row spreads.
+#[derive(Debug, Clone, Default)]
+pub struct Near {
+    /// The nearest rows, best first, with their cosine similarity.
+    pub rows: Vec<(i64, f32)>,
+    /// The mean similarity over every row.
+    pub mean: f64,
+    /// Its standard deviation.
+    pub spread: f64,
+}
+
+impl Near {
+    /// How many standard deviations `cosine` stands above the mean: 0 when the rows do not
+    /// spread at all.
+    pub fn standing(&self, cosine: f64) -> f64 {
+        if self.spread <= f64::EPSILON { 0.0 } else { (cosine - self.mean) / self.spread }
+    }
+}
+
 /// Every embedded row's vector, in one block of memory.
 #[derive(Default)]
 pub struct Vectors {
@@ -71,17 +90,28 @@ impl Vectors {
     /// The `n` rows nearest `query` (a unit vector of the same length), best first, with their
     /// cosine similarity.
     pub fn nearest(&self, query: &[f32], n: usize) -> Vec<(i64, f32)> {
+        self.scan(query, n).rows
+    }
+
+    /// [`Vectors::nearest`], with how the question's similarity spreads over every row: what
+    /// tells a section that stands out from the crowd (an answer put in other words) from one
+    /// that is merely the least far (a question the docs do not answer).
+    pub fn scan(&self, query: &[f32], n: usize) -> Near {
         if query.len() != self.dims || self.dims == 0 || n == 0 {
-            return Vec::new();
+            return Near::default();
         }
         let mut scored: Vec<(f32, usize)> = self.data.chunks_exact(self.dims).map(|v| dot(v, query)).zip(0..).collect();
+        let count = scored.len().max(1) as f64;
+        let mean = scored.iter().map(|(s, _)| f64::from(*s)).sum::<f64>() / count;
+        let variance = scored.iter().map(|(s, _)| (f64::from(*s) - mean).powi(2)).sum::<f64>() / count;
         let best = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if scored.len() > n {
             scored.select_nth_unstable_by(n - 1, best);
             scored.truncate(n);
         }
         scored.sort_by(best);
-        scored.into_iter().map(|(score, i)| (self.rows[i], score)).collect()
+        let rows = scored.into_iter().map(|(score, i)| (self.rows[i], score)).collect();
+        Near { rows, mean, spread: variance.sqrt() }
     }
 
     /// The vector of each text hash.
@@ -405,6 +435,28 @@ mod tests {
         assert!(near[0].1 > near[1].1);
         assert_eq!(vectors.nearest(&unit(&[0.0, 1.0, 0.0]), 10).len(), 3);
         assert!(vectors.nearest(&[1.0, 0.0], 3).is_empty(), "a query of another length finds nothing");
+    }
+
+    #[test]
+    fn a_row_that_stands_out_from_the_crowd_is_said_by_how_far() {
+        // Nine rows alike and one the question points at.
+        let mut rows = Vec::new();
+        let mut known = HashMap::new();
+        for i in 0..10_i64 {
+            let v = if i == 7 { unit(&[1.0, 0.0, 0.0]) } else { unit(&[0.1, 1.0, 0.05 * i as f32]) };
+            rows.push((i, format!("h{i}")));
+            known.insert(format!("h{i}"), v);
+        }
+        let vectors = assemble(&rows, &known);
+        let near = vectors.scan(&unit(&[1.0, 0.1, 0.0]), 3);
+        assert_eq!(near.rows.first().map(|r| r.0), Some(7));
+        let best = near.standing(f64::from(near.rows[0].1));
+        let second = near.standing(f64::from(near.rows[1].1));
+        assert!(best > 2.5, "the outlier stands {best} deviations out");
+        assert!(second < 0.5, "the crowd stands near its mean: {second}");
+        // Rows all alike do not spread: nothing stands out.
+        let flat = Near { rows: Vec::new(), mean: 0.5, spread: 0.0 };
+        assert_eq!(flat.standing(0.9), 0.0);
     }
 
     #[test]
