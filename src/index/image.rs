@@ -4,15 +4,13 @@
 //! per-connection scratch tables a search needs live in each connection's `temp` schema
 //! (`stems::prepare`).
 
-use std::sync::Arc;
-
 use rusqlite::{Connection, MAIN_DB};
 
 use super::stems;
 
 /// The bytes of an index database. The connections made by [`Image::readers`] must be closed
 /// before it is dropped: `Index` declares them first, so they are.
-pub struct Image(Arc<[u8]>);
+pub struct Image(Box<[u8]>);
 
 impl Image {
     /// `n` (at least one) read-only databases over `bytes`, ready to search, and the image
@@ -23,7 +21,9 @@ impl Image {
     ///
     /// The caller must close (drop) every returned connection before it drops the image.
     pub unsafe fn readers(bytes: Vec<u8>, n: usize) -> rusqlite::Result<(Image, Vec<Connection>)> {
-        let image = Image(Arc::from(bytes.into_boxed_slice()));
+        // No copy: a buffer read to its exact size is boxed in place (an `Arc` would copy
+        // the whole index once more, 26 MB for a 2,800-page manual).
+        let image = Image(bytes.into_boxed_slice());
         let mut conns = Vec::with_capacity(n.max(1));
         for _ in 0..n.max(1) {
             let mut conn = Connection::open_in_memory()?;

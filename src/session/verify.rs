@@ -23,9 +23,14 @@ use super::store::Stored;
 /// Shortest quoted span that is checked (shorter quotes are names and labels).
 const MIN_QUOTE_CHARS: usize = 16;
 
-/// Text in straight or curly double quotes, on one line.
+/// Longest quoted span that is checked, in characters.
+const MAX_QUOTE_CHARS: usize = 400;
+
+/// Text in straight or curly double quotes, on one line (longer than [`MAX_QUOTE_CHARS`] is
+/// left out after the match: a counted repetition of a Unicode class compiles to a large
+/// automaton, which every process paid for on its first answer).
 static QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#""([^"\n]{1,400})"|“([^”\n]{1,400})”"#).expect("constant regex QUOTED"));
+    LazyLock::new(|| Regex::new(r#""([^"\n]+)"|“([^”\n]+)”"#).expect("constant regex QUOTED"));
 
 /// A citation in an answer, and whether the turn backs it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -275,6 +280,7 @@ pub fn misquotes(answer: &str, sections: &[Section], question: &str) -> Vec<Stri
     QUOTED
         .captures_iter(answer)
         .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .filter(|m| m.as_str().chars().count() <= MAX_QUOTE_CHARS)
         .flat_map(|m| m.as_str().split(['…']).flat_map(|part| part.split("...")).map(str::trim))
         .filter(|part| part.chars().count() >= MIN_QUOTE_CHARS && part.contains(' '))
         .filter(|part| !haystack.contains(&normal(part)))
