@@ -32,7 +32,7 @@ if [ ! -x /usr/bin/time ]; then
   exit 1
 fi
 python3 - "$runs" "$bin" "$workspace" "$question" <<'PY'
-import os, statistics, sys, tempfile, time
+import os, shutil, statistics, sys, tempfile, time
 
 runs, binary, workspace, question = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 path = os.environ.get("PATH", "/usr/bin:/bin")
@@ -71,8 +71,8 @@ samples = {name: [] for name, _, _ in cases}
 for _ in range(runs):
     for name, argv, env in cases:
         samples[name].append(once(argv, env))
-os.remove(rss_file)
-os.rmdir(cwd)
+# docs-agent keeps its index and sessions in .docs-agent/ under the folder it runs in.
+shutil.rmtree(cwd)
 
 def pct(v, p):
     s = sorted(v)

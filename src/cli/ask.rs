@@ -89,7 +89,8 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
         evidence.coverage, weak.coverage, evidence.known, weak.known
     );
     if let Some((source, standing)) = &evidence.nearest {
-        let _ = writeln!(out, "nearest by meaning: {source}, {standing:.2} standard deviations above the mean");
+        let line = format!("nearest by meaning: {source}, {standing:.2} standard deviations above the mean");
+        let _ = writeln!(out, "{}", guard::scrub(&line));
     }
     if !evidence.unknown.is_empty() {
         let _ = writeln!(out, "words of the question no section holds: {}", guard::scrub(&evidence.unknown.join(", ")));
