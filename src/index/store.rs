@@ -307,7 +307,8 @@ fn snapshot(
     let stats = stats(&tx)?;
     let version = version(&tx)?;
     update.generation = version.generation;
-    let bytes = super::image::read_file(target.file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let bytes =
+        super::image::read_file(target.file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.commit()?;
     // SAFETY: both go into a `Snapshot`, whose connections are declared before its image, and
     // from there into an `Index`, likewise.
