@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::EmbeddingsConfig;
-use crate::model::openai::root_cause;
+use crate::model::openai::{Capped, root_cause};
 
 /// Characters of a server's error reply kept in a message.
 const ERROR_BODY_CHARS: usize = 300;
@@ -382,28 +382,12 @@ impl Request {
 }
 
 /// The reply's body as text, refused past [`MAX_REPLY_BYTES`] before it fills memory.
-async fn read_capped(mut response: reqwest::Response) -> Result<String, Failed> {
-    let too_large = || Failed {
-        retry: false,
-        too_long: false,
-        detail: format!("the reply is larger than {} MiB", MAX_REPLY_BYTES >> 20),
-    };
-    if response.content_length().is_some_and(|n| n > MAX_REPLY_BYTES as u64) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) =
-        response.chunk().await.map_err(|e| Failed::retry(format!("the reply was cut off ({})", root_cause(&e))))?
-    {
-        if body.len() + chunk.len() > MAX_REPLY_BYTES {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    String::from_utf8(body).map_err(|_| Failed {
-        retry: false,
-        too_long: false,
-        detail: "the reply is not UTF-8".into(),
+async fn read_capped(response: reqwest::Response) -> Result<String, Failed> {
+    let refused = |detail| Failed { retry: false, too_long: false, detail };
+    crate::model::openai::read_capped(response, MAX_REPLY_BYTES).await.map_err(|e| match e {
+        Capped::TooLarge => refused(format!("the reply is larger than {} MiB", MAX_REPLY_BYTES >> 20)),
+        Capped::NotUtf8 => refused("the reply is not UTF-8".into()),
+        Capped::Transport(e) => Failed::retry(format!("the reply was cut off ({})", root_cause(&e))),
     })
 }
 

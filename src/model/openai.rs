@@ -354,25 +354,12 @@ impl Client {
 
     /// The body as text, refusing one larger than [`MAX_BODY_BYTES`] before it fills memory.
     /// (An error's body is read with [`read_error_start`] instead.)
-    async fn read_body(&self, mut response: reqwest::Response) -> Result<String, Attempt> {
-        let too_large = || {
-            Attempt::Fatal(ModelError::Malformed {
-                url: self.url.clone(),
-                detail: format!("the reply is larger than {} MiB", MAX_BODY_BYTES >> 20),
-            })
-        };
-        if response.content_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(e))? {
-            if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        String::from_utf8(body).map_err(|_| {
-            Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail: "the reply is not UTF-8".into() })
+    async fn read_body(&self, response: reqwest::Response) -> Result<String, Attempt> {
+        let malformed = |detail| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail });
+        read_capped(response, MAX_BODY_BYTES).await.map_err(|e| match e {
+            Capped::TooLarge => malformed(format!("the reply is larger than {} MiB", MAX_BODY_BYTES >> 20)),
+            Capped::NotUtf8 => malformed("the reply is not UTF-8".into()),
+            Capped::Transport(e) => self.transport_error(e),
         })
     }
 
@@ -419,6 +406,33 @@ enum Attempt {
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get("retry-after")?.to_str().ok()?;
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// Why [`read_capped`] read no text.
+pub(crate) enum Capped {
+    /// The body is longer than allowed.
+    TooLarge,
+    /// The body is not UTF-8.
+    NotUtf8,
+    /// The connection failed while the body was read.
+    Transport(reqwest::Error),
+}
+
+/// A reply's body as text, refused past `max` bytes before it fills memory (the declared length
+/// first, then as it arrives): the one reader of the model server's and the embedding server's
+/// replies.
+pub(crate) async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<String, Capped> {
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(Capped::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Capped::Transport)? {
+        if body.len() + chunk.len() > max {
+            return Err(Capped::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| Capped::NotUtf8)
 }
 
 pub(crate) fn root_cause(e: &dyn std::error::Error) -> String {
