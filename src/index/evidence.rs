@@ -119,8 +119,7 @@ pub struct Evidence {
 impl Index {
     /// The evidence for `question` within `budget`.
     pub fn evidence(&self, question: &str, budget: Budget) -> Result<Evidence, IndexError> {
-        let fusion = self.semantic.as_ref().map_or(super::rank::FUSION, |s| s.embedder.fusion());
-        let super::Found { hits: searched, standing } = self.search_near(question, budget.sections, fusion)?;
+        let super::Found { hits: searched, standing } = self.search_near(question, budget.sections, self.fusion())?;
         let nearest = standing
             .iter()
             .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
@@ -247,6 +246,8 @@ struct Scored<'a> {
     labelled: f64,
     /// It is one of the first passages of its section.
     lead: bool,
+    /// It is the lead of a section nearest the question by meaning ([`by_meaning`]).
+    meant: bool,
     /// With its neighbours, heading and section rank.
     score: f64,
 }
@@ -263,6 +264,7 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meanin
     let top = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max).max(f64::MIN_POSITIVE);
     let lengths: Vec<usize> = stems.passages.iter().map(Vec::len).collect();
     let average = (lengths.iter().sum::<usize>() as f64 / lengths.len().max(1) as f64).max(1.0);
+    let nearest = by_meaning(meaning);
     let mut scored: Vec<Scored<'_>> = Vec::new();
     let mut offset = 0;
     for (s, section) in sections.iter().enumerate() {
@@ -284,12 +286,13 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meanin
             let after = labelled.get(i + 1).copied().unwrap_or(0.0);
             let score = labelled[i] + NEIGHBOUR * before.max(after) + HEADING * heading + RANK * rank;
             let lead = i < LEAD;
-            scored.push(Scored { section: s, at: i, passage, own: own[i], labelled: labelled[i], lead, score });
+            let meant = lead && nearest.contains(&s);
+            let (own, labelled) = (own[i], labelled[i]);
+            scored.push(Scored { section: s, at: i, passage, own, labelled, lead, meant, score });
         }
         offset += section.len();
     }
-    let nearest = by_meaning(meaning);
-    let chosen = pick(hits, &mut scored, &nearest, budget);
+    let chosen = pick(hits, &mut scored, budget);
     // Coverage: the question's weight found in what was chosen, headings included.
     let mut found: HashSet<&str> = HashSet::new();
     let mut offsets = Vec::with_capacity(sections.len());
@@ -319,13 +322,13 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meanin
 
 /// The passages chosen, as (section, place) pairs: best first, within the budget's bytes and
 /// sections, none far below the best.
-fn pick(hits: &[Hit], scored: &mut [Scored<'_>], nearest: &[usize], budget: Budget) -> Vec<(usize, usize)> {
+fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, usize)> {
     // The leads of the sections nearest by meaning rank right after the best passage by words
     // (the scores sit close together: any lower, and a budget of a few passages never reaches
     // them; level with it, they would take the first place the model reads first).
     let top = scored.iter().map(|s| s.score).fold(0.0, f64::max);
     for candidate in scored.iter_mut() {
-        if candidate.lead && nearest.contains(&candidate.section) {
+        if candidate.meant {
             candidate.score = candidate.score.max(top * (1.0 - 1e-9));
         }
     }
@@ -346,8 +349,7 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], nearest: &[usize], budget: Budg
             && !worded.contains(&candidate.section)
             && candidate.labelled > 0.0
             && candidate.labelled >= floor * best_labelled;
-        let by_meaning = candidate.lead && nearest.contains(&candidate.section);
-        if !(by_words(candidate) || by_label || by_meaning) {
+        if !(by_words(candidate) || by_label || candidate.meant) {
             continue;
         }
         let new_section = !open.contains(&candidate.section);

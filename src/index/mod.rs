@@ -297,8 +297,12 @@ impl Index {
     /// question's vector are fused ([`rank::fuse`]); when the embedding server fails, the
     /// keywords alone answer and the log says why.
     pub fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, IndexError> {
-        let fusion = self.semantic.as_ref().map_or(rank::FUSION, |s| s.embedder.fusion());
-        self.search_fused(text, k, fusion)
+        self.search_fused(text, k, self.fusion())
+    }
+
+    /// How this index fuses its two lists: as its embedder is configured, or the default.
+    pub fn fusion(&self) -> rank::Fusion {
+        self.semantic.as_ref().map_or(rank::FUSION, |s| s.embedder.fusion())
     }
 
     /// [`Index::search`] with the lists fused by `fusion` (what `cargo bench --bench retrieval`
