@@ -223,7 +223,7 @@ async function ask(event) {
   item.scrollIntoView({ block: "end" });
   const answer = item.querySelector(".answer");
   setStatus("asking…");
-  let waiting = false, failed = false, opened = false;
+  let waiting = false, failed = false, opened = false, answerSeq = null;
   try {
     let streamed = "";
     await stream("POST", "/v1/sessions/" + encodeURIComponent(id) + "/messages", { text: question }, (kind, data) => {
@@ -236,7 +236,10 @@ async function ask(event) {
         addStep(item, { tool: data.tool, argument: argumentOf(JSON.stringify(data.args)), result: firstLine(data.result), decision: data.decision });
       }
       else if (kind === "text") { streamed += data.delta; answer.textContent = streamed; }
-      else if (kind === "answer") renderAnswer(answer, data.answer, data.nodes, (path, anchor) => openSource(path, anchor, { session: id, seq: data.seq }));
+      else if (kind === "answer") {
+        answerSeq = data.seq;
+        renderAnswer(answer, data.answer, data.nodes, (path, anchor) => openSource(path, anchor, { session: id, seq: data.seq }));
+      }
       else if (kind === "approval_required") {
         waiting = true;
         // Only the conversation on screen shows the wait and follows it.
@@ -251,20 +254,24 @@ async function ask(event) {
     setStatus("");
     if (!opened) item.remove();
   } finally {
-    answer.removeAttribute("aria-busy");
     running = null;
     busy(false);
   }
-  // The turn as recorded, in place: its answer with sources and a rating form.
-  if (!waiting && !failed && sessionId === id) await settle(id, item);
+  // The turn as recorded, in place: its answer with sources and a rating form. The live
+  // element stays busy until then.
+  if (!waiting && !failed && sessionId === id) await settle(id, item, answerSeq);
+  answer.removeAttribute("aria-busy");
   loadSessions();
 }
 
 // Replaces a turn shown live with the turn as the log recorded it, without announcing it again.
-async function settle(id, item) {
+// The turn is found by its answer's `seq` (or, with no answer, by the element's place in the
+// list), never as "the last turn": a question asked meanwhile may already be recorded after it.
+async function settle(id, item, seq) {
   try {
     const turns = turnsOf(await sessionEvents(id));
-    const turn = turns[turns.length - 1];
+    const place = [...$("turns").children].indexOf(item);
+    const turn = seq === null ? turns[place] : turns.find((t) => t.answer && t.answer.seq === seq);
     if (turn && item.isConnected && sessionId === id) quietly(() => item.replaceWith(turnElement(turn, false, ctx(id))));
   } catch (error) {
     showError(error.message);
