@@ -4,9 +4,6 @@
 //! per-connection scratch tables a search needs live in each connection's `temp` schema
 //! (`stems::prepare`).
 
-use std::io::Read;
-use std::path::Path;
-
 use rusqlite::{Connection, MAIN_DB};
 
 use super::stems;
@@ -14,39 +11,6 @@ use super::stems;
 /// The bytes of an index database. The connections made by [`Image::readers`] must be closed
 /// before it is dropped: `Index` declares them first, so they are.
 pub struct Image(Box<[u8]>);
-
-/// The whole of an index file, read into memory the kernel may back with huge pages: read into
-/// fresh 4 KiB pages, a 26 MB index spends more time in page faults than in the copy.
-pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    let size = usize::try_from(file.metadata()?.len()).unwrap_or(0);
-    let mut bytes = vec![0u8; size];
-    advise_huge_pages(&mut bytes);
-    file.read_exact(&mut bytes)?;
-    // A file that grew since its size was read is read to its end all the same.
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Asks the kernel to back the whole pages of `bytes` with huge pages where it can (a hint:
-/// nothing changes but how the memory is mapped).
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(bytes: &mut [u8]) {
-    const PAGE: usize = 4096;
-    let start = (bytes.as_mut_ptr() as usize).next_multiple_of(PAGE);
-    let end = (bytes.as_mut_ptr() as usize + bytes.len()) & !(PAGE - 1);
-    if end > start {
-        // SAFETY: [start, end) is page-aligned and lies inside `bytes`, which this function
-        // borrows mutably; MADV_HUGEPAGE changes how the kernel backs the range, never its
-        // contents, and a refusal is harmless (the result is ignored).
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_bytes: &mut [u8]) {}
 
 impl Image {
     /// `n` (at least one) read-only databases over `bytes`, ready to search, and the image

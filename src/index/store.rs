@@ -8,8 +8,11 @@
 //! format (another docs-agent, tokenizer or column set), for another workspace, or that SQLite
 //! cannot read, is rebuilt from scratch: the index never answers from rows it cannot vouch for.
 //!
-//! The process then searches an in-memory copy, so another process updating the same file
-//! never changes what this one reads in the middle of an answer.
+//! The file is kept in write-ahead-log mode. The process then searches it in place, through
+//! read-only connections that each hold a read transaction begun after the update, so another
+//! process updating the same file never changes what this one reads in the middle of an answer,
+//! and never waits for it either (a WAL reader does not block a writer). The pages are read
+//! through a memory map, shared with every other process reading the file: nothing is copied.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -19,10 +22,10 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use cap_std::fs::Dir;
-use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
-use super::image::Image;
+use super::stems;
 use super::walk::{self, DocFile, Listed, Listing};
 use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_of};
 
@@ -138,9 +141,9 @@ pub type Held<'a> = &'a dyn Fn(&Listed) -> bool;
 
 /// What one try of opening the file gave.
 enum Opened {
-    /// The index, copied into memory after the update.
+    /// The index, as the file stands after the update.
     Index(Box<Index>, Update),
-    /// The update left the generation the caller already searches: nothing to copy.
+    /// The update left the generation the caller already searches: nothing to open.
     Same(Update),
     /// Another process replaced the file before it was copied: start over.
     Replaced,
@@ -210,7 +213,7 @@ impl Index {
         let mut conn = connect(file)?;
         let attempt = foreign(&conn).and_then(|foreign| match foreign {
             true => Ok(None),
-            false => rollback_journal(&conn).and_then(|()| refresh(&mut conn, &job, progress, &mut warnings).map(Some)),
+            false => write_ahead_log(&conn).and_then(|()| refresh(&mut conn, &job, progress, &mut warnings).map(Some)),
         });
         let mut update = match attempt {
             Ok(Some(update)) => update,
@@ -241,14 +244,15 @@ impl Index {
                 return Ok(Opened::Same(update));
             }
         }
-        let Some(Snapshot { conns, image, stats, version }) =
-            snapshot(&mut conn, target, want.readers, &mut update).map_err(|e| failed(file, &e))?
+        update.generation = generation(&conn).map_err(|e| failed(file, &e))?;
+        drop(conn);
+        let Some(Snapshot { conns, stats, version }) =
+            snapshot(target, want.readers, &mut update).map_err(|e| failed(file, &e))?
         else {
             return Ok(Opened::Replaced);
         };
         let conns = conns.into_iter().map(Mutex::new).collect();
-        let index =
-            Index { conns, image: Some(image), next: AtomicUsize::new(0), warnings, stats, version, semantic: None };
+        let index = Index { conns, image: None, next: AtomicUsize::new(0), warnings, stats, version, semantic: None };
         Ok(Opened::Index(Box::new(index), update))
     }
 }
@@ -281,41 +285,48 @@ struct Job<'a> {
     held: Held<'a>,
 }
 
-/// A copy of the file in memory, with its counts and version.
+/// Readers of the file as one update left it, with its counts and version.
 struct Snapshot {
-    /// Read-only databases over `image`; declared first, so they are closed before it is freed.
+    /// Read-only connections, each inside a read transaction at the same generation.
     conns: Vec<Connection>,
-    image: Image,
     stats: Stats,
     version: Version,
 }
 
-/// The committed file, copied into memory under a read transaction (no writer can commit
-/// while it is read; the file is in rollback-journal mode, so its bytes are the database),
-/// with its counts and version from the same moment.
+/// How much of the file a reader maps into memory (SQLite reads past it with `pread`).
+const MMAP_BYTES: i64 = 1 << 30;
+
+/// `readers` read-only connections to the file, each holding a read transaction (a WAL
+/// snapshot) for as long as it lives, with its counts and version from that moment.
 ///
-/// The file is opened again by path, so another process may have replaced it (a rebuild)
-/// since the update: the copy itself must say it is this workspace's index in the current
-/// format, at the generation the update left, or it is `None` and the caller starts over.
-fn snapshot(
-    conn: &mut Connection,
-    target: &Target<'_>,
-    readers: usize,
-    update: &mut Update,
-) -> rusqlite::Result<Option<Snapshot>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-    let stats = stats(&tx)?;
-    let version = version(&tx)?;
-    update.generation = version.generation;
-    let bytes =
-        super::image::read_file(target.file).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    tx.commit()?;
-    // SAFETY: both go into a `Snapshot`, whose connections are declared before its image, and
-    // from there into an `Index`, likewise.
-    let (image, conns) = unsafe { Image::readers(bytes, readers)? };
-    let same = stale_reason(&conns[0], target.workspace, target.max_file_bytes).ok() == Some(None)
-        && generation(&conns[0]).ok() == Some(update.generation);
-    Ok(same.then_some(Snapshot { conns, image, stats, version }))
+/// The file is opened again by path, so another process may have replaced it (a rebuild) or
+/// updated it since this update: each reader must say it is this workspace's index in the
+/// current format, at the generation the update left, or it is `None` and the caller starts
+/// over.
+fn snapshot(target: &Target<'_>, readers: usize, update: &mut Update) -> rusqlite::Result<Option<Snapshot>> {
+    let mut conns = Vec::with_capacity(readers.max(1));
+    for _ in 0..readers.max(1) {
+        let conn = Connection::open_with_flags(
+            target.file,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )?;
+        conn.busy_timeout(BUSY)?;
+        // Sorts and the scratch tables stay in memory: the kernel sandbox grants no temporary folder.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
+        stems::prepare(&conn)?;
+        // The first read after BEGIN fixes what this connection sees until it is closed.
+        conn.execute_batch("BEGIN DEFERRED")?;
+        let same = stale_reason(&conn, target.workspace, target.max_file_bytes)?.is_none()
+            && generation(&conn)? == update.generation;
+        if !same {
+            return Ok(None);
+        }
+        conns.push(conn);
+    }
+    let stats = stats(&conns[0])?;
+    let version = version(&conns[0])?;
+    Ok(Some(Snapshot { conns, stats, version }))
 }
 
 /// The error for a file that cannot be used, naming it and what to do.
@@ -386,17 +397,23 @@ fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
     Ok(aside.into())
 }
 
-/// Puts the file in rollback-journal mode: the in-memory copy is read straight from the file's
-/// bytes (`snapshot`), which hold the whole database only outside WAL mode.
-fn rollback_journal(conn: &Connection) -> rusqlite::Result<()> {
-    let mode: String = conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
-    if mode.eq_ignore_ascii_case("delete") {
-        Ok(())
-    } else {
+/// Puts the file in write-ahead-log mode, where readers keep a snapshot in place while another
+/// process updates the file (`snapshot`). A WAL grown by a large update is cut back when it
+/// starts over.
+fn write_ahead_log(conn: &Connection) -> rusqlite::Result<()> {
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
         let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR);
-        Err(rusqlite::Error::SqliteFailure(code, Some(format!("the file stays in journal mode {mode}, not delete"))))
+        return Err(rusqlite::Error::SqliteFailure(
+            code,
+            Some(format!("the file stays in journal mode {mode}, not wal")),
+        ));
     }
+    conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES)
 }
+
+/// How large a write-ahead log is left when it starts over.
+const WAL_LIMIT_BYTES: i64 = 4 << 20;
 
 /// True when the file holds tables but no docs-agent `meta.format`: a database of something
 /// else, which an update must not touch.
@@ -765,6 +782,32 @@ mod tests {
     }
 
     #[test]
+    fn an_open_index_reads_its_snapshot_while_another_process_updates_the_file() {
+        let (_tmp, dir, file) = folder();
+        write_old(&dir.join("a.md"), "# A\n\nwalrus\n");
+        let (reading, _) = open(&dir, &file);
+        assert_eq!(reading.search("walrus", 5).expect("search").len(), 1);
+
+        // Another process's update commits while `reading` holds its snapshot: it does not
+        // wait for the reader (a rollback journal would have it wait), and the reader sees none of it.
+        write_old(&dir.join("a.md"), "# A\n\nnarwhal\n");
+        write_old(&dir.join("b.md"), "# B\n\nnarwhal too\n");
+        let (updated, update) = open(&dir, &file);
+        assert_eq!((update.changed, update.added), (1, 1), "{update:?}");
+        assert_eq!(updated.search("narwhal", 5).expect("search").len(), 2);
+        assert_eq!(reading.search("walrus", 5).expect("search").len(), 1, "the reader keeps its snapshot");
+        assert!(reading.search("narwhal", 5).expect("search").is_empty());
+        assert_eq!((reading.stats.files, updated.stats.files), (1, 2));
+        assert!(reading.version.generation < updated.version.generation);
+
+        // Nothing was copied: the reader's memory does not hold the file.
+        assert!(reading.image.is_none() && updated.image.is_none());
+        drop(reading);
+        let (again, update) = open(&dir, &file);
+        assert_eq!((update.unchanged, again.version), (2, updated.version));
+    }
+
+    #[test]
     fn another_format_or_workspace_rebuilds_and_a_foreign_database_is_left_alone() {
         let (tmp, dir, file) = folder();
         std::fs::write(dir.join("a.md"), "# A\n\nalpha\n").expect("a");
@@ -780,8 +823,10 @@ mod tests {
         let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another workspace")), "{update:?}");
 
-        // A file someone put in WAL mode: back to a rollback journal, so the copy holds everything.
-        Connection::open(&file).and_then(|c| c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))).expect("wal");
+        // A file someone put in rollback-journal mode: back to a write-ahead log.
+        Connection::open(&file)
+            .and_then(|c| c.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())))
+            .expect("delete");
         std::fs::write(dir.join("w.md"), "# W\n\nwombat\n").expect("w");
         let (index, _) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
         assert_eq!(index.search("wombat", 1).expect("search").len(), 1);
