@@ -98,7 +98,7 @@ impl<W: Write> Trace<W> {
                 }
                 Format::Brief => {
                     let line = brief_tool_line(call, result);
-                    let _ = writeln!(self.out, "{line}");
+                    self.line(&line);
                 }
             },
             TurnEvent::Stopped { reason, message } => {
@@ -124,13 +124,13 @@ impl<W: Write> Trace<W> {
             TurnEvent::SentBack(kind) => match self.format {
                 Format::Json => self.write(&json!({"event": "correction", "kind": kind.as_str()})),
                 Format::Brief => {
-                    let _ = writeln!(self.out, "  the answer was sent back to the model ({})", kind.as_str());
+                    self.line(&format!("  the answer was sent back to the model ({})", kind.as_str()));
                 }
             },
             TurnEvent::Replaced(why) => match self.format {
                 Format::Json => self.write(&json!({"event": "replaced", "why": clean(why, 2_000)})),
                 Format::Brief => {
-                    let _ = writeln!(self.out, "  {}", clean(why, 2_000));
+                    self.line(&format!("  {}", clean(why, 2_000)));
                 }
             },
             TurnEvent::Answer(_) => {
@@ -144,7 +144,7 @@ impl<W: Write> Trace<W> {
                 Format::Json => self.write(&json!({"event": "hook", "stage": stage.as_str(), "rule": rule,
                     "decision": decision, "call_id": call_id})),
                 Format::Brief => {
-                    let _ = writeln!(self.out, "  hook {} {rule}: {decision}", stage.as_str());
+                    self.line(&format!("  hook {} {rule}: {decision}", stage.as_str()));
                 }
             },
             TurnEvent::ModelCall { .. }
@@ -159,14 +159,23 @@ impl<W: Write> Trace<W> {
         match self.format {
             Format::Json => self.write(&json!({"event": event, "message": clean(message, 2_000)})),
             Format::Brief => {
-                let _ = writeln!(self.out, "docs-agent: {event}: {}", clean(message, 2_000));
+                self.line(&format!("docs-agent: {event}: {}", clean(message, 2_000)));
             }
         }
     }
 
     fn write(&mut self, line: &Value) {
+        self.line(&line.to_string());
+    }
+
+    /// Writes `text` and a line break in one write: the sink behind it redacts what it is
+    /// given, so a line must reach it whole, not as the pieces a formatter writes.
+    fn line(&mut self, text: &str) {
+        let mut whole = String::with_capacity(text.len() + 1);
+        whole.push_str(text);
+        whole.push('\n');
         // A trace that cannot be written must not stop the answer.
-        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.write_all(whole.as_bytes());
     }
 
     /// The sink, for tests.
@@ -309,6 +318,39 @@ mod tests {
     fn tool(t: &mut Trace<Vec<u8>>, name: &str, arguments: &str, result: &str, decision: Decision) {
         let call = Call { step: 1, id: "h1", name, arguments };
         t.observe(&TurnEvent::ToolResult { call, result, ms: 1, decision });
+    }
+
+    /// What a writer was given, write by write.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The CLI's stderr redacts each write it is given, so each line must come in one write,
+    /// never as the pieces JSON's escapes cut it into.
+    #[test]
+    fn every_line_reaches_the_sink_in_one_write() {
+        for format in [Format::Json, Format::Brief] {
+            let mut trace = Trace::new(Writes::default(), 200).with_format(format);
+            let call = Call { step: 1, id: "h1", name: "search_docs", arguments: r#"{"query":"a \"quoted\"\nline"}"# };
+            let result = "first \"line\"\nsecond\tline";
+            trace.observe(&TurnEvent::ToolResult { call, result, ms: 1, decision: Decision::Allowed });
+            trace.event("warning", "a \"quoted\" warning\nover two lines");
+            let writes = trace.into_inner().0;
+            assert_eq!(writes.len(), 2, "{format:?}: one write per line: {writes:?}");
+            for write in &writes {
+                let text = String::from_utf8_lossy(write);
+                assert!(text.ends_with('\n'), "{format:?}: a piece: {text:?}");
+            }
+        }
     }
 
     /// Each way a secret can reach the trace: the line it makes, from a fresh trace.

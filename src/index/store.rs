@@ -800,6 +800,11 @@ mod tests {
         assert_eq!((reading.stats.files, updated.stats.files), (1, 2));
         assert!(reading.version.generation < updated.version.generation);
 
+        let conn = reading.reader();
+        assert!(!conn.is_autocommit(), "the reader stays in its read transaction");
+        stems::stems(&conn, &["walrus words"]).expect("stems");
+        assert!(!conn.is_autocommit(), "the reader stays in its read transaction after stemming");
+        drop(conn);
         // Nothing was copied: the reader's memory does not hold the file.
         assert!(reading.image.is_none() && updated.image.is_none());
         drop(reading);
