@@ -132,6 +132,24 @@ pub enum OpenError {
 /// AGENTS.md as it goes in the prompt: none when there is none. One that cannot be used (over
 /// `prompt.agents_md_max_bytes`, binary, not UTF-8) is never left out silently: a warning on
 /// stderr says so, or, with `prompt.agents_md_unusable = "error"`, the command stops.
+/// The workspace's skills and the system prompt made from them and `AGENTS.md`.
+fn system_prompt(workspace: &Workspace, config: &Config) -> Result<(Skills, String), OpenError> {
+    let skills = Skills::load(workspace.root());
+    let agents_md = project_rules(workspace, &config.prompt)?;
+    let catalog = skills.catalog_within(config.prompt.skills_catalog_tokens);
+    if catalog.left_out > 0 {
+        tracing::warn!(
+            "{} of {} skills are left out of the prompt: the catalog is capped at {} tokens \
+             (prompt.skills_catalog_tokens); raise it, or merge skills",
+            catalog.left_out,
+            skills.skills.len(),
+            config.prompt.skills_catalog_tokens
+        );
+    }
+    let text = prompt::system_prompt(agents_md.as_deref(), &catalog.text);
+    Ok((skills, text))
+}
+
 fn project_rules(workspace: &Workspace, prompt: &crate::config::PromptConfig) -> Result<Option<String>, OpenError> {
     let Some(path) = check_read("AGENTS.md").ok().filter(|p| p.area() == Area::AgentsMd) else {
         return Ok(None);
@@ -258,23 +276,21 @@ impl Harness {
     fn open_with(config: &Config, readers: usize, embed: Embed) -> Result<Harness, OpenError> {
         let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
-        let (index, source) = match workspace.docs() {
-            Some(docs) => open_index(docs, config, readers, embed).map_err(OpenError::Index)?,
-            None => (Index::empty().map_err(OpenError::Index)?, Source::Memory { built_from: Vec::new() }),
-        };
-        let skills = Skills::load(workspace.root());
-        let agents_md = project_rules(&workspace, &config.prompt)?;
-        let catalog = skills.catalog_within(config.prompt.skills_catalog_tokens);
-        if catalog.left_out > 0 {
-            tracing::warn!(
-                "{} of {} skills are left out of the prompt: the catalog is capped at {} tokens \
-                 (prompt.skills_catalog_tokens); raise it, or merge skills",
-                catalog.left_out,
-                skills.skills.len(),
-                config.prompt.skills_catalog_tokens
-            );
-        }
-        let system_prompt = prompt::system_prompt(agents_md.as_deref(), &catalog.text);
+        // The prompt (skills, AGENTS.md, both scrubbed: the redactor's first use, which builds
+        // its automaton and compiles rules) is made on a second thread while this one brings
+        // the index up to date; neither reads what the other makes.
+        let (opened, prompted) = std::thread::scope(|scope| {
+            let prompted = scope.spawn(|| system_prompt(&workspace, config));
+            let opened = match workspace.docs() {
+                Some(docs) => open_index(docs, config, readers, embed).map_err(OpenError::Index),
+                None => Index::empty()
+                    .map(|index| (index, Source::Memory { built_from: Vec::new() }))
+                    .map_err(OpenError::Index),
+            };
+            (opened, prompted.join())
+        });
+        let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        let (index, source) = opened?;
         Ok(Harness {
             workspace,
             index: Live::new(index, readers).embedded(embedder(config)),

@@ -193,7 +193,7 @@ const RULE_RUN_CAP: &str = "256";
 
 /// `pattern` with every open-ended counted repetition bounded by [`RULE_RUN_CAP`].
 fn bounded(pattern: &str) -> String {
-    static OPEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{(\d+),\}").expect("constant regex OPEN"));
+    static OPEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{([0-9]+),\}").expect("constant regex OPEN"));
     OPEN.replace_all(pattern, format!("{{${{1}},{RULE_RUN_CAP}}}").as_str()).into_owned()
 }
 
@@ -202,7 +202,7 @@ fn bounded(pattern: &str) -> String {
 /// class is hundreds of copies of a large automaton).
 fn open(pattern: &str) -> String {
     static LONG: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\{(\d+),(\d{3,}|[2-9]\d)\}").expect("constant regex LONG"));
+        LazyLock::new(|| Regex::new(r"\{([0-9]+),([0-9]{3,}|[2-9][0-9])\}").expect("constant regex LONG"));
     LONG.replace_all(pattern, "{${1},}").into_owned()
 }
 

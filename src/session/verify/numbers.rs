@@ -20,7 +20,7 @@ use crate::tools::{self, Decision};
 /// `[1]`, `[2, 3]`, `[1; 4]`: numbers in brackets, not a link's text (`[1](…)`) nor a
 /// reference definition (`[1]: …`), which the replacement checks after the match.
 static NUMBERS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[(\d{1,2}(?:\s*[,;]\s*\d{1,2})*)\]").expect("constant regex NUMBERS"));
+    LazyLock::new(|| Regex::new(r"\[([0-9]{1,2}(?:\s*[,;]\s*[0-9]{1,2})*)\]").expect("constant regex NUMBERS"));
 
 /// Phrases by which something is said to be absent: of the docs ("the docs do not mention"),
 /// or of the product ("SSO is not available on Starter"); [`ABOUT_DOCS`] tells them apart.
