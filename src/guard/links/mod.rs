@@ -90,9 +90,9 @@ const URL_ATTRS: &[&str] = &[
 /// duplicates, which it drops silently.
 static DEFINITION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     let pattern = concat!(
-        r"(?m)^(?:[ \t>*+-]|[0-9]{1,9}[.)])*", // block-quote and list-item markers (ASCII digits, as CommonMark's)
-        r"(\[(?:[^\[\]\\\n]|\\.)+\]:[ \t]*", // 1: the whole line from `[label]:`
-        r"(?:<([^<>\n]*)>|(\S+))[^\n]*)",    // 2: `<url>` or 3: `url`, then a title
+        r"(?m)^(?:[ \t>*+-]|[0-9]{1,9}[.)])*", // block-quote and list-item markers
+        r"(\[(?:[^\[\]\\\n]|\\.)+\]:[ \t]*",   // 1: the whole line from `[label]:`
+        r"(?:<([^<>\n]*)>|(\S+))[^\n]*)",      // 2: `<url>` or 3: `url`, then a title
     );
     Regex::new(pattern).expect("the definition pattern is a valid constant regex")
 });

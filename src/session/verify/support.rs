@@ -18,8 +18,7 @@ static CITED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[[^\]\n]*\]|\(?\b(?:docs|notes|skills)/[^)\s]*\)?|https?://\S+").expect("constant regex CITED")
 });
 /// A code span, `next_period`: its text.
-static CODE_SPAN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"`([^`\n]+)`").expect("constant regex CODE_SPAN"));
+static CODE_SPAN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\n]+)`").expect("constant regex CODE_SPAN"));
 /// A longer code span is no name or value an answer could be checked on. (Its length is
 /// checked after the match: a counted class of any character compiles ten times slower.)
 const MAX_CODE_SPAN_CHARS: usize = 80;
