@@ -129,9 +129,6 @@ pub enum OpenError {
     AgentsMd(String),
 }
 
-/// AGENTS.md as it goes in the prompt: none when there is none. One that cannot be used (over
-/// `prompt.agents_md_max_bytes`, binary, not UTF-8) is never left out silently: a warning on
-/// stderr says so, or, with `prompt.agents_md_unusable = "error"`, the command stops.
 /// The workspace's skills and the system prompt made from them and `AGENTS.md`.
 fn system_prompt(workspace: &Workspace, config: &Config) -> Result<(Skills, String), OpenError> {
     let skills = Skills::load(workspace.root());
@@ -150,6 +147,9 @@ fn system_prompt(workspace: &Workspace, config: &Config) -> Result<(Skills, Stri
     Ok((skills, text))
 }
 
+/// AGENTS.md as it goes in the prompt: none when there is none. One that cannot be used (over
+/// `prompt.agents_md_max_bytes`, binary, not UTF-8) is never left out silently: a warning on
+/// stderr says so, or, with `prompt.agents_md_unusable = "error"`, the command stops.
 fn project_rules(workspace: &Workspace, prompt: &crate::config::PromptConfig) -> Result<Option<String>, OpenError> {
     let Some(path) = check_read("AGENTS.md").ok().filter(|p| p.area() == Area::AgentsMd) else {
         return Ok(None);

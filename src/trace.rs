@@ -168,8 +168,9 @@ impl<W: Write> Trace<W> {
         self.line(&line.to_string());
     }
 
-    /// Writes `text` and a line break in one write: the sink behind it redacts what it is
-    /// given, so a line must reach it whole, not as the pieces a formatter writes.
+    /// Writes `text` and a line break in one write: one system call on an unbuffered stderr,
+    /// and a writer that redacts what it is given sees the line whole, not the pieces a
+    /// formatter writes.
     fn line(&mut self, text: &str) {
         let mut whole = String::with_capacity(text.len() + 1);
         whole.push_str(text);

@@ -31,7 +31,8 @@ const REDRAW_EVERY: Duration = Duration::from_millis(100);
 const ERASE_LINE: &[u8] = b"\r\x1b[2K";
 
 /// The progress line and what stderr holds: one per process, as stderr is.
-static SCREEN: Mutex<Screen> = Mutex::new(Screen { progress: None, drawn: false, err_mid_line: false, drawn_at: None });
+static SCREEN: Mutex<Screen> =
+    Mutex::new(Screen { progress: None, drawn: false, err_mid_line: false, drawn_at: None, pending: Vec::new() });
 /// Wakes the ticker when the view ends.
 static WAKE: Condvar = Condvar::new();
 
@@ -45,9 +46,19 @@ struct Screen {
     err_mid_line: bool,
     /// When the line was last drawn.
     drawn_at: Option<Instant>,
+    /// What [`Stderr`] was given after its last line break: held until the line is whole.
+    pending: Vec<u8>,
 }
 
 impl Screen {
+    /// Takes `buf` and gives back every whole line held so far, if a line ended: the sink
+    /// redacts each write alone, so a line a formatter writes in pieces must reach it whole.
+    fn whole_lines(&mut self, buf: &[u8]) -> Option<Vec<u8>> {
+        self.pending.extend_from_slice(buf);
+        let end = self.pending.iter().rposition(|&b| b == b'\n')?;
+        Some(self.pending.drain(..=end).collect())
+    }
+
     /// Erases the progress line, if it is drawn.
     fn clear(&mut self, err: &mut impl Write) {
         if self.drawn {
@@ -83,20 +94,28 @@ pub struct Stderr;
 impl Write for Stderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut screen = screen();
+        let Some(lines) = screen.whole_lines(buf) else { return Ok(buf.len()) };
         let mut err = crate::guard::sink::stderr();
         screen.clear(&mut err);
-        err.write_all(buf)?;
-        if !buf.is_empty() {
-            screen.err_mid_line = !buf.ends_with(b"\n");
-        }
-        if !screen.err_mid_line && screen.progress.is_some() {
+        err.write_all(&lines)?;
+        screen.err_mid_line = false;
+        if screen.progress.is_some() {
             screen.draw(&mut err, Instant::now());
         }
         Ok(buf.len())
     }
 
+    /// Writes what is held of an unfinished line too.
     fn flush(&mut self) -> std::io::Result<()> {
-        crate::guard::sink::stderr().flush()
+        let mut screen = screen();
+        let rest = std::mem::take(&mut screen.pending);
+        let mut err = crate::guard::sink::stderr();
+        if !rest.is_empty() {
+            screen.clear(&mut err);
+            err.write_all(&rest)?;
+            screen.err_mid_line = true;
+        }
+        err.flush()
     }
 }
 
@@ -482,8 +501,20 @@ mod tests {
     }
 
     #[test]
+    fn stderr_passes_on_whole_lines_only() {
+        let mut screen =
+            Screen { progress: None, drawn: false, err_mid_line: false, drawn_at: None, pending: Vec::new() };
+        assert_eq!(screen.whole_lines(b"{\"result\":\"-----BEGIN "), None, "half a line is held");
+        assert_eq!(screen.whole_lines(b"PRIVATE KEY-----"), None);
+        let lines = screen.whole_lines(b"\"}\nnext").expect("a line ended");
+        assert_eq!(lines, b"{\"result\":\"-----BEGIN PRIVATE KEY-----\"}\n".to_vec(), "the line, whole");
+        assert_eq!(screen.pending, b"next".to_vec(), "what follows waits for its line break");
+    }
+
+    #[test]
     fn the_progress_line_is_erased_before_other_text_and_waits_for_a_finished_line() {
-        let mut screen = Screen { progress: None, drawn: false, err_mid_line: false, drawn_at: None };
+        let mut screen =
+            Screen { progress: None, drawn: false, err_mid_line: false, drawn_at: None, pending: Vec::new() };
         let mut err = Vec::new();
         let now = Instant::now();
         screen.progress = Some(Progress { step: 1, phase: Phase::Reading { estimate: 10 }, since: now });

@@ -21,8 +21,8 @@ impl Image {
     ///
     /// The caller must close (drop) every returned connection before it drops the image.
     pub unsafe fn readers(bytes: Vec<u8>, n: usize) -> rusqlite::Result<(Image, Vec<Connection>)> {
-        // No copy: a buffer read to its exact size is boxed in place (an `Arc` would copy
-        // the whole index once more, 26 MB for a 2,800-page manual).
+        // No copy: a buffer of its exact size is boxed in place (an `Arc` would copy the
+        // whole index once more, 26 MB for a 2,800-page manual).
         let image = Image(bytes.into_boxed_slice());
         let mut conns = Vec::with_capacity(n.max(1));
         for _ in 0..n.max(1) {

@@ -145,7 +145,7 @@ enum Opened {
     Index(Box<Index>, Update),
     /// The update left the generation the caller already searches: nothing to open.
     Same(Update),
-    /// Another process replaced the file before it was copied: start over.
+    /// Another process replaced or updated the file before its readers opened it: start over.
     Replaced,
 }
 
@@ -238,19 +238,14 @@ impl Index {
         // After the update: a first build written through a WAL would be written twice (into
         // the log, then into the file), 1.3-1.5x slower on the ERP corpus.
         write_ahead_log(&conn).map_err(|e| failed(file, &e))?;
-        if let Some(current) = want.current
-            && update.rebuilt.is_none()
-        {
-            let now = version(&conn).map_err(|e| failed(file, &e))?;
-            update.generation = now.generation;
-            if now == current {
-                return Ok(Opened::Same(update));
-            }
+        let now = version(&conn).map_err(|e| failed(file, &e))?;
+        update.generation = now.generation;
+        if want.current == Some(now) && update.rebuilt.is_none() {
+            return Ok(Opened::Same(update));
         }
-        update.generation = generation(&conn).map_err(|e| failed(file, &e))?;
         drop(conn);
         let Some(Snapshot { conns, stats, version }) =
-            snapshot(target, want.readers, &mut update).map_err(|e| failed(file, &e))?
+            snapshot(target, want.readers, update.generation).map_err(|e| failed(file, &e))?
         else {
             return Ok(Opened::Replaced);
         };
@@ -306,7 +301,7 @@ const MMAP_BYTES: i64 = 1 << 30;
 /// updated it since this update: each reader must say it is this workspace's index in the
 /// current format, at the generation the update left, or it is `None` and the caller starts
 /// over.
-fn snapshot(target: &Target<'_>, readers: usize, update: &mut Update) -> rusqlite::Result<Option<Snapshot>> {
+fn snapshot(target: &Target<'_>, readers: usize, generation_left: i64) -> rusqlite::Result<Option<Snapshot>> {
     let mut conns = Vec::with_capacity(readers.max(1));
     for _ in 0..readers.max(1) {
         let conn = Connection::open_with_flags(
@@ -321,7 +316,7 @@ fn snapshot(target: &Target<'_>, readers: usize, update: &mut Update) -> rusqlit
         // The first read after BEGIN fixes what this connection sees until it is closed.
         conn.execute_batch("BEGIN DEFERRED")?;
         let same = stale_reason(&conn, target.workspace, target.max_file_bytes)?.is_none()
-            && generation(&conn)? == update.generation;
+            && generation(&conn)? == generation_left;
         if !same {
             return Ok(None);
         }
@@ -401,8 +396,8 @@ fn move_aside(file: &Path) -> Result<std::path::PathBuf, IndexError> {
 }
 
 /// Puts the file in write-ahead-log mode, where readers keep a snapshot in place while another
-/// process updates the file (`snapshot`); a file already in it stays, without a lock. A WAL grown by a large update is cut back when it
-/// starts over.
+/// process updates the file (`snapshot`); a file already in it stays so without a lock. A log
+/// grown by a large update is cut back when it starts over.
 fn write_ahead_log(conn: &Connection) -> rusqlite::Result<()> {
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
