@@ -469,3 +469,41 @@ fn over_stdio_an_edit_to_the_docs_is_found_without_a_restart() {
     }
     assert!(found.contains("docs/escrow.md#zanzibar") && found.contains("3 days"), "{found}");
 }
+
+/// `ask` over stdio and over `/mcp` under serve, against a model server whose errors echo its
+/// key, its header and a cloud key pair in every way an error can arrive: told, never shown.
+#[tokio::test]
+async fn an_ask_whose_model_server_echoes_its_key_never_shows_it() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    const KEY: &str = "llm-Zq81xPq0aaWk3";
+    let asker = "mcp-asker-0123456789";
+    let mut leaks = Vec::new();
+    for (way, canned) in fake::echoing_errors() {
+        let fake = fake::FakeServer::start(vec![canned]);
+        let ws = common::sample_workspace();
+        common::serve_config(ws.path(), &[("ide", asker, &["ask"])], "");
+        let base = fake.base_url();
+        let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("LLM_API_KEY", KEY), ("LLM_RETRIES", "0")];
+        let question = json!({"question": "How long is the refund window?"});
+        let mut mcp = McpChild::start(ws.path(), &env);
+        let over_stdio = mcp.call("ask", question.clone());
+        drop(mcp);
+        assert!(is_error(&over_stdio) && text(&over_stdio).contains("model server"), "{way}: told: {over_stdio}");
+        let (mut child, url, log) = common::spawn_serve_logged(ws.path(), &env);
+        let ask = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": question}});
+        let (_, over_http) = post_mcp(&url, Some(asker), ask).await;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(fake.requests().len() >= 2, "{way}: the model was asked each time");
+        for (front, told) in
+            [("stdio", over_stdio.to_string()), ("/mcp", over_http.to_string()), ("serve's log", log.text())]
+        {
+            for secret in [KEY, fake::ECHOED_CLOUD_KEY, fake::ECHOED_CLOUD_SECRET] {
+                if told.contains(secret) {
+                    leaks.push(format!("{way}, {front}: {secret} leaked: {told}"));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
+}

@@ -94,6 +94,32 @@ fn an_error_that_echoes_the_api_key_is_told_without_it() {
     }
 }
 
+/// Every way a model server's error can arrive (an error status, an error object, an error
+/// mid-stream, a stream that is not JSON, a plain-text 5xx), echoing the configured key, its
+/// header and a cloud key pair: the question and the chat tell the error, never the secrets.
+#[test]
+fn no_way_of_reporting_an_error_shows_the_keys_it_echoes() {
+    let key = "llm-Zq81xPq0aaWk3";
+    let ws = sample_workspace();
+    let mut leaks = Vec::new();
+    for (way, canned) in fake::echoing_errors() {
+        let server = FakeServer::start(vec![canned]);
+        let base = server.base_url();
+        for args in [&["refund window"][..], &["chat"][..]] {
+            let vars = env(&base, &[("LLM_API_KEY", key), ("LLM_RETRIES", "0")]);
+            let out = common::run_input(ws.path(), &vars, args, "refund window\n");
+            let all = format!("{}\n{}", out.stdout, out.stderr);
+            assert!(all.contains("model server"), "{way}, {args:?}: the error is told: {all}");
+            for secret in [key, fake::ECHOED_CLOUD_KEY, fake::ECHOED_CLOUD_SECRET] {
+                if all.contains(secret) {
+                    leaks.push(format!("{way}, {args:?}: {secret} leaked: {all}"));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
+}
+
 #[test]
 fn malformed_body_is_a_model_error() {
     let server = FakeServer::start(vec![Canned::raw(200, "this is not json")]);

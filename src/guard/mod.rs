@@ -19,6 +19,46 @@ pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Text that has passed [`scrub`]: what a message made of outside text (a server's error, a
+/// database's) is kept as, so it cannot be sent on unscrubbed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct Scrubbed(String);
+
+impl Scrubbed {
+    /// `text`, scrubbed.
+    pub fn new(text: &str) -> Scrubbed {
+        Scrubbed(scrub(text).into_owned())
+    }
+
+    /// The scrubbed text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Scrubbed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Every string in `value` (keys are the harness's own) [`scrub`]bed in place: the last step of
+/// a JSON message that leaves the process (an event stream's event, an MCP message).
+pub fn scrub_json(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(clean) = scrub(text) {
+                *text = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub_json),
+        Value::Object(fields) => fields.values_mut().for_each(scrub_json),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// Scrubbed, then cut to at most `max` bytes on a character boundary, with `…` when cut:
 /// for quoting hostile input (a path, a tool name) in a message.
 pub fn clip(text: &str, max: usize) -> String {

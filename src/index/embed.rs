@@ -36,9 +36,10 @@ const MIN_INPUT_CHARS: usize = 64;
 /// First pause before a retry; doubled each time.
 const BACKOFF_START: Duration = Duration::from_millis(200);
 
-/// Why no vectors came back: written for the operator, naming the server and what to do.
+/// Why no vectors came back: written for the operator, naming the server and what to do. Told
+/// scrubbed: the server's words can echo the key it was sent.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("embeddings from {url}: {detail}")]
+#[error("{}", crate::guard::scrub(&format!("embeddings from {url}: {detail}")))]
 pub struct EmbedError {
     /// The URL asked.
     pub url: String,

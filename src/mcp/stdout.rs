@@ -46,25 +46,11 @@ fn scrub_line(line: &[u8]) -> Vec<u8> {
     let as_text = || crate::guard::scrub(&String::from_utf8_lossy(line)).into_owned().into_bytes();
     match serde_json::from_slice::<Value>(line) {
         Ok(mut message) => {
-            scrub_strings(&mut message);
+            crate::guard::scrub_json(&mut message);
             // Serialising a Value cannot fail; were it to, the text is still written, scrubbed.
             serde_json::to_vec(&message).unwrap_or_else(|_| as_text())
         }
         Err(_) => as_text(),
-    }
-}
-
-/// Scrubs every string value in `value` (object keys are the protocol's own names).
-fn scrub_strings(value: &mut Value) {
-    match value {
-        Value::String(text) => {
-            if let std::borrow::Cow::Owned(clean) = crate::guard::scrub(text) {
-                *text = clean;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(scrub_strings),
-        Value::Object(fields) => fields.values_mut().for_each(scrub_strings),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 

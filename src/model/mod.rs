@@ -112,8 +112,8 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-/// Why a model call failed, written for the person running docs-agent.
-#[derive(Debug)]
+/// Why a model call failed, written for the person running docs-agent. Shown only scrubbed,
+/// by `Display` and `Debug` alike.
 pub enum ModelError {
     /// Could not connect at all.
     Unreachable {
@@ -154,31 +154,43 @@ pub enum ModelError {
     },
 }
 
+/// Told scrubbed: a server's words (an error body, a stream's error event) and its URL can
+/// carry a key it was sent or its own, and this text goes to logs and to every front end.
 impl std::fmt::Display for ModelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::guard::scrub(&self.unscrubbed()))
+    }
+}
+
+impl ModelError {
+    /// What the error says, as the server's words came.
+    fn unscrubbed(&self) -> String {
         match self {
-            ModelError::Unreachable { url, detail } => write!(
-                f,
+            ModelError::Unreachable { url, detail } => format!(
                 "cannot reach the model server at {url} ({detail}). Start Ollama with `ollama serve` \
                  (or `docker compose up -d ollama`), set LLM_BASE_URL to your server, or use LLM_MODEL=extractive \
                  for retrieval-only answers"
             ),
-            ModelError::UnknownModel { model, detail } => write!(
-                f,
+            ModelError::UnknownModel { model, detail } => format!(
                 "the model server does not have the model `{model}` ({detail}). Run `ollama pull {model}` \
                  (or `docs-agent pull`, which asks the Ollama at LLM_BASE_URL), or set LLM_MODEL to a model it has"
             ),
             ModelError::Http { url, status, body } => {
-                write!(f, "the model server at {url} answered HTTP {status}: {body}")
+                format!("the model server at {url} answered HTTP {status}: {body}")
             }
             ModelError::Malformed { url, detail } => {
-                write!(f, "the model server at {url} sent a reply that is not a chat completion: {detail}")
+                format!("the model server at {url} sent a reply that is not a chat completion: {detail}")
             }
-            ModelError::Timeout { url, secs } => write!(
-                f,
+            ModelError::Timeout { url, secs } => format!(
                 "the model server at {url} did not answer within {secs} s; raise llm.request_timeout_secs or use a smaller model"
             ),
         }
+    }
+}
+
+impl std::fmt::Debug for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ModelError").field(&self.to_string()).finish()
     }
 }
 
@@ -288,6 +300,32 @@ impl Model {
         match self {
             Model::OpenAi(client) => client.model().to_string(),
             Model::Builtin(b) => b.name().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModelError;
+
+    /// Every variant's text, shown or debugged, leaves out a secret its server's words or its
+    /// URL carry.
+    #[test]
+    fn a_model_error_is_shown_scrubbed_whatever_carries_the_secret() {
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let url = "http://bob:Sup3rS3cretPw0rd@models.internal:11434/v1/chat/completions".to_string();
+        let errors = [
+            ModelError::Unreachable { url: url.clone(), detail: format!("refused ({secret})") },
+            ModelError::UnknownModel { model: "m".into(), detail: secret.into() },
+            ModelError::Http { url: url.clone(), status: 401, body: format!("bad key {secret}") },
+            ModelError::Malformed { url: url.clone(), detail: format!("mid-stream: {secret}") },
+            ModelError::Timeout { url, secs: 5 },
+        ];
+        for error in errors {
+            for shown in [error.to_string(), format!("{error:?}")] {
+                assert!(!shown.contains(secret) && !shown.contains("Sup3rS3cretPw0rd"), "{shown}");
+                assert!(shown.contains("model server"), "still told: {shown}");
+            }
         }
     }
 }

@@ -13,6 +13,8 @@ pub struct Stream {
     line: Vec<u8>,
     /// `data:` lines of the event being read.
     data: String,
+    /// True when the event being read is named `error` (`event: error`).
+    error_event: bool,
     /// The text so far.
     content: String,
     /// Tool calls by index: id, name, arguments.
@@ -23,6 +25,20 @@ pub struct Stream {
     done: bool,
     /// True once a chunk gave a `finish_reason`: the reply is complete even without `[DONE]`.
     finished: bool,
+}
+
+/// Characters of a server's error kept in the message.
+const ERROR_CHARS: usize = 300;
+
+/// What a server's error object says: its `message` (the error may be the object itself or
+/// hold it under `error`), else the whole JSON; scrubbed and cut, as every error from outside.
+fn told(error: &Value) -> String {
+    let inner = error.get("error").unwrap_or(error);
+    let text = match inner.get("message").and_then(Value::as_str).or(inner.as_str()) {
+        Some(message) => message.to_string(),
+        None => inner.to_string(),
+    };
+    crate::guard::clip(&text, ERROR_CHARS)
 }
 
 impl Stream {
@@ -43,8 +59,10 @@ impl Stream {
                     self.data.push('\n');
                 }
                 self.data.push_str(data.strip_prefix(' ').unwrap_or(data));
+            } else if let Some(kind) = line.strip_prefix("event:") {
+                self.error_event = kind.trim() == "error";
             }
-            // `event:`, `id:`, `retry:` and `:` comment lines carry nothing a reply needs.
+            // `id:`, `retry:` and `:` comment lines carry nothing a reply needs.
             if self.done {
                 return Ok(true);
             }
@@ -80,6 +98,10 @@ impl Stream {
     fn dispatch(&mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<(), String> {
         let data = std::mem::take(&mut self.data);
         let data = data.trim();
+        if std::mem::take(&mut self.error_event) {
+            let error = serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_string()));
+            return Err(format!("the server reported an error mid-stream: {}", told(&error)));
+        }
         if data.is_empty() || self.done {
             return Ok(());
         }
@@ -89,7 +111,7 @@ impl Stream {
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| format!("a streamed chunk is not JSON ({e})"))?;
         if let Some(error) = chunk.get("error") {
-            return Err(format!("the server reported an error mid-stream: {error}"));
+            return Err(format!("the server reported an error mid-stream: {}", told(error)));
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage::from_json(u));
@@ -195,6 +217,29 @@ mod tests {
         let mut stream = Stream::default();
         let huge = b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":100000}]}}]}\n\n";
         assert!(stream.feed(huge, &mut on_delta).is_err(), "a huge index is refused, not allocated");
+    }
+
+    #[test]
+    fn an_error_event_is_an_error_told_by_its_message_scrubbed_and_cut() {
+        let mut on_delta = |_: &str| {};
+        let long = "x".repeat(2_000);
+        for body in [
+            format!(
+                "event: error\ndata: {{\"message\":\"bad key ghp_abcdefghijklmnopqrstuvwxyz0123456789 {long}\"}}\n\n"
+            ),
+            format!(
+                "data: {{\"error\":{{\"message\":\"bad key ghp_abcdefghijklmnopqrstuvwxyz0123456789 {long}\"}}}}\n\n"
+            ),
+            format!("event: error\ndata: bad key ghp_abcdefghijklmnopqrstuvwxyz0123456789 {long}\n\n"),
+        ] {
+            let error = Stream::default().feed(body.as_bytes(), &mut on_delta).expect_err("an error");
+            assert!(error.starts_with("the server reported an error mid-stream: bad key [REDACTED]"), "{error}");
+            assert!(error.len() < 400 && error.ends_with('…'), "cut: {error}");
+        }
+        // An event named otherwise is read as a chunk.
+        let body =
+            "event: message\ndata: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n";
+        assert_eq!(read(body, 5).0.content, "ok");
     }
 
     #[test]

@@ -19,9 +19,15 @@ use super::AppState;
 /// Events a follower reads from the log at a time.
 const BATCH: usize = 200;
 
-/// An SSE event of `kind` carrying `data` as JSON.
+/// An SSE event of `kind` carrying `data` as JSON, every string in it scrubbed: the last step
+/// of everything a stream sends (what it carries was guarded where it was made; an error's
+/// message from outside, say, passes here too).
 pub fn event(kind: &str, data: &impl Serialize) -> Event {
-    Event::default().event(kind).json_data(data).unwrap_or_else(|_| Event::default().event(kind).data("{}"))
+    let Ok(mut value) = serde_json::to_value(data) else {
+        return Event::default().event(kind).data("{}");
+    };
+    crate::guard::scrub_json(&mut value);
+    Event::default().event(kind).json_data(&value).unwrap_or_else(|_| Event::default().event(kind).data("{}"))
 }
 
 /// True when the client asked for a stream.

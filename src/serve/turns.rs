@@ -65,9 +65,9 @@ pub struct Outcome {
     /// The answer's citations, each marked verified when the turn retrieved its section.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub citations: Vec<crate::session::verify::Citation>,
-    /// What went wrong or why it stopped.
+    /// What went wrong or why it stopped (scrubbed: it can quote a model server).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub message: Option<crate::guard::Scrubbed>,
     /// The write that waits, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<super::approvals::Pending>,
@@ -282,7 +282,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => {
             outcome.stop = reason.as_str().into();
-            outcome.message = Some(message);
+            outcome.message = Some(crate::guard::Scrubbed::new(&message));
         }
         Ok(TurnEnd::AwaitingApproval { .. }) => {
             outcome.stop = Status::AwaitingApproval.as_str().into();
@@ -294,7 +294,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
         Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),
         Err(TurnError::Model(e)) => {
             outcome.stop = StopReason::ModelError.as_str().into();
-            outcome.message = Some(e.to_string());
+            outcome.message = Some(crate::guard::Scrubbed::new(&e.to_string()));
         }
         Err(TurnError::Log(e)) => return Err(e.into()),
     }

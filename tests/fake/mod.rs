@@ -24,6 +24,9 @@ pub struct Canned {
     /// When set, the reply is streamed (SSE): these text pieces, then `[DONE]`, or nothing
     /// more (the stream hangs) when `hang` is true.
     pub stream: Option<(Vec<String>, bool)>,
+    /// When set, `body` is sent as it is as an event stream (with `{api_key}` and
+    /// `{authorization}` filled in as for [`Canned::raw`]).
+    pub raw_events: bool,
 }
 
 impl Canned {
@@ -34,14 +37,20 @@ impl Canned {
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5}
         });
-        Canned { status: 200, body: body.to_string(), delay: Duration::ZERO, stream: None }
+        Canned { status: 200, body: body.to_string(), delay: Duration::ZERO, stream: None, raw_events: false }
     }
 
     /// A 200 streamed as server-sent events: one chunk per text piece, then `[DONE]`; with
     /// `hang`, the stream stays open after the pieces and never finishes.
     pub fn streamed(pieces: &[&str], hang: bool) -> Canned {
         let pieces = pieces.iter().map(|p| p.to_string()).collect();
-        Canned { status: 200, body: String::new(), delay: Duration::ZERO, stream: Some((pieces, hang)) }
+        Canned {
+            status: 200,
+            body: String::new(),
+            delay: Duration::ZERO,
+            stream: Some((pieces, hang)),
+            raw_events: false,
+        }
     }
 
     /// A 200 whose message is plain text.
@@ -60,7 +69,14 @@ impl Canned {
     /// `Authorization` header and `{api_key}` its bearer token, as some providers and proxies
     /// echo them in their errors.
     pub fn raw(status: u16, body: &str) -> Canned {
-        Canned { status, body: body.to_string(), delay: Duration::ZERO, stream: None }
+        Canned { status, body: body.to_string(), delay: Duration::ZERO, stream: None, raw_events: false }
+    }
+
+    /// A 200 event stream written as it is (`data: ...` lines and blank lines), with
+    /// `{authorization}` and `{api_key}` filled in as for [`Canned::raw`]: a server that reports
+    /// an error mid-stream, say.
+    pub fn events(raw: &str) -> Canned {
+        Canned { status: 200, body: raw.to_string(), delay: Duration::ZERO, stream: None, raw_events: true }
     }
 
     /// The same reply after a delay (for timeouts).
@@ -184,7 +200,8 @@ async fn reply(State(shared): State<Shared>, headers: axum::http::HeaderMap, bod
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
     let api_key = authorization.strip_prefix("Bearer ").unwrap_or(authorization);
     let body = canned.body.replace("{authorization}", authorization).replace("{api_key}", api_key);
-    (status, [("content-type", "application/json")], body).into_response()
+    let kind = if canned.raw_events { "text/event-stream" } else { "application/json" };
+    (status, [("content-type", kind)], body).into_response()
 }
 
 /// The environment that points the binary at a fake server at `base`.
@@ -199,4 +216,30 @@ pub fn ask(replies: Vec<Canned>, question: &str) -> (FakeServer, super::common::
     let ws = super::common::sample_workspace();
     let out = super::common::run(ws.path(), &model_env(&server.base_url()), &[question]);
     (server, out)
+}
+
+/// A cloud key pair that a server's error may echo beside the configured key (as a proxy that
+/// prints its own upstream credentials does).
+pub const ECHOED_CLOUD_KEY: &str = "AKIAZ7Q3LMNOPQRSTU2X";
+/// The secret half of [`ECHOED_CLOUD_KEY`], 40 characters.
+pub const ECHOED_CLOUD_SECRET: &str = "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";
+
+/// Each way a model server's error can arrive, echoing the request's key (`{api_key}`, and the
+/// whole `Authorization` header) and a cloud key pair: an error status, an error object in a
+/// 200 reply, an error event mid-stream (as `data:` and as `event: error`), a stream that is
+/// not JSON, and a plain-text 5xx. Named for the assertion messages.
+pub fn echoing_errors() -> Vec<(&'static str, Canned)> {
+    let message = format!(
+        "Incorrect API key provided: {{authorization}} (key {{api_key}}); upstream aws {ECHOED_CLOUD_KEY} {ECHOED_CLOUD_SECRET}"
+    );
+    let object = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string();
+    let delta = serde_json::json!({"choices": [{"index": 0, "delta": {"content": "Refunds "}}]}).to_string();
+    vec![
+        ("an error status", Canned::raw(401, &object)),
+        ("an error object in a 200 reply", Canned::raw(200, &object)),
+        ("an error mid-stream", Canned::events(&format!("data: {delta}\n\ndata: {object}\n\n"))),
+        ("an error event", Canned::events(&format!("event: error\ndata: {object}\n\n"))),
+        ("a stream that is not JSON", Canned::events(&format!("data: {message}\n\n"))),
+        ("a plain-text 5xx", Canned::raw(502, &message)),
+    ]
 }

@@ -705,48 +705,57 @@ async fn a_failing_model_server_degrades_answers_to_retrieval_and_trips_the_brea
     assert!(!body.to_string().contains(&address) && !body.to_string().contains(&port), "no internal address: {body}");
 }
 
-/// Some providers and proxies answer an error with the request's `Authorization` header in it;
-/// the server's key has no known format, and still never reaches a client.
+/// Some providers and proxies answer an error with the request's `Authorization` header in it,
+/// in every way an error can arrive (an error status, an error object, an error mid-stream, a
+/// stream that is not JSON, a plain-text 5xx); the server's key has no known format, and
+/// neither it nor a cloud key pair beside it reaches a client on any route, streamed or not.
 #[tokio::test]
 async fn a_model_error_that_echoes_the_api_key_never_shows_it() {
     const KEY: &str = "llm-Zq81xPq0aaWk3";
-    let echo = r#"{"error":{"message":"Incorrect API key provided: {api_key}","headers":{"authorization":"{authorization}"}}}"#;
-    let fake = fake::FakeServer::start(vec![fake::Canned::raw(401, echo)]);
-    let s = server_with(&[
-        ("llm.model", "test-model".into()),
-        ("llm.base_url", fake.base_url()),
-        ("llm.api_key", KEY.into()),
-        ("llm.retries", "0".into()),
-        ("serve.breaker_failures", "100".into()),
-    ]);
-    let mut seen = Vec::new();
-    let (_, asked) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
-    seen.push(asked.to_string());
-    let id = new_session(&s, ASKER).await;
-    let (_, message) =
-        call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": "refund window"})))
-            .await;
-    seen.push(message.to_string());
-    let request = streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": "again"})), None);
-    let response = app(s.state.clone()).oneshot(request).await.expect("response");
-    let events = read_sse(response.into_body(), |_| false).await;
-    assert_eq!(events.last().map(|e| e.0.as_str()), Some("done"), "{events:?}");
-    seen.push(format!("{events:?}"));
-    let (_, _, log) = call_raw(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
-    seen.push(String::from_utf8_lossy(&log).into_owned());
-    let (_, completion) = call(
-        &s,
-        "POST",
-        "/v1/chat/completions",
-        Some(ASKER),
-        Some(json!({"messages": [{"role": "user", "content": "refund window"}]})),
-    )
-    .await;
-    seen.push(completion.to_string());
-    assert!(fake.requests().len() >= 4, "the model was asked each time");
-    let all = seen.join("\n");
-    assert!(all.contains("Incorrect API key provided"), "the error itself is told: {all}");
-    assert!(!all.contains(KEY), "the key leaked: {all}");
+    let mut leaks = Vec::new();
+    for (way, canned) in fake::echoing_errors() {
+        let fake = fake::FakeServer::start(vec![canned]);
+        let s = server_with(&[
+            ("llm.model", "test-model".into()),
+            ("llm.base_url", fake.base_url()),
+            ("llm.api_key", KEY.into()),
+            ("llm.retries", "0".into()),
+            ("serve.breaker_failures", "100".into()),
+        ]);
+        let mut seen = Vec::new();
+        let (_, asked) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
+        seen.push(("/v1/ask", asked.to_string()));
+        let id = new_session(&s, ASKER).await;
+        let messages = format!("/v1/sessions/{id}/messages");
+        let (_, message) = call(&s, "POST", &messages, Some(ASKER), Some(json!({"text": "refund window"}))).await;
+        seen.push(("messages", message.to_string()));
+        let request = streamed("POST", &messages, ASKER, Some(json!({"text": "again"})), None);
+        let response = app(s.state.clone()).oneshot(request).await.expect("response");
+        let events = read_sse(response.into_body(), |_| false).await;
+        assert_eq!(events.last().map(|e| e.0.as_str()), Some("done"), "{way}: {events:?}");
+        seen.push(("messages, streamed", format!("{events:?}")));
+        let (_, _, log) = call_raw(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+        seen.push(("events", String::from_utf8_lossy(&log).into_owned()));
+        let completion = json!({"messages": [{"role": "user", "content": "refund window"}]});
+        let (_, answered) = call(&s, "POST", "/v1/chat/completions", Some(ASKER), Some(completion.clone())).await;
+        seen.push(("completions", answered.to_string()));
+        let mut streaming = completion;
+        streaming["stream"] = json!(true);
+        let (_, _, bytes) =
+            call_raw(&s, "POST", "/v1/chat/completions", Some(ASKER), Some(streaming.to_string())).await;
+        seen.push(("completions, streamed", String::from_utf8_lossy(&bytes).into_owned()));
+        assert!(fake.requests().len() >= 5, "{way}: the model was asked each time");
+        let all: String = seen.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(all.contains("model server"), "{way}: the error itself is told: {all}");
+        for (route, text) in &seen {
+            for secret in [KEY, fake::ECHOED_CLOUD_KEY, fake::ECHOED_CLOUD_SECRET] {
+                if text.contains(secret) {
+                    leaks.push(format!("{way}, {route}: {secret} leaked: {text}"));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
 }
 
 /// An anchor can be a secret (`{#AKIA…}`, or the slug of a heading that is a token, in lower

@@ -20,6 +20,14 @@ pub(super) const RULES: &[Rule] = &[
         r#"(?i:aws[_-]?secret[_-]?(?:access[_-]?)?key)["'`]?[ \t]*(?::=|=>|[:=])[ \t]*["'`]?([A-Za-z0-9/+=]{40})"#,
         Check::Always,
     ),
+    // A key pair pasted as it is shown (`AKIA… <secret>`, `id,secret` from the console's CSV): the
+    // secret after its key id, with no label of its own.
+    rule(
+        "aws-secret-after-key-id",
+        &["a3t", "akia", "asia", "abia", "acca"],
+        r#"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}["'`]?[ \t,;:|/]{1,4}["'`]?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        Check::Random,
+    ),
     rule(
         "aws-session-token",
         &["aws"],
@@ -130,6 +138,10 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("aws-secret-access-key", "aws_secret_access_key = ⟦wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY⟧"),
     hit("aws-secret-access-key", r#"AWS_SECRET_ACCESS_KEY="⟦je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY⟧""#),
     miss("aws-secret-access-key", "Set aws_secret_access_key in ~/.aws/credentials."),
+    hit("aws-secret-after-key-id", "aws ⟦AKIAZ7Q3LMNOPQRSTU2X⟧ ⟦q8Vn2Lr5Tw9Yb3Kd7Hf1Jm6Pz4Xc0Gs2Ae5Ru8Wi⟧ please"),
+    hit("aws-secret-after-key-id", "⟦AKIAZ7Q3LMNOPQRSTU2X⟧,⟦je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY⟧"),
+    hit("aws-secret-after-key-id", "key id ⟦ASIAY34FZKBOKMUTVV7A⟧ / ⟦wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY⟧."),
+    miss("aws-secret-after-key-id", "AKIA keys and their secret: see docs/aws/credentials/rotation-and-expiry.md"),
     hit("aws-session-token", "aws_session_token = ⟦IQoJb3JpZ2luX2VjJIqnv/0c4l2OxRw8WsZj88Z2qcKMji2tw6jh6Tj7AyZ7nXwPOIpUJ5fdzqLR25WY0oIw1zJOkhTaJ1F94UDNd8o0W2inybAitFiDlyz1Jzsr2d5AVErNZW1DNU5yamgLLHZPr9qOtf9qBE18/0mqFvYfViXbkcqv8Ocbi4MjDuBuoNv6YE9p==⟧"),
     miss("aws-session-token", "aws_session_token = <session-token>"),
     hit("aws-bedrock-api-key", "AWS_BEARER_TOKEN_BEDROCK=⟦ABSK3Pfieh9fZhzFjRbNIkPDy8TXZlKM30FDE4BHiLxYSV24ID0GqJUY4F6gLd6F9jheOBHt3FwjhydKjyps8/lyF2abkQODLvHUPnkqwfCjBOoM0UE7tJ+DL1UP=⟧"),
