@@ -291,9 +291,17 @@ impl Harness {
         });
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let (index, source) = opened?;
+        let hidden = match workspace.docs() {
+            Some(docs) if hooks.has_rules() => {
+                let rules = hooks.clone();
+                crate::workspace::hidden::Hidden::new(docs, move |path| rules.hides(path))
+            }
+            _ => crate::workspace::hidden::Hidden::default(),
+        };
+        let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,
-            index: Live::new(index, readers).embedded(embedder(config)),
+            index: Live::hiding(index, readers, hidden).embedded(embedder(config)),
             source: source.into(),
             skills,
             system_prompt,

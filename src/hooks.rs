@@ -3,8 +3,9 @@
 //!
 //! - `[[hooks.pre_tool]]`: the first rule whose `tool`, `path` (a glob on the call's `path`
 //!   argument, as the workspace policy reads it: only `read_file` and `write_file` have one; a
-//!   search still finds the sections of a denied file) and `arguments` (a regular expression
-//!   over the call's arguments, decoded) all match decides, for the model's calls and the
+//!   document whose read is denied or asked about is also hidden from every search and listing,
+//!   [`Hooks::hides`]) and `arguments` (a regular expression over the call's arguments, decoded,
+//!   and folded as the index folds words, [`fold`]) all match decides, for the model's calls and the
 //!   harness's own first search alike: `allow` (no further rule applies; the built-in policy still
 //!   does), `deny` (the call is refused with the rule's reason) or `ask` (a person approves the
 //!   call first, as a write is approved);
@@ -119,7 +120,9 @@ struct Rule {
     name: String,
     tool: Option<Tool>,
     path: Option<GlobMatcher>,
-    arguments: Option<Regex>,
+    /// The pattern as written, and as matched against folded arguments ([`fold`]): its
+    /// diacritics dropped, so `café` also matches what folds to `cafe`.
+    arguments: Option<(Regex, Regex)>,
     decision: RuleDecision,
     reason: String,
 }
@@ -175,9 +178,12 @@ impl Hooks {
                 None => None,
             };
             let arguments = match &rule.arguments {
-                Some(pattern) => Some(
-                    Regex::new(pattern).map_err(|e| format!("{at}: arguments `{pattern}` is not a pattern ({e})"))?,
-                ),
+                Some(pattern) => {
+                    let bad = |e| format!("{at}: arguments `{pattern}` is not a pattern ({e})");
+                    let written = Regex::new(pattern).map_err(bad)?;
+                    let folded = Regex::new(&without_diacritics(pattern)).map_err(bad)?;
+                    Some((written, folded))
+                }
                 None => None,
             };
             if rule.decision == RuleDecision::Deny && rule.reason.trim().is_empty() {
@@ -243,14 +249,19 @@ impl Hooks {
 
     /// The first rule that matches a call of `tool` with `arguments`, if any. A rule's
     /// `arguments` pattern is matched against the arguments as the toolbox will read them
-    /// (JSON escapes decoded: `\u0070assword` is `password`), and against the raw text.
+    /// (JSON escapes decoded: `\u0070assword` is `password`), against the raw text, and
+    /// against the decoded text folded as the index folds words ([`fold`]), so a spelling the
+    /// search finds the same (`bluebïrd`, `BLUEBİRD`) is caught the same.
     pub fn before(&self, tool: &str, arguments: &str) -> Option<Ruled> {
         if self.rules.is_empty() {
             return None;
         }
         let known = Tool::from_name(tool);
         let path = call_path(arguments);
-        let decoded = serde_json::from_str::<serde_json::Value>(arguments).map(|v| v.to_string()).ok();
+        let value = serde_json::from_str::<serde_json::Value>(arguments).ok();
+        // Strings decoded (as the tool reads them), then folded; keys and punctuation too.
+        let decoded = value.as_ref().map(|v| v.to_string());
+        let folded = fold(&value.as_ref().map_or_else(|| arguments.to_string(), json_text));
         self.rules.iter().find_map(|rule| {
             let tool_matches = rule.tool.is_none_or(|t| Some(t) == known);
             let path_matches = match (&rule.path, &path) {
@@ -258,16 +269,48 @@ impl Hooks {
                 (Some(glob), Some(path)) => glob.is_match(path),
                 (Some(_), None) => false,
             };
-            let arguments_match = rule
-                .arguments
-                .as_ref()
-                .is_none_or(|re| re.is_match(arguments) || decoded.as_deref().is_some_and(|d| re.is_match(d)));
+            let arguments_match = rule.arguments.as_ref().is_none_or(|(written, folded_re)| {
+                written.is_match(arguments)
+                    || decoded.as_deref().is_some_and(|d| written.is_match(d))
+                    || folded_re.is_match(&folded)
+            });
             (tool_matches && path_matches && arguments_match).then(|| Ruled {
                 rule: rule.name.clone(),
                 decision: rule.decision,
                 reason: rule.reason.clone(),
             })
         })
+    }
+
+    /// The refusal of a call of `tool` with `arguments` where no person can approve one (an MCP
+    /// client's call, the HTTP reading routes), with the rule that made it: a `deny`, or an `ask`
+    /// with nobody there to ask. `where_` names the front end in the message (`over MCP`).
+    pub fn refuses_unattended(&self, tool: &str, arguments: &str, where_: &str) -> Option<(Ruled, String)> {
+        let ruled = self.before(tool, arguments)?;
+        let message = match ruled.decision {
+            RuleDecision::Allow => return None,
+            RuleDecision::Deny => format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason),
+            RuleDecision::Ask => format!(
+                "the operator's rule `{}` asks a person to approve this call, and nobody can approve {where_}; ask the \
+                 operator",
+                ruled.rule
+            ),
+        };
+        Some((ruled, message))
+    }
+
+    /// Whether there is any pre-tool rule.
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// True when the rules keep the document at `path` (`docs/…`) from being read: the first
+    /// rule that matches a `read_file` of it denies it or asks a person first. Such a document
+    /// is left out of every search, listing and section read as well ([`crate::workspace::hidden`]):
+    /// an excerpt is a read, and nobody approves one.
+    pub fn hides(&self, path: &str) -> bool {
+        let arguments = serde_json::json!({ "path": path }).to_string();
+        self.before(Tool::ReadFile.name(), &arguments).is_some_and(|ruled| ruled.decision != RuleDecision::Allow)
     }
 
     /// `text` with the extra redaction patterns applied, and nothing cut: for the short texts
@@ -340,6 +383,36 @@ impl Hooks {
     }
 }
 
+/// `text` as the index's tokenizer compares words (FTS5 `unicode61 remove_diacritics 2`), and
+/// more: compatibility forms unfolded (NFKD: `ﬁ` is `fi`, full-width letters are ASCII),
+/// combining marks dropped (`ï` is `i`), lower case, then marks dropped again (`İ` lowers to `i`
+/// and a dot). What an operator's argument rule is matched against besides the text as sent.
+pub fn fold(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let lower = without_diacritics(text).to_lowercase();
+    lower.nfkd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).collect()
+}
+
+/// `text` in compatibility decomposition with its combining marks dropped, case kept: a
+/// pattern's letters as [`fold`] leaves them (its syntax is ASCII, which this leaves alone).
+fn without_diacritics(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfkd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).collect()
+}
+
+/// The JSON `value` as text with its strings as they are (not escaped): what folding reads.
+fn json_text(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(json_text).collect::<Vec<_>>().join(" "),
+        Value::Object(fields) => {
+            fields.iter().map(|(k, v)| format!("{k}: {}", json_text(v))).collect::<Vec<_>>().join(" ")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A glob over workspace paths as the policy writes them (`docs/internal/**`): `*` stays inside
 /// one folder, as in a `.gitignore`; a glob that starts with `./` or `/` could never match,
 /// so it is refused.
@@ -381,6 +454,50 @@ mod tests {
     fn hooks(toml: &str) -> Result<Hooks, String> {
         let config: HooksConfig = toml::from_str(toml).map_err(|e| e.to_string())?;
         Hooks::compile(&config)
+    }
+
+    /// An argument rule catches every spelling the index finds the same: accents, Unicode
+    /// case (the Turkish dotted capital I), compatibility forms, JSON escapes; not another word.
+    #[test]
+    fn an_argument_rule_matches_the_arguments_folded_as_the_index_folds_them() {
+        let hooks = hooks(
+            r#"[[pre_tool]]
+               name = "no-bluebird"
+               arguments = "(?i)bluebird"
+               decision = "deny"
+               reason = "Project Bluebird is confidential."
+               [[pre_tool]]
+               name = "no-cafe"
+               tool = "search_docs"
+               arguments = "café"
+               decision = "deny"
+               reason = "no"
+            "#,
+        )
+        .expect("compiles");
+        for query in [
+            "bluebird",
+            "BLUEBIRD",
+            "bluebïrd",
+            "BLUEBİRD",
+            "blúébírd",
+            "ｂｌｕｅｂｉｒｄ",
+            "blue\\u0062ird",
+            "Bluebi\\u0308rd",
+        ] {
+            let arguments = format!(r#"{{"query": "plans for {query}"}}"#);
+            let ruled = hooks.before("search_docs", &arguments);
+            assert_eq!(ruled.map(|r| r.rule), Some("no-bluebird".to_string()), "{query}");
+        }
+        for query in ["cafe", "CAFÉ", "café", "cafe\\u0301"] {
+            let arguments = format!(r#"{{"query": "{query} menu"}}"#);
+            assert_eq!(hooks.before("search_docs", &arguments).map(|r| r.rule), Some("no-cafe".into()), "{query}");
+        }
+        for query in ["blue bird", "a blackbird, a blue jay", "caffeine"] {
+            let arguments = format!(r#"{{"query": "{query}"}}"#);
+            assert_eq!(hooks.before("search_docs", &arguments), None, "{query}");
+        }
+        assert_eq!(fold("Ｂｌｕｅｂİｒｄ ﬁne Straße"), "bluebird fine straße");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct Live {
     /// When a generation that lacks vectors is embedded again at the earliest, and the pause
     /// after that (doubled after each try that leaves some missing, up to [`RETRY_MAX`]).
     retry: std::sync::Mutex<(std::time::Instant, std::time::Duration)>,
+    /// What every generation keeps hidden ([`Index::hidden`]).
+    hidden: crate::workspace::hidden::Hidden,
 }
 
 /// The first pause before a generation that lacks vectors is embedded again.
@@ -35,11 +37,19 @@ impl Live {
     /// `index` as the first generation; it and every later one are searched by `readers`
     /// threads at once (see [`Index::with_readers`]).
     pub fn new(index: Index, readers: usize) -> Live {
+        Live::hiding(index, readers, Default::default())
+    }
+
+    /// [`Live::new`], with `hidden` kept from being found or read in `index` and every later
+    /// generation.
+    pub fn hiding(mut index: Index, readers: usize, hidden: crate::workspace::hidden::Hidden) -> Live {
+        index.hidden = hidden.clone();
         Live {
             current: RwLock::new(Arc::new(index)),
             readers: readers.max(1),
             embedder: None,
             retry: std::sync::Mutex::new((std::time::Instant::now(), RETRY_FIRST)),
+            hidden,
         }
     }
 
@@ -82,6 +92,7 @@ impl Live {
     /// or the `cache` file) are embedded first.
     pub fn replace(&self, mut index: Index, cache: Option<&Path>) -> Result<(), IndexError> {
         index.add_readers(self.readers)?;
+        index.hidden = self.hidden.clone();
         if let Some(embedder) = &self.embedder {
             let current = self.current();
             let previous = current.semantic.as_ref().map(|s| &s.vectors);

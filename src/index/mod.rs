@@ -142,6 +142,9 @@ pub struct Index {
     pub version: Version,
     /// Every row's vector and the embedding model, when search is hybrid ([`Index::embed`]).
     pub semantic: Option<vectors::Semantic>,
+    /// Documents the operator's rules keep from being read: never found, listed or read here
+    /// (set by [`live::Live`] on every generation it searches).
+    pub hidden: crate::workspace::hidden::Hidden,
 }
 
 /// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
@@ -231,6 +234,7 @@ impl Index {
             stats: Stats::default(),
             version: Version::default(),
             semantic: None,
+            hidden: Default::default(),
         })
     }
 
@@ -371,7 +375,7 @@ impl Index {
         let mut sections: Vec<Hit> = Vec::with_capacity(pool);
         for hit in rows {
             let hit = hit?;
-            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
+            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) && !self.hidden.hides(&hit.path) {
                 sections.push(hit);
             }
         }
@@ -391,7 +395,7 @@ impl Index {
         for (row, cosine) in rows {
             let mut hit = stmt.query_row(params![row], hit_of)?;
             hit.score = f64::from(*cosine);
-            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) {
+            if !sections.iter().any(|h| h.path == hit.path && h.anchor == hit.anchor) && !self.hidden.hides(&hit.path) {
                 sections.push(hit);
             }
         }

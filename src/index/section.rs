@@ -32,6 +32,9 @@ impl Index {
     /// Every section of `path` (`docs/…`), whole and in order; empty when this generation has
     /// no such document.
     pub fn sections_of(&self, path: &str) -> Result<Vec<Section>, IndexError> {
+        if self.hidden.hides(path) {
+            return Ok(Vec::new());
+        }
         let conn = self.reader();
         let span: Option<(i64, i64)> = conn
             .prepare_cached("SELECT first_row, last_row FROM files WHERE path = ?1 AND warning IS NULL")?
@@ -126,6 +129,9 @@ impl Index {
         let mut listed = files.query([&from_path])?;
         while let Some(file) = listed.next()? {
             let (path, first, last): (String, i64, i64) = (file.get(0)?, file.get(1)?, file.get(2)?);
+            if self.hidden.hides(&path) {
+                continue;
+            }
             let first = if path == from_path { first.max(from_row.saturating_add(1)) } else { first };
             let mut found = rows.query(params![first, last])?;
             while let Some(row) = found.next()? {

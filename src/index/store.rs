@@ -250,7 +250,16 @@ impl Index {
             return Ok(Opened::Replaced);
         };
         let conns = conns.into_iter().map(Mutex::new).collect();
-        let index = Index { conns, image: None, next: AtomicUsize::new(0), warnings, stats, version, semantic: None };
+        let index = Index {
+            conns,
+            image: None,
+            next: AtomicUsize::new(0),
+            warnings,
+            stats,
+            version,
+            semantic: None,
+            hidden: Default::default(),
+        };
         Ok(Opened::Index(Box::new(index), update))
     }
 }

@@ -24,7 +24,6 @@ use serde_json::json;
 use super::resources;
 use super::{Answered, Front};
 use crate::agent::Stop;
-use crate::hooks::RuleDecision;
 use crate::serve::ask::checked_question;
 use crate::serve::auth::Principal;
 use crate::session::progress::TurnEvent;
@@ -156,19 +155,9 @@ impl DocsServer {
         );
         let _in = span.enter();
         let hooks = &self.front.harness().hooks;
-        let refused = hooks.before(tool, &arguments.to_string()).and_then(|ruled| {
+        let refused = hooks.refuses_unattended(tool, &arguments.to_string(), "over MCP").map(|(ruled, message)| {
             tracing::info!(stage = "pre_tool", rule = %ruled.rule, decision = ruled.decision.as_str(), "hook decided");
-            match ruled.decision {
-                RuleDecision::Allow => None,
-                RuleDecision::Deny => {
-                    Some(format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason))
-                }
-                RuleDecision::Ask => Some(format!(
-                    "the operator's rule `{}` asks a person to approve this call, and nobody can approve over \
-                     MCP; ask the operator",
-                    ruled.rule
-                )),
-            }
+            message
         });
         let (result, decision) = match refused {
             Some(message) => (Err(message), Decision::Denied),

@@ -178,17 +178,33 @@ pub async fn search(
         principal.require(Role::Ask)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
         let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
+        // The operator's rules decide as they do for the model's search_docs and MCP's.
+        let hooks = &state.harness.hooks;
+        refused_by_rule(hooks, crate::tools::Tool::SearchDocs, &json!({"query": query.q}))?;
         let hits = state.harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
+        let shown = |text: &str| hooks.redacted(&guard::scrub(text)).into_owned();
         let hits: Vec<_> = hits
             .iter()
             .map(|h| {
-                json!({"path": h.path, "anchor": h.anchor, "heading": h.heading, "lines": [h.lines.0, h.lines.1],
-                       "score": h.score, "excerpt": guard::scrub(&h.excerpt)})
+                json!({"path": shown(&h.path), "anchor": shown(&h.anchor), "heading": shown(&h.heading),
+                       "lines": [h.lines.0, h.lines.1], "score": h.score, "excerpt": shown(&h.excerpt)})
             })
             .collect();
         Ok::<_, ApiError>(json!({"hits": hits}))
     });
     respond(result, StatusCode::OK)
+}
+
+/// A 403 when the operator's rules refuse a call of `tool` with `arguments` here (a `deny`, or
+/// an `ask`: nobody approves an HTTP read), logged with the rule.
+fn refused_by_rule(hooks: &crate::hooks::Hooks, tool: crate::tools::Tool, arguments: &Value) -> Result<(), ApiError> {
+    match hooks.refuses_unattended(tool.name(), &arguments.to_string(), "over HTTP") {
+        Some((ruled, message)) => {
+            tracing::info!(stage = "pre_tool", rule = %ruled.rule, decision = ruled.decision.as_str(), "hook decided");
+            Err(ApiError::new(StatusCode::FORBIDDEN, "refused_by_rule", message))
+        }
+        None => Ok(()),
+    }
 }
 
 /// `GET /v1/sections` query.
@@ -225,6 +241,9 @@ pub async fn section(
             .ok()
             .filter(|p| p.area() == crate::workspace::policy::Area::Docs)
             .ok_or_else(|| ApiError::not_found("section"))?;
+        // As a read_file of it: the operator's rules decide, and what they hide is not found.
+        let hooks = &state.harness.hooks;
+        refused_by_rule(hooks, crate::tools::Tool::ReadFile, &json!({"path": query.path, "anchor": query.anchor}))?;
         // The generation searches read, not the file as it is now: a citation opens the text
         // that was found, and an edit shows here when it shows in search.
         let index = state.harness.index.current();
@@ -232,7 +251,8 @@ pub async fn section(
             .section(&path.display(), &query.anchor)
             .map_err(|e| ApiError::internal(e.to_string()))?
             .ok_or_else(|| ApiError::not_found("section"))?;
-        let text = guard::scrub(&section.text);
+        let shown = |text: &str| hooks.redacted(&guard::scrub(text)).into_owned();
+        let text = shown(&section.text);
         let cited = match (&query.session, query.seq) {
             (Some(session), Some(seq)) => {
                 let events = super::sessions::owned(&state.log()?, session, &principal)?;
@@ -247,9 +267,9 @@ pub async fn section(
             _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
         };
         Ok(json!({
-            "path": query.path,
-            "anchor": guard::scrub(&section.anchor),
-            "heading": guard::scrub(&section.heading),
+            "path": shown(&query.path),
+            "anchor": shown(&section.anchor),
+            "heading": shown(&section.heading),
             "lines": [section.lines.0, section.lines.1],
             "text": text,
             "cited_lines": cited,

@@ -3,6 +3,7 @@
 //! or `..` can never reach outside it, and there is no check-then-open race: cap-std resolves
 //! every component inside the handle.
 
+pub mod hidden;
 pub mod policy;
 
 #[cfg(test)]
@@ -30,6 +31,8 @@ pub struct Workspace {
     skills: Option<Dir>,
     /// `notes/`, when present: writes are denied without it.
     notes: Option<Dir>,
+    /// What the operator's rules keep from being read in `docs/` ([`Workspace::hiding`]).
+    hidden: hidden::Hidden,
 }
 
 /// The workspace could not be opened at all. One message, written for the person who meets it: what failed, on which input,
@@ -74,7 +77,14 @@ impl Workspace {
             skills: area("skills"),
             notes: area("notes"),
             root,
+            hidden: hidden::Hidden::default(),
         })
+    }
+
+    /// The workspace, refusing to read a document of `docs/` through a link that leads to one
+    /// `hidden` keeps from being read.
+    pub fn hiding(self, hidden: hidden::Hidden) -> Workspace {
+        Workspace { hidden, ..self }
     }
 
     /// Where the workspace is.
@@ -124,6 +134,14 @@ impl Workspace {
                 path.area().prefix()
             ))
         })?;
+        if path.area() == Area::Docs
+            && let Some(to) = self.hidden.leads_to_hidden(&path.display())
+        {
+            return Err(Denied(format!(
+                "{path} is a link to {to}, which the operator's rules keep from being read; links do not change what a rule decides"
+            ))
+            .into());
+        }
         read_confined(dir, &inner, max_bytes).map_err(|e| match e {
             FileError::Failed(m) => FileError::Failed(format!("{path}: {m}")),
             FileError::Denied(Denied(m)) => FileError::Denied(Denied(format!("{path}: {m}"))),
