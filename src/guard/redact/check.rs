@@ -33,6 +33,9 @@ pub(super) enum Check {
     ConnectionString,
     /// A value under `data:` or `stringData:` in a YAML document of `kind: Secret`.
     KubernetesSecret,
+    /// The password of `user:password@host` without a scheme: an unquoted value
+    /// ([`Check::BareAssignment`]) whose user is no URI scheme (`mailto:name@host`).
+    Userinfo,
 }
 
 impl Check {
@@ -49,6 +52,8 @@ impl Check {
             Check::TokenLike => is_token_like(value),
             Check::BasicCredentials => is_basic_credentials(value),
             Check::BareAssignment => return bare_value_span(text, span),
+            Check::Userinfo if after_scheme(text, span.start) => false,
+            Check::Userinfo => return bare_value_span(text, span),
             // The word of the next marker (`[REDACTED][REDACTED]`) is no tail.
             Check::NotMarker => !REDACTED.contains(value),
             Check::HighEntropy => is_high_entropy_value(text, span.start, value),
@@ -122,7 +127,9 @@ fn is_code_reference(value: &str) -> bool {
     let has_hump = name.as_bytes().windows(2).any(|pair| pair[0].is_ascii_lowercase() && pair[1].is_ascii_uppercase());
     match rest.chars().next() {
         _ if name.is_empty() => false,
-        Some('(' | '[') => true,
+        // A call or an index (`getSecret()`, `env["TOKEN"]`), or an opened one cut by the value's
+        // end (`os.getenv(`); a name with digits that never closes (`Tr0ub4dor(3xyzzyQ`) is none.
+        Some('(' | '[') => !name.bytes().any(|b| b.is_ascii_digit()) || value.ends_with([')', ']']),
         Some(_) => false,
         None => {
             let no_digit = !name.bytes().any(|b| b.is_ascii_digit());
@@ -149,7 +156,9 @@ fn is_token_like(value: &str) -> bool {
 /// contains a digit or a symbol other than `_ . -`, or is 12+ chars long with
 /// nothing else after it on its line.
 fn bare_value_span(text: &str, span: Range<usize>) -> Option<Range<usize>> {
-    let value = text.get(span.clone())?.trim_end_matches([',', ';']);
+    let value = until_next_parameter(text.get(span.clone())?).trim_end_matches([',', ';']);
+    // A closing quote with no opening one in the value ends it (`'DB_PASSWORD=x1y2z3'`).
+    let value = if value.matches('\'').count() == 1 { value.trim_end_matches('\'') } else { value };
     let span = span.start..span.start + value.len();
     // A URL after `password:` is a link to a page (a password in a URL has its own rule).
     if value.len() < 6 || is_placeholder(value) || is_code_reference(value) || value.contains("://") {
@@ -164,7 +173,56 @@ fn bare_value_span(text: &str, span: Range<usize>) -> Option<Range<usize>> {
         value.bytes().skip(1).any(|b| b.is_ascii_uppercase()) && value.bytes().any(|b| b.is_ascii_lowercase());
     let passphrase = value.len() >= 16 && !value.contains('-');
     let ends_line = text.get(span.end..).is_none_or(rest_of_line_is_blank);
-    (has_digit || has_symbol || (value.len() >= 12 && ends_line && (inner_capital || passphrase))).then_some(span)
+    (has_digit || has_symbol || (value.len() >= 12 && ends_line && (inner_capital || passphrase)))
+        .then(|| span.start..with_last_word(text, span.end))
+}
+
+/// `value` up to the next parameter of its line, when one follows it (`abc123&state=xyz`,
+/// `pw1;Encrypt=True`): `&` or `;` then a name and `=`. Any other `&` or `;` is the value's.
+fn until_next_parameter(value: &str) -> &str {
+    let bytes = value.as_bytes();
+    let starts_parameter = |at: usize| {
+        let name = bytes[at + 1..].iter().take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        let len = name.count();
+        len > 0 && bytes[at + 1].is_ascii_alphabetic() && bytes.get(at + 1 + len) == Some(&b'=')
+    };
+    match (0..bytes.len()).find(|&at| matches!(bytes[at], b'&' | b';') && at + 1 < bytes.len() && starts_parameter(at))
+    {
+        Some(at) => &value[..at],
+        None => value,
+    }
+}
+
+/// Where a value that ends at `end` really ends: past one more word when that word is the last
+/// of its line and looks like part of a secret (a digit or a symbol in it), as a password with a
+/// space in it is written unquoted (`DB_PASSWORD=Tr0ub4dor 3xyzzyQ`); else `end`. Prose after a
+/// value (`… and restart`) is more than one word, or plain letters.
+fn with_last_word(text: &str, end: usize) -> usize {
+    let Some(after) = text.get(end..).and_then(|rest| rest.strip_prefix(' ')) else {
+        return end;
+    };
+    let line = after.split('\n').next().unwrap_or("").trim_end_matches([' ', '\t', '\r']);
+    let word = line.trim_end_matches(['"', '\'', '`', '}', ')', ']', ',', ';', '.']);
+    let secret_like = word.bytes().any(|b| !b.is_ascii_alphabetic());
+    if word.len() >= 3 && !word.contains(char::is_whitespace) && secret_like && !is_placeholder(word) {
+        end + 1 + word.len()
+    } else {
+        end
+    }
+}
+
+/// Schemes written as `scheme:name@host`, whose name is no password.
+const ADDRESS_SCHEMES: &[&str] = &["mailto", "sip", "sips", "xmpp", "im", "pres", "tel", "news", "nntp", "mid", "cid"];
+
+/// True when the `user:` before `at` (the `:` is at `at - 1`) is an address scheme.
+fn after_scheme(text: &str, at: usize) -> bool {
+    let Some(head) = text.get(..at.saturating_sub(1)) else {
+        return false;
+    };
+    let user_start = head
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '%' | '+' | '-')))
+        .map_or(0, |i| i + 1);
+    ADDRESS_SCHEMES.iter().any(|scheme| head[user_start..].eq_ignore_ascii_case(scheme))
 }
 
 /// True when `rest` has only blanks before its first line break (or its end).

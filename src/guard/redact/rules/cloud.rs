@@ -17,7 +17,7 @@ pub(super) const RULES: &[Rule] = &[
     rule(
         "aws-secret-access-key",
         &["aws"],
-        r#"(?i:aws[_-]?secret[_-]?(?:access[_-]?)?key)["'`]?[ \t]*(?::=|=>|[:=])[ \t]*["'`]?([A-Za-z0-9/+=]{40})"#,
+        r#"(?i:aws[_-]?secret[_-]?(?:access[_-]?)?key)["'`]?[ \t]*(?::=|=>|[:=])[ \t]*["'`]?([A-Za-z0-9/+=]{40,})"#,
         Check::Always,
     ),
     // A key pair pasted as it is shown (`AKIA… <secret>`, `id,secret` from the console's CSV): the
@@ -138,6 +138,7 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("aws-secret-access-key", "aws_secret_access_key = ⟦wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY⟧"),
     hit("aws-secret-access-key", r#"AWS_SECRET_ACCESS_KEY="⟦je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY⟧""#),
     miss("aws-secret-access-key", "Set aws_secret_access_key in ~/.aws/credentials."),
+    hit("aws-secret-access-key", "aws_secret_access_key = ⟦wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYab⟧"),
     hit("aws-secret-after-key-id", "aws ⟦AKIAZ7Q3LMNOPQRSTU2X⟧ ⟦q8Vn2Lr5Tw9Yb3Kd7Hf1Jm6Pz4Xc0Gs2Ae5Ru8Wi⟧ please"),
     hit("aws-secret-after-key-id", "⟦AKIAZ7Q3LMNOPQRSTU2X⟧,⟦je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY⟧"),
     hit("aws-secret-after-key-id", "key id ⟦ASIAY34FZKBOKMUTVV7A⟧ / ⟦wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY⟧."),

@@ -37,7 +37,7 @@ pub(super) const RULES: &[Rule] = &[
     rule("basic-credentials", &["basic"], r"(?-u:\b)(?i:basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})", Check::BasicCredentials),
     rule(
         "generic-assignment-quoted",
-        &["key", "token", "secret", "passw", "pwd"],
+        &["key", "token", "secret", "passw", "pwd", "_pass", "-pass", ".pass"],
         concat!(assignment_key!(), r#"(?:\\?"([^"\s\\]{6,})\\?"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#),
         Check::NotPlaceholder,
     ),
@@ -52,7 +52,7 @@ pub(super) const RULES: &[Rule] = &[
     // pretty-printed JSON value. A nested key (`password:\n  policy: strict`) is no value.
     rule(
         "generic-assignment-next-line",
-        &["key", "token", "secret", "passw", "pwd"],
+        &["key", "token", "secret", "passw", "pwd", "_pass", "-pass", ".pass"],
         concat!(
             assignment_key!(),
             r#"(?:[|>][-+]?)?[ \t]*\r?\n[ \t]+(?:"([^"\s]{6,})"|'([^'\s]{6,})'|([^\s"'`&:#]{6,})(?:[ \t]*(?:\r?\n|\z)))"#
@@ -60,11 +60,34 @@ pub(super) const RULES: &[Rule] = &[
         Check::BareAssignment,
     )
     .with_next_line(),
+    // The whole value: `&`, `;`, `'` and `(` inside it are its own (`Tr0ub4dor&3xyzzyQ`); the
+    // check ends it before a next parameter (`&state=`) and takes a last word after a space.
     rule(
         "generic-assignment-bare",
-        &["key", "token", "secret", "passw", "pwd"],
-        concat!(assignment_key!(), r#"([^\s"'`&;]{6,})"#),
+        &["key", "token", "secret", "passw", "pwd", "_pass", "-pass", ".pass"],
+        concat!(assignment_key!(), r#"([^\s"'`][^\s"`]{5,})"#),
         Check::BareAssignment,
+    ),
+    // A command line's flag (`--password X`, `--db-password=X`, `--api-key "X"`).
+    rule(
+        "flag-secret-quoted",
+        &["--"],
+        r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})')"#,
+        Check::NotPlaceholder,
+    ),
+    rule(
+        "flag-secret-bare",
+        &["--"],
+        r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)([^\s"'`-][^\s"`]{2,})"#,
+        Check::BareAssignment,
+    ),
+    // Credentials before a host without a scheme (`admin:Sup3rS3cretPw@db.internal:5432`); the
+    // check keeps an address (`mailto:support@acme.com`) and a placeholder.
+    rule(
+        "userinfo-password",
+        &["@"],
+        r#"(?:^|[\s"'`=(,])[A-Za-z0-9._%+-]{1,64}:([^\s:/?#@\\"'`]{6,200})@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?"#,
+        Check::Userinfo,
     ),
     // Any key that holds a secret-like word (`stripeSecretKey`, `SENDGRID_KEY`, `db.creds`)
     // with a random-looking value.
@@ -148,6 +171,26 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("generic-assignment-bare", "PRIVATE_KEY := ⟦k3y-m4t3r14l⟧"),
     miss("generic-assignment-bare", "Reset your password: https://acme.example/account/reset; Password: case-sensitive"),
     miss("generic-assignment-bare", "password: ******** and token=xxxxxxxxxxxx"),
+    hit("generic-assignment-bare", "DB_PASSWORD=⟦Tr0ub4dor&3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "DB_PASSWORD=⟦Tr0ub4dor;3xyzzyQ⟧ next"),
+    hit("generic-assignment-bare", "DB_PASSWORD=⟦Tr0ub4dor'3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "DB_PASSWORD=⟦Tr0ub4dor(3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "DB_PASSWORD=⟦Tr0ub4dor 3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "client_secret=⟦Tr0ub4dor&3xyzzyQ⟧ and password: ⟦Tr0ub4dor;3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "token: ⟦Tr0ub4dor'3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "SMTP_PASS=⟦Tr0ub4dor&3xyzzyQ⟧"),
+    hit("generic-assignment-bare", "smtp.pass: ⟦mailP4ss!⟧"),
+    miss("generic-assignment-bare", "token: os.getenv( and password=getPassword(); then bypass: enabled"),
+    miss("generic-assignment-bare", "Set DB_PASSWORD=<password> and restart the app"),
+    hit("flag-secret-bare", "mysql -u app --password ⟦Tr0ub4dor&3⟧ billing"),
+    hit("flag-secret-bare", "psql --db-password=⟦S3cr3t!Pass⟧"),
+    hit("flag-secret-quoted", r#"tool login --api-key "⟦k3y with space9⟧""#),
+    miss("flag-secret-quoted", r#"tool login --password "<your password>" --token '${TOKEN}'"#),
+    miss("flag-secret-bare", "pass --password $DB_PASSWORD or --password <pw>; --token is required"),
+    hit("userinfo-password", "connect to admin:⟦Sup3rS3cretPw⟧@db.internal:5432 now"),
+    hit("userinfo-password", "DSN=app:⟦Zq81-kLmN0pQ⟧@tcp(db:3306)/billing"),
+    miss("userinfo-password", "mailto:support@acme.example and user:password@host and git:main@origin"),
+    miss("userinfo-password", "through [the team](mailto:d365bcloc@microsoft.com) or sip:ops42@pbx.acme.example"),
     hit("generic-assignment-next-line", "password: |\n  ⟦S3cr3tPa55word⟧\nnext: 1"),
     hit("generic-assignment-next-line", "{\"password\":\n    \"⟦S3cr3tPa55⟧\"}"),
     miss("generic-assignment-next-line", "password:\n  policy: strict\n  rotation: 90d"),

@@ -15,7 +15,7 @@ use super::engine::{Rule, Scope};
 /// The key may be longer on the left (`DB_PASSWORD`, `x-api-key`), never on the right.
 macro_rules! assignment_key {
     () => {
-        r#"(?i:api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|secret|password|passwd|pwd|token|private[_-]?key)\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*"#
+        r#"(?i:api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|secret|password|passwd|pwd|token|private[_-]?key|[_.-]pass)\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*"#
     };
 }
 
