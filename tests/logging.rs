@@ -153,3 +153,82 @@ fn the_model_clients_retries_are_logged_redacted() {
     assert!(retry.to_string().contains("busy; debug key"), "the server's words are logged: {retry}");
     assert!(!out.stderr.contains(common::ONBOARDING_KEY), "but not the key: {}", out.stderr);
 }
+
+/// Every command at `trace`, with secrets planted in every input: the docs (a private key, a
+/// password with symbols), the question (a quoted password, a private key), the configuration's
+/// API key, the model server's and the trace collector's URLs with credentials, the collector's
+/// headers. Not one of them is in any byte of stderr, whatever the libraries log.
+#[tokio::test]
+async fn at_trace_no_planted_secret_reaches_stderr_from_any_command() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    const PEM_BODY: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCq0FaKe2mXyzPEM1234567";
+    let pem = format!("-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\n-----END PRIVATE KEY-----");
+    let secrets = [
+        "Tr0ub4dor&3xyzzyQ",
+        PEM_BODY,
+        "correct horse battery",
+        "llm-Zq81xPq0aaWk3",
+        "Llm-Pa55word9",
+        "Otel-Pa55word9",
+        "otel-header-tok3n-9f8e7d",
+    ];
+    let ws = workspace();
+    std::fs::write(
+        ws.path().join("docs/ops.md"),
+        format!("# Operations\n\n## Database\n\nDB_PASSWORD=Tr0ub4dor&3xyzzyQ for the refund window job.\n\n{pem}\n"),
+    )
+    .expect("doc");
+    let asker = "trace-asker-0123456789";
+    common::serve_config(ws.path(), &[("ana", asker, &["ask"])], "[llm]\napi_key = \"llm-Zq81xPq0aaWk3\"\n");
+    let fake = fake::FakeServer::start(vec![fake::Canned::text("Refunds take 14 days. [docs/refunds.md#window]")]);
+    let base = fake.base_url().replace("http://", "http://llmuser:Llm-Pa55word9@");
+    // A collector that is not there: the exporter's failures are logged too.
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let otel = format!("http://otel-user:Otel-Pa55word9@{unused}");
+    let env = [
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_MODEL", "m"),
+        ("DOCS_AGENT_LOG", "trace"),
+        ("DOCS_AGENT_LOG_FORMAT", "json"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otel.as_str()),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer otel-header-tok3n-9f8e7d"),
+    ];
+    let question = format!("why does password: \"correct horse battery\" fail for the refund window job with {pem}");
+    let mut stderr = Vec::new();
+    for args in
+        [vec!["ask", question.as_str()], vec!["search", question.as_str()], vec!["check"], vec!["index", "rebuild"]]
+    {
+        let out = common::run(ws.path(), &env, &args);
+        stderr.push((args[0].to_string(), out.stderr));
+    }
+    // MCP over stdio: a client's question, which the library logs at debug.
+    let mut mcp = common::mcp::McpChild::start_logged(ws.path(), &env);
+    let _ = mcp.call("search_docs", serde_json::json!({"query": question}));
+    stderr.push(("mcp".into(), mcp.finish()));
+    // serve, asked over HTTP and over /mcp.
+    let (mut child, url, log) = common::spawn_serve_logged(ws.path(), &env);
+    let client = reqwest::Client::new();
+    let asked =
+        client.post(format!("{url}/v1/ask")).bearer_auth(asker).json(&serde_json::json!({"question": question}));
+    let _ = asked.send().await.expect("ask");
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "search_docs", "arguments": {"query": question}}});
+    let _ = common::mcp::post_mcp(&url, Some(asker), call).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    stderr.push(("serve".into(), log.text()));
+    assert!(fake.requests().len() >= 2, "the model was asked");
+    let mut leaks = Vec::new();
+    let all: String = stderr.iter().map(|(_, text)| text.as_str()).collect();
+    assert!(all.contains("\"level\":\"DEBUG\""), "the commands logged below info: {all}");
+    for (command, text) in &stderr {
+        for secret in secrets {
+            if text.contains(secret) {
+                let at = text.find(secret).unwrap_or(0);
+                let from = text[..at].char_indices().rev().nth(300).map_or(0, |(i, _)| i);
+                leaks.push(format!("{command}: {secret} in …{}…", &text[from..(at + secret.len()).min(text.len())]));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
+}

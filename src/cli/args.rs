@@ -49,7 +49,8 @@ APPROVE (yes approves writes; otherwise ask on a terminal, else deny), WORKSPACE
 DOCS_AGENT_CONFIG, DOCS_AGENT_REQUIRE_SANDBOX, DOCS_AGENT_MAX_STEPS, DOCS_AGENT_MAX_WALL_SECS,
 DOCS_AGENT_SESSION_LOG (default .docs-agent/sessions.db), DOCS_AGENT_APPROVAL_TTL_SECS,
 DOCS_AGENT_CONTEXT_BUDGET, DOCS_AGENT_QUESTION_TOKENS, DOCS_AGENT_SESSION_TOKENS.
-Logs: DOCS_AGENT_LOG (or RUST_LOG), DOCS_AGENT_LOG_FORMAT (text | json); traces over OTLP when
+Logs: DOCS_AGENT_LOG (or RUST_LOG), DOCS_AGENT_LOG_FORMAT (text | json); libraries' own events
+are capped at warnings unless DOCS_AGENT_LOG_DEPENDENCIES=1; traces over OTLP when
 OTEL_EXPORTER_OTLP_ENDPOINT is set.
 Precedence: flags > environment > docs-agent.toml > defaults.";
 

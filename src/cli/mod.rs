@@ -148,7 +148,9 @@ fn start_log(command: &Option<Command>) -> Result<(), Failure> {
         None if terminal => Format::Text,
         None => Format::Json,
     };
-    let settings = LogSettings { filter, from, format, colour: terminal };
+    let dependencies =
+        var("DOCS_AGENT_LOG_DEPENDENCIES").is_some_and(|(_, v)| matches!(v.trim(), "1" | "true" | "yes"));
+    let settings = LogSettings { filter, from, format, colour: terminal, dependencies };
     let otel = crate::telemetry::otel::OtelSettings::from_env(|name| std::env::var(name).ok())
         .map_err(|e| (Exit::Usage, e))?;
     let extra = otel.map(crate::telemetry::otel::layer).into_iter().collect();

@@ -2,6 +2,7 @@
 //! strip invisible characters, [`links`] to outside hosts neutralised in answers.
 
 pub mod citations;
+pub mod escaped;
 pub mod fence;
 pub mod joined;
 pub mod links;

@@ -43,6 +43,52 @@ pub struct LogSettings {
     pub format: Format,
     /// Whether the lines may carry terminal colours (stderr is a terminal).
     pub colour: bool,
+    /// Whether the libraries' own events pass at the filter's levels
+    /// (`DOCS_AGENT_LOG_DEPENDENCIES=1`); otherwise they are capped at [`DEPENDENCY_CAP`].
+    pub dependencies: bool,
+}
+
+/// The libraries whose own events are capped at warnings: at debug and trace they log whole
+/// requests, responses and connection details (an MCP message with a client's question, a
+/// pool's `user:password@host`), escaped or split where the redactor reads poorly.
+pub const DEPENDENCIES: &[&str] = &[
+    "rmcp",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "rustls",
+    "tower",
+    "tower_http",
+    "axum",
+    "tokio_postgres",
+    "deadpool",
+    "deadpool_postgres",
+    "postgres_protocol",
+    "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry_otlp",
+    "opentelemetry_http",
+    "tracing_opentelemetry",
+    "notify",
+    "mio",
+    "globset",
+    "rusqlite",
+];
+
+/// The level the libraries' own events are capped at.
+pub const DEPENDENCY_CAP: &str = "warn";
+
+/// `filter` with every library of [`DEPENDENCIES`] capped at [`DEPENDENCY_CAP`], unless
+/// `dependencies` lets them through.
+fn with_caps(filter: EnvFilter, dependencies: bool) -> EnvFilter {
+    if dependencies {
+        return filter;
+    }
+    DEPENDENCIES.iter().fold(filter, |filter, target| match format!("{target}={DEPENDENCY_CAP}").parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    })
 }
 
 /// The log's layer, writing through `sink`: its type is the redacting [`Sink`], so no line can
@@ -79,6 +125,7 @@ pub fn init(settings: &LogSettings, extra: Vec<Boxed>) -> Result<(), String> {
             settings.from, settings.filter
         )
     })?;
+    let filter = with_caps(filter, settings.dependencies);
     if INSTALLED.get().is_some() {
         return Ok(());
     }
@@ -89,6 +136,14 @@ pub fn init(settings: &LogSettings, extra: Vec<Boxed>) -> Result<(), String> {
     // Already installed elsewhere (a test harness): that subscriber stays.
     let _ = installed;
     let _ = INSTALLED.set(());
+    if settings.dependencies {
+        tracing::warn!(
+            "DOCS_AGENT_LOG_DEPENDENCIES: the libraries' own events are logged at {}; at debug and trace they carry \
+             whole requests and responses (questions, documents, connection details), redacted as every line is but \
+             not read as docs-agent's own; turn it off when done",
+            settings.filter
+        );
+    }
     Ok(())
 }
 
@@ -116,7 +171,7 @@ mod tests {
     fn logged(format: Format) -> String {
         let buffer = Buffer::default();
         let into = buffer.clone();
-        let settings = LogSettings { filter: "info".into(), from: "test", format, colour: false };
+        let settings = LogSettings { filter: "info".into(), from: "test", format, colour: false, dependencies: false };
         let layer = log_layer(&settings, move || Sink::new(into.clone()));
         let subscriber = tracing_subscriber::registry().with(layer);
         let key = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
@@ -127,6 +182,31 @@ mod tests {
         let text = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
         assert!(text.contains("r-1") && text.contains("the server said"), "{text}");
         text
+    }
+
+    /// At `trace`, the libraries' own events stay out unless the flag lets them in; docs-agent's
+    /// own pass at every level.
+    #[test]
+    fn the_libraries_events_are_capped_unless_the_flag_says_otherwise() {
+        for dependencies in [false, true] {
+            let buffer = Buffer::default();
+            let into = buffer.clone();
+            let settings =
+                LogSettings { filter: "trace".into(), from: "test", format: Format::Text, colour: false, dependencies };
+            let filter = with_caps(EnvFilter::new(&settings.filter), dependencies);
+            let layer = log_layer(&settings, move || Sink::new(into.clone())).with_filter(filter);
+            let subscriber = tracing_subscriber::registry().with(layer);
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::debug!(target: "rmcp::service", "a whole request");
+                tracing::trace!(target: "hyper_util::client::legacy::pool", "a pooled connection");
+                tracing::warn!(target: "rmcp::service", "a library's warning");
+                tracing::trace!(target: "docs_agent::index", "our own detail");
+            });
+            let text = String::from_utf8_lossy(&buffer.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+            assert!(text.contains("a library's warning") && text.contains("our own detail"), "{text}");
+            assert_eq!(text.contains("a whole request"), dependencies, "{dependencies}: {text}");
+            assert_eq!(text.contains("a pooled connection"), dependencies, "{dependencies}: {text}");
+        }
     }
 
     #[test]
@@ -144,7 +224,13 @@ mod tests {
     fn formats_and_filters_are_checked() {
         assert_eq!(Format::parse("json"), Ok(Format::Json));
         assert!(Format::parse("yaml").is_err_and(|e| e.contains("`text` or `json`")));
-        let settings = LogSettings { filter: "x=loud".into(), from: "RUST_LOG", format: Format::Text, colour: false };
+        let settings = LogSettings {
+            filter: "x=loud".into(),
+            from: "RUST_LOG",
+            format: Format::Text,
+            colour: false,
+            dependencies: false,
+        };
         assert!(init(&settings, Vec::new()).is_err_and(|e| e.starts_with("RUST_LOG: `x=loud`")));
     }
 }

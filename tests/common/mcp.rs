@@ -17,10 +17,31 @@ pub struct McpChild {
 
 impl McpChild {
     pub fn start(workspace: &std::path::Path, env: &[(&str, &str)]) -> McpChild {
+        McpChild::spawn(workspace, env, Stdio::null())
+    }
+
+    /// [`McpChild::start`], keeping its stderr for [`McpChild::finish`].
+    pub fn start_logged(workspace: &std::path::Path, env: &[(&str, &str)]) -> McpChild {
+        McpChild::spawn(workspace, env, Stdio::piped())
+    }
+
+    /// Closes stdin, waits for the server to end and returns everything it wrote on stderr.
+    pub fn finish(mut self) -> String {
+        use std::io::Read;
+        let mut text = String::new();
+        let Some(mut stderr) = self.child.stderr.take() else {
+            return text;
+        };
+        let _ = self.child.kill();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    }
+
+    fn spawn(workspace: &std::path::Path, env: &[(&str, &str)], stderr: Stdio) -> McpChild {
         let mut child = super::command(workspace, env, &["mcp"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start docs-agent mcp");
         let stdin = child.stdin.take().expect("stdin");

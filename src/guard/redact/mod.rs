@@ -90,6 +90,15 @@ fn redact_once(text: &str) -> Option<String> {
         let found = secret_spans(&view.text).into_iter().filter_map(|span| view.original(span));
         spans.extend(found.map(|span| span.start + line.start..span.end + line.start));
     }
+    // A secret written escaped (`\n` for its line breaks, `\"` for its quotes: a JSON string,
+    // a debug print) is whole in the line read back unescaped; its escaped stretch goes.
+    for line in super::escaped::lines_with_escapes(text) {
+        let Some(view) = text.get(line.clone()).and_then(super::escaped::Unescaped::of) else {
+            continue;
+        };
+        let found = secret_spans(&view.text).into_iter().filter_map(|span| view.original(span));
+        spans.extend(found.map(|span| span.start + line.start..span.end + line.start));
+    }
     // A secret cut by a line break is whole in its two runs glued; both pieces go. A secret
     // already whole before the break (`… key is sk_test_…` / `and it works`) keeps the next
     // line's word unless that looks like the rest of a token.

@@ -372,3 +372,27 @@ fn a_secret_cut_by_a_line_break_goes_in_both_pieces() {
         assert!(matches!(redact(text), Cow::Borrowed(_)), "{text:?}");
     }
 }
+
+/// A secret written escaped, once (a JSON string) or twice (a debug print of one), goes whole:
+/// a private key whose line breaks are `\n`, a quoted password whose quotes are `\"`.
+#[test]
+fn a_secret_written_escaped_goes_whole() {
+    let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nq0FaKe2mXyzPEM1234567==\n-----END PRIVATE KEY-----";
+    let question = format!("why does password: \"correct horse battery\" fail with {pem}");
+    let once = serde_json::to_string(&serde_json::json!({"query": question})).expect("json");
+    let twice = format!("{:?}", once);
+    for line in [
+        format!("DEBUG rmcp: request {once}"),
+        format!("{{\"message\":{}}}", serde_json::to_string(&format!("request {once}")).expect("json")),
+        format!("received {twice}"),
+    ] {
+        let out = redact(&line);
+        for piece in ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "q0FaKe2mXyzPEM1234567", "correct horse battery"] {
+            assert!(!out.contains(piece), "{piece} in {out}");
+        }
+        assert!(out.contains("why does password"), "the rest stays: {out}");
+    }
+    // Escapes around ordinary text change nothing.
+    let plain = r#"{"query":"how long is the refund window?\nand \"yearly\" plans"}"#;
+    assert!(matches!(redact(plain), Cow::Borrowed(_)), "{plain}");
+}
