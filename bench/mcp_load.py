@@ -62,7 +62,7 @@ def main():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     (folder / "docs-agent.toml").write_text(
-        f'[serve]\nlisten = "127.0.0.1:{port}"\nrate_per_minute = 1000000\n'
+        f'[serve]\nlisten = "127.0.0.1:{port}"\nrate_per_minute = 1000000\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n'
         f'[[serve.tokens]]\nprincipal = "bench"\nsha256 = "{sha}"\nroles = ["ask"]\n'
     )
     env = {

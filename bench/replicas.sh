@@ -41,7 +41,7 @@ PG_URL="postgres://docs@127.0.0.1:$PG_PORT"
 echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT (fsync on)" >&2
 
 (umask 077 && "$BIN" init --to "$T/init.toml" > "$T/token" 2> /dev/null)
-{ printf '[serve]\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000000\n\n'
+{ printf '[serve]\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000000\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n\n'
   grep -v '^#' "$T/init.toml"; } > "$T/bench.toml"
 cp -r workspace "$T/ws"
 

@@ -37,7 +37,7 @@ def measure(binary):
     shutil.copytree(src, os.path.join(ws, 'docs'))
     sha = hashlib.sha256(TOKEN.encode()).hexdigest()
     pathlib.Path(ws, 'docs-agent.toml').write_text(
-        f'[serve]\nlisten = "127.0.0.1:0"\n\n[[serve.tokens]]\nprincipal = "bench"\nsha256 = "{sha}"\nroles = ["ask", "admin"]\n')
+        f'[serve]\nlisten = "127.0.0.1:0"\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n\n[[serve.tokens]]\nprincipal = "bench"\nsha256 = "{sha}"\nroles = ["ask", "admin"]\n')
     env = dict(os.environ, WORKSPACE=ws, LLM_MODEL='scripted')
     p = subprocess.Popen([binary, 'serve'], cwd=ws, env=env, stderr=subprocess.PIPE, text=True)
     lines = []

@@ -24,7 +24,7 @@ ws = tempfile.mkdtemp()
 shutil.copytree(ROOT / 'workspace', ws, dirs_exist_ok=True)
 digest = hashlib.sha256(TOKEN.encode()).hexdigest()
 pathlib.Path(ws, 'docs-agent.toml').write_text(
-    f'[serve]\nlisten = "127.0.0.1:0"\nrate_per_minute = 100000000\n\n[[serve.tokens]]\nprincipal = "bench"\nsha256 = "{digest}"\nroles = ["ask"]\n')
+    f'[serve]\nlisten = "127.0.0.1:0"\nrate_per_minute = 100000000\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n\n[[serve.tokens]]\nprincipal = "bench"\nsha256 = "{digest}"\nroles = ["ask"]\n')
 env = dict(os.environ, WORKSPACE=ws, LLM_MODEL='scripted')
 # The server gets a common open-file limit (BENCH_SERVER_NOFILE, default 4096), so a flood larger
 # than that is what it would meet in production.

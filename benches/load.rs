@@ -53,7 +53,7 @@ fn start() -> Result<Server, String> {
     }
     let digest: String = Sha256::digest(TOKEN.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     let config = format!(
-        "[serve]\nlisten = \"127.0.0.1:0\"\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000\n\n\
+        "[serve]\nlisten = \"127.0.0.1:0\"\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n\n\
          [[serve.tokens]]\nprincipal = \"load\"\nsha256 = \"{digest}\"\nroles = [\"ask\"]\n"
     );
     std::fs::write(dir.path().join("docs-agent.toml"), config).map_err(|e| e.to_string())?;

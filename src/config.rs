@@ -126,6 +126,15 @@ pub struct ServeConfig {
     pub max_open_sessions: usize,
     /// A session idle this long no longer counts as open.
     pub session_idle_secs: u64,
+    /// Open sessions one principal may hold at once (as `max_open_sessions` counts them); more
+    /// are refused (429) until one is closed or idle.
+    pub max_sessions_per_principal: usize,
+    /// Sessions one principal may start per minute (also the burst).
+    pub sessions_per_minute: u32,
+    /// Turns (session messages and one-shot questions) one principal may run at once.
+    pub max_turns_per_principal: usize,
+    /// Streams following sessions that one principal may hold open at once.
+    pub max_followers_per_principal: usize,
     /// May an approver decide a write asked for in their own session?
     pub allow_self_approval: bool,
     /// Model failures in a row that open the circuit breaker (answers become retrieval-only).
@@ -636,6 +645,11 @@ impl Config {
             ("serve.body_read_timeout_secs", self.serve.body_read_timeout_secs),
             ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
             ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
+            ("serve.session_idle_secs", self.serve.session_idle_secs),
+            ("serve.max_sessions_per_principal", self.serve.max_sessions_per_principal as u64),
+            ("serve.sessions_per_minute", u64::from(self.serve.sessions_per_minute)),
+            ("serve.max_turns_per_principal", self.serve.max_turns_per_principal as u64),
+            ("serve.max_followers_per_principal", self.serve.max_followers_per_principal as u64),
             ("serve.breaker_failures", self.serve.breaker_failures as u64),
         ] {
             if value == 0 {
@@ -797,7 +811,11 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("serve.body_read_timeout_secs", 10_i64.into()),
         ("serve.rate_per_minute", 600_i64.into()),
         ("serve.max_open_sessions", 1000_i64.into()),
-        ("serve.session_idle_secs", 86_400_i64.into()),
+        ("serve.session_idle_secs", 1_800_i64.into()),
+        ("serve.max_sessions_per_principal", 32_i64.into()),
+        ("serve.sessions_per_minute", 10_i64.into()),
+        ("serve.max_turns_per_principal", 4_i64.into()),
+        ("serve.max_followers_per_principal", 16_i64.into()),
         ("serve.allow_self_approval", false.into()),
         ("serve.breaker_failures", 3_i64.into()),
         ("serve.breaker_cooldown_secs", 30_i64.into()),

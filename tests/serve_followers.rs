@@ -2,7 +2,8 @@
 //! common `ulimit -n` cut to 400, the full number of followers allowed (4 × max_concurrent =
 //! 256) follow one session while sessions are made and messages answered, and the server's
 //! descriptors grow by about one socket per follower, not by a log connection each. The counts
-//! are written to target/serve/followers-descriptors.txt.
+//! are written to target/serve/followers-descriptors.txt. (One principal follows them all here,
+//! so its own share, `serve.max_followers_per_principal`, is raised to the server's.)
 
 mod common;
 
@@ -63,7 +64,9 @@ fn the_full_number_of_followers_share_the_logs_handles_under_a_low_descriptor_li
     let ws = common::sample_workspace();
     let toml = format!(
         "[serve]\nlisten = \"127.0.0.1:0\"\nmax_concurrent = {MAX_CONCURRENT}\n\
+         max_followers_per_principal = {}\nsessions_per_minute = 1000\nmax_sessions_per_principal = 1000\n\
          [[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        4 * MAX_CONCURRENT,
         hash(TOKEN)
     );
     std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write config");

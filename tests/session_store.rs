@@ -67,8 +67,37 @@ fn appends_are_ordered_per_session_and_read_back_from_a_second_opening() {
             .collect();
         assert_eq!(texts, ["2:two", "3:three"], "{}", kind.name());
         assert_eq!(again.sessions().expect("sessions"), ["s-a", "s-b"], "{}", kind.name());
-        assert_eq!(again.active_since(0).expect("active"), 2, "{}", kind.name());
-        assert_eq!(again.active_since(u64::MAX / 2).expect("active"), 0, "{}", kind.name());
+        assert_eq!(again.open_sessions(0, None).expect("open"), 2, "{}", kind.name());
+        assert_eq!(again.open_sessions(u64::MAX / 2, None).expect("open"), 0, "{}", kind.name());
+    }
+}
+
+/// Open sessions are counted in the log, for everyone or one principal, and a closed one no
+/// longer counts, on both stores.
+#[test]
+fn open_sessions_count_by_principal_and_leave_out_closed_ones() {
+    let started = |principal: &str| Event::SessionStarted {
+        model: "m".into(),
+        workspace: "w".into(),
+        config_fingerprint: "f".into(),
+        principal: Some(principal.into()),
+    };
+    for kind in Kind::both() {
+        let store = Store::open(&kind.location()).expect("open");
+        let mut log = store.log().expect("log");
+        for (id, who) in [("s-1", "ana"), ("s-2", "ana"), ("s-3", "bo")] {
+            log.append(id, started(who)).expect("append");
+        }
+        let count = |principal: Option<&str>| log.open_sessions(0, principal).expect("count");
+        assert_eq!(
+            (count(None), count(Some("ana")), count(Some("bo")), count(Some("cy"))),
+            (3, 2, 1, 0),
+            "{}",
+            kind.name()
+        );
+        log.append("s-1", Event::SessionClosed { by: "ana".into() }).expect("close");
+        let count = |principal: Option<&str>| log.open_sessions(0, principal).expect("count");
+        assert_eq!((count(None), count(Some("ana"))), (2, 1), "{}: a closed session no longer counts", kind.name());
     }
 }
 

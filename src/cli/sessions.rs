@@ -459,6 +459,7 @@ fn describe(event: &Event) -> String {
         Event::Interrupted { partial_text, .. } => format!("partial: {}", one(partial_text)),
         Event::Correction { kind, text } => format!("{}: {}", kind.as_str(), one(text)),
         Event::ModelPinned { model } => model.clone(),
+        Event::SessionClosed { by } => format!("closed by {by}"),
         Event::Hook { stage, rule, decision, call_id } => {
             let about = call_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
             format!("{} {rule}: {}{about}", stage.as_str(), one(decision))

@@ -143,9 +143,10 @@ impl Front {
                 }
             }
             Front::Serve(state) => {
+                let who = principal.map_or("unknown", |p| p.name.as_str());
                 let (run, degraded) =
-                    crate::serve::ask::answer(state, question, observer).await.map_err(|e| e.message)?;
-                crate::serve::ask::count_usage(state, &run, principal.map_or("unknown", |p| p.name.as_str()));
+                    crate::serve::ask::answer(state, who, question, observer).await.map_err(|e| e.message)?;
+                crate::serve::ask::count_usage(state, &run, who);
                 Ok(Answered { run, degraded })
             }
         }

@@ -84,6 +84,10 @@ fn conversation(events: &[Stored]) -> Vec<Said> {
 
 /// The write session `id` waits for, if any.
 pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending> {
+    // A closed session waits on nothing.
+    if state::closed(events) {
+        return None;
+    }
     let Next::Decide(p) = state::next(events) else {
         return None;
     };

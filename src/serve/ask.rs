@@ -46,7 +46,7 @@ pub async fn ask(
         principal.require(Role::Ask)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
         let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
-        let (run, degraded) = answer(&state, question, None).await?;
+        let (run, degraded) = answer(&state, &principal.name, question, None).await?;
         let used = count_usage(&state, &run, &principal.name);
         Ok(json!({
             "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
@@ -86,19 +86,23 @@ pub fn count_usage(state: &AppState, run: &crate::agent::Run, principal: &str) -
 /// `also` hears what happens, as the metrics do (the MCP server's progress).
 pub async fn answer(
     state: &Arc<AppState>,
+    principal: &str,
     question: &str,
     also: Option<crate::session::progress::Observer<'_>>,
 ) -> Result<(crate::agent::Run, bool), ApiError> {
-    answer_after(state, &[], question, also).await
+    answer_after(state, principal, &[], question, also).await
 }
 
 /// [`answer`], after the `earlier` exchanges of a conversation the client keeps.
 pub async fn answer_after(
     state: &Arc<AppState>,
+    principal: &str,
     earlier: &[crate::agent::Exchange],
     question: &str,
     mut also: Option<crate::session::progress::Observer<'_>>,
 ) -> Result<(crate::agent::Run, bool), ApiError> {
+    // `principal`'s share of turns, held while it is answered.
+    let _share = state.shares.turn(principal)?;
     let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
     let mut count = |event: &TurnEvent<'_>| {
         match event {

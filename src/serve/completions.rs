@@ -101,7 +101,8 @@ pub async fn completions(
         ))
         .into_response();
     }
-    let (run, degraded) = match super::ask::answer_after(&state, &earlier, question.trim(), None).await {
+    let (run, degraded) = match super::ask::answer_after(&state, &principal.name, &earlier, question.trim(), None).await
+    {
         Ok(done) => done,
         Err(e) => return e.into_response(),
     };

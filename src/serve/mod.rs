@@ -27,6 +27,7 @@ pub mod readers;
 pub mod replicas;
 pub mod requests;
 pub mod sessions;
+pub mod shares;
 pub mod stream;
 pub mod turns;
 
@@ -62,6 +63,8 @@ pub struct AppState {
     pub tokens: auth::Tokens,
     /// Requests per principal.
     pub rate: limits::RateLimiter,
+    /// What one principal may hold at once: turns, followers, session starts.
+    pub shares: shares::Shares,
     /// Counters for `/metrics`.
     pub metrics: metrics::Metrics,
     /// The last reason `/readyz` said not ready, logged once (empty when ready).
@@ -138,6 +141,7 @@ impl AppState {
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
+            shares: shares::Shares::new(serve),
             metrics: metrics::Metrics::default(),
             readiness_error: Mutex::new(String::new()),
             running: Mutex::new(HashMap::new()),
@@ -239,7 +243,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/sections", get(ask::section)),
         ("/v1/sessions", post(sessions::create).get(history::list)),
         ("/v1/me", get(auth::me)),
-        ("/v1/sessions/{id}", get(sessions::show)),
+        ("/v1/sessions/{id}", get(sessions::show).delete(sessions::close)),
         ("/v1/sessions/{id}/messages", post(sessions::message)),
         ("/v1/sessions/{id}/events", get(sessions::events)),
         ("/v1/sessions/{id}/cancel", post(sessions::cancel)),

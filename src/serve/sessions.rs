@@ -44,7 +44,21 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
         let serve = &state.config.serve;
         let mut log = state.log()?;
         let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
-        if log.active_since(since)? >= serve.max_open_sessions {
+        // One principal's share first: a user who holds many cannot fill the server for the rest.
+        if log.open_sessions(since, Some(&principal.name))? >= serve.max_sessions_per_principal {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_open_sessions",
+                format!(
+                    "you have {} open sessions (serve.max_sessions_per_principal); close one with DELETE \
+                     /v1/sessions/{{id}}, or reuse one; a session idle for serve.session_idle_secs ({} s) stops \
+                     counting",
+                    serve.max_sessions_per_principal, serve.session_idle_secs
+                ),
+            )
+            .retry_after(60));
+        }
+        if log.open_sessions(since, None)? >= serve.max_open_sessions {
             return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too_many_sessions",
@@ -52,6 +66,8 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
             )
             .retry_after(60));
         }
+        // Paced last, so a start refused above costs none of the principal's pace.
+        state.shares.start(&principal.name)?;
         let id = crate::session::new_id()?;
         let model = state.config.llm.model.clone();
         log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
@@ -84,6 +100,48 @@ pub async fn show(
             "approval": super::approvals::pending(&state, &id, &events),
             "running": state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
         }))
+    });
+    respond(result, StatusCode::OK)
+}
+
+/// `DELETE /v1/sessions/{id}`: closes the session, as its owner or an admin (for anyone else it
+/// does not exist). Closing is an event in its log: the session takes no more messages, a write
+/// it waited on is no longer pending, and it stops counting against `serve.max_open_sessions`
+/// and its owner's `serve.max_sessions_per_principal`. Closing a closed session changes nothing.
+pub async fn close(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    let result = crate::runtime::blocking(|| {
+        principal.require(Role::Ask)?;
+        let mut log = state.log()?;
+        let events = if principal.may(Role::Admin) {
+            let events = match crate::session::check_id(&id) {
+                Ok(()) => log.events_after(&id, 0)?,
+                Err(_) => Vec::new(),
+            };
+            if events.is_empty() {
+                return Err(ApiError::not_found("session"));
+            }
+            events
+        } else {
+            owned(&log, &id, &principal)?
+        };
+        if !state::closed(&events) {
+            if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
+                return Err(ApiError::conflict(
+                    "turn_in_progress",
+                    format!(
+                        "session {id} has a turn running; cancel it (POST /v1/sessions/{id}/cancel), then close it"
+                    ),
+                ));
+            }
+            // Under the session's lock: a turn another replica drives is not closed under it.
+            let _lock = log.lock(&id)?;
+            log.append(&id, crate::session::event::Event::SessionClosed { by: principal.name.clone() })?;
+        }
+        Ok(json!({"id": id, "status": "closed"}))
     });
     respond(result, StatusCode::OK)
 }
@@ -225,10 +283,15 @@ pub async fn events(
             Ok(cursor) => cursor,
             Err(e) => return ApiError::bad_request(e).into_response(),
         };
+        // The principal's share first: one user's streams cannot take every slot.
+        let share = match state.shares.follower(&principal.name) {
+            Ok(share) => share,
+            Err(e) => return e.into_response(),
+        };
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
-        return stream::follow(state, id, cursor, slot).into_response();
+        return stream::follow(state, id, cursor, (slot, share)).into_response();
     }
     let result = crate::runtime::blocking(|| {
         let all = owned(&state.log()?, &id, &principal)?;

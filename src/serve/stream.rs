@@ -122,7 +122,7 @@ pub fn follow(
     state: Arc<AppState>,
     id: String,
     cursor: u64,
-    slot: tokio::sync::OwnedSemaphorePermit,
+    slot: (tokio::sync::OwnedSemaphorePermit, super::shares::Held),
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);
@@ -130,7 +130,7 @@ pub fn follow(
     let stopping = state.stopping();
     let start = (state, id, cursor, changes, VecDeque::<Event>::new());
     let stream = futures_util::stream::unfold(start, move |(state, id, mut cursor, mut changes, mut ready)| {
-        // The follower's slot is held for as long as the stream lives.
+        // The follower's slot and its principal's share are held for as long as the stream lives.
         let _held = &slot;
         let hosts = hosts.clone();
         let mut stopping = stopping.clone();

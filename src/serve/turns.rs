@@ -124,6 +124,8 @@ struct Ready {
     owner: String,
     /// The turn's slot, held for the turn.
     _slot: tokio::sync::OwnedSemaphorePermit,
+    /// The owner's share of turns, held for the turn.
+    _share: super::shares::Held,
 }
 
 fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiError> {
@@ -147,6 +149,15 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
         Ok(events) => events,
         Err(e) => return fail(start, e.into()),
     };
+    if state::closed(&events) {
+        return fail(start, closed(id));
+    }
+    // The owner's share of turns, held for the turn: one user's turns cannot take every slot.
+    let owner = state::owner(&events).unwrap_or_default().to_string();
+    let share = match state.shares.turn(&owner) {
+        Ok(share) => share,
+        Err(e) => return fail(start, e),
+    };
     let before = events.last().map_or(0, |s| s.seq);
     let pinned = state::pinned_model(&events).unwrap_or(&state.config.llm.model).to_string();
     let (model, degraded) = match state.model_or_fallback(&pinned) {
@@ -169,6 +180,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                         format!("session {id} has an unfinished turn; finish it with POST /v1/sessions/{id}/resume"),
                     ));
                 }
+                Status::Closed => return Err(closed(id)),
             }
             // A session whose budget is spent takes no new message (the turn would stop at once).
             let budget = &state.config.budget;
@@ -223,8 +235,12 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
             }
         }
     }
-    let owner = state::owner(&events).unwrap_or_default().to_string();
-    Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot })
+    Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot, _share: share })
+}
+
+/// 409 `session_closed`: session `id` takes nothing more.
+fn closed(id: &str) -> ApiError {
+    ApiError::conflict("session_closed", format!("session {id} is closed; start a new one with POST /v1/sessions"))
 }
 
 /// Fails a start, telling a waiting decision or expiry why.
@@ -243,7 +259,7 @@ fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
 }
 
 async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
-    let Ready { mut log, _lock, model, degraded, before, owner, _slot } =
+    let Ready { mut log, _lock, model, degraded, before, owner, _slot, _share } =
         crate::runtime::blocking(|| prepare(&state, &id, start))?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);

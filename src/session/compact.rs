@@ -181,6 +181,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
                 open_work = Some(format!("the last request stopped without an answer ({})", reason.as_str()));
             }
             Event::SessionStarted { .. }
+            | Event::SessionClosed { .. }
             | Event::ApprovalRequested { .. }
             | Event::Correction { .. }
             | Event::Compaction { .. }

@@ -162,6 +162,12 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         principal: Option<String>,
     },
+    /// The session was closed (`DELETE /v1/sessions/{id}`): it takes no more messages, a write
+    /// it waited on is no longer pending, and it no longer counts as open.
+    SessionClosed {
+        /// Who closed it: its owner, or an admin.
+        by: String,
+    },
     /// A policy hook (`[hooks]`) decided or changed something.
     Hook {
         /// Where: before a tool call, after one, or before an answer is taken.
@@ -349,6 +355,7 @@ impl Event {
                 Event::Feedback { answer_seq, helpful, comment: s(comment) }
             }
             other @ Event::ApprovalExpired { .. } => other,
+            Event::SessionClosed { by } => Event::SessionClosed { by: s(by) },
         }
     }
 
@@ -356,6 +363,7 @@ impl Event {
     pub fn kind(&self) -> &'static str {
         match self {
             Event::SessionStarted { .. } => "session_started",
+            Event::SessionClosed { .. } => "session_closed",
             Event::UserMessage { .. } => "user_message",
             Event::AssistantMessage { .. } => "assistant_message",
             Event::ToolResult { .. } => "tool_result",

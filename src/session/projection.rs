@@ -87,6 +87,7 @@ pub fn projected(system_prompt: &str, events: &[Stored]) -> Projected {
                 }
             }
             Event::SessionStarted { .. }
+            | Event::SessionClosed { .. }
             | Event::ApprovalRequested { .. }
             | Event::ApprovalGranted { .. }
             | Event::Compaction { .. }

@@ -239,6 +239,8 @@ pub enum Status {
     InTurn,
     /// A write waits for a person.
     AwaitingApproval,
+    /// Closed: it takes no more messages, and nothing in it waits.
+    Closed,
 }
 
 impl Status {
@@ -248,12 +250,21 @@ impl Status {
             Status::Idle => "idle",
             Status::InTurn => "in_turn",
             Status::AwaitingApproval => "awaiting_approval",
+            Status::Closed => "closed",
         }
     }
 }
 
+/// True once the session was closed.
+pub fn closed(events: &[Stored]) -> bool {
+    events.iter().rev().any(|s| matches!(s.event, Event::SessionClosed { .. }))
+}
+
 /// The status of the session whose events these are.
 pub fn status(events: &[Stored]) -> Status {
+    if closed(events) {
+        return Status::Closed;
+    }
     match next(events) {
         Next::Idle => Status::Idle,
         Next::Decide(_) => Status::AwaitingApproval,

@@ -979,9 +979,11 @@ async fn every_session_route_is_404_for_anyone_but_its_owner() {
         .collect();
     assert!(routes.len() >= 5, "the walk covers the session routes: {routes:?}");
     let mut probed = 0;
+    let mut methods = 0;
     for route in &routes {
         let documented =
             spec["paths"][route].as_object().unwrap_or_else(|| panic!("{route} is not in the OpenAPI document"));
+        methods += documented.len();
         for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
             for accept in ["application/json", "text/event-stream"] {
                 let mut answers = Vec::new();
@@ -1017,7 +1019,8 @@ async fn every_session_route_is_404_for_anyone_but_its_owner() {
             }
         }
     }
-    assert_eq!(probed, 2 * routes.len(), "each route answers one method, asked as JSON and as SSE");
+    assert_eq!(probed, 2 * methods, "each documented method of each route, asked as JSON and as SSE");
+    assert!(methods > routes.len(), "DELETE /v1/sessions/{{id}} is walked too");
 
     let (_, after) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
     assert_eq!(before, after, "nothing the other principal asked reached the session");
@@ -1480,4 +1483,172 @@ async fn a_decision_after_the_ttl_is_refused_and_the_turn_goes_on() {
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("expired")), "{body}");
     until_idle(&s, &id, ASKER).await;
     assert_expired_and_answered(&s, &id);
+}
+
+/// One principal starting sessions at full speed holds only its share: another principal is
+/// still served; closing a session (an event, by its owner or an admin) frees a place; a closed
+/// session takes no message; nobody else can close it.
+#[tokio::test]
+async fn one_principal_at_full_speed_cannot_lock_out_another() {
+    let s = server_with(&[
+        ("serve.rate_per_minute", "100000".into()),
+        ("serve.sessions_per_minute", "100000".into()),
+        ("serve.max_sessions_per_principal", "5".into()),
+        ("serve.max_open_sessions", "8".into()),
+    ]);
+    let mut created = Vec::new();
+    let mut refused = 0;
+    for _ in 0..200 {
+        let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+        match status {
+            StatusCode::CREATED => created.push(body["id"].as_str().expect("id").to_string()),
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_eq!(body["error"]["code"], "too_many_open_sessions", "{body}");
+                refused += 1;
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!((created.len(), refused), (5, 195), "the flooder holds its share and no more");
+    for _ in 0..3 {
+        let (status, body) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+        assert_eq!(status, StatusCode::CREATED, "another principal is still served: {body}");
+    }
+    // Closing frees a place; the close is recorded with who did it.
+    let first = created[0].clone();
+    let (status, body) = call(&s, "DELETE", &format!("/v1/sessions/{first}"), Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not the owner: {body}");
+    let (status, body) = call(&s, "DELETE", &format!("/v1/sessions/{first}"), Some(ASKER), None).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("closed")), "{body}");
+    let (status, _) = call(&s, "DELETE", &format!("/v1/sessions/{first}"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK, "closing again changes nothing");
+    let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::CREATED, "a place came back: {body}");
+    let (status, body) =
+        call(&s, "POST", &format!("/v1/sessions/{first}/messages"), Some(ASKER), Some(json!({"text": "refunds"})))
+            .await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("session_closed")), "{body}");
+    let (_, shown) = call(&s, "GET", &format!("/v1/sessions/{first}"), Some(ASKER), None).await;
+    assert_eq!(shown["status"], "closed", "{shown}");
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{first}/events"), Some(ASKER), None).await;
+    let closed: Vec<&Value> =
+        events["events"].as_array().into_iter().flatten().filter(|e| e["event"]["type"] == "session_closed").collect();
+    assert_eq!(closed.len(), 1, "one close, recorded once: {events}");
+    assert_eq!(closed[0]["event"]["by"], "ana");
+    // An admin may close anyone's.
+    let (status, body) = call(&s, "DELETE", &format!("/v1/sessions/{}", created[1]), Some(ADMIN), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{}/events", created[1]), Some(ASKER), None).await;
+    assert!(events.to_string().contains("\"by\":\"ops\""), "{events}");
+}
+
+/// Session starts are paced per principal, with when to try again; another principal is not
+/// held back. A session idle longer than `serve.session_idle_secs` stops counting.
+#[tokio::test]
+async fn session_starts_are_paced_and_idle_sessions_stop_counting() {
+    let s = server_with(&[
+        ("serve.sessions_per_minute", "3".into()),
+        ("serve.max_sessions_per_principal", "2".into()),
+        ("serve.session_idle_secs", "600".into()),
+    ]);
+    let mut statuses = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+        statuses.push(status);
+        ids.extend(body["id"].as_str().map(str::to_string));
+    }
+    assert_eq!(statuses, [StatusCode::CREATED, StatusCode::CREATED]);
+    let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("too_many_open_sessions"))
+    );
+    // Both go idle: they no longer count.
+    for id in &ids {
+        s.backdate(id, 601_000);
+    }
+    let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::CREATED, "idle sessions stopped counting: {body}");
+    // The fourth start within the minute is paced.
+    let (status, headers, body) = call_raw(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("too_many_starts"));
+    assert!(headers.get(header::RETRY_AFTER).is_some());
+    let (status, _) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::CREATED, "another principal's starts are its own");
+}
+
+/// One principal's streams following sessions stop at its share; another principal can still
+/// follow, and a closed stream gives its place back.
+#[tokio::test]
+async fn one_principal_cannot_take_every_follower_slot() {
+    let s = server_with(&[("serve.max_followers_per_principal", "2".into())]);
+    let id = new_session(&s, ASKER).await;
+    let other = new_session(&s, OTHER).await;
+    let follow = |token: &'static str, id: &str| {
+        let request = streamed("GET", &format!("/v1/sessions/{id}/events"), token, None, None);
+        app(s.state.clone()).oneshot(request)
+    };
+    let first = follow(ASKER, &id).await.expect("response");
+    let second = follow(ASKER, &id).await.expect("response");
+    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    let third = follow(ASKER, &id).await.expect("response");
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body = axum::body::to_bytes(third.into_body(), 1 << 16).await.expect("body");
+    assert!(String::from_utf8_lossy(&body).contains("too_many_followers"));
+    let theirs = follow(OTHER, &other).await.expect("response");
+    assert_eq!(theirs.status(), StatusCode::OK, "another principal still follows");
+    drop(first);
+    let again = follow(ASKER, &id).await.expect("response");
+    assert_eq!(again.status(), StatusCode::OK, "a closed stream gave its place back");
+}
+
+/// One principal's turns stop at its share while they run; the place comes back when a turn
+/// ends.
+#[tokio::test]
+async fn one_principal_cannot_run_more_turns_than_its_share() {
+    let fake = fake::FakeServer::start(vec![fake::Canned::streamed(&["Refunds take "], true)]);
+    let s = server_with(&[
+        ("serve.max_turns_per_principal", "1".into()),
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+        ("retrieval.first", "false".into()),
+    ]);
+    let id = new_session(&s, ASKER).await;
+    let request =
+        streamed("POST", &format!("/v1/sessions/{id}/messages"), ASKER, Some(json!({"text": "refunds"})), None);
+    let running = app(s.state.clone()).oneshot(request).await.expect("response");
+    assert_eq!(running.status(), StatusCode::OK);
+    // Wait until the turn holds its place (the model server has the call).
+    for _ in 0..2_000 {
+        if !fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!fake.requests().is_empty(), "the first turn reached the model");
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("too_many_turns")),
+        "{body}"
+    );
+    let (status, body) = call(&s, "POST", &format!("/v1/sessions/{id}/cancel"), Some(ASKER), None).await;
+    assert!(status.is_success(), "{body}");
+    drop(running);
+    let mut freed = false;
+    for _ in 0..2_000 {
+        if s.state.running.lock().expect("lock").is_empty() {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(freed, "the cancelled turn ended");
+    let other = new_session(&s, ASKER).await;
+    let request =
+        streamed("POST", &format!("/v1/sessions/{other}/messages"), ASKER, Some(json!({"text": "refunds"})), None);
+    let next = app(s.state.clone()).oneshot(request).await.expect("response");
+    assert_eq!(next.status(), StatusCode::OK, "the place came back when the turn ended");
 }

@@ -452,11 +452,12 @@ impl Log {
         }
     }
 
-    /// How many sessions had an event at or after `since_ms`.
-    pub fn active_since(&self, since_ms: u64) -> Result<usize, LogError> {
+    /// How many sessions are open: active at or after `since_ms` and not closed; only
+    /// `principal`'s when one is named.
+    pub fn open_sessions(&self, since_ms: u64, principal: Option<&str>) -> Result<usize, LogError> {
         match &self.db {
-            Db::Sqlite(db) => db.active_since(since_ms),
-            Db::Postgres(db) => db.active_since(since_ms),
+            Db::Sqlite(db) => db.open_sessions(since_ms, principal),
+            Db::Postgres(db) => db.open_sessions(since_ms, principal),
         }
     }
 

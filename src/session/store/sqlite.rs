@@ -161,10 +161,17 @@ impl Db {
         Ok(())
     }
 
-    /// How many sessions had an event at or after `since_ms`.
-    pub fn active_since(&self, since_ms: u64) -> Result<usize, LogError> {
-        let mut stmt = self.conn.prepare_cached("SELECT COUNT(DISTINCT session) FROM events WHERE at_ms >= ?1")?;
-        let n: i64 = stmt.query_row([since_ms as i64], |r| r.get(0))?;
+    /// How many sessions are open: an event at or after `since_ms`, none closing them; only
+    /// those `principal` started when one is named.
+    pub fn open_sessions(&self, since_ms: u64, principal: Option<&str>) -> Result<usize, LogError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT session FROM events WHERE at_ms >= ?1) a
+             WHERE NOT EXISTS (SELECT 1 FROM events c WHERE c.session = a.session AND c.kind = 'session_closed')
+               AND (?2 IS NULL OR EXISTS (SELECT 1 FROM events s WHERE s.session = a.session AND s.seq = 1
+                                          AND s.kind = 'session_started'
+                                          AND json_extract(s.body, '$.principal') = ?2))",
+        )?;
+        let n: i64 = stmt.query_row(params![since_ms as i64, principal], |r| r.get(0))?;
         Ok(n as usize)
     }
 

@@ -328,16 +328,24 @@ impl Db {
         })
     }
 
-    /// How many sessions had an event at or after `since_ms`.
-    pub fn active_since(&self, since_ms: u64) -> Result<usize, LogError> {
+    /// How many sessions are open: active at or after `since_ms`, none closing them; only
+    /// those `principal` started when one is named.
+    pub fn open_sessions(&self, since_ms: u64, principal: Option<&str>) -> Result<usize, LogError> {
+        let principal = principal.map(str::to_string);
         self.store.run(move |pool, shown| async move {
             let what = format!("counting open sessions in {shown}");
             let client = get(&pool, &shown).await?;
             let query = client
-                .prepare_cached("SELECT count(*) FROM docs_agent_sessions WHERE last_ms >= $1")
+                .prepare_cached(
+                    "SELECT count(*) FROM docs_agent_sessions s
+                     WHERE s.last_ms >= $1 AND ($2::text IS NULL OR s.principal = $2)
+                       AND NOT EXISTS (SELECT 1 FROM docs_agent_events e
+                                       WHERE e.session = s.id AND e.kind = 'session_closed')",
+                )
                 .await
                 .map_err(database(&what))?;
-            let n: i64 = client.query_one(&query, &[&(since_ms as i64)]).await.map_err(database(&what))?.get(0);
+            let n: i64 =
+                client.query_one(&query, &[&(since_ms as i64), &principal]).await.map_err(database(&what))?.get(0);
             Ok(n as usize)
         })
     }
