@@ -256,3 +256,42 @@ fn rules_hold_for_escapes_the_harness_search_and_secret_arguments() {
     );
     assert!(!out.stderr.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{}", out.stderr);
 }
+
+/// A hook's decision is committed with the event it decided about: a crash right after the
+/// decision is durable (SIGKILL, from the crash-test hook) and a resume leave one decision in
+/// the log, not one per attempt.
+#[test]
+fn a_crash_after_a_hook_decision_never_logs_it_twice() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::tool("read_file", json!({"path": "docs/refunds.md"})),
+        fake::Canned::text("I could not read it."),
+    ]);
+    let ws = common::sample_workspace();
+    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
+                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n";
+    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    let base = fake.base_url();
+    let log = ws.path().join("data/sessions.db").display().to_string();
+    let env = [
+        ("LLM_BASE_URL", base.as_str()),
+        ("LLM_MODEL", "m"),
+        ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
+        ("DOCS_AGENT_VERIFY", "false"),
+        ("DOCS_AGENT_SESSION_LOG", log.as_str()),
+    ];
+    let mut killed = env.to_vec();
+    killed.push(("DOCS_AGENT_TEST_KILL_AFTER", "hook"));
+    let crashed = common::run_input(ws.path(), &killed, &["chat"], "how long is the refund window\n");
+    assert_eq!(crashed.signal, Some(9), "killed right after the decision was durable: {}", crashed.stderr);
+    let listed = common::run(ws.path(), &env, &["sessions", "list"]);
+    let id = listed.stdout.split_whitespace().next().expect("a session").to_string();
+    let resumed = common::run(ws.path(), &env, &["sessions", "resume", &id]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let exported = common::run(ws.path(), &env, &["sessions", "export", &id]);
+    let events: Vec<Value> = exported.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let hooks: Vec<&Value> = events.iter().filter(|e| e["event"]["type"] == "hook").collect();
+    let results: Vec<&Value> = events.iter().filter(|e| e["event"]["type"] == "tool_result").collect();
+    assert_eq!((hooks.len(), results.len()), (1, 1), "one decision, one result: {}", exported.stdout);
+    assert_eq!(hooks[0]["seq"].as_u64().map(|s| s + 1), results[0]["seq"].as_u64(), "committed together, in order");
+    assert!(events.iter().any(|e| e["event"]["type"] == "answer"), "the resumed turn answered: {}", exported.stdout);
+}

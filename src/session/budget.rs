@@ -167,6 +167,19 @@ pub fn reached(budget: &BudgetConfig, model: &str, turn: &[Stored], session: &[S
     None
 }
 
+/// The tokens the next model call may use at most, prompt and reply together, under the
+/// token budgets (`budget.question_tokens`, `budget.session_tokens`): the least that either
+/// leaves; `None` when neither is set.
+pub fn tokens_left(budget: &BudgetConfig, turn: &[Stored], session: &[Stored]) -> Option<u64> {
+    let question =
+        (budget.question_tokens > 0).then(|| budget.question_tokens.saturating_sub(Spent::of(turn).tokens()));
+    let all = (budget.session_tokens > 0).then(|| budget.session_tokens.saturating_sub(Spent::of(session).tokens()));
+    match (question, all) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (one, other) => one.or(other),
+    }
+}
+
 /// Why a session may take no new message: its own budget (tokens or cost) is spent. A
 /// question's budget starts afresh with each message, so only the session's counts here.
 pub fn reached_by_session(budget: &BudgetConfig, model: &str, session: &[Stored]) -> Option<String> {

@@ -123,6 +123,9 @@ pub struct Turn<'a> {
     observer: Option<Observer<'a>>,
     /// The turn's spans (`telemetry`), told everything the observer is, first.
     spans: TurnSpans,
+    /// Hook decisions not yet in the log: committed with the next event, the one they decided
+    /// about, in its transaction, so a crash between the two cannot log a decision twice.
+    hooks: Vec<Event>,
 }
 
 impl<'a> Turn<'a> {
@@ -130,7 +133,7 @@ impl<'a> Turn<'a> {
     /// nobody is told of its progress until [`Turn::observed`].
     pub(super) fn new(deps: &'a Deps<'a>, model: &'a Model, log: &'a mut Log, session: &'a str) -> Turn<'a> {
         let spans = TurnSpans::start(session, &model.name());
-        Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None, spans }
+        Turn { deps, model, log, session, undecided: Undecided::Pause, observer: None, spans, hooks: Vec::new() }
     }
 
     /// Decides an undecided write this way instead of pausing.
@@ -251,11 +254,18 @@ impl<'a> Turn<'a> {
                     let started = Instant::now();
                     let numbered = verify::numbered(state::this_turn(&events));
                     // The call that answers from the evidence writes a short answer.
-                    let shape = if steps == 0 && !numbered.is_empty() {
+                    let mut shape = if steps == 0 && !numbered.is_empty() {
                         Shape { max_tokens: Some(self.deps.retrieval.answer_tokens), stop: ANSWER_STOPS }
                     } else {
                         Shape::default()
                     };
+                    // A token budget bounds the call before it is made: its reply may use no
+                    // more than the budget leaves, so the call that crosses the budget passes it
+                    // by its prompt at most (which the server, not the harness, counts).
+                    if let Some(left) = budget::tokens_left(self.deps.budget, state::this_turn(&events), &events) {
+                        let cap = shape.max_tokens.unwrap_or(limits.max_output_tokens);
+                        shape.max_tokens = Some(cap.min(u32::try_from(left).unwrap_or(u32::MAX)).max(1));
+                    }
                     let call = ModelCall { messages: &messages, specs: &specs, shape, numbered: &numbered };
                     match self.call_model(call, estimate, deadline, steps + 1, cancel).await {
                         Called::Reply(reply) => {
@@ -808,13 +818,14 @@ impl<'a> Turn<'a> {
     }
 
     /// Records a hook's decision in the log and tells it.
+    /// Records a hook's decision: it is committed with the next event (what it decided about).
     fn hook(&mut self, stage: HookStage, rule: &str, decision: &str, call_id: Option<&str>) -> Result<(), LogError> {
-        self.append(Event::Hook {
+        self.hooks.push(Event::Hook {
             stage,
             rule: rule.to_string(),
             decision: decision.to_string(),
             call_id: call_id.map(str::to_string),
-        })?;
+        });
         self.emit(TurnEvent::Hook { stage, rule, decision, call_id });
         Ok(())
     }
@@ -840,8 +851,8 @@ impl<'a> Turn<'a> {
         match key {
             None => self.append(event)?,
             Some(key) => {
-                let (log, session) = (&mut *self.log, self.session);
-                runtime::blocking(|| log.append_once(session, key, event))?
+                let (log, session, hooks) = (&mut *self.log, self.session, std::mem::take(&mut self.hooks));
+                runtime::blocking(|| log.append_once_after(session, hooks, key, event))?
             }
         };
         self.tell_result(call, &outcome.text, ms, outcome.decision);
@@ -909,6 +920,11 @@ impl<'a> Turn<'a> {
     /// off the async workers (`runtime::blocking`); one in memory is too quick to bother, and so
     /// are the turn's reads (cached pages: moving them off measured no better).
     fn append_all(&mut self, events: Vec<Event>) -> Result<u64, LogError> {
+        // The hook decisions about these events go in the same commit, first.
+        let mut events = events;
+        if !self.hooks.is_empty() {
+            events.splice(0..0, std::mem::take(&mut self.hooks));
+        }
         let (log, session) = (&mut *self.log, self.session);
         if log.on_disk() {
             runtime::blocking(|| log.append_all(session, events))

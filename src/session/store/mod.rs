@@ -389,7 +389,21 @@ impl Log {
     /// [`LogError::Duplicate`] when that key is already in the log, so the effect is recorded
     /// once, whoever tries again.
     pub fn append_once(&mut self, session: &str, key: &str, event: Event) -> Result<u64, LogError> {
-        self.insert(session, vec![(event.scrubbed(), Some(key.to_string()))])
+        self.append_once_after(session, Vec::new(), key, event)
+    }
+
+    /// [`Log::append_once`], with `before` (scrubbed) in the same transaction, ahead of it:
+    /// the hook decisions about the effect are recorded with it or not at all.
+    pub fn append_once_after(
+        &mut self,
+        session: &str,
+        before: Vec<Event>,
+        key: &str,
+        event: Event,
+    ) -> Result<u64, LogError> {
+        let mut rows: Vec<(Event, Option<String>)> = before.into_iter().map(|e| (e.scrubbed(), None)).collect();
+        rows.push((event.scrubbed(), Some(key.to_string())));
+        self.insert(session, rows)
     }
 
     /// Appends `event` as it is, unscrubbed: what a log written by hand, or by a version from
