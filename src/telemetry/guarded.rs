@@ -73,9 +73,62 @@ fn guard_text(text: &mut StringValue) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use opentelemetry::trace::{Span, Tracer, TracerProvider};
+
     use super::*;
 
     const KEY: &str = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
+
+    /// An exporter that keeps what it is given, as a collector would receive it.
+    #[derive(Debug, Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<SpanData>>>);
+
+    impl SpanExporter for Recorder {
+        fn export(&self, batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).extend(batch);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    /// One span made with the SDK from text nobody scrubbed, through `Guarded`: what the
+    /// collector receives, as text.
+    fn exported(make: impl FnOnce(&opentelemetry_sdk::trace::SdkTracer)) -> String {
+        let recorder = Recorder::default();
+        let provider =
+            opentelemetry_sdk::trace::SdkTracerProvider::builder().with_simple_exporter(Guarded(recorder.clone())).build();
+        make(&provider.tracer("test"));
+        let _ = provider.shutdown();
+        let spans = recorder.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(spans.len(), 1, "one span exported");
+        format!("{spans:?}")
+    }
+
+    /// The exporter's own last step scrubs attributes and events, whatever the span holds.
+    #[test]
+    fn a_span_made_from_unscrubbed_text_leaves_with_its_attributes_and_events_scrubbed() {
+        let sent = exported(|tracer| {
+            let mut span = tracer.start("execute_tool search_docs");
+            span.set_attribute(KeyValue::new("gen_ai.tool.call.arguments", format!("{{\"query\": \"{KEY}\"}}")));
+            span.add_event("gen_ai.choice", vec![KeyValue::new("content", format!("the key is {KEY}"))]);
+            span.end();
+        });
+        assert!(!sent.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{sent}");
+        assert!(sent.contains("[REDACTED]") && sent.contains("gen_ai.tool.call.arguments"), "{sent}");
+    }
+
+    /// The span's name and its error status leave scrubbed too.
+    #[test]
+    fn a_span_named_with_a_secret_and_failing_with_one_leaves_scrubbed() {
+        let sent = exported(|tracer| {
+            let mut span = tracer.start(format!("chat {KEY}"));
+            span.set_status(opentelemetry::trace::Status::error(format!("the server said: Bearer {KEY}")));
+            span.end();
+        });
+        assert!(!sent.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{sent}");
+        assert!(sent.contains("chat [REDACTED]") && sent.contains("the server said"), "{sent}");
+    }
 
     #[test]
     fn every_text_of_a_span_is_scrubbed() {
