@@ -507,3 +507,20 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: Tool, arguments: &str) -> Result<T,
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write whose path holds a secret is refused, and the refusal never shows it.
+    #[test]
+    fn a_write_whose_path_holds_a_secret_is_refused_without_showing_it() {
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let arguments = serde_json::json!({"path": format!("notes/{token}.md"), "content": "x"}).to_string();
+        let refused = Toolbox::plan_write(&arguments).expect_err("refused");
+        assert_eq!(refused.decision, Decision::Denied);
+        assert!(refused.text.contains("looks like a secret") && !refused.text.contains(token), "{}", refused.text);
+        let fine = serde_json::json!({"path": "notes/faq.md", "content": "x"}).to_string();
+        assert!(Toolbox::plan_write(&fine).is_ok());
+    }
+}

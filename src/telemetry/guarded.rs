@@ -96,8 +96,9 @@ mod tests {
     /// collector receives, as text.
     fn exported(make: impl FnOnce(&opentelemetry_sdk::trace::SdkTracer)) -> String {
         let recorder = Recorder::default();
-        let provider =
-            opentelemetry_sdk::trace::SdkTracerProvider::builder().with_simple_exporter(Guarded(recorder.clone())).build();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_simple_exporter(Guarded(recorder.clone()))
+            .build();
         make(&provider.tracer("test"));
         let _ = provider.shutdown();
         let spans = recorder.0.lock().unwrap_or_else(|p| p.into_inner()).clone();

@@ -1652,3 +1652,40 @@ async fn one_principal_cannot_run_more_turns_than_its_share() {
     let next = app(s.state.clone()).oneshot(request).await.expect("response");
     assert_eq!(next.status(), StatusCode::OK, "the place came back when the turn ended");
 }
+
+/// An answer's citations are verified section by section: a section of a file the turn
+/// searched is verified only when that section itself was retrieved.
+#[tokio::test]
+async fn a_citation_of_an_unretrieved_section_of_a_retrieved_file_is_not_verified() {
+    let fake = fake::FakeServer::start(vec![
+        fake::Canned::tool("search_docs", json!({"query": "refund window fourteen days"})),
+        fake::Canned::text(
+            "Refunds are possible within 14 days [docs/refunds.md#window]; issue one as [docs/refunds.md#how-to-issue] says.",
+        ),
+    ]);
+    let s = server_with(&[
+        ("llm.model", "test-model".into()),
+        ("llm.base_url", fake.base_url()),
+        ("retrieval.first", "false".into()),
+        ("retrieval.verify", "false".into()),
+        ("index.top_k", "1".into()),
+    ]);
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "refund window"}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let verified: Vec<(String, bool)> = body["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                format!("{}#{}", c["path"].as_str().unwrap_or(""), c["anchor"].as_str().unwrap_or("")),
+                c["verified"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        verified,
+        [("docs/refunds.md#window".to_string(), true), ("docs/refunds.md#how-to-issue".to_string(), false)],
+        "{body}"
+    );
+}
