@@ -1021,6 +1021,15 @@ async fn every_session_route_is_404_for_anyone_but_its_owner() {
     }
     assert_eq!(probed, 2 * methods, "each documented method of each route, asked as JSON and as SSE");
     assert!(methods > routes.len(), "DELETE /v1/sessions/{{id}} is walked too");
+    // Routes elsewhere that take a session in their query answer the same.
+    for query in ["/v1/sections?path=docs/refunds.md&anchor=window&session={id}&seq=3"] {
+        let mut answers = Vec::new();
+        for session in [id.as_str(), "s-no-such-session"] {
+            answers.push(call(&s, "GET", &query.replace("{id}", session), Some(OTHER), None).await);
+        }
+        assert_eq!(answers[0].0, StatusCode::NOT_FOUND, "{query} by another principal: {:?}", answers[0].1);
+        assert_eq!(answers[0], answers[1], "{query}: the same answer as for no session at all");
+    }
 
     let (_, after) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
     assert_eq!(before, after, "nothing the other principal asked reached the session");
