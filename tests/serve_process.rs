@@ -208,3 +208,34 @@ async fn serve_waits_for_a_usable_config_then_starts() {
     assert!(started && text.contains("is usable now; starting"), "{text}");
     assert_eq!(metrics, Some(Some(200)), "the new token works: {metrics:?}; {text}");
 }
+
+/// Over a real socket, one principal's requests past `serve.rate_per_minute` get 429 with when
+/// to try again, while another principal's bucket is its own.
+#[tokio::test]
+async fn the_rate_limit_is_per_principal_over_a_real_socket() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ws = common::sample_workspace();
+    common::serve_config(
+        ws.path(),
+        &[("ana", "rate-ana-0123456789", &["ask"]), ("bo", "rate-bo-0123456789", &["ask"])],
+        "",
+    );
+    let toml = std::fs::read_to_string(ws.path().join("docs-agent.toml")).expect("config");
+    std::fs::write(ws.path().join("docs-agent.toml"), toml.replace("[serve]\n", "[serve]\nrate_per_minute = 3\n"))
+        .expect("config");
+    let (mut child, url, _log) = common::spawn_serve_logged(ws.path(), &[("LLM_MODEL", "scripted")]);
+    let client = reqwest::Client::new();
+    let search = |token: &'static str| client.get(format!("{url}/v1/search?q=refund")).bearer_auth(token).send();
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(search("rate-ana-0123456789").await.expect("answer").status().as_u16());
+    }
+    let limited = search("rate-ana-0123456789").await.expect("answer");
+    let retry = limited.headers().get("retry-after").is_some();
+    let other = search("rate-bo-0123456789").await.expect("answer").status().as_u16();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(statuses, [200, 200, 200, 429], "three a minute for ana");
+    assert!(retry, "a 429 says when to try again");
+    assert_eq!(other, 200, "bo's bucket is bo's own");
+}
