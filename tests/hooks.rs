@@ -21,6 +21,13 @@ fn tool_messages(fake: &fake::FakeServer, n: usize) -> Vec<String> {
     messages.iter().filter(|m| m["role"] == "tool").filter_map(|m| m["content"].as_str().map(str::to_string)).collect()
 }
 
+/// A rule that denies reading docs/refunds.md, as `workspace`'s configuration.
+fn deny_the_refund_file(workspace: &std::path::Path) {
+    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
+                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n";
+    std::fs::write(workspace.join("docs-agent.toml"), rules).expect("config");
+}
+
 #[test]
 fn a_pre_tool_rule_refuses_a_read_however_the_path_is_written() {
     let fake = fake::FakeServer::start(vec![
@@ -28,9 +35,7 @@ fn a_pre_tool_rule_refuses_a_read_however_the_path_is_written() {
         fake::Canned::text("I could not read it."),
     ]);
     let ws = common::sample_workspace();
-    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
-                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n";
-    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    deny_the_refund_file(ws.path());
     let base = fake.base_url();
     let env = [("LLM_BASE_URL", base.as_str()), ("LLM_MODEL", "m"), ("DOCS_AGENT_RETRIEVE_FIRST", "false")];
     let out = common::run(ws.path(), &env, &["how long is the refund window"]);
@@ -267,9 +272,7 @@ fn a_crash_after_a_hook_decision_never_logs_it_twice() {
         fake::Canned::text("I could not read it."),
     ]);
     let ws = common::sample_workspace();
-    let rules = "[[hooks.pre_tool]]\nname = \"no-refund-file\"\ntool = \"read_file\"\npath = \"docs/refunds.md\"\n\
-                 decision = \"deny\"\nreason = \"refunds are answered by the billing team\"\n";
-    std::fs::write(ws.path().join("docs-agent.toml"), rules).expect("config");
+    deny_the_refund_file(ws.path());
     let base = fake.base_url();
     let log = ws.path().join("data/sessions.db").display().to_string();
     let env = [
