@@ -9,6 +9,9 @@ use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 
+#[path = "baseline_joined.rs"]
+mod joined;
+
 /// The marker that replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -264,8 +267,8 @@ fn redact_once(text: &str) -> Option<String> {
     let mut spans = secret_spans(text);
     // A secret split by markup is whole in the joined view of its line; its stretch of the
     // text goes, markup included.
-    for line in docs_agent::guard::joined::lines_to_view(text) {
-        let Some(view) = text.get(line.clone()).and_then(docs_agent::guard::joined::Joined::of) else {
+    for line in joined::lines_to_view(text) {
+        let Some(view) = text.get(line.clone()).and_then(joined::Joined::of) else {
             continue;
         };
         let found = secret_spans(&view.text).into_iter().filter_map(|span| view.original(span));
