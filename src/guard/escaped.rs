@@ -38,13 +38,20 @@ impl Unescaped {
     }
 }
 
-/// The lines of `text` (by real line breaks) that hold an escape, as byte ranges.
+/// The lines of `text` (by real line breaks) that hold an escape, as byte ranges. Only the
+/// backslashes are looked at (found with a fast byte search), so text without any costs one scan.
 pub fn lines_with_escapes(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
-    let mut start = 0;
-    text.split_inclusive('\n').filter_map(move |line| {
-        let range = start..start + line.trim_end_matches('\n').len();
-        start += line.len();
-        holds_escape(line).then_some(range)
+    let bytes = text.as_bytes();
+    let mut listed_to = 0;
+    text.match_indices('\\').filter_map(move |(at, _)| {
+        let escape = bytes.get(at + 1).is_some_and(|&next| escaped(next).is_some() || next == b'u');
+        if at < listed_to || !escape {
+            return None;
+        }
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        listed_to = end;
+        Some(start..end)
     })
 }
 
@@ -142,5 +149,9 @@ mod tests {
         let text = "plain\nwith \\n escape\nplain again";
         let lines: Vec<&str> = lines_with_escapes(text).map(|r| &text[r]).collect();
         assert_eq!(lines, ["with \\n escape"]);
+        // Each line once, however many escapes it holds; a lone or last backslash is no escape.
+        let text = "a \\n b \\\" c\nC:\\Users\\x\n\\u0041 first\nends with \\";
+        let lines: Vec<&str> = lines_with_escapes(text).map(|r| &text[r]).collect();
+        assert_eq!(lines, ["a \\n b \\\" c", "\\u0041 first"]);
     }
 }

@@ -23,22 +23,28 @@ pub struct Joined {
 impl Joined {
     /// The view of `text`, or `None` when no markup joins anything (the view is the text).
     pub fn of(text: &str) -> Option<Joined> {
-        if !Joined::walk(text, &mut |_, _| {}) {
-            return None;
-        }
         let mut view = Joined { text: String::with_capacity(text.len()), from: Vec::with_capacity(text.len()) };
-        Joined::walk(text, &mut |c, from| view.push(c, from));
-        Some(view)
+        let changed = Joined::walk(text, |c, from| view.push(c, from));
+        changed.then_some(view)
     }
 
     /// Hands each character of the view to `out` with the original range it stands for; true
-    /// when the view differs from `text`.
-    fn walk(text: &str, out: &mut dyn FnMut(char, Range<usize>)) -> bool {
+    /// when the view differs from `text`. Markup and entities start with an ASCII byte of
+    /// [`MARKUP`], so only those bytes are looked at closer.
+    fn walk(text: &str, mut out: impl FnMut(char, Range<usize>)) -> bool {
+        let bytes = text.as_bytes();
         let mut at = 0;
         let mut changed = false;
         let mut last: Option<char> = None;
-        while at < text.len() {
+        while let Some(&byte) = bytes.get(at) {
             let rest = &text[at..];
+            if !MARKUP[usize::from(byte)] {
+                let c = rest.chars().next().unwrap_or(char::REPLACEMENT_CHARACTER);
+                out(c, at..at + c.len_utf8());
+                last = Some(c);
+                at += c.len_utf8();
+                continue;
+            }
             // A redaction marker is text, not a link: it stays as it is.
             if let Some(marker) = rest.get(..super::redact::REDACTED.len()).filter(|m| *m == super::redact::REDACTED) {
                 for (i, c) in marker.char_indices() {
@@ -58,10 +64,7 @@ impl Joined {
                     changed = true;
                     decoded
                 }
-                None => match rest.chars().next() {
-                    Some(c) => (c, c.len_utf8()),
-                    None => break,
-                },
+                None => (char::from(byte), 1),
             };
             out(c, at..at + len);
             last = Some(c);
@@ -92,10 +95,10 @@ impl Joined {
 pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut lines: Vec<Range<usize>> = Vec::new();
-    for at in 1..bytes.len() {
-        let candidate =
-            matches!(bytes[at], b'*' | b'`' | b'~' | b'[' | b'!' | b']' | b'<' | b'&') && token_byte(bytes[at - 1]);
-        if !candidate || lines.last().is_some_and(|line| line.contains(&at)) {
+    let pairs = bytes.iter().zip(bytes.iter().skip(1)).enumerate();
+    for (at, _) in pairs.filter(|&(_, (&before, &byte))| MARKUP[usize::from(byte)] && token_byte(before)) {
+        let at = at + 1;
+        if lines.last().is_some_and(|line| line.contains(&at)) {
             continue;
         }
         let rest = &text[at..];
@@ -114,6 +117,20 @@ pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
     }
     lines
 }
+
+/// The bytes that start markup which can join two token characters (`*`, `` ` ``, `~`, `[`,
+/// `![`, `](…)`, a tag) or an entity (`&`): a table, so that the scans over every byte cost one
+/// lookup each.
+static MARKUP: [bool; 256] = {
+    let mut table = [false; 256];
+    let bytes = *b"*`~[!]<&";
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// A token cut by a line break: the run of token characters that ends a line and the run that
 /// starts the next (`AKIAIOSF` / `ODNN7EXAMPLE`). A reader can put them back together, so the

@@ -68,16 +68,17 @@ pub(super) const RULES: &[Rule] = &[
         concat!(assignment_key!(), r#"([^\s"'`][^\s"`]{5,})"#),
         Check::BareAssignment,
     ),
-    // A command line's flag (`--password X`, `--db-password=X`, `--api-key "X"`).
+    // A command line's flag (`--password X`, `--db-password=X`, `--api-key "X"`): a `-` is right
+    // before the secret's name, so the keywords hold it (`--` alone is in every table rule).
     rule(
         "flag-secret-quoted",
-        &["--"],
+        &["-pass", "-secret", "-token", "-api-key", "-apikey"],
         r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})')"#,
         Check::NotPlaceholder,
     ),
     rule(
         "flag-secret-bare",
-        &["--"],
+        &["-pass", "-secret", "-token", "-api-key", "-apikey"],
         r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)([^\s"'`-][^\s"`]{2,})"#,
         Check::BareAssignment,
     ),
