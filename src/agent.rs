@@ -190,8 +190,11 @@ fn open_index(
     config: &Config,
     readers: usize,
     embed: Embed,
+    hidden: &crate::workspace::hidden::Hidden,
 ) -> Result<(Index, Source), IndexError> {
     let (mut index, source) = open_keywords(docs, config, readers)?;
+    // What the rules hide is never sent to the embedding server either.
+    index.hidden = hidden.clone();
     if let Some(embedder) = embedder(config).filter(|_| embed == Embed::Now) {
         let cache = match &source {
             Source::File { path, .. } => Some(crate::index::vectors::cache_path(path)),
@@ -215,6 +218,18 @@ enum Embed {
     /// By the index updater of `serve`, after it starts: it answers by keywords meanwhile;
     /// or never, for a command that does not search (`check`).
     Later,
+}
+
+/// What the operator's reading rules (`hooks`) keep from being found or read in the
+/// workspace's `docs/`: nothing when there are no rules or no docs.
+pub fn hidden_by(workspace: &Workspace, hooks: &crate::hooks::Hooks) -> crate::workspace::hidden::Hidden {
+    match workspace.docs() {
+        Some(docs) if hooks.has_rules() => {
+            let rules = hooks.clone();
+            crate::workspace::hidden::Hidden::new(docs, move |path| rules.hides(path))
+        }
+        _ => crate::workspace::hidden::Hidden::default(),
+    }
 }
 
 /// The embedding model `[retrieval.embeddings]` names, if it names one.
@@ -276,13 +291,14 @@ impl Harness {
     fn open_with(config: &Config, readers: usize, embed: Embed) -> Result<Harness, OpenError> {
         let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
         let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
+        let hidden = hidden_by(&workspace, &hooks);
         // The prompt (skills, AGENTS.md, both scrubbed: the redactor's first use, which builds
         // its automaton and compiles rules) is made on a second thread while this one brings
         // the index up to date; neither reads what the other makes.
         let (opened, prompted) = std::thread::scope(|scope| {
             let prompted = scope.spawn(|| system_prompt(&workspace, config));
             let opened = match workspace.docs() {
-                Some(docs) => open_index(docs, config, readers, embed).map_err(OpenError::Index),
+                Some(docs) => open_index(docs, config, readers, embed, &hidden).map_err(OpenError::Index),
                 None => Index::empty()
                     .map(|index| (index, Source::Memory { built_from: Vec::new() }))
                     .map_err(OpenError::Index),
@@ -291,13 +307,6 @@ impl Harness {
         });
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let (index, source) = opened?;
-        let hidden = match workspace.docs() {
-            Some(docs) if hooks.has_rules() => {
-                let rules = hooks.clone();
-                crate::workspace::hidden::Hidden::new(docs, move |path| rules.hides(path))
-            }
-            _ => crate::workspace::hidden::Hidden::default(),
-        };
         let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,

@@ -264,6 +264,45 @@ fn the_model_servers_key_goes_only_to_the_model_server() {
     assert_eq!(embeddings.keys().last().map(String::as_str), Some(format!("Bearer {model_key}").as_str()));
 }
 
+/// What the operator's rules hide (a denied folder, and a link into it) is never sent to the
+/// embedding server: by a question, by `index rebuild`, or by serve's updater (`Live::replace`,
+/// which runs the same `Index::embed`). Without the rule the same text is sent: the control.
+#[test]
+fn hidden_documents_never_reach_the_embedding_server() {
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let docs = ws.path().join("docs");
+    std::fs::create_dir_all(docs.join("internal")).expect("mkdir");
+    std::fs::write(docs.join("internal/plan.md"), "# Launch plan\n\n## Dates\n\nBluebird launches on 3 March.\n")
+        .expect("write");
+    std::os::unix::fs::symlink("internal/plan.md", docs.join("plan-alias.md")).expect("link");
+    let env = env(&embeddings);
+    let sent_hidden = |texts: &[String]| texts.iter().any(|t| t.contains("Bluebird") || t.contains("Launch plan"));
+
+    let control = run(ws.path(), &borrowed(&env), &["index", "rebuild"]);
+    assert_eq!(control.code, 0, "{}", control.stderr);
+    assert!(sent_hidden(&embeddings.texts()), "without a rule the plan is embedded");
+
+    std::fs::write(
+        ws.path().join("docs-agent.toml"),
+        "[[hooks.pre_tool]]\nname = \"internal-only\"\ntool = \"read_file\"\npath = \"docs/internal/**\"\ndecision = \"deny\"\nreason = \"internal\"\n",
+    )
+    .expect("config");
+    std::fs::remove_file(ws.path().join(".docs-agent/index.vectors.db")).expect("no cached vectors");
+    for args in [&["index", "rebuild"][..], &["search", MISSPELLED][..]] {
+        embeddings.clear();
+        let ran = run(ws.path(), &borrowed(&env), args);
+        assert_eq!(ran.code, 0, "{args:?}: {}", ran.stderr);
+        let texts = embeddings.texts();
+        assert!(!texts.is_empty(), "{args:?} embedded nothing");
+        assert!(!sent_hidden(&texts), "{args:?} sent a hidden document: {texts:?}");
+        if args[0] == "search" {
+            let found = sources(&ran.stdout);
+            assert_eq!(found.first().map(String::as_str), Some("docs/refunds.md#window"), "{}", ran.stdout);
+        }
+    }
+}
+
 #[test]
 fn a_broken_cache_costs_time_never_search_and_check_and_weight_zero_ask_nothing() {
     let embeddings = FakeEmbeddings::start();

@@ -71,7 +71,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             }
             let started = Instant::now();
             let mut line = Line::on_stderr();
-            let (index, update) = Index::open(docs, &id, &file, max, 1, &mut |done, total| line.show(done, total))
+            let (mut index, update) = Index::open(docs, &id, &file, max, 1, &mut |done, total| line.show(done, total))
                 .map_err(|e| (Exit::Failure, e.0))?;
             for warning in &index.warnings {
                 let _ = writeln!(crate::guard::sink::stderr(), "warning: {}", crate::guard::scrub(warning));
@@ -88,6 +88,9 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             // With an embedding model, the sections' vectors too (those the cache lacks), so the
             // next question does not wait for them.
             if let Some(embedder) = crate::agent::embedder(&config) {
+                // What the operator's rules hide is never sent to the embedding server.
+                let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(|e| (Exit::Failure, e.to_string()))?;
+                index.hidden = crate::agent::hidden_by(&workspace, &hooks);
                 let started = Instant::now();
                 let cache = crate::index::vectors::cache_path(&file);
                 let mut show = |done, total| line.show_as("embedding sections", "sections", done, total);

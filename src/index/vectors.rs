@@ -273,10 +273,26 @@ impl Index {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Filled, IndexError> {
         let identity = embedder.identity();
+        // The rows of documents the operator's rules hide get no vector: their text never
+        // goes to the embedding server (each document asked once).
         let rows: Vec<(i64, String)> = {
             let conn = self.reader();
-            let mut stmt = conn.prepare("SELECT rowid, hash FROM sections ORDER BY rowid")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?
+            let mut stmt = conn.prepare("SELECT rowid, hash, path FROM sections ORDER BY rowid")?;
+            let mut hidden: HashMap<String, bool> = HashMap::new();
+            let mut rows = Vec::new();
+            for row in
+                stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?
+            {
+                let (rowid, hash, path) = row?;
+                let hides = match hidden.get(&path) {
+                    Some(&known) => known,
+                    None => *hidden.entry(path.clone()).or_insert_with(|| self.hidden.hides(&path)),
+                };
+                if !hides {
+                    rows.push((rowid, hash));
+                }
+            }
+            rows
         };
         let wanted: HashSet<&str> = rows.iter().map(|(_, h)| h.as_str()).collect();
         let mut known: HashMap<String, Vec<f32>> = match previous {
