@@ -6,7 +6,7 @@
 //! with the retrieval-only answer (the model's answer could not be checked against the docs),
 //! was answered that the docs do not cover it, or its answer was rated not helpful.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -207,19 +207,76 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
 }
 
 /// Groups questions that ask the same thing: most asked first, then the most recent.
+///
+/// A question joins the oldest group whose first question shares at least [`ALIKE`] of its
+/// words (Jaccard), as comparing it with every group would find; but only the groups that hold
+/// one of its rarest words are compared (prefix filtering, as set-similarity joins do), so the
+/// report grows with the questions, not with questions times groups. Why that finds every
+/// alike group: with all words in one order (rarest first), two sets sharing `o` words share
+/// the first of those, which is among the first `|x| - o + 1` words of each; an alike pair
+/// shares at least `ALIKE * |x|` words of either, so the first [`prefix_len`] words of each
+/// meet.
 pub fn group(mut asked: Vec<Asked>) -> Vec<Gap> {
     asked.sort_by_key(|a| a.at_ms);
-    let mut groups: Vec<(BTreeSet<String>, Vec<Asked>)> = Vec::new();
-    for one in asked {
-        let words = crate::index::query::stems(&one.question);
-        match groups.iter_mut().find(|(first, _)| alike(first, &words)) {
+    let words: Vec<BTreeSet<String>> = asked.iter().map(|a| crate::index::query::stems(&a.question)).collect();
+    // How many questions hold each word: the one order, rarest first.
+    let mut held: HashMap<&str, usize> = HashMap::new();
+    for word in words.iter().flatten() {
+        *held.entry(word.as_str()).or_insert(0) += 1;
+    }
+    // Each group: the index of its first question, and its members.
+    let mut groups: Vec<(usize, Vec<Asked>)> = Vec::new();
+    // For each word, the groups whose first question's prefix holds it, oldest first.
+    let mut holding: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The group of questions with no word at all (alike only to each other).
+    let mut wordless: Option<usize> = None;
+    for (at, one) in asked.into_iter().enumerate() {
+        let Some(set) = words.get(at) else { continue };
+        let own = prefix(set, &held);
+        let joins = if set.is_empty() {
+            wordless
+        } else {
+            let mut candidates: Vec<usize> =
+                own.iter().filter_map(|word| holding.get(word)).flatten().copied().collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates.into_iter().find(|&g| {
+                groups.get(g).and_then(|(first, _)| words.get(*first)).is_some_and(|first| alike(first, set))
+            })
+        };
+        match joins.and_then(|g| groups.get_mut(g)) {
             Some((_, members)) => members.push(one),
-            None => groups.push((words, vec![one])),
+            None => {
+                let g = groups.len();
+                if set.is_empty() {
+                    wordless = Some(g);
+                }
+                for word in own {
+                    holding.entry(word).or_default().push(g);
+                }
+                groups.push((at, vec![one]));
+            }
         }
     }
     let mut gaps: Vec<Gap> = groups.into_iter().map(|(_, asked)| gap(asked)).collect();
     gaps.sort_by(|a, b| b.count.cmp(&a.count).then(b.last_ms.cmp(&a.last_ms)));
     gaps
+}
+
+/// The first [`prefix_len`] words of `set`, rarest first (by how many questions hold them,
+/// then alphabetically: one order for every question).
+fn prefix<'a>(set: &'a BTreeSet<String>, held: &HashMap<&str, usize>) -> Vec<&'a str> {
+    let mut ordered: Vec<&str> = set.iter().map(String::as_str).collect();
+    ordered.sort_by_key(|word| (held.get(word).copied().unwrap_or(0), *word));
+    ordered.truncate(prefix_len(ordered.len()));
+    ordered
+}
+
+/// How many of a question's rarest words two alike questions must share one of: all but the
+/// `ALIKE` share it must at least have in common, plus one.
+fn prefix_len(words: usize) -> usize {
+    let shared = (ALIKE * words as f64).ceil() as usize;
+    (words + 1).saturating_sub(shared).min(words)
 }
 
 /// A group, counted.
@@ -380,5 +437,66 @@ mod tests {
         assert_eq!(closest, vec![("docs/exports.md#csv", 3), ("docs/api.md#invoices", 2)]);
         assert_eq!(gaps[0].reasons.get(&Reason::NoHits), Some(&3));
         assert_eq!(gaps[0].last_ms, 4);
+    }
+
+    /// The grouping of every question with every group, as it was: the oracle for [`group`].
+    fn group_by_scanning(mut asked: Vec<Asked>) -> Vec<Vec<String>> {
+        asked.sort_by_key(|a| a.at_ms);
+        let mut groups: Vec<(BTreeSet<String>, Vec<String>)> = Vec::new();
+        for one in asked {
+            let words = crate::index::query::stems(&one.question);
+            match groups.iter_mut().find(|(first, _)| alike(first, &words)) {
+                Some((_, members)) => members.push(one.question),
+                None => groups.push((words, vec![one.question])),
+            }
+        }
+        groups.into_iter().map(|(_, members)| members).collect()
+    }
+
+    /// Thousands of questions made of a few words, common and rare (and some with no word at
+    /// all): the filtered grouping puts each exactly where comparing with every group does.
+    #[test]
+    fn grouping_by_rare_words_finds_what_comparing_every_group_finds() {
+        let vocabulary = [
+            "refund", "window", "invoice", "export", "xero", "annual", "plan", "vat", "tax", "card", "retry",
+            "dunning", "webhook", "secret", "key", "approver", "credit", "note", "trial", "sepa",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut asked = Vec::new();
+        for at in 0..3000 {
+            let length = next(6);
+            let mut words: Vec<&str> = (0..length).map(|_| vocabulary[next(vocabulary.len()).min(next(20))]).collect();
+            if length == 0 && next(2) == 0 {
+                words.push("the");
+            }
+            asked.push(Asked {
+                question: words.join(" "),
+                session: "s".into(),
+                at_ms: at,
+                reasons: vec![Reason::NoHits],
+                comment: String::new(),
+                found: Vec::new(),
+            });
+        }
+        let want = group_by_scanning(asked.clone());
+        assert!(want.len() > 100 && want.iter().any(|g| g.len() > 20), "a mix of groups: {}", want.len());
+        let mut got: Vec<Vec<String>> =
+            group(asked).into_iter().map(|gap| gap.asked.into_iter().map(|a| a.question).collect()).collect();
+        let mut want = want;
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_prefix_holds_all_but_the_shared_half() {
+        let lengths: Vec<usize> = (0..7).map(prefix_len).collect();
+        assert_eq!(lengths, [0, 1, 2, 2, 3, 3, 4]);
     }
 }
