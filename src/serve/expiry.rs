@@ -23,8 +23,9 @@ use crate::session::store::Stored;
 pub struct Schedule {
     /// Due times (ms since the epoch) and sessions, soonest first.
     due: Mutex<BTreeSet<(u64, String)>>,
-    /// Wakes the timer when an earlier expiry is added.
-    changed: tokio::sync::Notify,
+    /// Wakes the timer when an earlier expiry is added. Shared, so the sleeping timer holds it
+    /// and not the server's state.
+    changed: Arc<tokio::sync::Notify>,
 }
 
 /// When the write session `events` wait for expires (ms since the epoch), if one waits.
@@ -133,7 +134,8 @@ fn sweep(state: &AppState) -> Result<(), String> {
 /// The longest the timer sleeps before it looks again.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
-/// Sleeps until the soonest expiry (or a new, sooner one), then expires what is due.
+/// Sleeps until the soonest expiry (or a new, sooner one), then expires what is due. Ends
+/// when the server stops or its state is gone.
 async fn run(state: Weak<AppState>) {
     loop {
         let Some(strong) = state.upgrade() else { return };
@@ -161,12 +163,14 @@ async fn run(state: Weak<AppState>) {
             }
         }
         let wait = next.map_or(MAX_SLEEP, |at| Duration::from_millis(at.saturating_sub(now)).min(MAX_SLEEP));
+        // Asleep, the timer holds no strong reference to the state: a server that lets its
+        // state go frees it at once (its stop signal's sender goes with it, which ends this).
         let mut stopping = strong.stopping();
-        let expiry = strong.clone();
+        let changed = Arc::clone(&strong.expiry.changed);
         drop(strong);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = expiry.expiry.changed.notified() => {}
+            () = changed.notified() => {}
             _ = stopping.changed() => return,
         }
     }

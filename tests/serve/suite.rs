@@ -1494,6 +1494,28 @@ async fn a_decision_after_the_ttl_is_refused_and_the_turn_goes_on() {
     assert_expired_and_answered(&s, &id);
 }
 
+/// The approval timer does not keep the server's state alive while it sleeps (up to a minute):
+/// once everything else lets the state go, it is freed and the timer ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expiry_timer_sleeps_without_holding_the_state() {
+    let Server { state, _ws, _db } = server();
+    let timer = docs_agent::serve::expiry::start(&state);
+    // Once its sweep of the log is done and it sleeps, the test holds the only strong reference
+    // (the timer may still wake once for the sweep's own notice: it lets go again after).
+    let asleep = async {
+        while Arc::strong_count(&state) > 1 {
+            tokio::task::yield_now().await;
+        }
+    };
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(20), asleep).await;
+    assert!(waited.is_ok(), "the sleeping timer still holds the state ({} holders)", Arc::strong_count(&state));
+    let weak = Arc::downgrade(&state);
+    drop(state);
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), timer).await;
+    assert!(ended.is_ok_and(|joined| joined.is_ok()), "the timer ends with the state");
+    assert!(weak.upgrade().is_none(), "the state was freed");
+}
+
 /// One principal starting sessions at full speed holds only its share: another principal is
 /// still served; closing a session (an event, by its owner or an admin) frees a place; a closed
 /// session takes no message; nobody else can close it.
