@@ -110,6 +110,10 @@ fn no_way_of_reporting_an_error_shows_the_keys_it_echoes() {
             let out = common::run_input(ws.path(), &vars, args, "refund window\n");
             let all = format!("{}\n{}", out.stdout, out.stderr);
             assert!(all.contains("model server"), "{way}, {args:?}: the error is told: {all}");
+            // A server that reports an error where the reply should be is told in its words.
+            if matches!(way, "an error object in a 200 reply" | "an error mid-stream" | "an error event") {
+                assert!(all.contains("reported an error instead of a reply"), "{way}, {args:?}: {all}");
+            }
             for secret in [key, fake::ECHOED_CLOUD_KEY, fake::ECHOED_CLOUD_SECRET] {
                 if all.contains(secret) {
                     leaks.push(format!("{way}, {args:?}: {secret} leaked: {all}"));

@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod context;
 pub mod openai;
 pub mod pull;
+pub mod reply_error;
 pub mod sse;
 pub mod textcall;
 
@@ -143,7 +144,15 @@ pub enum ModelError {
         /// Where it asked.
         url: String,
         /// What was wrong.
-        detail: String,
+        problem: reply_error::ReplyError,
+    },
+    /// The server answered with an error of its own where the reply should be (an error
+    /// object in a 200 reply, an error event in the stream).
+    Reported {
+        /// Where it asked.
+        url: String,
+        /// What it said, clipped.
+        message: String,
     },
     /// No answer within the request timeout.
     Timeout {
@@ -178,8 +187,11 @@ impl ModelError {
             ModelError::Http { url, status, body } => {
                 format!("the model server at {url} answered HTTP {status}: {body}")
             }
-            ModelError::Malformed { url, detail } => {
-                format!("the model server at {url} sent a reply that is not a chat completion: {detail}")
+            ModelError::Malformed { url, problem } => {
+                format!("the model server at {url} sent a reply that is not a chat completion: {problem}")
+            }
+            ModelError::Reported { url, message } => {
+                format!("the model server at {url} reported an error instead of a reply: {message}")
             }
             ModelError::Timeout { url, secs } => format!(
                 "the model server at {url} did not answer within {secs} s; raise llm.request_timeout_secs or use a smaller model"
@@ -307,6 +319,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::ModelError;
+    use super::reply_error::ReplyError;
 
     /// Every variant's text, shown or debugged, leaves out a secret its server's words or its
     /// URL carry.
@@ -318,7 +331,8 @@ mod tests {
             ModelError::Unreachable { url: url.clone(), detail: format!("refused ({secret})") },
             ModelError::UnknownModel { model: "m".into(), detail: secret.into() },
             ModelError::Http { url: url.clone(), status: 401, body: format!("bad key {secret}") },
-            ModelError::Malformed { url: url.clone(), detail: format!("mid-stream: {secret}") },
+            ModelError::Malformed { url: url.clone(), problem: ReplyError::NotJson("the reply", secret.into()) },
+            ModelError::Reported { url: url.clone(), message: format!("bad key {secret}") },
             ModelError::Timeout { url, secs: 5 },
         ];
         for error in errors {

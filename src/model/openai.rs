@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::LlmConfig;
+use super::reply_error::ReplyError;
 use super::{Message, ModelError, Reply, ToolCall, ToolSpec, Usage, textcall};
 
 /// First retry delay; doubled each time.
@@ -274,7 +275,7 @@ impl Client {
             on_delta(&reply.content);
             return Ok(reply);
         }
-        let malformed = |detail: String| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail });
+        let malformed = |problem: ReplyError| Attempt::Fatal(self.unreadable(problem));
         let mut response = response;
         let mut stream = super::sse::Stream::default();
         let mut read = 0usize;
@@ -284,7 +285,7 @@ impl Client {
         })? {
             read += chunk.len();
             if read > MAX_BODY_BYTES {
-                return Err(malformed(format!("the streamed reply is larger than {} MiB", MAX_BODY_BYTES >> 20)));
+                return Err(malformed(ReplyError::TooLarge("the streamed reply", MAX_BODY_BYTES >> 20)));
             }
             if stream.feed(&chunk, on_delta).map_err(malformed)? {
                 break;
@@ -331,8 +332,7 @@ impl Client {
         let after = retry_after(&response);
         if status.is_success() {
             let text = self.read_body(response).await?;
-            return parse_reply(&text)
-                .map_err(|detail| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail }));
+            return parse_reply(&text).map_err(|problem| Attempt::Fatal(self.unreadable(problem)));
         }
         // An error's status is what matters: only the start of its body is read, however large.
         let text = read_error_start(response).await;
@@ -355,12 +355,21 @@ impl Client {
     /// The body as text, refusing one larger than [`MAX_BODY_BYTES`] before it fills memory.
     /// (An error's body is read with [`read_error_start`] instead.)
     async fn read_body(&self, response: reqwest::Response) -> Result<String, Attempt> {
-        let malformed = |detail| Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail });
+        let malformed = |problem| Attempt::Fatal(self.unreadable(problem));
         read_capped(response, MAX_BODY_BYTES).await.map_err(|e| match e {
-            Capped::TooLarge => malformed(format!("the reply is larger than {} MiB", MAX_BODY_BYTES >> 20)),
-            Capped::NotUtf8 => malformed("the reply is not UTF-8".into()),
+            Capped::TooLarge => malformed(ReplyError::TooLarge("the reply", MAX_BODY_BYTES >> 20)),
+            Capped::NotUtf8 => malformed(ReplyError::NotUtf8("the reply")),
             Capped::Transport(e) => self.transport_error(e),
         })
+    }
+
+    /// The error for a reply that could not be read: the server's own words when it reported
+    /// an error, else what was wrong with the reply.
+    fn unreadable(&self, problem: ReplyError) -> ModelError {
+        match problem {
+            ReplyError::Reported(message) => ModelError::Reported { url: self.url.clone(), message },
+            problem => ModelError::Malformed { url: self.url.clone(), problem },
+        }
     }
 
     fn transport_error(&self, e: reqwest::Error) -> Attempt {
@@ -372,7 +381,7 @@ impl Client {
                 after: None,
             }
         } else if e.is_decode() || e.is_body() {
-            Attempt::Fatal(ModelError::Malformed { url: self.url.clone(), detail: root_cause(&e) })
+            Attempt::Fatal(self.unreadable(ReplyError::Body(root_cause(&e))))
         } else {
             Attempt::Retry {
                 error: ModelError::Unreachable { url: self.url.clone(), detail: root_cause(&e) },
@@ -464,20 +473,21 @@ fn to_wire(message: &Message) -> Value {
     }
 }
 
-/// Reads the first choice of a chat completion.
-pub fn parse_reply(text: &str) -> Result<Reply, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON ({e})"))?;
-    let message =
-        value.pointer("/choices/0/message").ok_or_else(|| "no choices[0].message in the reply".to_string())?;
+/// Reads the first choice of a chat completion; a body that holds an error object instead (some
+/// servers answer 200 with one) is the server's error.
+pub fn parse_reply(text: &str) -> Result<Reply, ReplyError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ReplyError::NotJson("the reply", e.to_string()))?;
+    let message = match (value.pointer("/choices/0/message"), value.get("error")) {
+        (Some(message), _) => message,
+        (None, Some(error)) if !error.is_null() => return Err(ReplyError::Reported(super::sse::told(&value))),
+        (None, _) => return Err(ReplyError::NoMessage),
+    };
     let content = message.get("content").and_then(Value::as_str).unwrap_or("").to_string();
     let mut tool_calls = Vec::new();
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for (i, call) in calls.iter().enumerate() {
-            let function = call.get("function").ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
-            let name = function
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("tool_calls[{i}].function has no name"))?;
+            let function = call.get("function").ok_or(ReplyError::NoFunction(i))?;
+            let name = function.get("name").and_then(Value::as_str).ok_or(ReplyError::NoName(i))?;
             let arguments = match function.get("arguments") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Null) | None => "{}".to_string(),
@@ -504,4 +514,51 @@ async fn read_error_start(mut response: reqwest::Response) -> String {
     }
     body.truncate(ERROR_BODY_READ_BYTES);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole reply is read, or told apart by what is wrong: the server's own error (its
+    /// message, clipped), not JSON, no message, a tool call without its function or name.
+    #[test]
+    fn a_reply_is_read_or_its_problem_named() {
+        let reply = parse_reply(r#"{"choices":[{"message":{"content":"14 days"}}],"usage":{"prompt_tokens":3}}"#);
+        assert_eq!(reply.map(|r| r.content), Ok("14 days".to_string()));
+        let cases = [
+            (
+                r#"{"error":{"message":"Incorrect API key provided"}}"#,
+                ReplyError::Reported("Incorrect API key provided".into()),
+            ),
+            (r#"{"error":"model is loading"}"#, ReplyError::Reported("model is loading".into())),
+            (r#"{"choices":[]}"#, ReplyError::NoMessage),
+            (r#"{"choices":[],"error":null}"#, ReplyError::NoMessage),
+            (r#"{"choices":[{"message":{"tool_calls":[{"id":"a"}]}}]}"#, ReplyError::NoFunction(0)),
+            (r#"{"choices":[{"message":{"tool_calls":[{"function":{}}]}}]}"#, ReplyError::NoName(0)),
+        ];
+        for (body, want) in cases {
+            assert_eq!(parse_reply(body).map(|r| r.content), Err(want), "{body}");
+        }
+        assert!(matches!(parse_reply("this is not json"), Err(ReplyError::NotJson("the reply", _))));
+    }
+
+    /// The server's own error is told as its words; a broken reply as what is wrong with it.
+    #[test]
+    fn a_reported_error_is_told_apart_from_a_broken_reply() {
+        let llm = LlmConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            request_timeout_secs: 5,
+            retries: 0,
+            temperature: 0.0,
+            pull: super::super::Pull::Never,
+        };
+        let client = Client::new(&llm, 100).expect("client");
+        let reported = client.unreadable(ReplyError::Reported("model is loading".into())).to_string();
+        assert!(reported.contains("reported an error instead of a reply: model is loading"), "{reported}");
+        let broken = client.unreadable(ReplyError::CutOff).to_string();
+        assert!(broken.contains("not a chat completion: the stream ended before"), "{broken}");
+    }
 }

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::reply_error::ReplyError;
 use super::{Reply, ToolCall, Usage};
 
 /// A streamed reply being put together.
@@ -27,12 +28,15 @@ pub struct Stream {
     finished: bool,
 }
 
+/// Streamed tool calls read at most (a larger index is refused, not allocated).
+pub const MAX_CALLS: usize = 64;
+
 /// Characters of a server's error kept in the message.
 const ERROR_CHARS: usize = 300;
 
 /// What a server's error object says: its `message` (the error may be the object itself or
 /// hold it under `error`), else the whole JSON; scrubbed and cut, as every error from outside.
-fn told(error: &Value) -> String {
+pub(super) fn told(error: &Value) -> String {
     let inner = error.get("error").unwrap_or(error);
     let text = match inner.get("message").and_then(Value::as_str).or(inner.as_str()) {
         Some(message) => message.to_string(),
@@ -43,14 +47,14 @@ fn told(error: &Value) -> String {
 
 impl Stream {
     /// Feeds received bytes; text deltas go to `on_delta`. True once the stream said `[DONE]`.
-    pub fn feed(&mut self, bytes: &[u8], on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<bool, String> {
+    pub fn feed(&mut self, bytes: &[u8], on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<bool, ReplyError> {
         for &byte in bytes {
             if byte != b'\n' {
                 self.line.push(byte);
                 continue;
             }
             let line = std::mem::take(&mut self.line);
-            let line = std::str::from_utf8(&line).map_err(|_| "a streamed line is not UTF-8".to_string())?;
+            let line = std::str::from_utf8(&line).map_err(|_| ReplyError::NotUtf8("a streamed line"))?;
             let line = line.strip_suffix('\r').unwrap_or(line);
             if line.is_empty() {
                 self.dispatch(on_delta)?;
@@ -73,13 +77,13 @@ impl Stream {
     /// The reply once the body ended (a last event without its blank line still counts). A
     /// stream that ends before `[DONE]` or a `finish_reason` was cut off: that is an error, not
     /// a shorter answer.
-    pub fn finish(mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, String> {
+    pub fn finish(mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<Reply, ReplyError> {
         if !self.line.is_empty() {
             self.feed(b"\n", on_delta)?;
         }
         self.dispatch(on_delta)?;
         if !(self.done || self.finished) {
-            return Err("the stream ended before the reply was complete (no [DONE] and no finish_reason)".into());
+            return Err(ReplyError::CutOff);
         }
         let tool_calls = self
             .calls
@@ -95,12 +99,12 @@ impl Stream {
         Ok(Reply { content: self.content, tool_calls, usage: self.usage })
     }
 
-    fn dispatch(&mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<(), String> {
+    fn dispatch(&mut self, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<(), ReplyError> {
         let data = std::mem::take(&mut self.data);
         let data = data.trim();
         if std::mem::take(&mut self.error_event) {
             let error = serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_string()));
-            return Err(format!("the server reported an error mid-stream: {}", told(&error)));
+            return Err(ReplyError::Reported(told(&error)));
         }
         if data.is_empty() || self.done {
             return Ok(());
@@ -109,9 +113,10 @@ impl Stream {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| format!("a streamed chunk is not JSON ({e})"))?;
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| ReplyError::NotJson("a streamed chunk", e.to_string()))?;
         if let Some(error) = chunk.get("error") {
-            return Err(format!("the server reported an error mid-stream: {}", told(error)));
+            return Err(ReplyError::Reported(told(error)));
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage::from_json(u));
@@ -138,8 +143,8 @@ impl Stream {
                     _ => self.calls.len() - 1,
                 },
             };
-            if index >= 64 {
-                return Err(format!("a streamed tool call has index {index}; at most 64 are read"));
+            if index >= MAX_CALLS {
+                return Err(ReplyError::TooManyCalls(index));
             }
             if self.calls.len() <= index {
                 self.calls.resize(index + 1, Default::default());
@@ -209,14 +214,15 @@ mod tests {
         let mut on_delta = |_: &str| {};
         let mut stream = Stream::default();
         let error = stream.feed(b"data: {not json\n\n", &mut on_delta).expect_err("not JSON");
-        assert!(error.contains("not JSON"), "{error}");
+        assert!(matches!(error, ReplyError::NotJson("a streamed chunk", _)), "{error}");
         let mut stream = Stream::default();
         let error =
             stream.feed(b"data: {\"error\":{\"message\":\"overloaded\"}}\n\n", &mut on_delta).expect_err("error");
-        assert!(error.contains("overloaded"), "{error}");
+        assert_eq!(error, ReplyError::Reported("overloaded".into()));
         let mut stream = Stream::default();
         let huge = b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":100000}]}}]}\n\n";
-        assert!(stream.feed(huge, &mut on_delta).is_err(), "a huge index is refused, not allocated");
+        let refused = stream.feed(huge, &mut on_delta);
+        assert_eq!(refused, Err(ReplyError::TooManyCalls(100_000)), "a huge index is refused, not allocated");
     }
 
     #[test]
@@ -233,8 +239,9 @@ mod tests {
             format!("event: error\ndata: bad key ghp_abcdefghijklmnopqrstuvwxyz0123456789 {long}\n\n"),
         ] {
             let error = Stream::default().feed(body.as_bytes(), &mut on_delta).expect_err("an error");
-            assert!(error.starts_with("the server reported an error mid-stream: bad key [REDACTED]"), "{error}");
-            assert!(error.len() < 400 && error.ends_with('…'), "cut: {error}");
+            let ReplyError::Reported(told) = error else { panic!("not told as reported: {error}") };
+            assert!(told.starts_with("bad key [REDACTED]"), "{told}");
+            assert!(told.len() < 400 && told.ends_with('…'), "cut: {told}");
         }
         // An event named otherwise is read as a chunk.
         let body =
@@ -256,7 +263,7 @@ mod tests {
             )
             .expect("feed");
         let error = stream.finish(&mut on_delta).expect_err("cut off");
-        assert!(error.contains("ended before the reply was complete"), "{error}");
+        assert_eq!(error, ReplyError::CutOff);
     }
 
     #[test]
