@@ -414,6 +414,31 @@ async fn limits_answer_with_one_error_shape() {
     assert!(String::from_utf8_lossy(&body).contains("too_many_sessions"));
 }
 
+/// The rate limit is each principal's own on every route that takes a token (a table): one
+/// principal spending its budget on a route is refused there, and another is not.
+#[tokio::test]
+async fn every_route_limits_each_principal_on_its_own() {
+    let routes: [(&str, &str, Option<Value>); 6] = [
+        ("GET", "/v1/me", None),
+        ("GET", "/v1/search?q=refund", None),
+        ("GET", "/v1/sections?path=docs/refunds.md", None),
+        ("GET", "/v1/sessions", None),
+        ("POST", "/v1/sessions", None),
+        ("POST", "/v1/ask", Some(json!({"question": "how long is the refund window"}))),
+    ];
+    for (method, path, body) in routes {
+        let s = server_with(&[("serve.rate_per_minute", "2".into())]);
+        for _ in 0..2 {
+            let (status, reply) = call(&s, method, path, Some(ASKER), body.clone()).await;
+            assert!(status.is_success(), "{method} {path}: within the budget: {status} {reply}");
+        }
+        let (status, reply) = call(&s, method, path, Some(ASKER), body.clone()).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{method} {path}: over the budget: {reply}");
+        let (status, reply) = call(&s, method, path, Some(OTHER), body.clone()).await;
+        assert!(status.is_success(), "{method} {path}: another principal's budget is its own: {status} {reply}");
+    }
+}
+
 #[tokio::test]
 async fn requests_over_the_concurrency_limit_are_shed() {
     let fake = fake::FakeServer::start(vec![fake::Canned::text("slow answer").after(Duration::from_secs(30))]);
