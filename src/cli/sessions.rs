@@ -197,7 +197,7 @@ pub fn open_log(config: &Config) -> Result<Log, Failure> {
 
 /// The events of session `id`, which must exist.
 pub fn events(log: &Log, config: &Config, id: &str) -> Result<Vec<Stored>, Failure> {
-    check_id(id).map_err(|e| (Exit::Usage, e))?;
+    check_id(id).map_err(|e| (Exit::Usage, e.to_string()))?;
     let events = log.events_after(id, 0).map_err(|e| (Exit::Failure, e.to_string()))?;
     if events.is_empty() {
         return Err((

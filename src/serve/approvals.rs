@@ -217,9 +217,9 @@ fn verdict(body: &DecideBody, path: &str) -> Result<Verdict, ApiError> {
             "write not approved: {}",
             body.reason.as_deref().unwrap_or("the approver declined")
         ))),
-        "session" => {
-            state::session_scope(path, body.prefix.as_deref()).map(Verdict::Allow).map_err(ApiError::bad_request)
-        }
+        "session" => state::session_scope(path, body.prefix.as_deref())
+            .map(Verdict::Allow)
+            .map_err(|e| ApiError::bad_request(e.to_string())),
         other => Err(ApiError::bad_request(format!(
             "decision must be once, session or deny, got `{}`",
             crate::guard::clip(other, 40)

@@ -42,19 +42,20 @@ pub fn new_id() -> Result<String, store::LogError> {
     Ok(format!("s-{:011x}-{random}", turn::now_ms()))
 }
 
+/// An id given by a person that is not a session id (clipped to 80 characters), told with what
+/// an id looks like.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a session id: use letters, digits, - and _ (at most {MAX_ID_CHARS}); `docs-agent sessions list` shows them"
+)]
+pub struct BadSessionId(String);
+
 /// Checks an id given by a person: letters, digits, `-` and `_`, at most 64.
-pub fn check_id(id: &str) -> Result<(), String> {
+pub fn check_id(id: &str) -> Result<(), BadSessionId> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_CHARS
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{}` is not a session id: use letters, digits, - and _ (at most {MAX_ID_CHARS}); `docs-agent sessions list` shows them",
-            crate::guard::clip(id, 80)
-        ))
-    }
+    if ok { Ok(()) } else { Err(BadSessionId(crate::guard::clip(id, 80))) }
 }
 
 /// A fingerprint of the configuration a session starts with (the API key left out), so a later

@@ -198,19 +198,27 @@ pub fn covers(prefix: &str, path: &str) -> bool {
     !prefix.is_empty() && (path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/')))
 }
 
+/// A prefix for "allow for this session" that is not a clean folder under notes/ holding the
+/// requested file: the prefix (clipped) and the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the prefix `{prefix}` must be a folder under notes/ that holds the requested file {path}")]
+pub struct BadScope {
+    /// The prefix asked for, clipped to 120 characters.
+    prefix: String,
+    /// The file the write asks for.
+    path: String,
+}
+
 /// The scope of "allow for this session" for a write to `path`: `prefix` (default: the file's
 /// folder) must be a clean folder under notes/ that holds the file.
-pub fn session_scope(path: &str, prefix: Option<&str>) -> Result<Scope, String> {
+pub fn session_scope(path: &str, prefix: Option<&str>) -> Result<Scope, BadScope> {
     let folder = path.rsplit_once('/').map_or("notes", |(folder, _)| folder);
     let prefix = prefix.unwrap_or(folder).trim_end_matches('/');
     let clean = prefix.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
     if clean && covers(prefix, path) && (prefix == "notes" || prefix.starts_with("notes/")) {
         Ok(Scope::Session { prefix: format!("{prefix}/") })
     } else {
-        Err(format!(
-            "the prefix `{}` must be a folder under notes/ that holds the requested file {path}",
-            crate::guard::clip(prefix, 120)
-        ))
+        Err(BadScope { prefix: crate::guard::clip(prefix, 120), path: path.to_string() })
     }
 }
 
@@ -331,6 +339,23 @@ mod tests {
             ("docs/", "notes/a.md", false),
         ] {
             assert_eq!(covers(prefix, path), expected, "{prefix} covers {path}");
+        }
+    }
+
+    /// "Allow for this session" takes a clean folder under notes/ that holds the file, and
+    /// says which prefix and file when it is not one.
+    #[test]
+    fn a_session_scope_is_a_folder_under_notes_that_holds_the_file() {
+        assert_eq!(session_scope("notes/faq/a.md", None), Ok(Scope::Session { prefix: "notes/faq/".into() }));
+        assert_eq!(session_scope("notes/faq/a.md", Some("notes/")), Ok(Scope::Session { prefix: "notes/".into() }));
+        for prefix in ["docs", "notes/../docs", "notes/other", "notes//faq", "notes/fa"] {
+            let error = session_scope("notes/faq/a.md", Some(prefix)).expect_err(prefix);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "the prefix `{prefix}` must be a folder under notes/ that holds the requested file notes/faq/a.md"
+                )
+            );
         }
     }
 }

@@ -177,3 +177,18 @@ fn an_answer_from_an_unscrubbed_log_is_redacted_on_its_way_out() {
         other => panic!("the turn should answer from the log: {other:?}"),
     }
 }
+
+/// An id a person gives is letters, digits, `-` and `_`, at most 64; anything else is refused
+/// with what an id looks like, the bad one shown clipped.
+#[test]
+fn a_session_id_is_checked_and_a_bad_one_told_clipped() {
+    for id in ["s-0123abc", "my_session-2", &"a".repeat(64)] {
+        assert_eq!(super::check_id(id), Ok(()), "{id}");
+    }
+    for id in ["", "../etc", "s 1", "s;drop", &"a".repeat(65)] {
+        let error = super::check_id(id).expect_err(id).to_string();
+        assert!(error.contains("is not a session id") && error.contains("sessions list"), "{error}");
+    }
+    let long = super::check_id(&format!("{}/", "x".repeat(500))).expect_err("long").to_string();
+    assert!(long.len() < 250, "the bad id is clipped: {long}");
+}
