@@ -44,20 +44,23 @@ pub fn lines_with_escapes(text: &str) -> impl Iterator<Item = Range<usize>> + '_
     let bytes = text.as_bytes();
     let mut listed_to = 0;
     text.match_indices('\\').filter_map(move |(at, _)| {
-        let escape = bytes.get(at + 1).is_some_and(|&next| escaped(next).is_some() || next == b'u');
-        if at < listed_to || !escape {
+        if at < listed_to || !bytes.get(at + 1).copied().is_some_and(starts_escape) {
             return None;
         }
-        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
-        listed_to = end;
-        Some(start..end)
+        let line = super::joined::line_around(text, at);
+        listed_to = line.end;
+        Some(line)
     })
 }
 
 /// True when `text` holds a backslash escape this module reads.
 fn holds_escape(text: &str) -> bool {
-    text.as_bytes().windows(2).any(|pair| pair[0] == b'\\' && escaped(pair[1]).is_some() || pair == b"\\u")
+    text.as_bytes().windows(2).any(|pair| pair[0] == b'\\' && starts_escape(pair[1]))
+}
+
+/// True when `\{byte}` starts an escape this module reads (`\u` among them).
+fn starts_escape(byte: u8) -> bool {
+    escaped(byte).is_some() || byte == b'u'
 }
 
 /// What `\{byte}` stands for, for the escapes other than `\u`.

@@ -111,11 +111,16 @@ pub fn lines_to_view(text: &str) -> Vec<Range<usize>> {
         if !joins || (around < SHORTEST && entity(after).is_none() && entity(rest).is_none()) {
             continue;
         }
-        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
-        lines.push(start..end);
+        lines.push(line_around(text, at));
     }
     lines
+}
+
+/// The line of `text` that holds byte `at`, without its line break, as a byte range.
+pub fn line_around(text: &str, at: usize) -> Range<usize> {
+    let start = text.get(..at).and_then(|head| head.rfind('\n')).map_or(0, |n| n + 1);
+    let end = text.get(at..).and_then(|tail| tail.find('\n')).map_or(text.len(), |n| at + n);
+    start..end
 }
 
 /// The bytes that start markup which can join two token characters (`*`, `` ` ``, `~`, `[`,

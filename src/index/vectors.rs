@@ -286,7 +286,11 @@ impl Index {
                 let (rowid, hash, path) = row?;
                 let hides = match hidden.get(&path) {
                     Some(&known) => known,
-                    None => *hidden.entry(path.clone()).or_insert_with(|| self.hidden.hides(&path)),
+                    None => {
+                        let hides = self.hidden.hides(&path);
+                        hidden.insert(path, hides);
+                        hides
+                    }
                 };
                 if !hides {
                     rows.push((rowid, hash));

@@ -186,7 +186,7 @@ pub async fn search(
         let hooks = &state.harness.hooks;
         refused_by_rule(hooks, crate::tools::Tool::SearchDocs, &json!({"query": query.q}))?;
         let hits = state.harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
-        let shown = |text: &str| hooks.redacted(&guard::scrub(text)).into_owned();
+        let shown = |text: &str| shown(hooks, text);
         let hits: Vec<_> = hits
             .iter()
             .map(|h| {
@@ -197,6 +197,12 @@ pub async fn search(
         Ok::<_, ApiError>(json!({"hits": hits}))
     });
     respond(result, StatusCode::OK)
+}
+
+/// `text` from the docs as an HTTP reading route shows it: scrubbed, then the operator's extra
+/// redaction (`[hooks.post_tool] redact`), as a tool result is.
+fn shown(hooks: &crate::hooks::Hooks, text: &str) -> String {
+    hooks.redacted(&guard::scrub(text)).into_owned()
 }
 
 /// A 403 when the operator's rules refuse a call of `tool` with `arguments` here (a `deny`, or
@@ -255,7 +261,7 @@ pub async fn section(
             .section(&path.display(), &query.anchor)
             .map_err(|e| ApiError::internal(e.to_string()))?
             .ok_or_else(|| ApiError::not_found("section"))?;
-        let shown = |text: &str| hooks.redacted(&guard::scrub(text)).into_owned();
+        let shown = |text: &str| shown(hooks, text);
         let text = shown(&section.text);
         let cited = match (&query.session, query.seq) {
             (Some(session), Some(seq)) => {

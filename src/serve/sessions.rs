@@ -27,11 +27,20 @@ const MAX_EVENTS: usize = 1_000;
 
 /// The events of session `id` if `principal` owns it; 404 otherwise (also for a bad id).
 pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, ApiError> {
+    let events = existing(log, id)?;
+    if state::owner(&events) != Some(principal.name.as_str()) {
+        return Err(ApiError::not_found("session"));
+    }
+    Ok(events)
+}
+
+/// The events of session `id`, whoever owns it; 404 when there is none (also for a bad id).
+fn existing(log: &Log, id: &str) -> Result<Vec<Stored>, ApiError> {
     if crate::session::check_id(id).is_err() {
         return Err(ApiError::not_found("session"));
     }
     let events = log.events_after(id, 0)?;
-    if events.is_empty() || state::owner(&events) != Some(principal.name.as_str()) {
+    if events.is_empty() {
         return Err(ApiError::not_found("session"));
     }
     Ok(events)
@@ -116,18 +125,7 @@ pub async fn close(
     let result = crate::runtime::blocking(|| {
         principal.require(Role::Ask)?;
         let mut log = state.log()?;
-        let events = if principal.may(Role::Admin) {
-            let events = match crate::session::check_id(&id) {
-                Ok(()) => log.events_after(&id, 0)?,
-                Err(_) => Vec::new(),
-            };
-            if events.is_empty() {
-                return Err(ApiError::not_found("session"));
-            }
-            events
-        } else {
-            owned(&log, &id, &principal)?
-        };
+        let events = if principal.may(Role::Admin) { existing(&log, &id)? } else { owned(&log, &id, &principal)? };
         if !state::closed(&events) {
             if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
                 return Err(ApiError::conflict(

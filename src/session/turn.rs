@@ -170,14 +170,14 @@ impl<'a> Turn<'a> {
                         None => match self.checked(text, question, turn, steps) {
                             Checked::SendBack { kind, text, hook } => {
                                 if let Some(rule) = hook {
-                                    self.hook(HookStage::Stop, &rule, "sent back to the model", None)?;
+                                    self.hook(HookStage::Stop, &rule, "sent back to the model", None);
                                 }
                                 self.append(Event::Correction { kind, text })?;
                                 self.emit(TurnEvent::SentBack(kind));
                                 continue;
                             }
                             Checked::Replaced { text, rule } => {
-                                self.hook(HookStage::Stop, &rule, "replaced by the retrieval-only answer", None)?;
+                                self.hook(HookStage::Stop, &rule, "replaced by the retrieval-only answer", None);
                                 text
                             }
                             Checked::Answer(text) => text,
@@ -510,7 +510,7 @@ impl<'a> Turn<'a> {
                 // refuses it (the model may still ask for the search, and a person decides).
                 Origin::Harness => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
                     Some(ruled) if ruled.decision != RuleDecision::Allow => {
-                        self.hook(HookStage::PreTool, &ruled.rule, "deny", Some(&call.record.id))?;
+                        self.hook(HookStage::PreTool, &ruled.rule, "deny", Some(&call.record.id));
                         Planned::Done(refused(&ruled))
                     }
                     _ => Planned::Done(toolbox.retrieve(
@@ -522,7 +522,7 @@ impl<'a> Turn<'a> {
                 },
                 Origin::Model => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
                     Some(ruled) => {
-                        self.hook(HookStage::PreTool, &ruled.rule, ruled.decision.as_str(), Some(&call.record.id))?;
+                        self.hook(HookStage::PreTool, &ruled.rule, ruled.decision.as_str(), Some(&call.record.id));
                         match ruled.decision {
                             RuleDecision::Deny => Planned::Done(refused(&ruled)),
                             RuleDecision::Allow => toolbox.plan(&call.record.name, &call.record.arguments),
@@ -817,9 +817,9 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Records a hook's decision in the log and tells it.
-    /// Records a hook's decision: it is committed with the next event (what it decided about).
-    fn hook(&mut self, stage: HookStage, rule: &str, decision: &str, call_id: Option<&str>) -> Result<(), LogError> {
+    /// Records a hook's decision, committed with the next event (what it decided about), and
+    /// tells it.
+    fn hook(&mut self, stage: HookStage, rule: &str, decision: &str, call_id: Option<&str>) {
         self.hooks.push(Event::Hook {
             stage,
             rule: rule.to_string(),
@@ -827,7 +827,6 @@ impl<'a> Turn<'a> {
             call_id: call_id.map(str::to_string),
         });
         self.emit(TurnEvent::Hook { stage, rule, decision, call_id });
-        Ok(())
     }
 
     fn result(&mut self, call: Call<'_>, outcome: Outcome, ms: u128) -> Result<(), LogError> {
@@ -840,7 +839,7 @@ impl<'a> Turn<'a> {
         // The operator's post-tool rules: extra redaction, a size cap.
         let trimmed = self.deps.hooks.after(&outcome.text);
         for change in &trimmed.changes {
-            self.hook(HookStage::PostTool, "hooks.post_tool", change, Some(&call.record.id))?;
+            self.hook(HookStage::PostTool, "hooks.post_tool", change, Some(&call.record.id));
         }
         let outcome = Outcome { text: trimmed.text, ..outcome };
         let event = Event::ToolResult {
