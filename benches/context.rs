@@ -92,7 +92,7 @@ fn push(events: &mut Vec<Stored>, event: Event) {
 fn config() -> Result<docs_agent::config::SessionConfig, String> {
     let flags = vec![("session.context_budget_tokens", BUDGET.to_string())];
     let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags };
-    Ok(docs_agent::config::Config::load_isolated(&sources).map_err(|e| e.to_string())?.session)
+    Ok(docs_agent::service::settings::load_isolated(&sources).map_err(|e| e.to_string())?.session)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

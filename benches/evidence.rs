@@ -100,7 +100,7 @@ fn env_or(name: &str, default: usize) -> usize {
 fn run() -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let corpora = std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(|| root.join("../shared/corpora"), PathBuf::from);
-    let defaults = docs_agent::config::Config::load_isolated(&Default::default()).map_err(|e| e.to_string())?;
+    let defaults = docs_agent::service::settings::load_isolated(&Default::default()).map_err(|e| e.to_string())?;
     let retrieval = &defaults.retrieval;
     let budget = Budget {
         sections: env_or("BENCH_SECTIONS", retrieval.sections),

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use docs_agent::guard;
-use docs_agent::index::chunk;
+use docs_agent::index::{chunk, formats};
 use docs_agent::model::{sse, textcall};
 use docs_agent::skills::Skills;
 
@@ -142,7 +142,7 @@ fn text(data: &[u8]) -> String {
 
 fn chunker(data: &[u8]) -> Result<(), String> {
     let source = text(data);
-    let _ = chunk::chunk_file("docs/fuzz.md", &source);
+    let _ = formats::chunk_file("docs/fuzz.md", &source);
     let _ = chunk::chunk_markdown(&source, "fuzz");
     Ok(())
 }

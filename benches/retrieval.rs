@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use cap_std::fs::Dir;
 use docs_agent::index::rank::Fusion;
-use docs_agent::index::{Index, chunk, walk};
+use docs_agent::index::{Index, formats, walk};
 use rusqlite::{Connection, params};
 
 #[path = "shared/embeddings.rs"]
@@ -108,7 +108,7 @@ impl Plain {
         let walked = walk::walk_docs(docs, MAX_FILE_BYTES);
         let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
         for file in &walked.files {
-            for c in chunk::chunk_file(&file.path, &file.text) {
+            for c in formats::chunk_file(&file.path, &file.text) {
                 tx.execute(
                     "INSERT INTO s (text, path, anchor) VALUES (?1, ?2, ?3)",
                     params![format!("{}\n{}", c.heading_text(), c.body), file.path, c.anchor],

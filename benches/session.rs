@@ -106,7 +106,7 @@ fn main() -> Result<(), String> {
 /// log on disk against the same turn with the log in memory: what durability adds to a turn.
 fn turns(dir: &std::path::Path) -> Result<(), String> {
     use docs_agent::agent::Harness;
-    use docs_agent::config::{Config, Sources};
+    use docs_agent::config::Sources;
     use docs_agent::model::Model;
     use docs_agent::runtime::{self, Flavor};
     use docs_agent::session::cancel::Cancel;
@@ -116,7 +116,7 @@ fn turns(dir: &std::path::Path) -> Result<(), String> {
         env: Default::default(),
         flags: vec![("workspace", workspace.display().to_string()), ("llm.model", "scripted".into())],
     };
-    let config = Config::load(&sources).map_err(|e| e.to_string())?;
+    let config = docs_agent::service::settings::load(&sources).map_err(|e| e.to_string())?;
     let harness = Harness::open(&config).map_err(|e| e.to_string())?;
     let deps = harness.deps(&config);
     let model = Model::from_config(&config.llm, 256).map_err(|e| e.to_string())?;

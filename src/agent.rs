@@ -3,7 +3,6 @@
 //! session through `session::turn`. The configuration is not kept here: front ends hold it and
 //! pass it in.
 
-use crate::approval::Approver;
 use crate::config::{Config, IndexStore};
 use crate::index::live::{Live, Refreshed, Source};
 use crate::index::store::Held;
@@ -22,6 +21,7 @@ use crate::session::{
 };
 use crate::skills::Skills;
 use crate::tools::Toolbox;
+use crate::workspace::approval::Approver;
 use crate::workspace::policy::{Area, Denied, check_read};
 use crate::workspace::{Workspace, WorkspaceError};
 

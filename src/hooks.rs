@@ -20,99 +20,10 @@
 
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::Regex;
-use serde::Deserialize;
 
-use crate::session::verify::Citation;
 use crate::tools::Tool;
 
-/// What a pre-tool rule decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleDecision {
-    /// The call goes on to the built-in policy; no later rule applies.
-    Allow,
-    /// The call is refused, with the rule's reason.
-    Deny,
-    /// A person approves the call before it runs, as a write is approved (on the terminal, or
-    /// `sessions approve`, or over HTTP); no session grant decides it. A write still passes the
-    /// write policy first.
-    Ask,
-}
-
-impl RuleDecision {
-    /// The word in the log and the trace.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleDecision::Allow => "allow",
-            RuleDecision::Deny => "deny",
-            RuleDecision::Ask => "ask",
-        }
-    }
-}
-
-/// `[[hooks.pre_tool]]`: one rule.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PreToolRule {
-    /// The rule's name, recorded with each decision it makes.
-    pub name: String,
-    /// The tool it applies to (`search_docs`, `read_file`, `load_skill`, `write_file`); any
-    /// when absent.
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// A glob on the call's `path` argument, as the workspace policy reads it
-    /// (`docs/internal/**`); a call without a path does not match.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// A regular expression over the call's arguments (JSON text).
-    #[serde(default)]
-    pub arguments: Option<String>,
-    /// `allow`, `deny` or `ask`.
-    pub decision: RuleDecision,
-    /// Why, shown to the model with a refusal.
-    #[serde(default)]
-    pub reason: String,
-}
-
-/// `[hooks.post_tool]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PostToolConfig {
-    /// Regular expressions whose matches are redacted from every tool result, besides the
-    /// built-in secret patterns.
-    #[serde(default)]
-    pub redact: Vec<String>,
-    /// Bytes of a tool result the model is shown at most; 0: only `limits.max_tool_result_bytes`.
-    #[serde(default)]
-    pub max_result_bytes: usize,
-}
-
-/// `[hooks.stop]`: what an answer must have.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StopConfig {
-    /// At least one verified citation.
-    #[serde(default)]
-    pub require_citation: bool,
-    /// At least one verified citation whose path matches one of these globs (`docs/policies/**`).
-    #[serde(default)]
-    pub require_citation_from: Vec<String>,
-}
-
-/// `[hooks]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HooksConfig {
-    /// Rules before each tool call, first match decides.
-    #[serde(default)]
-    pub pre_tool: Vec<PreToolRule>,
-    /// What every tool result goes through.
-    #[serde(default)]
-    pub post_tool: PostToolConfig,
-    /// What an answer must have.
-    #[serde(default)]
-    pub stop: StopConfig,
-}
+pub use crate::config::hooks::{HooksConfig, PostToolConfig, PreToolRule, RuleDecision, StopConfig};
 
 /// A compiled pre-tool rule.
 #[derive(Debug, Clone)]
@@ -347,12 +258,13 @@ impl Hooks {
         Trimmed { text, changes }
     }
 
-    /// What an answer with these `citations` lacks under `[hooks.stop]`, as a correction for the
-    /// model and the rule's name; `None` when it has what the rules ask.
-    pub fn lacking(&self, citations: &[Citation]) -> Option<(String, String)> {
-        let verified: Vec<&Citation> = citations.iter().filter(|c| c.verified).collect();
+    /// What an answer with these citations (each a docs path and whether the turn backs it)
+    /// lacks under `[hooks.stop]`, as a correction for the model and the rule's name; `None`
+    /// when it has what the rules ask.
+    pub fn lacking<'a>(&self, citations: impl IntoIterator<Item = (&'a str, bool)>) -> Option<(String, String)> {
+        let verified: Vec<&str> = citations.into_iter().filter(|(_, verified)| *verified).map(|(p, _)| p).collect();
         if let Some((set, globs)) = &self.citation_from {
-            if !verified.iter().any(|c| set.is_match(&c.path)) {
+            if !verified.iter().any(|path| set.is_match(path)) {
                 return Some((
                     "hooks.stop.require_citation_from".into(),
                     format!(
@@ -580,24 +492,19 @@ mod tests {
 
     #[test]
     fn an_answer_must_cite_where_the_stop_rules_say() {
-        let cite = |path: &str, verified: bool| Citation {
-            path: path.into(),
-            anchor: "a".into(),
-            heading: String::new(),
-            verified,
-        };
+        let cite = |path: &'static str, verified: bool| (path, verified);
         let any = hooks("[stop]\nrequire_citation = true\n").expect("compiles");
-        assert!(any.lacking(&[]).is_some());
-        assert!(any.lacking(&[cite("docs/refunds.md", false)]).is_some(), "an unverified citation is not enough");
-        assert_eq!(any.lacking(&[cite("docs/refunds.md", true)]), None);
+        assert!(any.lacking([]).is_some());
+        assert!(any.lacking([cite("docs/refunds.md", false)]).is_some(), "an unverified citation is not enough");
+        assert_eq!(any.lacking([cite("docs/refunds.md", true)]), None);
         let from = hooks("[stop]\nrequire_citation_from = [\"docs/policies/**\"]\n").expect("compiles");
-        let lacking = from.lacking(&[cite("docs/refunds.md", true)]);
+        let lacking = from.lacking([cite("docs/refunds.md", true)]);
         assert!(
             lacking.is_some_and(
                 |(rule, text)| rule.ends_with("require_citation_from") && text.contains("docs/policies/**")
             )
         );
-        assert_eq!(from.lacking(&[cite("docs/policies/refunds.md", true)]), None);
+        assert_eq!(from.lacking([cite("docs/policies/refunds.md", true)]), None);
         assert!(!Hooks::default().checks_stop());
     }
 }

@@ -21,10 +21,10 @@
 //!   sessions say about the docs: their gaps).
 
 pub mod agent;
-pub mod approval;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod doc_kind;
 pub mod eval;
 pub mod guard;
 pub mod hooks;
@@ -36,6 +36,7 @@ pub mod report;
 pub mod runtime;
 pub mod sandbox;
 pub mod serve;
+pub mod service;
 pub mod session;
 pub mod skills;
 pub mod telemetry;

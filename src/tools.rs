@@ -7,13 +7,13 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::approval::{Approved, Approver};
 use crate::guard::fence::{self, Fenced};
 use crate::guard::{self, redact};
 use crate::index::Index;
 use crate::index::evidence::Budget;
 use crate::model::ToolSpec;
 use crate::skills::Skills;
+use crate::workspace::approval::{Approved, Approver};
 use crate::workspace::policy::{self, Denied, ModelPath};
 use crate::workspace::{FileError, Workspace};
 

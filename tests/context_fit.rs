@@ -132,7 +132,7 @@ fn stored(events: Vec<Event>) -> Vec<Stored> {
 /// The default session settings (the budget unset: each case gives its own).
 fn config() -> docs_agent::config::SessionConfig {
     let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags: Vec::new() };
-    docs_agent::config::Config::load_isolated(&sources).expect("the defaults load").session
+    docs_agent::service::settings::load_isolated(&sources).expect("the defaults load").session
 }
 
 /// Tokens of the tool schemas sent with every request, counted as the turn counts them.

@@ -164,7 +164,7 @@ fn compaction_keeps_the_pinned_goal_and_replaces_only_what_it_covers() {
 fn session_config(budget: u64) -> docs_agent::config::SessionConfig {
     let flags = vec![("session.context_budget_tokens", budget.to_string())];
     let sources = docs_agent::config::Sources { file: None, env: Default::default(), flags };
-    docs_agent::config::Config::load_isolated(&sources).expect("the defaults load").session
+    docs_agent::service::settings::load_isolated(&sources).expect("the defaults load").session
 }
 
 /// One answered turn: a search whose result is long and carries an injection, then an answer.

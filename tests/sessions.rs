@@ -230,7 +230,7 @@ fn harness(ws: &Path, base_url: &str) -> (Config, Harness) {
             ("retrieval.verify", "false".into()),
         ],
     };
-    let config = Config::load(&sources).expect("config");
+    let config = docs_agent::service::settings::load(&sources).expect("config");
     let harness = Harness::open(&config).expect("harness");
     (config, harness)
 }

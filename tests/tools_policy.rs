@@ -8,9 +8,9 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use docs_agent::agent::Harness;
-use docs_agent::approval::Approver;
 use docs_agent::config::{Config, Sources};
 use docs_agent::tools::{Decision, Toolbox};
+use docs_agent::workspace::approval::Approver;
 
 use common::{ONBOARDING_KEY, sample_workspace};
 
@@ -24,7 +24,7 @@ fn config(root: &Path) -> Config {
             ("llm.model", "scripted".into()),
         ],
     };
-    Config::load(&sources).expect("config")
+    docs_agent::service::settings::load(&sources).expect("config")
 }
 
 fn harness(root: &Path) -> Harness {

@@ -8,9 +8,9 @@ use std::collections::{HashMap, HashSet};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
 
 use super::Problem;
-use crate::index::kind::DocKind;
+use crate::doc_kind::DocKind;
 use crate::index::walk::DocFile;
-use crate::index::{chunk, mdx};
+use crate::index::{formats, mdx};
 
 /// Checks every file; `files` are the readable docs found by the index walk. Markdown and MDX
 /// get every check (MDX once its JSX is removed, on the same lines); an MDX file the MDX parser
@@ -18,7 +18,7 @@ use crate::index::{chunk, mdx};
 pub fn check_docs(files: &[DocFile]) -> Vec<Problem> {
     let anchors: HashMap<&str, HashSet<String>> = files
         .iter()
-        .map(|f| (f.path.as_str(), chunk::chunk_file(&f.path, &f.text).into_iter().map(|c| c.anchor).collect()))
+        .map(|f| (f.path.as_str(), formats::chunk_file(&f.path, &f.text).into_iter().map(|c| c.anchor).collect()))
         .collect();
     let mut problems = Vec::new();
     for file in files {

@@ -6,10 +6,10 @@ use std::io::Write;
 use super::live::{self, Live};
 use super::{Exit, Failure, StreamWhen, TraceWhen, open, warn_skipped};
 use crate::agent::{AskError, Stop};
-use crate::approval::{Approver, Terminal};
 use crate::config::Config;
 use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
+use crate::workspace::approval::{Approver, Terminal};
 use crate::{check as checks, guard};
 
 /// `docs-agent "question"`: the answer on stdout (as it is written, on a terminal), the trace

@@ -9,7 +9,6 @@ use tokio::sync::mpsc;
 use super::live::Live;
 use super::sessions::{self, Desk};
 use super::{Exit, Failure, StreamWhen};
-use crate::approval::Terminal;
 use crate::guard;
 use crate::model::Model;
 use crate::runtime::{self, Flavor};
@@ -19,6 +18,7 @@ use crate::session::event::{Event, Scope};
 use crate::session::progress::TurnEvent;
 use crate::session::state::{self, Status};
 use crate::session::turn::{TurnEnd, TurnError, Verdict};
+use crate::workspace::approval::Terminal;
 
 /// Runs the chat until `/quit`, end of input or Ctrl-C at the prompt.
 /// Answers are shown as they are written when `when` says so.

@@ -45,7 +45,7 @@ pub fn serve_stdio(config: Config) -> Result<Exit, Failure> {
 
 /// Warns when the model server lacks the model or cannot be asked: `ask` fails until it is
 /// there (`docs-agent pull`); nothing is pulled behind the client's back.
-async fn say_whether_the_model_is_there(llm: crate::model::LlmConfig) {
+async fn say_whether_the_model_is_there(llm: crate::config::LlmConfig) {
     use crate::model::pull::{Presence, presence};
     match presence(&llm).await {
         Ok(Presence::Present) => {}

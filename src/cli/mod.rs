@@ -127,7 +127,7 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let wanted = |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
-    Config::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+    crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
 }
 
 /// Sets up the process's log (`telemetry::log`) from `DOCS_AGENT_LOG` (or `RUST_LOG`) and

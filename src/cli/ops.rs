@@ -128,7 +128,7 @@ pub fn pull(config: crate::config::Config) -> Result<Exit, Failure> {
 /// says it lacks it (`name` or, untagged, `name:latest` is not in `GET /models`), asks it to
 /// pull the model (Ollama's `/api/pull`), with progress. Any other answer of the server, and a
 /// pull that fails, are left for the question itself to meet and report.
-pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
+pub fn pull_if_missing(llm: &crate::config::LlmConfig) -> Result<(), Failure> {
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;
     let presence = runtime.block_on(crate::model::pull::presence(llm)).map_err(|e| (Exit::Model, e.to_string()))?;
     if !matches!(presence, crate::model::pull::Presence::Missing) {
@@ -147,7 +147,7 @@ pub fn pull_if_missing(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
 }
 
 /// Asks Ollama to pull `llm.model`, showing its progress on stderr.
-fn pull_with_progress(llm: &crate::model::LlmConfig) -> Result<(), Failure> {
+fn pull_with_progress(llm: &crate::config::LlmConfig) -> Result<(), Failure> {
     use crate::model::pull::{self, Progress};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let terminal = crate::guard::sink::stderr_is_terminal();

@@ -135,7 +135,7 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
     // notes/ only as a real folder: `notes -> /` must not make everything writable.
     plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
     if matches!(uses, Use::Converse | Use::Serve { .. }) {
-        match config.session_location() {
+        match crate::session::store::Location::of(&config.session) {
             Location::File(path) => {
                 let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
                 plan = with_folder_of(plan, &path, what, &config.workspace)?;
@@ -320,7 +320,8 @@ mod tests {
             ("llm.base_url", "http://127.0.0.1:11434/v1".to_string()),
         ];
         let env = [("DOCS_AGENT_SESSION_LOG".to_string(), data.join("sessions.db").display().to_string())];
-        Config::load(&crate::config::Sources { file: None, env: env.into_iter().collect(), flags }).expect("config")
+        crate::service::settings::load(&crate::config::Sources { file: None, env: env.into_iter().collect(), flags })
+            .expect("config")
     }
 
     #[test]

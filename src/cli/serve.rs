@@ -83,8 +83,8 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
-    let store =
-        crate::session::store::Store::open(&config.session_location()).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let store = crate::session::store::Store::open(&crate::session::store::Location::of(&config.session))
+        .map_err(|e| (Exit::Failure, e.to_string()))?;
     let state = Arc::new(
         crate::serve::AppState::new(config, harness, store).with_sandbox(sandbox).with_crash_hook(super::crash_hook()?),
     );
@@ -110,7 +110,7 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 /// that is not up yet, or a pull that fails, is tried again after a pause that doubles up to a
 /// minute, until the model is there. `/readyz` says not ready until it is; questions meanwhile
 /// get retrieval-only answers.
-async fn pull_if_missing(llm: crate::model::LlmConfig) {
+async fn pull_if_missing(llm: crate::config::LlmConfig) {
     use crate::model::pull::{Presence, worth_retrying};
     let mut pause = RETRY_FIRST;
     loop {
@@ -140,7 +140,7 @@ async fn pull_if_missing(llm: crate::model::LlmConfig) {
 }
 
 /// Pulls `llm.model`, logging a line per tenth of its progress.
-async fn pull(llm: &crate::model::LlmConfig) -> Result<(), crate::model::pull::PullError> {
+async fn pull(llm: &crate::config::LlmConfig) -> Result<(), crate::model::pull::PullError> {
     use crate::model::pull::Progress;
     tracing::info!("the model server lacks {}; pulling it (llm.pull = missing)", llm.model);
     let mut last = String::new();

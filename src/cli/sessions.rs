@@ -146,7 +146,11 @@ impl Desk {
     /// How a write nobody decided is handled outside a terminal prompt: `APPROVE=yes` allows it,
     /// anything else pauses the session.
     pub fn undecided(&self) -> Undecided {
-        if self.config.approve_all() { Undecided::Decide(crate::approval::Approver::Always) } else { Undecided::Pause }
+        if self.config.approve_all() {
+            Undecided::Decide(crate::workspace::approval::Approver::Always)
+        } else {
+            Undecided::Pause
+        }
     }
 
     /// Drives session `id`'s open turn to its end, tracing to stderr and telling `terminal`
@@ -192,7 +196,9 @@ impl Desk {
 
 /// Opens the log at `session.log_url` or `session.log_path` (no index is built).
 pub fn open_log(config: &Config) -> Result<Log, Failure> {
-    Store::open(&config.session_location()).and_then(|store| store.log()).map_err(|e| (Exit::Failure, e.to_string()))
+    Store::open(&crate::session::store::Location::of(&config.session))
+        .and_then(|store| store.log())
+        .map_err(|e| (Exit::Failure, e.to_string()))
 }
 
 /// The events of session `id`, which must exist.
@@ -204,7 +210,7 @@ pub fn events(log: &Log, config: &Config, id: &str) -> Result<Vec<Stored>, Failu
             Exit::Usage,
             format!(
                 "there is no session `{id}` in {}; `docs-agent sessions list` shows the sessions",
-                config.session_location().shown()
+                crate::session::store::Location::of(&config.session).shown()
             ),
         ));
     }
@@ -217,7 +223,7 @@ pub fn list(log: &Log, config: &Config, out: &mut impl Write) -> Result<Exit, Fa
     if ids.is_empty() {
         crate::guard::sink::err_line!(
             "no sessions in {} yet; start one with `docs-agent chat`",
-            config.session_location().shown()
+            crate::session::store::Location::of(&config.session).shown()
         );
     }
     let now = now_ms();

@@ -5,7 +5,6 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::case::{Expect, FileText};
-use super::run::Snapshot;
 
 /// What one run left behind.
 pub struct Observed<'a> {
@@ -20,6 +19,10 @@ pub struct Observed<'a> {
     /// How the run ended.
     pub stop: &'a str,
 }
+
+/// What each path outside `notes/` is: a file's content hash, a link's target, a kind
+/// (`run` takes one before and after a case).
+pub type Snapshot = std::collections::BTreeMap<String, String>;
 
 /// Every path outside `notes/` is as it was before the run.
 pub fn outside_notes_unchanged(before: &Snapshot, after: &Snapshot) -> Vec<String> {

@@ -1,20 +1,20 @@
 //! Runs one eval case: a temporary copy of its workspace, its setup, the question through the
 //! real harness (in-process, with the trace captured), then the checks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::os::unix::fs::{FileTypeExt, symlink};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{AskError, Harness, Stop};
-use crate::approval::{Approver, Terminal};
-use crate::config::{Config, Sources};
+use crate::config::Sources;
 use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
+use crate::workspace::approval::{Approver, Terminal};
 
 use super::case::{Action, Case};
-use super::check::{self, Observed};
+use super::check::{self, Observed, Snapshot};
 
 /// How the models of the cases are chosen.
 #[derive(Debug, Clone, Default)]
@@ -136,7 +136,8 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     for key in ["DOCS_AGENT_RETRIEVE_FIRST", "DOCS_AGENT_VERIFY"] {
         env.entry(key.to_string()).or_insert_with(|| models.retrieval.to_string());
     }
-    let config = Config::load_isolated(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
+    let config =
+        crate::service::settings::load_isolated(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
     // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
     // person, so only APPROVE=yes approves.
     let approver = Approver::new(&config, Terminal::Absent);
@@ -278,9 +279,6 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// What each path outside `notes/` is: a file's content hash, a link's target, a kind.
-pub type Snapshot = BTreeMap<String, String>;
 
 fn snapshot(workspace: &Path) -> Snapshot {
     let mut out = Snapshot::new();

@@ -15,7 +15,7 @@ pub const UNVERIFIED: &str = " [unverified citation]";
 /// A docs path of any type the index reads, optionally with an anchor, as answers cite them.
 /// The extensions go longest first, so `a.mdx` is not read as `a.md`.
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
-    let mut extensions = crate::index::kind::EXTENSIONS.to_vec();
+    let mut extensions = crate::doc_kind::EXTENSIONS.to_vec();
     extensions.sort_by_key(|e| std::cmp::Reverse(e.len()));
     let pattern = format!(r"docs/[A-Za-z0-9_./-]+\.(?:{})(?:#[A-Za-z0-9_-]*)?", extensions.join("|"));
     Regex::new(&pattern).expect("the citation pattern is built from constant extensions")

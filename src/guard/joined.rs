@@ -46,7 +46,7 @@ impl Joined {
                 continue;
             }
             // A redaction marker is text, not a link: it stays as it is.
-            if let Some(marker) = rest.get(..super::redact::REDACTED.len()).filter(|m| *m == super::redact::REDACTED) {
+            if let Some(marker) = rest.get(..super::REDACTED.len()).filter(|m| *m == super::REDACTED) {
                 for (i, c) in marker.char_indices() {
                     out(c, at + i..at + i + 1);
                 }

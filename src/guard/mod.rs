@@ -11,6 +11,9 @@ pub mod redact;
 pub mod sink;
 pub mod stream;
 
+/// The marker that replaces a secret (`redact`); the joined-lines view keeps it as it is.
+pub const REDACTED: &str = "[REDACTED]";
+
 /// Text as it may cross a boundary: invisible characters and escapes removed first, so a secret
 /// split by them is whole again, then redacted.
 pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {

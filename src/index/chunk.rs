@@ -33,8 +33,6 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, MetadataBlockKind, Options, Parser, Tag, TagEnd};
 
-use super::kind::DocKind;
-
 /// One section of a Markdown file: a heading and the text under it up to the next heading (of any level).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
@@ -57,25 +55,6 @@ impl Chunk {
     #[must_use]
     pub fn heading_text(&self) -> String {
         self.heading_path.join(" > ")
-    }
-}
-
-/// Splits `source` into chunks, one per heading, in file order.
-///
-/// The sections of the Markdown file at `path` (its stem titles text before the first heading).
-#[must_use]
-pub fn chunk_file(path: &str, source: &str) -> Vec<Chunk> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-    match DocKind::of(path) {
-        // Invalid MDX is still mostly Markdown: indexed as it is, and `check` reports it.
-        Some(DocKind::Mdx) => match super::mdx::to_markdown(source) {
-            Ok(markdown) => chunk_markdown(&markdown, stem),
-            Err(_) => chunk_markdown(source, stem),
-        },
-        Some(DocKind::Text) => chunk_text(source, stem),
-        Some(DocKind::Html) => super::html::chunk_html(source, stem),
-        Some(DocKind::Markdown) | None => chunk_markdown(source, stem),
     }
 }
 

@@ -10,6 +10,11 @@ use std::sync::{Arc, RwLock};
 use cap_std::fs::Dir;
 
 use super::embed::Embedder;
+
+/// Without file events, a document modified this recently is taken as still being written,
+/// and keeps its old version until a later look (`serve`'s updater; `docs-agent mcp`, which
+/// looks without events).
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 use super::store::{Held, Update, Want};
 use super::walk::{self, Listed};
 use super::{Index, IndexError, Version};

@@ -8,9 +8,9 @@
 pub mod chunk;
 pub mod embed;
 pub mod evidence;
+pub mod formats;
 mod html;
 mod image;
-pub mod kind;
 pub mod live;
 pub mod mdx;
 pub mod passage;
@@ -31,6 +31,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, MAIN_DB, params};
 
+use crate::doc_kind::DocKind;
 use crate::guard::{self, redact};
 
 /// FTS5 settings for one bulk load: a large pending-terms buffer (so segments are flushed
@@ -474,10 +475,10 @@ fn rows_of(file: &walk::DocFile) -> Vec<Row> {
     let path = clean(&file.path);
     let place = place_words(&path);
     // An HTML section's text is not the file's lines: its windows keep the section's lines.
-    let lines_follow_body = kind::DocKind::of(&file.path) != Some(kind::DocKind::Html);
+    let lines_follow_body = DocKind::of(&file.path) != Some(DocKind::Html);
     let mut rows = Vec::new();
     let mut redacted_anchors = 0;
-    for c in chunk::chunk_file(&file.path, &file.text) {
+    for c in formats::chunk_file(&file.path, &file.text) {
         let heading = clean(&c.heading_text());
         let leaf = clean(c.heading_path.last().map_or("", String::as_str));
         // Redact the whole section before cutting it, so no window holds part of a secret.

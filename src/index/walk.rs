@@ -7,7 +7,7 @@
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
-use super::kind::{DocKind, extensions_listed};
+use crate::doc_kind::{DocKind, extensions_listed};
 use crate::workspace::{FileError, read_confined};
 
 /// Folders deeper than this are not entered (guards against pathological trees).

@@ -24,12 +24,11 @@ pub mod tools;
 use std::sync::Arc;
 
 use crate::agent::{AskError, Harness, Run};
-use crate::approval::Approver;
 use crate::config::Config;
 use crate::model::Model;
-use crate::serve::AppState;
-use crate::serve::auth::Principal;
+use crate::service::{Principal, Service};
 use crate::session::progress::Observer;
+use crate::workspace::approval::Approver;
 
 pub use tools::DocsServer;
 
@@ -38,7 +37,7 @@ pub enum Front {
     /// `docs-agent mcp`: one local client, the command line's harness and model.
     Local(Box<Local>),
     /// `/mcp` under `serve`: the service's harness, model (with its breaker) and metrics.
-    Serve(Arc<AppState>),
+    Serve(Arc<Service>),
 }
 
 /// What `docs-agent mcp` answers with.
@@ -91,7 +90,7 @@ impl Front {
         let now = crate::index::walk::epoch_ns(std::time::SystemTime::now());
         // A document modified this recently may still be being written: it keeps its old
         // version until a later look, as `serve` holds it back without file events.
-        let settle = crate::serve::fresh::SETTLE.as_nanos() as i64;
+        let settle = crate::index::live::SETTLE.as_nanos() as i64;
         let held = |listed: &crate::index::walk::Listed| (0..settle).contains(&now.saturating_sub(listed.mtime_ns));
         match local.harness.refresh_index(local.config.index.max_file_bytes, &held) {
             Ok(refreshed) if refreshed.replaced => {
@@ -145,8 +144,8 @@ impl Front {
             Front::Serve(state) => {
                 let who = principal.map_or("unknown", |p| p.name.as_str());
                 let (run, degraded) =
-                    crate::serve::ask::answer(state, who, question, observer).await.map_err(|e| e.message)?;
-                crate::serve::ask::count_usage(state, &run, who);
+                    crate::service::answer::answer(state, who, question, observer).await.map_err(|e| e.to_string())?;
+                crate::service::answer::count_usage(state, &run, who);
                 Ok(Answered { run, degraded })
             }
         }

@@ -24,8 +24,8 @@ use serde_json::json;
 use super::resources;
 use super::{Answered, Front};
 use crate::agent::Stop;
-use crate::serve::ask::checked_question;
-use crate::serve::auth::Principal;
+use crate::service::Principal;
+use crate::service::answer::checked_question;
 use crate::session::progress::TurnEvent;
 use crate::tools::Decision;
 

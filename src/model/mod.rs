@@ -12,6 +12,11 @@ pub mod textcall;
 
 use serde_json::Value;
 
+use crate::config::LlmConfig;
+
+/// Streamed tool calls read at most (a larger index is refused, not allocated).
+pub const MAX_STREAMED_CALLS: usize = 64;
+
 /// One tool call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
@@ -214,35 +219,29 @@ impl std::error::Error for ModelError {}
 #[error("cannot start the HTTP client for the model server: {0}")]
 pub struct SetupError(#[from] reqwest::Error);
 
-/// The model server or built-in model: the `[llm]` section of the configuration.
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LlmConfig {
-    /// Base URL of an OpenAI-compatible API, e.g. `http://localhost:11434/v1`.
-    pub base_url: String,
-    /// Model name; `scripted` and `extractive` are built in and need no server.
-    pub model: String,
-    /// Bearer key for the server, if it wants one.
-    pub api_key: Option<String>,
-    /// Seconds one HTTP request may take.
-    pub request_timeout_secs: u64,
-    /// How many times a 429, 5xx or connect error is retried, with backoff.
-    pub retries: u32,
-    /// Sampling temperature sent to the model.
-    pub temperature: f32,
-    /// Whether a question first pulls a model the server lacks (through Ollama's pull API).
-    pub pull: Pull,
-}
-
-/// When the command line pulls the model before it asks (`llm.pull`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pull {
-    /// When the server says it lacks the model: pulled through Ollama's pull API, with
-    /// progress; a server without that API makes the pull fail with a warning.
-    Missing,
-    /// Never: a missing model is an error (exit 3) that says to pull it.
-    Never,
+/// The model's part of the configuration, which only `model` can judge, as it knows which
+/// names are built in: a server's URL is http(s), and a cost cap has the model's price (a
+/// built-in model costs nothing).
+pub fn check_config(config: &crate::config::Config) -> Result<(), crate::config::ConfigError> {
+    use crate::config::ConfigError;
+    let builtin = builtin::Builtin::from_name(&config.llm.model).is_some();
+    let http = config.llm.base_url.starts_with("http://") || config.llm.base_url.starts_with("https://");
+    if !(builtin || http) {
+        return Err(ConfigError(format!(
+            "llm.base_url (LLM_BASE_URL) must start with http:// or https://, got `{}`",
+            config.llm.base_url
+        )));
+    }
+    let budget = &config.budget;
+    let capped = budget.question_cost > 0.0 || budget.session_cost > 0.0;
+    if capped && !builtin && !budget.prices.contains_key(&config.llm.model) {
+        return Err(ConfigError(format!(
+            "a cost cap (budget.question_cost or budget.session_cost) needs the price of the model `{0}`: \
+             add [budget.prices.\"{0}\"] with input_per_million and output_per_million",
+            config.llm.model
+        )));
+    }
+    Ok(())
 }
 
 /// What shapes one model call besides its messages and tools.

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::LlmConfig;
 use super::reply_error::ReplyError;
 use super::{Message, ModelError, Reply, ToolCall, ToolSpec, Usage, textcall};
+use crate::config::LlmConfig;
 
 /// First retry delay; doubled each time.
 const BACKOFF_START: Duration = Duration::from_millis(200);
@@ -553,7 +553,7 @@ mod tests {
             request_timeout_secs: 5,
             retries: 0,
             temperature: 0.0,
-            pull: super::super::Pull::Never,
+            pull: crate::config::Pull::Never,
         };
         let client = Client::new(&llm, 100).expect("client");
         let reported = client.unreadable(ReplyError::Reported("model is loading".into())).to_string();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::LlmConfig;
+use crate::config::LlmConfig;
 
 /// How long the connection may take to open; the pull itself may take as long as it needs.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -115,7 +115,7 @@ pub enum Presence {
 /// built in, and the server says it lacks it (`GET /models`).
 pub async fn presence(llm: &LlmConfig) -> Result<Presence, super::SetupError> {
     use super::ModelError;
-    if llm.pull == super::Pull::Never || super::builtin::Builtin::from_name(&llm.model).is_some() {
+    if llm.pull == crate::config::Pull::Never || super::builtin::Builtin::from_name(&llm.model).is_some() {
         return Ok(Presence::Present);
     }
     let model = super::Model::from_config(llm, 1)?;

@@ -28,7 +28,7 @@ pub enum ReplyError {
     #[error("tool_calls[{0}].function has no name")]
     NoName(usize),
     /// A streamed tool call whose index is past what is read.
-    #[error("a streamed tool call has index {0}; at most {max} are read", max = super::sse::MAX_CALLS)]
+    #[error("a streamed tool call has index {0}; at most {max} are read", max = super::MAX_STREAMED_CALLS)]
     TooManyCalls(usize),
     /// The stream ended before `[DONE]` or a `finish_reason`: cut off, not a shorter answer.
     #[error("the stream ended before the reply was complete (no [DONE] and no finish_reason)")]

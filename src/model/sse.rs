@@ -28,8 +28,7 @@ pub struct Stream {
     finished: bool,
 }
 
-/// Streamed tool calls read at most (a larger index is refused, not allocated).
-pub const MAX_CALLS: usize = 64;
+use super::MAX_STREAMED_CALLS as MAX_CALLS;
 
 /// Characters of a server's error kept in the message.
 const ERROR_CHARS: usize = 300;

@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use tracing::Instrument;
 
@@ -16,96 +16,11 @@ use super::AppState;
 use super::auth::Principal;
 use super::error::{ApiError, respond};
 use super::turns::{self, Start};
+use super::waiting::{self, pending};
 use crate::config::Role;
-use crate::session::event::{Event, Scope};
-use crate::session::state::{self, Next};
-use crate::session::store::Stored;
+use crate::session::event::Scope;
+use crate::session::state::{self};
 use crate::session::turn::Verdict;
-use crate::tools::Toolbox;
-
-/// A write (or a call an operator's rule asks about) waiting for a decision.
-#[derive(Debug, Clone, Serialize)]
-pub struct Pending {
-    /// The tool (`write_file`, or another one a rule asks about).
-    pub tool: String,
-    /// The operator's rule that asks, when one does (then no session grant decides it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rule: Option<String>,
-    /// `{session}.{call}`: what `POST /v1/approvals/{id}` takes.
-    pub id: String,
-    /// The session.
-    pub session_id: String,
-    /// Who owns the session.
-    pub principal: Option<String>,
-    /// Where the model wants to write; for another call, the tool and what it is about.
-    pub path: String,
-    /// What (scrubbed).
-    pub content: String,
-    /// When it was asked (ms since the epoch).
-    pub requested_at_ms: u64,
-    /// The sequence number of the request's event: a follower of the session's events from
-    /// here sees how the wait ends, however soon it is decided.
-    pub requested_seq: u64,
-    /// When it expires undecided.
-    pub expires_at_ms: u64,
-    /// The conversation it came from: the session's latest questions and answers (at most
-    /// [`CONTEXT_MESSAGES`], each cut to [`CONTEXT_BYTES`]), ending with the question whose turn
-    /// asks, so an approver sees why the write is wanted.
-    pub conversation: Vec<Said>,
-}
-
-/// Messages of the conversation a pending write shows.
-pub const CONTEXT_MESSAGES: usize = 6;
-/// Bytes of each (a longer message is cut, with an ellipsis).
-pub const CONTEXT_BYTES: usize = 2_000;
-
-/// One message of a conversation: the person's question or the answer they were shown.
-#[derive(Debug, Clone, Serialize)]
-pub struct Said {
-    /// `user` or `assistant`.
-    pub role: &'static str,
-    /// What was said (scrubbed in the log; answers were guarded when shown).
-    pub text: String,
-}
-
-/// The latest questions and answers among `events`, oldest first.
-fn conversation(events: &[Stored]) -> Vec<Said> {
-    let said: Vec<Said> = events
-        .iter()
-        .filter_map(|s| match &s.event {
-            Event::UserMessage { text } => Some(("user", text)),
-            Event::Answer { text } => Some(("assistant", text)),
-            _ => None,
-        })
-        .map(|(role, text)| Said { role, text: crate::guard::clip(text, CONTEXT_BYTES) })
-        .collect();
-    said[said.len().saturating_sub(CONTEXT_MESSAGES)..].to_vec()
-}
-
-/// The write session `id` waits for, if any.
-pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending> {
-    // A closed session waits on nothing.
-    if state::closed(events) {
-        return None;
-    }
-    let Next::Decide(p) = state::next(events) else {
-        return None;
-    };
-    let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
-    Some(Pending {
-        id: format!("{id}.{}", p.call.record.id),
-        tool: p.call.record.name.clone(),
-        rule: p.rule.map(str::to_string),
-        session_id: id.to_string(),
-        principal: state::owner(events).map(str::to_string),
-        path: p.path.to_string(),
-        content: Toolbox::plan_write(&p.call.record.arguments).map(|r| r.content).unwrap_or_default(),
-        requested_at_ms: p.requested_at_ms,
-        requested_seq: p.seq,
-        expires_at_ms: p.requested_at_ms.saturating_add(ttl_ms),
-        conversation: conversation(events),
-    })
-}
 
 /// `GET /v1/approvals` query.
 #[derive(Debug, Deserialize)]
@@ -122,7 +37,7 @@ pub async fn list(
     Query(query): Query<ListQuery>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Approve)?;
+        principal.require(Role::Approve).map_err(ApiError::from)?;
         if query.state.as_deref().is_some_and(|s| s != "pending") {
             return Err(ApiError::bad_request("state must be `pending` (decided writes are in each session's events)"));
         }
@@ -135,7 +50,7 @@ pub async fn list(
         for id in log.active_ids_since(since)? {
             let events = log.events_after(&id, 0)?;
             // One past its TTL is expired by the timer now, and never listed.
-            if state::owner(&events).is_some() && !super::expiry::hand_over_if_due(&state, &id, &events) {
+            if state::owner(&events).is_some() && !waiting::hand_over_if_due(&state, &id, &events) {
                 out.extend(pending(&state, &id, &events));
             }
         }
@@ -165,7 +80,7 @@ pub async fn decide(
     body: Result<Json<DecideBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let checked = crate::runtime::blocking(|| {
-        principal.require(Role::Approve)?;
+        principal.require(Role::Approve).map_err(ApiError::from)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"decision\": \"once|session|deny\"}"))?;
         let (session, call) = approval.split_once('.').ok_or_else(|| ApiError::not_found("approval"))?;
         if crate::session::check_id(session).is_err() {

@@ -13,15 +13,11 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::auth::Principal;
 use super::error::{ApiError, respond};
-use super::turns::usage;
-use crate::agent::{AskError, Stop};
-use crate::approval::Approver;
+use crate::agent::Stop;
 use crate::config::Role;
 use crate::guard;
-use crate::session::progress::TurnEvent;
+use crate::service::answer::{answer, checked_question, count_usage};
 
-/// Longest question accepted.
-pub const MAX_QUESTION_CHARS: usize = 8_000;
 /// Most sections a search returns.
 const MAX_K: usize = 50;
 
@@ -43,7 +39,7 @@ pub async fn ask(
     body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let result = async {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
         let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
         let (run, degraded) = answer(&state, &principal.name, question, None).await?;
@@ -63,106 +59,6 @@ pub async fn ask(
     respond(result, StatusCode::OK)
 }
 
-/// A question (or a search's words) as `POST /v1/ask` and the MCP tools take it: trimmed, 1 to
-/// [`MAX_QUESTION_CHARS`] characters; the message names `what` was wrong.
-pub fn checked_question<'a>(what: &str, text: &'a str) -> Result<&'a str, String> {
-    let text = text.trim();
-    if text.is_empty() || text.chars().count() > MAX_QUESTION_CHARS {
-        return Err(format!("{what} must be 1 to {MAX_QUESTION_CHARS} characters"));
-    }
-    Ok(text)
-}
-
-/// The tokens a one-shot `run` used, counted in `/metrics` for its model and `principal`.
-pub fn count_usage(state: &AppState, run: &crate::agent::Run, principal: &str) -> super::turns::Usage {
-    let used = usage(&run.events);
-    let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
-    state.metrics.tokens(model, principal, used.prompt_tokens, used.completion_tokens);
-    used
-}
-
-/// Answers `question` in an ephemeral session with the configured model; while the breaker is
-/// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
-/// `also` hears what happens, as the metrics do (the MCP server's progress).
-pub async fn answer(
-    state: &Arc<AppState>,
-    principal: &str,
-    question: &str,
-    also: Option<crate::session::progress::Observer<'_>>,
-) -> Result<(crate::agent::Run, bool), ApiError> {
-    answer_after(state, principal, &[], question, also).await
-}
-
-/// [`answer`], after the `earlier` exchanges of a conversation the client keeps.
-pub async fn answer_after(
-    state: &Arc<AppState>,
-    principal: &str,
-    earlier: &[crate::agent::Exchange],
-    question: &str,
-    mut also: Option<crate::session::progress::Observer<'_>>,
-) -> Result<(crate::agent::Run, bool), ApiError> {
-    // `principal`'s share of turns, held while it is answered.
-    let _share = state.shares.turn(principal)?;
-    let (model, mut degraded) = state.model_or_fallback(&state.config.llm.model)?;
-    let mut count = |event: &TurnEvent<'_>| {
-        match event {
-            TurnEvent::ToolResult { decision, .. } => state.metrics.tool_call(*decision),
-            TurnEvent::Answer(text) => state.metrics.answer(text),
-            _ => {}
-        }
-        if let Some(also) = also.as_mut() {
-            also(event);
-        }
-    };
-    // A request that times out drops this future mid-call: the model counts as failed then.
-    let mut pending = ModelCall { state, model: &model, done: false, started: std::time::Instant::now() };
-    let mut result = state
-        .harness
-        .ask_after(&state.config, &model, Approver::NotInOneShot, earlier, question, Some(&mut count))
-        .await;
-    pending.done = true;
-    state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
-    if matches!(result, Err(AskError::Model(_))) {
-        let fallback = state.model(super::FALLBACK_MODEL)?;
-        result = state
-            .harness
-            .ask_after(&state.config, &fallback, Approver::NotInOneShot, earlier, question, Some(&mut count))
-            .await;
-        degraded = true;
-    }
-    match result {
-        Ok(run) => Ok((run, degraded)),
-        Err(AskError::Model(e)) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "model_error", e.to_string())),
-        Err(AskError::Log(e)) => Err(e.into()),
-        Err(e @ (AskError::Setup(_) | AskError::Runtime(_) | AskError::Unfinished)) => {
-            Err(ApiError::internal(e.to_string()))
-        }
-    }
-}
-
-/// A model call in flight: if it is dropped unfinished after running to the request's time
-/// limit (the request timed out), the breaker hears of a failure. One dropped sooner was given
-/// up by its client (a hangup, an MCP cancel): no failure of the model's, so no client can
-/// open the breaker for everyone by dropping its own requests.
-struct ModelCall<'a> {
-    state: &'a AppState,
-    model: &'a crate::model::Model,
-    done: bool,
-    started: std::time::Instant,
-}
-
-/// How much sooner than the request's time limit a dropped call still counts as timed out.
-const TIMEOUT_SLACK: std::time::Duration = std::time::Duration::from_millis(500);
-
-impl Drop for ModelCall<'_> {
-    fn drop(&mut self) {
-        let limit = std::time::Duration::from_secs(self.state.config.serve.request_timeout_secs);
-        if !self.done && self.started.elapsed() + TIMEOUT_SLACK >= limit {
-            self.state.model_result(self.model, false);
-        }
-    }
-}
-
 /// `GET /v1/search` query.
 #[derive(Debug, Deserialize)]
 pub struct SearchQuery {
@@ -179,7 +75,7 @@ pub async fn search(
     query: Result<Query<SearchQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
         let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
         // The operator's rules decide as they do for the model's search_docs and MCP's.
@@ -241,7 +137,7 @@ pub async fn section(
     query: Result<Query<SectionQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| -> Result<Value, ApiError> {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let Query(query) = query.map_err(|e| {
             ApiError::bad_request(format!(
                 "{e}; use ?path=docs/x.md&anchor=y, with &session=ID&seq=SEQ for the lines an answer draws on"
@@ -265,7 +161,7 @@ pub async fn section(
         let text = shown(&section.text);
         let cited = match (&query.session, query.seq) {
             (Some(session), Some(seq)) => {
-                let events = super::sessions::owned(&state.log()?, session, &principal)?;
+                let events = super::owner::owned(&state.log()?, session, &principal)?;
                 let (_, answer) = crate::session::verify::answer_at(&events, seq).ok_or_else(|| {
                     ApiError::bad_request(format!(
                         "seq {seq} is not an answer of session {session}: give the seq of an `answer` event"

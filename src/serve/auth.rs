@@ -12,31 +12,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::error::ApiError;
 use crate::config::{Role, TokenConfig};
-
-/// Who is calling.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// The name sessions belong to.
-    pub name: String,
-    /// What they may do.
-    pub roles: Vec<Role>,
-}
-
-impl Principal {
-    /// True when the principal has `role`; an admin may do everything but approve.
-    pub fn may(&self, role: Role) -> bool {
-        self.roles.contains(&role) || self.roles.contains(&Role::Admin) && role != Role::Approve
-    }
-
-    /// Refuses (403) unless the principal has `role`.
-    pub fn require(&self, role: Role) -> Result<(), ApiError> {
-        if self.may(role) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(format!("{} lacks the `{}` role this needs", self.name, role.as_str())))
-        }
-    }
-}
+pub use crate::service::Principal;
 
 /// The tokens, by the hex SHA-256 of the token.
 pub struct Tokens(HashMap<String, Principal>);

@@ -73,7 +73,7 @@ pub async fn completions(
     Extension(principal): Extension<Principal>,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let request = match principal.require(Role::Ask).and_then(|()| {
+    let request = match principal.require(Role::Ask).map_err(ApiError::from).and_then(|()| {
         body.map_err(|e| {
             ApiError::body(e, "{\"model\": \"docs-agent\", \"messages\": [{\"role\": \"user\", \"content\": \"...\"}]}")
         })
@@ -86,7 +86,7 @@ pub async fn completions(
     };
     let question = request.messages[last].text();
     let earlier = exchanges(&request.messages[..last]);
-    let limit = super::ask::MAX_QUESTION_CHARS;
+    let limit = crate::service::answer::MAX_QUESTION_CHARS;
     if earlier.iter().any(|e| e.user.chars().count() > limit || e.assistant.chars().count() > 4 * limit) {
         return ApiError::bad_request(format!(
             "an earlier message is too long: user messages may be at most {limit} characters, assistant messages {}",
@@ -94,19 +94,19 @@ pub async fn completions(
         ))
         .into_response();
     }
-    if question.trim().is_empty() || question.chars().count() > super::ask::MAX_QUESTION_CHARS {
+    if question.trim().is_empty() || question.chars().count() > crate::service::answer::MAX_QUESTION_CHARS {
         return ApiError::bad_request(format!(
             "the last user message must be 1 to {} characters",
-            super::ask::MAX_QUESTION_CHARS
+            crate::service::answer::MAX_QUESTION_CHARS
         ))
         .into_response();
     }
-    let (run, degraded) = match super::ask::answer_after(&state, &principal.name, &earlier, question.trim(), None).await
-    {
-        Ok(done) => done,
-        Err(e) => return e.into_response(),
-    };
-    let usage = super::ask::count_usage(&state, &run, &principal.name);
+    let (run, degraded) =
+        match crate::service::answer::answer_after(&state, &principal.name, &earlier, question.trim(), None).await {
+            Ok(done) => done,
+            Err(e) => return e.into_response(),
+        };
+    let usage = crate::service::answer::count_usage(&state, &run, &principal.name);
     let text = match run.stop {
         Stop::Answered => run.answer,
         _ => format!("docs-agent could not answer: {}", run.answer),

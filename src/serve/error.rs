@@ -96,6 +96,28 @@ impl ApiError {
     }
 }
 
+/// The service's refusals in HTTP's terms.
+impl From<crate::service::Refused> for ApiError {
+    fn from(refused: crate::service::Refused) -> Self {
+        use crate::service::Refused;
+        match refused {
+            Refused::OverShare { code, message, retry_after } => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, message).retry_after(retry_after)
+            }
+            Refused::Forbidden(message) => ApiError::forbidden(message),
+            Refused::Model(message) => ApiError::new(StatusCode::BAD_GATEWAY, "model_error", message),
+            Refused::Log(e) => e.into(),
+            Refused::Internal(message) => ApiError::internal(message),
+        }
+    }
+}
+
+impl IntoResponse for crate::service::Refused {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
+    }
+}
+
 /// Each kind of log failure has its status: a session another request holds is 409 (try
 /// again when it is done); storage that fails is a 500 that says so, never a 409.
 impl From<LogError> for ApiError {

@@ -6,8 +6,7 @@
 //!   `/resume`, the lists of sessions and of approvals) first expires a write that is due, so
 //!   nobody sees a request as pending after its TTL, whichever replica they ask.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -15,38 +14,9 @@ use tracing::Instrument;
 use super::AppState;
 use super::error::ApiError;
 use super::turns::{self, Start};
-use crate::session::state::{self, Next};
+use super::waiting::{is_due, schedule};
+use crate::session::state::{self};
 use crate::session::store::Stored;
-
-/// The pending writes this replica will expire: (when, session).
-#[derive(Default)]
-pub struct Schedule {
-    /// Due times (ms since the epoch) and sessions, soonest first.
-    due: Mutex<BTreeSet<(u64, String)>>,
-    /// Wakes the timer when an earlier expiry is added. Shared, so the sleeping timer holds it
-    /// and not the server's state.
-    changed: Arc<tokio::sync::Notify>,
-}
-
-/// When the write session `events` wait for expires (ms since the epoch), if one waits.
-pub fn expires_at(state: &AppState, events: &[Stored]) -> Option<u64> {
-    let Next::Decide(pending) = state::next(events) else { return None };
-    let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
-    Some(pending.requested_at_ms.saturating_add(ttl_ms))
-}
-
-/// True when the write session `events` wait for has passed its TTL.
-pub fn is_due(state: &AppState, events: &[Stored]) -> bool {
-    expires_at(state, events).is_some_and(|at| crate::session::turn::now_ms() >= at)
-}
-
-/// Schedules session `id`'s pending write (as `events` show it) to expire on time.
-pub fn schedule(state: &AppState, id: &str, events: &[Stored]) {
-    if let Some(at) = expires_at(state, events) {
-        state.expiry.due.lock().unwrap_or_else(|p| p.into_inner()).insert((at, id.to_string()));
-        state.expiry.changed.notify_one();
-    }
-}
 
 /// Expires session `id`'s pending write if `events` show it due: recorded under the session's
 /// lock, then the turn goes on in its own task. Returns once the expiry is recorded (true), or
@@ -85,19 +55,9 @@ pub async fn owned_now(
     id: &str,
     principal: &super::auth::Principal,
 ) -> Result<Vec<Stored>, ApiError> {
-    let read = || crate::runtime::blocking(|| super::sessions::owned(&state.log()?, id, principal));
+    let read = || crate::runtime::blocking(|| super::owner::owned(&state.log()?, id, principal));
     let events = read()?;
     if touch(state, id, &events).await? { read() } else { Ok(events) }
-}
-
-/// For readers that list many sessions without waiting: a due write is handed to the timer
-/// (expired at once) and never shown as pending; true when `events` show one.
-pub fn hand_over_if_due(state: &AppState, id: &str, events: &[Stored]) -> bool {
-    let due = is_due(state, events);
-    if due {
-        schedule(state, id, events);
-    }
-    due
 }
 
 /// Starts the timer: every pending write in the log is scheduled (a replica that starts after a

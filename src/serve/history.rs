@@ -87,7 +87,7 @@ pub async fn list(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let Query(query) =
             query.map_err(|e| ApiError::bad_request(format!("{}; the form is ?limit=30", e.body_text())))?;
         let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
@@ -102,7 +102,7 @@ pub async fn list(
             if state::owner(&events) == Some(principal.name.as_str()) {
                 let mut summary = Summary::of(&id, &events);
                 // A write past its TTL is expired now: its turn goes on.
-                if super::expiry::hand_over_if_due(&state, &id, &events) {
+                if super::waiting::hand_over_if_due(&state, &id, &events) {
                     summary.status = state::Status::InTurn.as_str();
                 }
                 sessions.push(summary);

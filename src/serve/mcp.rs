@@ -28,7 +28,7 @@ pub async fn handle(
     request: Request,
 ) -> Response {
     if let Err(e) = principal.require(Role::Ask) {
-        return e.into_response();
+        return ApiError::from(e).into_response();
     }
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -36,7 +36,7 @@ pub async fn handle(
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(state.config.serve.max_body_bytes)
         .disable_allowed_hosts();
-    let front = Arc::new(Front::Serve(state));
+    let front = Arc::new(Front::Serve(state.service.clone()));
     let service = StreamableHttpService::new(
         move || Ok(DocsServer::new(front.clone())),
         Arc::new(LocalSessionManager::default()),

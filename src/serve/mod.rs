@@ -11,25 +11,24 @@ pub mod approvals;
 pub mod ask;
 pub mod auth;
 pub mod body;
-pub mod breaker;
 pub mod completions;
 pub mod conn;
 pub mod error;
 pub mod expiry;
 pub mod fresh;
 pub mod history;
-pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod ops;
+pub mod owner;
 pub mod page;
 pub mod readers;
 pub mod replicas;
 pub mod requests;
 pub mod sessions;
-pub mod shares;
 pub mod stream;
 pub mod turns;
+pub mod waiting;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -45,34 +44,27 @@ use tower::ServiceBuilder;
 
 use crate::agent::Harness;
 use crate::config::Config;
-use crate::model::Model;
+use crate::service::{Service, limits};
 use crate::session::cancel::Canceller;
 use crate::session::store::{KillAfter, Log, Store};
 use error::ApiError;
 
-/// What answers while the model server is down: quotes of the best sections, flagged.
-pub const FALLBACK_MODEL: &str = "extractive";
+pub use crate::service::FALLBACK_MODEL;
 
-/// Everything the handlers share.
+/// Everything the handlers share: the service core (`service::Service`: configuration,
+/// harness, models and their breaker, shares, metrics), which the state derefs to, and what
+/// only HTTP needs besides.
 pub struct AppState {
-    /// The configuration, read once at start.
-    pub config: Config,
-    /// Workspace, index, skills, prompt.
-    pub harness: Harness,
+    /// The service core, shared with the MCP server at `/mcp`.
+    pub service: Arc<Service>,
     /// Who may call.
     pub tokens: auth::Tokens,
     /// Requests per principal.
     pub rate: limits::RateLimiter,
-    /// What one principal may hold at once: turns, followers, session starts.
-    pub shares: shares::Shares,
-    /// Counters for `/metrics`.
-    pub metrics: metrics::Metrics,
     /// The last reason `/readyz` said not ready, logged once (empty when ready).
     pub readiness_error: Mutex<String>,
     /// The running turns, by session, so a cancel can reach them.
     pub running: Mutex<HashMap<String, Canceller>>,
-    /// Models by name, built once.
-    models: Mutex<HashMap<String, Arc<Model>>>,
     /// Slots for requests in flight, shared by every route (`serve.max_concurrent`).
     slots: Arc<tokio::sync::Semaphore>,
     /// The last sequence number of each session, for streams that follow it.
@@ -81,8 +73,6 @@ pub struct AppState {
     pub store: Store,
     /// The crash-test hook armed on every handle on the log (test builds only).
     kill_after: Option<KillAfter>,
-    /// Trips when the model server keeps failing; answers then come from retrieval alone.
-    pub breaker: breaker::Breaker,
     /// Set when the server shuts down: streams that follow sessions end.
     stopping: tokio::sync::watch::Sender<bool>,
     /// Slots for turns running in their own tasks (`serve.max_concurrent`; a streamed turn
@@ -98,7 +88,7 @@ pub struct AppState {
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
     /// The pending writes this replica expires on time.
-    pub expiry: expiry::Schedule,
+    pub expiry: waiting::Schedule,
     /// The log handles every follower of a session reads through.
     pub readers: readers::Readers,
 }
@@ -134,33 +124,39 @@ impl Watchers {
     }
 }
 
+/// The handlers reach the service core through the state: `state.config`, `state.harness`,
+/// `state.model(..)`.
+impl std::ops::Deref for AppState {
+    type Target = Service;
+
+    fn deref(&self) -> &Service {
+        &self.service
+    }
+}
+
 impl AppState {
     /// The state for `harness` (its config's `serve` section sets tokens and limits).
     pub fn new(config: Config, harness: Harness, store: Store) -> AppState {
-        let serve = &config.serve;
+        let service = Arc::new(Service::new(config, harness));
+        let serve = &service.config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
-            shares: shares::Shares::new(serve),
-            metrics: metrics::Metrics::default(),
             readiness_error: Mutex::new(String::new()),
             running: Mutex::new(HashMap::new()),
-            models: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             watchers: Arc::new(Watchers::default()),
-            breaker: breaker::Breaker::new(serve.breaker_failures, serve.breaker_cooldown_secs),
             stopping: tokio::sync::watch::channel(false).0,
             turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             index_status: fresh::Status::default(),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
-            expiry: expiry::Schedule::default(),
+            expiry: waiting::Schedule::default(),
             readers: readers::Readers::default(),
-            harness,
-            config,
             store,
             kill_after: None,
+            service,
         }
     }
 
@@ -197,39 +193,6 @@ impl AppState {
     /// Follows session `id`'s new events.
     pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
         self.watchers.watch(id)
-    }
-
-    /// The model for a new piece of work: `name`, or the retrieval-only model while the breaker
-    /// is open (`true` then: the answer is degraded).
-    pub fn model_or_fallback(&self, name: &str) -> Result<(Arc<Model>, bool), ApiError> {
-        if self.breaker.allows() { Ok((self.model(name)?, false)) } else { Ok((self.model(FALLBACK_MODEL)?, true)) }
-    }
-
-    /// Records how a model call went, for the breaker (built-in models never trip it).
-    pub fn model_result(&self, model: &Model, ok: bool) {
-        if matches!(model, Model::OpenAi(_)) {
-            if ok {
-                self.breaker.success();
-            } else {
-                self.breaker.failure();
-                self.metrics.model_error();
-            }
-        }
-    }
-
-    /// The model called `name`, built once.
-    pub fn model(&self, name: &str) -> Result<Arc<Model>, ApiError> {
-        let mut models = self.models.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(model) = models.get(name) {
-            return Ok(model.clone());
-        }
-        let llm = crate::config::LlmConfig { model: name.to_string(), ..self.config.llm.clone() };
-        let model = Arc::new(
-            Model::from_config(&llm, self.config.limits.max_output_tokens)
-                .map_err(|e| ApiError::internal(e.to_string()))?,
-        );
-        models.insert(name.to_string(), model.clone());
-        Ok(model)
     }
 }
 

@@ -106,7 +106,7 @@ pub async fn gaps(
     query: Result<axum::extract::Query<GapsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Admin)?;
+        principal.require(Role::Admin).map_err(ApiError::from)?;
         let axum::extract::Query(query) = query.map_err(|e| {
             super::error::ApiError::bad_request(format!("{}; the form is ?days=30&limit=20", e.body_text()))
         })?;

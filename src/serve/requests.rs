@@ -1,5 +1,5 @@
 //! A span per HTTP request, with its request id: the parent of every turn, model call and tool
-//! call the request starts (`telemetry::spans`), and one log line as it ends.
+//! call the request starts (`session::spans`), and one log line as it ends.
 //!
 //! The id is the client's `x-request-id` when it is a plain token (1 to 64 letters, digits,
 //! `.`, `_` or `-`), else a fresh one; either way it is sent back in `x-request-id`, so a

@@ -14,42 +14,21 @@ use tracing::Instrument;
 use super::AppState;
 use super::auth::Principal;
 use super::error::{ApiError, respond};
+use super::owner::{existing, owned};
 use super::stream;
 use super::turns::{self, Start};
 use crate::config::Role;
 use crate::session::state;
-use crate::session::store::{Log, Stored};
 
 /// Longest message accepted.
 const MAX_MESSAGE_CHARS: usize = 8_000;
 /// Most events one `events` call returns.
 const MAX_EVENTS: usize = 1_000;
 
-/// The events of session `id` if `principal` owns it; 404 otherwise (also for a bad id).
-pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, ApiError> {
-    let events = existing(log, id)?;
-    if state::owner(&events) != Some(principal.name.as_str()) {
-        return Err(ApiError::not_found("session"));
-    }
-    Ok(events)
-}
-
-/// The events of session `id`, whoever owns it; 404 when there is none (also for a bad id).
-fn existing(log: &Log, id: &str) -> Result<Vec<Stored>, ApiError> {
-    if crate::session::check_id(id).is_err() {
-        return Err(ApiError::not_found("session"));
-    }
-    let events = log.events_after(id, 0)?;
-    if events.is_empty() {
-        return Err(ApiError::not_found("session"));
-    }
-    Ok(events)
-}
-
 /// `POST /v1/sessions`: a new session pinned to the configured model.
 pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let serve = &state.config.serve;
         let mut log = state.log()?;
         let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
@@ -106,7 +85,7 @@ pub async fn show(
             "usage": usage,
             "events": events.len(),
             "last_seq": events.last().map_or(0, |s| s.seq),
-            "approval": super::approvals::pending(&state, &id, &events),
+            "approval": super::waiting::pending(&state, &id, &events),
             "running": state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
         }))
     });
@@ -123,7 +102,7 @@ pub async fn close(
     Path(id): Path<String>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let mut log = state.log()?;
         let events = if principal.may(Role::Admin) { existing(&log, &id)? } else { owned(&log, &id, &principal)? };
         if !state::closed(&events) {
@@ -167,7 +146,7 @@ pub async fn message(
         return e.into_response();
     }
     let checked = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"text\": \"...\"}"))?;
         let text = body.text.trim().to_string();
         if text.is_empty() || text.chars().count() > MAX_MESSAGE_CHARS {
@@ -227,7 +206,7 @@ pub async fn resume(
     if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
         return e.into_response();
     }
-    let checked = principal.require(Role::Ask).and_then(|()| {
+    let checked = principal.require(Role::Ask).map_err(ApiError::from).and_then(|()| {
         let events = crate::runtime::blocking(|| owned(&state.log()?, &id, &principal))?;
         match state::status(&events) {
             state::Status::InTurn => Ok(()),
@@ -353,7 +332,7 @@ pub async fn feedback(
     body: Result<Json<FeedbackBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
-        principal.require(Role::Ask)?;
+        principal.require(Role::Ask).map_err(ApiError::from)?;
         // Whose session first: for anyone else it does not exist, whatever the body says.
         let mut log = state.log()?;
         let events = owned(&log, &id, &principal)?;

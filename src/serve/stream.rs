@@ -122,7 +122,7 @@ pub fn follow(
     state: Arc<AppState>,
     id: String,
     cursor: u64,
-    slot: (tokio::sync::OwnedSemaphorePermit, super::shares::Held),
+    slot: (tokio::sync::OwnedSemaphorePermit, crate::service::shares::Held),
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);

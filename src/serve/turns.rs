@@ -11,11 +11,11 @@ use tracing::Instrument;
 use super::AppState;
 use super::error::ApiError;
 use crate::guard::stream::StreamGuard;
+pub use crate::service::answer::{Usage, usage};
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, StopReason};
 use crate::session::progress::TurnEvent;
 use crate::session::state::{self, Status};
-use crate::session::store::Stored;
 use crate::session::turn::{TurnEnd, TurnError, Verdict, VerdictError};
 
 /// How a turn starts.
@@ -70,27 +70,11 @@ pub struct Outcome {
     pub message: Option<crate::guard::Scrubbed>,
     /// The write that waits, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval: Option<super::approvals::Pending>,
+    pub approval: Option<super::waiting::Pending>,
     /// True when the model server was unavailable and the retrieval-only model answered.
     pub degraded: bool,
     /// Tokens the turn's model calls used.
     pub usage: Usage,
-}
-
-/// Token counts.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-}
-
-/// The tokens the model calls among `events` used: as the server reported them, or as the
-/// harness estimated them where it did not (what budgets count too).
-pub fn usage(events: &[Stored]) -> Usage {
-    let spent = crate::session::budget::Spent::of(events);
-    Usage { prompt_tokens: spent.input, completion_tokens: spent.output }
 }
 
 /// Where a streamed turn's live events go.
@@ -125,7 +109,7 @@ struct Ready {
     /// The turn's slot, held for the turn.
     _slot: tokio::sync::OwnedSemaphorePermit,
     /// The owner's share of turns, held for the turn.
-    _share: super::shares::Held,
+    _share: crate::service::shares::Held,
 }
 
 fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiError> {
@@ -156,13 +140,13 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
     let owner = state::owner(&events).unwrap_or_default().to_string();
     let share = match state.shares.turn(&owner) {
         Ok(share) => share,
-        Err(e) => return fail(start, e),
+        Err(e) => return fail(start, e.into()),
     };
     let before = events.last().map_or(0, |s| s.seq);
     let pinned = state::pinned_model(&events).unwrap_or(&state.config.llm.model).to_string();
     let (model, degraded) = match state.model_or_fallback(&pinned) {
         Ok(found) => found,
-        Err(e) => return fail(start, e),
+        Err(e) => return fail(start, e.into()),
     };
     match start {
         Start::Message(text) => {
@@ -304,8 +288,8 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
             outcome.stop = Status::AwaitingApproval.as_str().into();
             let events = log.events_after(&id, 0)?;
             // It expires on time, whether or not anyone looks.
-            super::expiry::schedule(&state, &id, &events);
-            outcome.approval = super::approvals::pending(&state, &id, &events);
+            super::waiting::schedule(&state, &id, &events);
+            outcome.approval = super::waiting::pending(&state, &id, &events);
         }
         Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),
         Err(TurnError::Model(e)) => {

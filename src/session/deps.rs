@@ -3,11 +3,7 @@
 //! the limits, the session settings, the hosts answers may link to and the retrieval settings.
 
 use crate::config::{Limits, RetrievalConfig, SessionConfig};
-use crate::model::Model;
 use crate::tools::Toolbox;
-
-use super::store::Log;
-use super::turn::Turn;
 
 /// A turn's dependencies.
 pub struct Deps<'a> {
@@ -27,14 +23,4 @@ pub struct Deps<'a> {
     pub budget: &'a crate::config::BudgetConfig,
     /// The policy hooks (`[hooks]`).
     pub hooks: &'a crate::hooks::Hooks,
-}
-
-impl<'a> Deps<'a> {
-    /// A turn of `session` in `log`, answered by `model`.
-    pub fn turn<'t>(&'t self, model: &'t Model, log: &'t mut Log, session: &'t str) -> Turn<'t>
-    where
-        'a: 't,
-    {
-        Turn::new(self, model, log, session)
-    }
 }

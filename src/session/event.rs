@@ -304,6 +304,16 @@ pub enum Event {
     },
 }
 
+/// A grant in the log is the one proof a session's write is made from.
+impl crate::workspace::approval::Grant for Event {
+    fn granted_call(&self) -> Option<&str> {
+        match self {
+            Event::ApprovalGranted { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+}
+
 impl Event {
     /// The event with every text scrubbed (sanitised, then redacted).
     pub fn scrubbed(self) -> Event {

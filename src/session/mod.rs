@@ -16,6 +16,7 @@ pub mod fallback;
 pub mod fit;
 pub mod progress;
 pub mod projection;
+pub mod spans;
 pub mod state;
 pub mod store;
 pub mod turn;
@@ -69,11 +70,35 @@ pub fn fingerprint(config: &Config) -> String {
         config.limits,
         config.index,
         config.allowed_link_hosts,
-        config.session
+        Shown(&config.session)
     );
     // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
     format!("{hash:016x}")
+}
+
+/// The session settings as the fingerprint hashes them: as they were shown before `log_url`
+/// existed when it is unset (so the fingerprint of a SQLite user's sessions does not change),
+/// and the URL without its password when it is set.
+struct Shown<'a>(&'a crate::config::SessionConfig);
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let session = self.0;
+        let mut shown = f.debug_struct("SessionConfig");
+        shown
+            .field("log_path", &session.log_path)
+            .field("approval_ttl_secs", &session.approval_ttl_secs)
+            .field("context_budget_tokens", &session.context_budget())
+            .field("compact_at", &session.compact_at);
+        let url = session.log_url.trim();
+        if !url.is_empty() {
+            let target = store::postgres::Target::parse(url);
+            shown.field("log_url", &target.as_ref().map_or("(not a postgres:// URL)", |t| t.shown()));
+            shown.field("lease_secs", &session.lease_secs);
+        }
+        shown.finish()
+    }
 }
 
 /// The event a session pinned to `model` starts with (owned by `principal` over HTTP).

@@ -7,14 +7,14 @@
 use std::time::{Duration, Instant};
 
 use super::budget;
-use crate::approval::{Approved, Approver};
+use super::spans::TurnSpans;
 use crate::guard;
 use crate::hooks::{RuleDecision, Ruled};
 use crate::model::{Message, Model, ModelError, Shape};
 use crate::runtime;
 use crate::session::event::HookStage;
-use crate::telemetry::TurnSpans;
 use crate::tools::{self, Decision, Outcome, Planned, Tool, Toolbox};
+use crate::workspace::approval::{Approved, Approver};
 use tracing::Instrument;
 
 use super::cancel::Cancel;
@@ -104,6 +104,16 @@ pub enum Verdict {
     Allow(Scope),
     /// Refuse, with a reason.
     Deny(String),
+}
+
+impl<'a> Deps<'a> {
+    /// A turn of `session` in `log`, answered by `model`.
+    pub fn turn<'t>(&'t self, model: &'t Model, log: &'t mut Log, session: &'t str) -> Turn<'t>
+    where
+        'a: 't,
+    {
+        Turn::new(self, model, log, session)
+    }
 }
 
 /// One turn of one session: made by [`Deps::turn`], then driven. It holds no state of its
@@ -730,7 +740,9 @@ impl<'a> Turn<'a> {
             return quoted(turn, faults.join("; "));
         }
         // The operator's stop rules: what the answer must cite.
-        if let Some((rule, correction)) = self.deps.hooks.lacking(&verdict.citations) {
+        if let Some((rule, correction)) =
+            self.deps.hooks.lacking(verdict.citations.iter().map(|c| (c.path.as_str(), c.verified)))
+        {
             if can_retry && !sent(CorrectionKind::Unverified) {
                 return Checked::SendBack { kind: CorrectionKind::Unverified, text: correction, hook: Some(rule) };
             }

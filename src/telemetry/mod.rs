@@ -4,9 +4,10 @@
 //! - `log`: the subscriber, set up once per process by the front end: human-readable text on
 //!   a terminal, JSON lines otherwise, filtered by `DOCS_AGENT_LOG` or `RUST_LOG`, written
 //!   through the redacting stderr sink (`guard::sink`), so no secret reaches a log;
-//! - `spans`: a turn's spans (`turn`, then `chat {model}` per model call and
-//!   `execute_tool {name}` per tool call), made from the turn's own events, so every front end
-//!   gets the same ones. `serve` adds a `request` span around each HTTP request.
+//!
+//! A turn's spans (`turn`, then `chat {model}` and `execute_tool {name}`) are made from the
+//! turn's own events by `session::spans`, so every front end gets the same ones; `serve` adds
+//! a `request` span around each HTTP request.
 //!
 //! - `otel`: when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, the same spans exported over OTLP
 //!   (HTTP/protobuf), started once the kernel sandbox is entered; `guarded`: the exporter's
@@ -18,7 +19,5 @@
 pub mod guarded;
 pub mod log;
 pub mod otel;
-pub mod spans;
 
 pub use log::{Format, LogSettings};
-pub use spans::TurnSpans;

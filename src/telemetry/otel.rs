@@ -1,5 +1,5 @@
 //! Traces exported over OTLP (HTTP/protobuf) when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
-//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: the spans of `telemetry::spans` and
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: the spans of `session::spans` and
 //! `serve::requests`, as the `opentelemetry` crates send them.
 //!
 //! The exporter starts threads (its batch processor, its HTTP client), and a process enters
@@ -15,7 +15,7 @@
 //! attributes hold names, ids, counts and decisions; message content (the question, the answer,
 //! tool arguments and results) is added only when
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, and then scrubbed and clipped
-//! (`telemetry::spans`).
+//! (`session::spans`).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

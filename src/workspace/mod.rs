@@ -3,6 +3,7 @@
 //! or `..` can never reach outside it, and there is no check-then-open race: cap-std resolves
 //! every component inside the handle.
 
+pub mod approval;
 pub mod hidden;
 pub mod policy;
 
@@ -16,7 +17,7 @@ use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
-use crate::approval::Approved;
+use approval::Approved;
 use policy::{Area, Denied, ModelPath};
 
 /// Open handles on the workspace's areas.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::policy::{check_read, check_write};
 use super::{FileError, Workspace};
-use crate::approval::Approver;
+use crate::workspace::approval::Approver;
 
 /// Every file and folder under `root`, with its content.
 fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {

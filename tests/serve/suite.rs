@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use docs_agent::agent::Harness;
-use docs_agent::config::{Config, Sources};
+use docs_agent::config::Sources;
 use docs_agent::serve::{AppState, app, auth::hash};
 use docs_agent::session::store::{Log, Store};
 use serde_json::{Value, json};
@@ -51,7 +51,9 @@ impl Server {
 
     /// A handle on the session log, as another process or replica would open it.
     fn log(&self) -> Log {
-        Store::open(&self.state.config.session_location()).and_then(|store| store.log()).expect("the session log")
+        Store::open(&docs_agent::session::store::Location::of(&self.state.config.session))
+            .and_then(|store| store.log())
+            .expect("the session log")
     }
 }
 
@@ -102,9 +104,9 @@ roles = ["admin"]
     }
     flags.extend(extra.iter().cloned());
     let sources = Sources { file: Some(config_file), env: Default::default(), flags };
-    let config = Config::load(&sources).expect("config");
+    let config = docs_agent::service::settings::load(&sources).expect("config");
     let harness = Harness::open(&config).expect("harness");
-    let store = Store::open(&config.session_location()).expect("session log");
+    let store = Store::open(&docs_agent::session::store::Location::of(&config.session)).expect("session log");
     Server { state: Arc::new(AppState::new(config, harness, store)), _ws: ws, _db: db }
 }
 
@@ -1246,7 +1248,7 @@ async fn sessions_are_kept_in_the_configured_store() {
     let id = created["id"].as_str().expect("id");
     assert_eq!(s.log().events_after(id, 0).expect("events").len(), 1);
     let file = s.state.config.session.log_path.exists();
-    let shown = Store::open(&s.state.config.session_location()).expect("store").shown();
+    let shown = Store::open(&docs_agent::session::store::Location::of(&s.state.config.session)).expect("store").shown();
     if POSTGRES {
         assert!(!file && shown.starts_with("postgres://docs@127.0.0.1:"), "{shown}, file: {file}");
     } else {
@@ -1488,7 +1490,7 @@ async fn the_timer_expires_a_write_at_its_ttl_with_nobody_looking() {
     let (s, id) = expired_write().await;
     let timer = docs_agent::serve::expiry::start(&s.state);
     // The request is older now than when its turn scheduled it: scheduled again, it is due.
-    docs_agent::serve::expiry::schedule(&s.state, &id, &s.log().events_after(&id, 0).expect("events"));
+    docs_agent::serve::waiting::schedule(&s.state, &id, &s.log().events_after(&id, 0).expect("events"));
     for _ in 0..2_000 {
         let events = s.log().events_after(&id, 0).expect("events");
         if events.iter().any(|e| e.event.kind() == "stopped") {

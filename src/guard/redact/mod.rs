@@ -25,8 +25,7 @@ mod tests;
 use std::borrow::Cow;
 use std::ops::Range;
 
-/// The marker that replaces a secret.
-pub const REDACTED: &str = "[REDACTED]";
+pub use super::REDACTED;
 
 /// Appended by [`redact_truncated`] when it had to cut the text.
 pub const TRUNCATED: &str = "…[truncated]";

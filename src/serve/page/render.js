@@ -3,7 +3,7 @@
 // nothing is ever parsed as HTML. A citation in text ([docs/x.md#anchor]) becomes a button that
 // calls onCite(path, anchor).
 
-// The document types the index reads (index::kind::EXTENSIONS), longest first.
+// The document types the index reads (doc_kind::EXTENSIONS), longest first.
 const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
 
 // The answer into `box`: from the server's nodes when it sent them, else as text.

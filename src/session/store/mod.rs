@@ -210,6 +210,19 @@ pub struct Row {
     pub(super) key: Option<String>,
 }
 
+/// The store's part of the configuration: `session.log_url`, when set, is a `postgres://` URL
+/// this store can use, and its CA file is readable (read here, so that a bad one is named
+/// before anything starts).
+pub fn check_config(config: &crate::config::SessionConfig) -> Result<(), crate::config::ConfigError> {
+    let url = config.log_url.trim();
+    if url.is_empty() {
+        return Ok(());
+    }
+    postgres::Target::parse(url)
+        .and_then(|t| t.tls().check())
+        .map_err(|e| crate::config::ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}")))
+}
+
 /// Where the session log is, from the configuration.
 #[derive(Debug, Clone)]
 pub enum Location {
@@ -225,6 +238,30 @@ pub enum Location {
 }
 
 impl Location {
+    /// Where `config` keeps sessions: `session.log_url` when set (checked by [`check_config`]
+    /// when the configuration was loaded), else the SQLite file at `session.log_path`.
+    pub fn of(config: &crate::config::SessionConfig) -> Location {
+        let url = config.log_url.trim();
+        match postgres::Target::parse(url) {
+            Ok(target) if !url.is_empty() => Location::Postgres {
+                target: Box::new(target),
+                lease: std::time::Duration::from_secs(config.lease_secs),
+            },
+            _ => Location::File(config.log_path.clone()),
+        }
+    }
+
+    /// The secret a log at this location is reached with (the database's password), to be
+    /// redacted wherever it shows.
+    pub fn password(&self) -> Option<String> {
+        match self {
+            Location::File(_) => None,
+            Location::Postgres { target, .. } => {
+                target.config().get_password().map(|p| String::from_utf8_lossy(p).into_owned())
+            }
+        }
+    }
+
     /// How messages name it (a URL without its password).
     pub fn shown(&self) -> String {
         match self {

@@ -3,9 +3,8 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use super::policy::{Denied, ModelPath};
 use crate::config::Config;
-use crate::session::event::Event;
-use crate::workspace::policy::{Denied, ModelPath};
 
 /// Proof that a human (or `APPROVE=yes`) allowed one write. Its field is private: only
 /// [`Approver::decide`] and [`Approved::from_grant`] make one.
@@ -13,14 +12,19 @@ use crate::workspace::policy::{Denied, ModelPath};
 pub struct Approved(());
 
 impl Approved {
-    /// The proof carried by a session's durable `ApprovalGranted` event for this call, and by
-    /// nothing else: a write in a session happens only after its grant is in the log.
-    pub fn from_grant(event: &Event, call: &str) -> Option<Approved> {
-        match event {
-            Event::ApprovalGranted { call_id, .. } if call_id == call => Some(Approved(())),
-            _ => None,
-        }
+    /// The proof carried by a durable grant of this call (the session log's `ApprovalGranted`
+    /// event), and by nothing else: a write in a session happens only after its grant is in
+    /// the log.
+    pub fn from_grant(record: &impl Grant, call: &str) -> Option<Approved> {
+        (record.granted_call() == Some(call)).then_some(Approved(()))
     }
+}
+
+/// A durable record that a person allowed one call. The session log's events are the one
+/// kind (`session::event`); the trait keeps this module below the session that logs them.
+pub trait Grant {
+    /// The call this record allows, if it is a grant.
+    fn granted_call(&self) -> Option<&str>;
 }
 
 /// How writes are decided for this run.

@@ -65,13 +65,13 @@ mod tests {
 
     #[test]
     fn the_web_page_links_citations_of_every_kind() {
-        let page = include_str!("../serve/page/render.js");
+        let page = include_str!("serve/page/render.js");
         let line = page.lines().find(|l| l.starts_with("const CITATION = ")).expect("render.js has CITATION");
         let listed = line.split("(?:").nth(1).and_then(|rest| rest.split(')').next()).expect("an alternation");
         let mut listed: Vec<&str> = listed.split('|').collect();
         listed.sort_unstable();
         let mut ours = EXTENSIONS.to_vec();
         ours.sort_unstable();
-        assert_eq!(listed, ours, "render.js CITATION and index::kind::EXTENSIONS differ: {line}");
+        assert_eq!(listed, ours, "render.js CITATION and doc_kind::EXTENSIONS differ: {line}");
     }
 }

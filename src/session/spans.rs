@@ -24,8 +24,8 @@ use tracing::field::Empty;
 // `tracing` field, which every log line in the span would print.
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::session::event::StopReason;
-use crate::session::progress::TurnEvent;
+use super::event::StopReason;
+use super::progress::TurnEvent;
 
 /// The longest name from the model (a tool's) a span records.
 const NAME_CHARS: usize = 64;
@@ -66,7 +66,7 @@ impl TurnSpans {
             gen_ai.usage.output_tokens = Empty,
             docs_agent.stop_reason = Empty,
         );
-        let content = super::otel::capture_content();
+        let content = crate::telemetry::otel::capture_content();
         TurnSpans { model: model.to_string(), turn, chat: None, tools: Vec::new(), used: (0, 0), content, asked: false }
     }
 
@@ -181,7 +181,7 @@ impl TurnSpans {
     }
 
     /// A new `execute_tool` span for `call`, under the turn.
-    fn tool_span(&self, call: &crate::session::progress::Call<'_>) -> Span {
+    fn tool_span(&self, call: &super::progress::Call<'_>) -> Span {
         let name = crate::guard::clip(&crate::guard::scrub(call.name), NAME_CHARS);
         tracing::info_span!(
             parent: &self.turn,

@@ -6,9 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::http::StatusCode;
-
-use super::error::ApiError;
+use super::Refused;
 use super::limits::RateLimiter;
 use crate::config::ServeConfig;
 
@@ -63,45 +61,37 @@ impl Shares {
     }
 
     /// A place for one more turn of `principal`'s, or 429 `too_many_turns`.
-    pub fn turn(&self, principal: &str) -> Result<Held, ApiError> {
-        take(&self.turns, principal, self.max_turns).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_turns",
-                format!(
-                    "{} of your turns are running (serve.max_turns_per_principal); wait for one to finish",
-                    self.max_turns
-                ),
-            )
-            .retry_after(2)
+    pub fn turn(&self, principal: &str) -> Result<Held, Refused> {
+        take(&self.turns, principal, self.max_turns).ok_or_else(|| Refused::OverShare {
+            code: "too_many_turns",
+            message: format!(
+                "{} of your turns are running (serve.max_turns_per_principal); wait for one to finish",
+                self.max_turns
+            ),
+            retry_after: 2,
         })
     }
 
     /// A place for one more stream of `principal`'s following a session, or 429
     /// `too_many_followers`.
-    pub fn follower(&self, principal: &str) -> Result<Held, ApiError> {
-        take(&self.followers, principal, self.max_followers).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_followers",
-                format!(
-                    "you follow {} sessions already (serve.max_followers_per_principal); close a stream first",
-                    self.max_followers
-                ),
-            )
-            .retry_after(5)
+    pub fn follower(&self, principal: &str) -> Result<Held, Refused> {
+        take(&self.followers, principal, self.max_followers).ok_or_else(|| Refused::OverShare {
+            code: "too_many_followers",
+            message: format!(
+                "you follow {} sessions already (serve.max_followers_per_principal); close a stream first",
+                self.max_followers
+            ),
+            retry_after: 5,
         })
     }
 
     /// `principal` may start a session now, or 429 `too_many_starts` with when to try again.
-    pub fn start(&self, principal: &str) -> Result<(), ApiError> {
-        self.starts.check(principal).map_err(|wait| {
-            ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_starts",
-                "you started sessions faster than serve.sessions_per_minute; reuse one, or try again shortly",
-            )
-            .retry_after(wait)
+    pub fn start(&self, principal: &str) -> Result<(), Refused> {
+        self.starts.check(principal).map_err(|wait| Refused::OverShare {
+            code: "too_many_starts",
+            message: "you started sessions faster than serve.sessions_per_minute; reuse one, or try again shortly"
+                .into(),
+            retry_after: wait,
         })
     }
 }

@@ -3,14 +3,16 @@
 //! An unknown key or a bad value is an error that names it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::session::store::Location;
+pub mod hooks;
+mod llm;
+mod load;
+mod validate;
 
-/// The `[llm]` section belongs to `model`, which reads it (so `model` never needs `config`).
-pub use crate::model::LlmConfig;
+pub use llm::{LlmConfig, Pull};
 
 /// Everything the harness needs to know, after all sources are merged.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,7 +41,7 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// Policy hooks: rules before and after tool calls and before an answer is taken.
     #[serde(default)]
-    pub hooks: crate::hooks::HooksConfig,
+    pub hooks: hooks::HooksConfig,
     /// What the system prompt holds besides the harness's rules: AGENTS.md and the skills
     /// catalog, each within a limit.
     pub prompt: PromptConfig,
@@ -232,24 +234,18 @@ impl SessionConfig {
     }
 }
 
-/// Shown as it was before `log_url` existed when it is unset (a session's configuration
-/// fingerprint hashes this, and must not change for SQLite users), and with the URL's password
-/// left out when it is set.
+/// Never with `log_url`, which may hold a password: only whether it is set. (A session's
+/// configuration fingerprint shows the URL without its password: `session::fingerprint`.)
 impl std::fmt::Debug for SessionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut shown = f.debug_struct("SessionConfig");
-        shown
+        f.debug_struct("SessionConfig")
             .field("log_path", &self.log_path)
+            .field("log_url", &if self.log_url.trim().is_empty() { "(unset)" } else { "(set)" })
+            .field("lease_secs", &self.lease_secs)
             .field("approval_ttl_secs", &self.approval_ttl_secs)
-            .field("context_budget_tokens", &self.context_budget())
-            .field("compact_at", &self.compact_at);
-        let url = self.log_url.trim();
-        if !url.is_empty() {
-            let target = crate::session::store::postgres::Target::parse(url);
-            shown.field("log_url", &target.as_ref().map_or("(not a postgres:// URL)", |t| t.shown()));
-            shown.field("lease_secs", &self.lease_secs);
-        }
-        shown.finish()
+            .field("context_budget_tokens", &self.context_budget_tokens)
+            .field("compact_at", &self.compact_at)
+            .finish()
     }
 }
 
@@ -373,19 +369,6 @@ pub enum IndexStore {
 }
 
 impl Config {
-    /// Where sessions are kept: `session.log_url` when set (checked when the configuration was
-    /// loaded), else the SQLite file at `session.log_path`.
-    pub fn session_location(&self) -> Location {
-        let url = self.session.log_url.trim();
-        match crate::session::store::postgres::Target::parse(url) {
-            Ok(target) if !url.is_empty() => Location::Postgres {
-                target: Box::new(target),
-                lease: std::time::Duration::from_secs(self.session.lease_secs),
-            },
-            _ => Location::File(self.session.log_path.clone()),
-        }
-    }
-
     /// Where the index is kept: `index.path`, or by default `index.db` beside the session log
     /// (`.docs-agent/index.db`; `/data/index.db` in the image).
     pub fn index_store(&self) -> IndexStore {
@@ -455,236 +438,6 @@ pub struct Sources {
 pub struct ConfigError(pub String);
 
 impl Config {
-    /// Merges defaults, the file, the environment and the flags, in rising precedence.
-    pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
-        Self::merge(sources, true)
-    }
-
-    /// [`Config::load`] without any file, not even `./docs-agent.toml`: an eval case's
-    /// configuration is its own `env` and nothing from the folder it runs in.
-    pub fn load_isolated(sources: &Sources) -> Result<Config, ConfigError> {
-        Self::merge(sources, false)
-    }
-
-    /// Defaults, then the file (when `files`), the environment and the flags.
-    fn merge(sources: &Sources, files: bool) -> Result<Config, ConfigError> {
-        let mut builder = defaults()?;
-        let named = sources.file.clone().or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
-        match named.filter(|_| files) {
-            Some(path) => {
-                if !path.is_file() {
-                    return Err(ConfigError(format!(
-                        "config file {} does not exist; pass an existing file with --config or remove the option",
-                        path.display()
-                    )));
-                }
-                builder = builder.add_source(file_source(&path));
-            }
-            None if files && Path::new(DEFAULT_FILE).is_file() => {
-                builder = builder.add_source(file_source(Path::new(DEFAULT_FILE)));
-            }
-            None => {}
-        }
-        for (var, key) in ENV_KEYS {
-            if let Some(value) = sources.env.get(*var) {
-                builder = set(builder, key, value.clone())?;
-            }
-        }
-        for (key, value) in &sources.flags {
-            builder = set(builder, key, value.clone())?;
-        }
-        let merged =
-            builder.build().map_err(|e| ConfigError(format!("configuration: {}", without_source(&e.to_string()))))?;
-        // A closed set's word is checked first, so its error names the words it takes.
-        for (key, var, words) in CLOSED_SETS {
-            if let Ok(word) = merged.get_string(key)
-                && !words.contains(&word.as_str())
-            {
-                let words = words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(" or ");
-                return Err(ConfigError(format!("{key} ({var}) must be {words}, got `{word}`")));
-            }
-        }
-        let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
-        config.validate()?;
-        // The model server's key is redacted wherever it shows, whatever its shape, and the
-        // embedding server's.
-        for key in [&config.llm.api_key, &config.retrieval.embeddings.api_key].into_iter().flatten() {
-            crate::guard::redact::remember(key);
-        }
-        // So is the session database's password.
-        if let Location::Postgres { target, .. } = config.session_location()
-            && let Some(password) = target.config().get_password()
-        {
-            crate::guard::redact::remember(&String::from_utf8_lossy(password));
-        }
-        Ok(config)
-    }
-
-    /// Cost caps are numbers a price can reach: not negative, and with a price for the model
-    /// (a built-in one costs nothing).
-    fn validate_budget(&self) -> Result<(), ConfigError> {
-        let budget = &self.budget;
-        for (key, value) in
-            [("budget.question_cost", budget.question_cost), ("budget.session_cost", budget.session_cost)]
-        {
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(ConfigError(format!("{key} must be 0 (no cap) or more, got {value}")));
-            }
-        }
-        for (model, price) in &budget.prices {
-            if ![price.input_per_million, price.output_per_million].iter().all(|p| p.is_finite() && *p >= 0.0) {
-                return Err(ConfigError(format!("budget.prices.\"{model}\": prices must be 0 or more")));
-            }
-        }
-        let capped = budget.question_cost > 0.0 || budget.session_cost > 0.0;
-        let builtin = crate::model::builtin::Builtin::from_name(&self.llm.model).is_some();
-        if capped && !builtin && !budget.prices.contains_key(&self.llm.model) {
-            return Err(ConfigError(format!(
-                "a cost cap (budget.question_cost or budget.session_cost) needs the price of the model `{0}`: \
-                 add [budget.prices.\"{0}\"] with input_per_million and output_per_million",
-                self.llm.model
-            )));
-        }
-        Ok(())
-    }
-
-    /// Checks values the types alone cannot.
-    fn validate(&self) -> Result<(), ConfigError> {
-        let positive = [
-            ("limits.max_steps", self.limits.max_steps as u64),
-            ("limits.max_tool_calls_per_step", self.limits.max_tool_calls_per_step as u64),
-            ("limits.max_wall_secs", self.limits.max_wall_secs),
-            ("limits.max_output_tokens", self.limits.max_output_tokens as u64),
-            ("llm.request_timeout_secs", self.llm.request_timeout_secs),
-            ("index.top_k", self.index.top_k as u64),
-            ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
-            ("retrieval.sections", self.retrieval.sections as u64),
-            ("retrieval.files", self.retrieval.files as u64),
-            ("retrieval.evidence_items", self.retrieval.evidence_items as u64),
-            ("retrieval.answer_tokens", u64::from(self.retrieval.answer_tokens)),
-            ("retrieval.embeddings.batch", self.retrieval.embeddings.batch as u64),
-            ("retrieval.embeddings.input_chars", self.retrieval.embeddings.input_chars as u64),
-            ("retrieval.embeddings.timeout_secs", self.retrieval.embeddings.timeout_secs),
-        ];
-        for (key, value) in positive {
-            if value == 0 {
-                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
-            }
-        }
-        let url = self.session.log_url.trim();
-        // The URL, and its CA file (read here, so that a bad one is named before anything starts).
-        if !url.is_empty()
-            && let Err(e) = crate::session::store::postgres::Target::parse(url).and_then(|t| t.tls().check())
-        {
-            return Err(ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}")));
-        }
-        if !url.is_empty() && !(3..=3600).contains(&self.session.lease_secs) {
-            return Err(ConfigError(format!(
-                "session.lease_secs must be 3 to 3600 (a replica renews its leases every third of it), got {}",
-                self.session.lease_secs
-            )));
-        }
-        if self.limits.max_tool_result_bytes < 256 {
-            return Err(ConfigError(format!(
-                "limits.max_tool_result_bytes must be at least 256, got {}",
-                self.limits.max_tool_result_bytes
-            )));
-        }
-        if !(self.session.compact_at > 0.0 && self.session.compact_at < 1.0) {
-            return Err(ConfigError(format!(
-                "session.compact_at must be a fraction between 0 and 1 (e.g. 0.75), got {}",
-                self.session.compact_at
-            )));
-        }
-        for (key, env, value) in [
-            ("retrieval.min_coverage", "DOCS_AGENT_MIN_COVERAGE", self.retrieval.min_coverage),
-            ("retrieval.min_known", "DOCS_AGENT_MIN_KNOWN", self.retrieval.min_known),
-        ] {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(ConfigError(format!(
-                    "{key} ({env}) must be a fraction from 0 to 1 (0 turns the check off), got {value}"
-                )));
-            }
-        }
-        if self.session.approval_ttl_secs > MAX_APPROVAL_TTL_SECS {
-            return Err(ConfigError(format!(
-                "session.approval_ttl_secs (DOCS_AGENT_APPROVAL_TTL_SECS) must be at most {MAX_APPROVAL_TTL_SECS} (30 days), got {}",
-                self.session.approval_ttl_secs
-            )));
-        }
-        if let Some(budget) = self.session.context_budget_tokens
-            && budget < MIN_CONTEXT_BUDGET
-        {
-            return Err(ConfigError(format!(
-                "session.context_budget_tokens (DOCS_AGENT_CONTEXT_BUDGET) must be at least {MIN_CONTEXT_BUDGET}, got {budget}; \
-                 leave it unset to use the model's context length"
-            )));
-        }
-        self.validate_budget()?;
-        crate::hooks::Hooks::compile(&self.hooks).map_err(ConfigError)?;
-        for (i, token) in self.serve.tokens.iter().enumerate() {
-            let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
-            if !hex {
-                return Err(ConfigError(format!(
-                    "serve.tokens[{i}] ({}): sha256 must be 64 hex digits; `docs-agent hash-token` prints it for a token",
-                    token.principal
-                )));
-            }
-            if token.principal.trim().is_empty() || token.roles.is_empty() {
-                return Err(ConfigError(format!(
-                    "serve.tokens[{i}] needs a principal and at least one role (ask, approve, admin)"
-                )));
-            }
-        }
-        for (key, value) in [
-            ("serve.max_body_bytes", self.serve.max_body_bytes as u64),
-            ("serve.request_timeout_secs", self.serve.request_timeout_secs),
-            ("serve.max_concurrent", self.serve.max_concurrent as u64),
-            ("serve.max_connections", self.serve.max_connections as u64),
-            ("serve.header_read_timeout_secs", self.serve.header_read_timeout_secs),
-            ("serve.body_read_timeout_secs", self.serve.body_read_timeout_secs),
-            ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
-            ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
-            ("serve.session_idle_secs", self.serve.session_idle_secs),
-            ("serve.max_sessions_per_principal", self.serve.max_sessions_per_principal as u64),
-            ("serve.sessions_per_minute", u64::from(self.serve.sessions_per_minute)),
-            ("serve.max_turns_per_principal", self.serve.max_turns_per_principal as u64),
-            ("serve.max_followers_per_principal", self.serve.max_followers_per_principal as u64),
-            ("serve.breaker_failures", self.serve.breaker_failures as u64),
-        ] {
-            if value == 0 {
-                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
-            }
-        }
-        let embeddings = &self.retrieval.embeddings;
-        if !(0.0..=1.0).contains(&embeddings.weight) {
-            return Err(ConfigError(format!(
-                "retrieval.embeddings.weight (DOCS_AGENT_EMBEDDINGS_WEIGHT) must be a fraction from 0 (keywords alone) \
-                 to 1 (vectors alone), got {}",
-                embeddings.weight
-            )));
-        }
-        let url = embeddings.base_url.trim();
-        if embeddings.enabled() && !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError(format!(
-                "retrieval.embeddings.base_url (DOCS_AGENT_EMBEDDINGS_URL) must start with http:// or https://, got `{url}`; \
-                 leave it empty to use llm.base_url"
-            )));
-        }
-        if self.llm.model.trim().is_empty() {
-            return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
-        }
-        let builtin = crate::model::builtin::Builtin::from_name(&self.llm.model).is_some();
-        let http = self.llm.base_url.starts_with("http://") || self.llm.base_url.starts_with("https://");
-        if !(builtin || http) {
-            return Err(ConfigError(format!(
-                "llm.base_url (LLM_BASE_URL) must start with http:// or https://, got `{}`",
-                self.llm.base_url
-            )));
-        }
-        Ok(())
-    }
-
     /// The server asked for embeddings: `retrieval.embeddings.base_url`, or the model's.
     pub fn embeddings_base_url(&self) -> &str {
         match self.retrieval.embeddings.base_url.trim() {
@@ -708,8 +461,8 @@ impl Config {
 
     /// The embedding model as a model to pull (`llm.pull`): the embeddings' server and name,
     /// the model server's key and timeouts. None when search is by keywords only.
-    pub fn embeddings_llm(&self) -> Option<crate::model::LlmConfig> {
-        self.retrieval.embeddings.enabled().then(|| crate::model::LlmConfig {
+    pub fn embeddings_llm(&self) -> Option<LlmConfig> {
+        self.retrieval.embeddings.enabled().then(|| LlmConfig {
             base_url: self.embeddings_base_url().to_string(),
             model: self.retrieval.embeddings.model.trim().to_string(),
             api_key: self.embeddings_api_key().map(str::to_string),
@@ -723,138 +476,27 @@ impl Config {
     }
 }
 
-type Builder = config::ConfigBuilder<config::builder::DefaultState>;
-
-/// A parse error without the lines of the file it quotes (`3 | api_key = "…`): the line may
-/// hold a secret no rule can recognise (an unterminated value), and the line and column say
-/// where to look.
-fn without_source(error: &str) -> String {
-    error
-        .lines()
-        .filter(|line| {
-            let rest = line.trim_start().trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
-            !rest.starts_with('|')
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
-    config::File::from(path).format(config::FileFormat::Toml).required(true)
-}
-
-/// Settings that take one word of a closed set: the key, its environment variable, the words.
-const CLOSED_SETS: &[(&str, &str, &[&str])] = &[
-    ("llm.pull", "LLM_PULL", &["missing", "never"]),
-    ("prompt.agents_md_unusable", "DOCS_AGENT_AGENTS_MD_UNUSABLE", &["warn", "error"]),
-];
-
-fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
-    builder.set_override(key, value).map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
-}
-
-fn defaults() -> Result<Builder, ConfigError> {
-    let workspace = if Path::new("./workspace").is_dir() { "./workspace" } else { "/workspace" };
-    let pairs: Vec<(&str, config::Value)> = vec![
-        ("workspace", workspace.into()),
-        ("approve", "".into()),
-        ("llm.base_url", "http://localhost:11434/v1".into()),
-        ("llm.model", "llama3.2:3b".into()),
-        ("llm.request_timeout_secs", 120_i64.into()),
-        ("llm.retries", 3_i64.into()),
-        ("llm.temperature", 0.0_f64.into()),
-        ("llm.pull", "missing".into()),
-        ("limits.max_steps", 8_i64.into()),
-        ("limits.max_tool_calls_per_step", 4_i64.into()),
-        ("limits.max_wall_secs", 300_i64.into()),
-        ("limits.max_output_tokens", 512_i64.into()),
-        ("limits.trace_result_chars", 200_i64.into()),
-        ("limits.max_tool_result_bytes", 12_000_i64.into()),
-        ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
-        ("index.top_k", 5_i64.into()),
-        ("index.path", "".into()),
-        ("index.watch", true.into()),
-        ("index.rescan_secs", 10_i64.into()),
-        ("retrieval.first", true.into()),
-        ("retrieval.context_tokens", 300_i64.into()),
-        ("retrieval.sections", 8_i64.into()),
-        ("retrieval.files", 3_i64.into()),
-        ("retrieval.evidence_items", 5_i64.into()),
-        ("retrieval.min_coverage", 0.2_f64.into()),
-        ("retrieval.min_known", 0.6_f64.into()),
-        ("retrieval.answer_tokens", 200_i64.into()),
-        ("retrieval.verify", true.into()),
-        ("retrieval.embeddings.model", "".into()),
-        ("retrieval.embeddings.base_url", "".into()),
-        ("retrieval.embeddings.dimensions", 0_i64.into()),
-        ("retrieval.embeddings.batch", 32_i64.into()),
-        ("retrieval.embeddings.input_chars", 1_000_i64.into()),
-        ("retrieval.embeddings.timeout_secs", 60_i64.into()),
-        ("retrieval.embeddings.weight", 0.5_f64.into()),
-        ("allowed_link_hosts", Vec::<String>::new().into()),
-        ("session.log_path", ".docs-agent/sessions.db".into()),
-        ("session.log_url", "".into()),
-        ("session.lease_secs", 15_i64.into()),
-        ("session.approval_ttl_secs", 3600_i64.into()),
-        ("session.compact_at", 0.75_f64.into()),
-        ("serve.listen", "127.0.0.1:8080".into()),
-        ("budget.question_tokens", 0_i64.into()),
-        ("budget.session_tokens", 0_i64.into()),
-        ("budget.question_cost", 0.0_f64.into()),
-        ("budget.session_cost", 0.0_f64.into()),
-        ("serve.tokens", Vec::<config::Value>::new().into()),
-        ("serve.max_body_bytes", 65_536_i64.into()),
-        ("serve.request_timeout_secs", 120_i64.into()),
-        ("serve.max_concurrent", 64_i64.into()),
-        ("serve.max_connections", 512_i64.into()),
-        ("serve.header_read_timeout_secs", 10_i64.into()),
-        ("serve.body_read_timeout_secs", 10_i64.into()),
-        ("serve.rate_per_minute", 600_i64.into()),
-        ("serve.max_open_sessions", 1000_i64.into()),
-        ("serve.session_idle_secs", 1_800_i64.into()),
-        ("serve.max_sessions_per_principal", 32_i64.into()),
-        ("serve.sessions_per_minute", 10_i64.into()),
-        ("serve.max_turns_per_principal", 4_i64.into()),
-        ("serve.max_followers_per_principal", 16_i64.into()),
-        ("serve.allow_self_approval", false.into()),
-        ("serve.breaker_failures", 3_i64.into()),
-        ("serve.breaker_cooldown_secs", 30_i64.into()),
-        ("prompt.agents_md_max_bytes", 65_536_i64.into()),
-        ("prompt.agents_md_unusable", "warn".into()),
-        ("prompt.skills_catalog_tokens", 2_000_i64.into()),
-    ];
-    let mut builder = config::Config::builder();
-    for (key, value) in pairs {
-        builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
-    }
-    Ok(builder)
-}
-
 #[cfg(test)]
 mod tests {
     use super::SessionConfig;
 
-    fn session(log_url: &str) -> SessionConfig {
-        SessionConfig {
+    /// The session settings' debug form (in a log, a panic) never holds `log_url`, which may
+    /// hold a password: only whether it is set.
+    #[test]
+    fn the_session_settings_are_never_shown_with_their_url() {
+        let session = |log_url: &str| SessionConfig {
             log_path: ".docs-agent/sessions.db".into(),
             log_url: log_url.into(),
             lease_secs: 15,
             approval_ttl_secs: 3600,
             context_budget_tokens: None,
             compact_at: 0.75,
-        }
-    }
-
-    /// Unset, `log_url` leaves the shown configuration (and so the sessions' fingerprints) as it
-    /// was; set, it is shown without its password.
-    #[test]
-    fn the_session_config_is_shown_as_before_and_never_with_a_password() {
-        assert_eq!(
-            format!("{:?}", session("")),
-            "SessionConfig { log_path: \".docs-agent/sessions.db\", approval_ttl_secs: 3600, \
-             context_budget_tokens: 8192, compact_at: 0.75 }"
-        );
+        };
         let shown = format!("{:?}", session("postgres://agent:pw-9f8e7d@db:5432/s"));
-        assert!(shown.contains("postgres://agent@db:5432/s") && !shown.contains("pw-9f8e7d"), "{shown}");
+        assert!(
+            shown.contains("log_url: \"(set)\"") && !shown.contains("pw-9f8e7d") && !shown.contains("db:5432"),
+            "{shown}"
+        );
+        assert!(format!("{:?}", session("")).contains("log_url: \"(unset)\""));
     }
 }

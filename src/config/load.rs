@@ -1,0 +1,170 @@
+//! Loading: defaults, then the file, the environment and the flags, in rising precedence; then
+//! the values checked (`validate`). What a subsystem makes of its part (a store location,
+//! compiled hook rules) is checked by that subsystem, through `service::settings::load`.
+
+use std::path::{Path, PathBuf};
+
+use super::{Config, ConfigError, DEFAULT_FILE, ENV_KEYS, Sources};
+
+impl Config {
+    /// Merges defaults, the file, the environment and the flags, in rising precedence.
+    pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+        Self::merge(sources, true)
+    }
+
+    /// [`Config::load`] without any file, not even `./docs-agent.toml`: an eval case's
+    /// configuration is its own `env` and nothing from the folder it runs in.
+    pub fn load_isolated(sources: &Sources) -> Result<Config, ConfigError> {
+        Self::merge(sources, false)
+    }
+
+    /// Defaults, then the file (when `files`), the environment and the flags.
+    fn merge(sources: &Sources, files: bool) -> Result<Config, ConfigError> {
+        let mut builder = defaults()?;
+        let named = sources.file.clone().or_else(|| sources.env.get("DOCS_AGENT_CONFIG").map(PathBuf::from));
+        match named.filter(|_| files) {
+            Some(path) => {
+                if !path.is_file() {
+                    return Err(ConfigError(format!(
+                        "config file {} does not exist; pass an existing file with --config or remove the option",
+                        path.display()
+                    )));
+                }
+                builder = builder.add_source(file_source(&path));
+            }
+            None if files && Path::new(DEFAULT_FILE).is_file() => {
+                builder = builder.add_source(file_source(Path::new(DEFAULT_FILE)));
+            }
+            None => {}
+        }
+        for (var, key) in ENV_KEYS {
+            if let Some(value) = sources.env.get(*var) {
+                builder = set(builder, key, value.clone())?;
+            }
+        }
+        for (key, value) in &sources.flags {
+            builder = set(builder, key, value.clone())?;
+        }
+        let merged =
+            builder.build().map_err(|e| ConfigError(format!("configuration: {}", without_source(&e.to_string()))))?;
+        // A closed set's word is checked first, so its error names the words it takes.
+        for (key, var, words) in CLOSED_SETS {
+            if let Ok(word) = merged.get_string(key)
+                && !words.contains(&word.as_str())
+            {
+                let words = words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(" or ");
+                return Err(ConfigError(format!("{key} ({var}) must be {words}, got `{word}`")));
+            }
+        }
+        let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+/// A parse error without the lines of the file it quotes (`3 | api_key = "…`): the line may
+/// hold a secret no rule can recognise (an unterminated value), and the line and column say
+/// where to look.
+fn without_source(error: &str) -> String {
+    error
+        .lines()
+        .filter(|line| {
+            let rest = line.trim_start().trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+            !rest.starts_with('|')
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::FileFormat> {
+    config::File::from(path).format(config::FileFormat::Toml).required(true)
+}
+
+/// Settings that take one word of a closed set: the key, its environment variable, the words.
+const CLOSED_SETS: &[(&str, &str, &[&str])] = &[
+    ("llm.pull", "LLM_PULL", &["missing", "never"]),
+    ("prompt.agents_md_unusable", "DOCS_AGENT_AGENTS_MD_UNUSABLE", &["warn", "error"]),
+];
+
+fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
+    builder.set_override(key, value).map_err(|e| ConfigError(format!("configuration key {key}: {e}")))
+}
+
+fn defaults() -> Result<Builder, ConfigError> {
+    let workspace = if Path::new("./workspace").is_dir() { "./workspace" } else { "/workspace" };
+    let pairs: Vec<(&str, config::Value)> = vec![
+        ("workspace", workspace.into()),
+        ("approve", "".into()),
+        ("llm.base_url", "http://localhost:11434/v1".into()),
+        ("llm.model", "llama3.2:3b".into()),
+        ("llm.request_timeout_secs", 120_i64.into()),
+        ("llm.retries", 3_i64.into()),
+        ("llm.temperature", 0.0_f64.into()),
+        ("llm.pull", "missing".into()),
+        ("limits.max_steps", 8_i64.into()),
+        ("limits.max_tool_calls_per_step", 4_i64.into()),
+        ("limits.max_wall_secs", 300_i64.into()),
+        ("limits.max_output_tokens", 512_i64.into()),
+        ("limits.trace_result_chars", 200_i64.into()),
+        ("limits.max_tool_result_bytes", 12_000_i64.into()),
+        ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
+        ("index.top_k", 5_i64.into()),
+        ("index.path", "".into()),
+        ("index.watch", true.into()),
+        ("index.rescan_secs", 10_i64.into()),
+        ("retrieval.first", true.into()),
+        ("retrieval.context_tokens", 300_i64.into()),
+        ("retrieval.sections", 8_i64.into()),
+        ("retrieval.files", 3_i64.into()),
+        ("retrieval.evidence_items", 5_i64.into()),
+        ("retrieval.min_coverage", 0.2_f64.into()),
+        ("retrieval.min_known", 0.6_f64.into()),
+        ("retrieval.answer_tokens", 200_i64.into()),
+        ("retrieval.verify", true.into()),
+        ("retrieval.embeddings.model", "".into()),
+        ("retrieval.embeddings.base_url", "".into()),
+        ("retrieval.embeddings.dimensions", 0_i64.into()),
+        ("retrieval.embeddings.batch", 32_i64.into()),
+        ("retrieval.embeddings.input_chars", 1_000_i64.into()),
+        ("retrieval.embeddings.timeout_secs", 60_i64.into()),
+        ("retrieval.embeddings.weight", 0.5_f64.into()),
+        ("allowed_link_hosts", Vec::<String>::new().into()),
+        ("session.log_path", ".docs-agent/sessions.db".into()),
+        ("session.log_url", "".into()),
+        ("session.lease_secs", 15_i64.into()),
+        ("session.approval_ttl_secs", 3600_i64.into()),
+        ("session.compact_at", 0.75_f64.into()),
+        ("serve.listen", "127.0.0.1:8080".into()),
+        ("budget.question_tokens", 0_i64.into()),
+        ("budget.session_tokens", 0_i64.into()),
+        ("budget.question_cost", 0.0_f64.into()),
+        ("budget.session_cost", 0.0_f64.into()),
+        ("serve.tokens", Vec::<config::Value>::new().into()),
+        ("serve.max_body_bytes", 65_536_i64.into()),
+        ("serve.request_timeout_secs", 120_i64.into()),
+        ("serve.max_concurrent", 64_i64.into()),
+        ("serve.max_connections", 512_i64.into()),
+        ("serve.header_read_timeout_secs", 10_i64.into()),
+        ("serve.body_read_timeout_secs", 10_i64.into()),
+        ("serve.rate_per_minute", 600_i64.into()),
+        ("serve.max_open_sessions", 1000_i64.into()),
+        ("serve.session_idle_secs", 1_800_i64.into()),
+        ("serve.max_sessions_per_principal", 32_i64.into()),
+        ("serve.sessions_per_minute", 10_i64.into()),
+        ("serve.max_turns_per_principal", 4_i64.into()),
+        ("serve.max_followers_per_principal", 16_i64.into()),
+        ("serve.allow_self_approval", false.into()),
+        ("serve.breaker_failures", 3_i64.into()),
+        ("serve.breaker_cooldown_secs", 30_i64.into()),
+        ("prompt.agents_md_max_bytes", 65_536_i64.into()),
+        ("prompt.agents_md_unusable", "warn".into()),
+        ("prompt.skills_catalog_tokens", 2_000_i64.into()),
+    ];
+    let mut builder = config::Config::builder();
+    for (key, value) in pairs {
+        builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
+    }
+    Ok(builder)
+}

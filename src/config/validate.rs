@@ -1,0 +1,148 @@
+//! The checks of values the types alone cannot make: ranges, non-empty names, URL schemes.
+//! Each error names the key (and its environment variable) and says what to do.
+
+use super::{Config, ConfigError, MAX_APPROVAL_TTL_SECS, MIN_CONTEXT_BUDGET};
+
+impl Config {
+    /// Cost caps and prices are numbers a price can reach: not negative. (That a capped model
+    /// has a price is `model::check_config`'s: a built-in one costs nothing.)
+    fn validate_budget(&self) -> Result<(), ConfigError> {
+        let budget = &self.budget;
+        for (key, value) in
+            [("budget.question_cost", budget.question_cost), ("budget.session_cost", budget.session_cost)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(ConfigError(format!("{key} must be 0 (no cap) or more, got {value}")));
+            }
+        }
+        for (model, price) in &budget.prices {
+            if ![price.input_per_million, price.output_per_million].iter().all(|p| p.is_finite() && *p >= 0.0) {
+                return Err(ConfigError(format!("budget.prices.\"{model}\": prices must be 0 or more")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks values the types alone cannot.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("limits.max_steps", self.limits.max_steps as u64),
+            ("limits.max_tool_calls_per_step", self.limits.max_tool_calls_per_step as u64),
+            ("limits.max_wall_secs", self.limits.max_wall_secs),
+            ("limits.max_output_tokens", self.limits.max_output_tokens as u64),
+            ("llm.request_timeout_secs", self.llm.request_timeout_secs),
+            ("index.top_k", self.index.top_k as u64),
+            ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
+            ("retrieval.sections", self.retrieval.sections as u64),
+            ("retrieval.files", self.retrieval.files as u64),
+            ("retrieval.evidence_items", self.retrieval.evidence_items as u64),
+            ("retrieval.answer_tokens", u64::from(self.retrieval.answer_tokens)),
+            ("retrieval.embeddings.batch", self.retrieval.embeddings.batch as u64),
+            ("retrieval.embeddings.input_chars", self.retrieval.embeddings.input_chars as u64),
+            ("retrieval.embeddings.timeout_secs", self.retrieval.embeddings.timeout_secs),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
+            }
+        }
+        // The URL itself, and its CA file, are the session store's to read (`session::store::check_config`).
+        let url = self.session.log_url.trim();
+        if !url.is_empty() && !(3..=3600).contains(&self.session.lease_secs) {
+            return Err(ConfigError(format!(
+                "session.lease_secs must be 3 to 3600 (a replica renews its leases every third of it), got {}",
+                self.session.lease_secs
+            )));
+        }
+        if self.limits.max_tool_result_bytes < 256 {
+            return Err(ConfigError(format!(
+                "limits.max_tool_result_bytes must be at least 256, got {}",
+                self.limits.max_tool_result_bytes
+            )));
+        }
+        if !(self.session.compact_at > 0.0 && self.session.compact_at < 1.0) {
+            return Err(ConfigError(format!(
+                "session.compact_at must be a fraction between 0 and 1 (e.g. 0.75), got {}",
+                self.session.compact_at
+            )));
+        }
+        for (key, env, value) in [
+            ("retrieval.min_coverage", "DOCS_AGENT_MIN_COVERAGE", self.retrieval.min_coverage),
+            ("retrieval.min_known", "DOCS_AGENT_MIN_KNOWN", self.retrieval.min_known),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError(format!(
+                    "{key} ({env}) must be a fraction from 0 to 1 (0 turns the check off), got {value}"
+                )));
+            }
+        }
+        if self.session.approval_ttl_secs > MAX_APPROVAL_TTL_SECS {
+            return Err(ConfigError(format!(
+                "session.approval_ttl_secs (DOCS_AGENT_APPROVAL_TTL_SECS) must be at most {MAX_APPROVAL_TTL_SECS} (30 days), got {}",
+                self.session.approval_ttl_secs
+            )));
+        }
+        if let Some(budget) = self.session.context_budget_tokens
+            && budget < MIN_CONTEXT_BUDGET
+        {
+            return Err(ConfigError(format!(
+                "session.context_budget_tokens (DOCS_AGENT_CONTEXT_BUDGET) must be at least {MIN_CONTEXT_BUDGET}, got {budget}; \
+                 leave it unset to use the model's context length"
+            )));
+        }
+        self.validate_budget()?;
+        for (i, token) in self.serve.tokens.iter().enumerate() {
+            let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex {
+                return Err(ConfigError(format!(
+                    "serve.tokens[{i}] ({}): sha256 must be 64 hex digits; `docs-agent hash-token` prints it for a token",
+                    token.principal
+                )));
+            }
+            if token.principal.trim().is_empty() || token.roles.is_empty() {
+                return Err(ConfigError(format!(
+                    "serve.tokens[{i}] needs a principal and at least one role (ask, approve, admin)"
+                )));
+            }
+        }
+        for (key, value) in [
+            ("serve.max_body_bytes", self.serve.max_body_bytes as u64),
+            ("serve.request_timeout_secs", self.serve.request_timeout_secs),
+            ("serve.max_concurrent", self.serve.max_concurrent as u64),
+            ("serve.max_connections", self.serve.max_connections as u64),
+            ("serve.header_read_timeout_secs", self.serve.header_read_timeout_secs),
+            ("serve.body_read_timeout_secs", self.serve.body_read_timeout_secs),
+            ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
+            ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
+            ("serve.session_idle_secs", self.serve.session_idle_secs),
+            ("serve.max_sessions_per_principal", self.serve.max_sessions_per_principal as u64),
+            ("serve.sessions_per_minute", u64::from(self.serve.sessions_per_minute)),
+            ("serve.max_turns_per_principal", self.serve.max_turns_per_principal as u64),
+            ("serve.max_followers_per_principal", self.serve.max_followers_per_principal as u64),
+            ("serve.breaker_failures", self.serve.breaker_failures as u64),
+        ] {
+            if value == 0 {
+                return Err(ConfigError(format!("{key} must be at least 1, got 0")));
+            }
+        }
+        let embeddings = &self.retrieval.embeddings;
+        if !(0.0..=1.0).contains(&embeddings.weight) {
+            return Err(ConfigError(format!(
+                "retrieval.embeddings.weight (DOCS_AGENT_EMBEDDINGS_WEIGHT) must be a fraction from 0 (keywords alone) \
+                 to 1 (vectors alone), got {}",
+                embeddings.weight
+            )));
+        }
+        let url = embeddings.base_url.trim();
+        if embeddings.enabled() && !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError(format!(
+                "retrieval.embeddings.base_url (DOCS_AGENT_EMBEDDINGS_URL) must start with http:// or https://, got `{url}`; \
+                 leave it empty to use llm.base_url"
+            )));
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,32 @@
+//! The one way a front end reads its configuration: `config` loads the values and checks them;
+//! then each subsystem checks the part only it can judge (the session store its URL and CA
+//! file, the hooks their rules, the model its name and price), in the same words; then every
+//! secret the configuration holds is remembered, so it is redacted wherever it shows.
+
+use crate::config::{Config, ConfigError, Sources};
+
+/// Loads the configuration from the file, the environment and the flags, checked whole.
+pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
+    checked(Config::load(sources)?)
+}
+
+/// [`load`] without any file, not even `./docs-agent.toml` (an eval case's own settings).
+pub fn load_isolated(sources: &Sources) -> Result<Config, ConfigError> {
+    checked(Config::load_isolated(sources)?)
+}
+
+/// The subsystems' checks of a loaded configuration, then its secrets remembered.
+fn checked(config: Config) -> Result<Config, ConfigError> {
+    crate::session::store::check_config(&config.session)?;
+    crate::hooks::Hooks::compile(&config.hooks).map_err(ConfigError)?;
+    crate::model::check_config(&config)?;
+    // The model server's key is redacted wherever it shows, whatever its shape, and the
+    // embedding server's, and the session database's password.
+    for key in [&config.llm.api_key, &config.retrieval.embeddings.api_key].into_iter().flatten() {
+        crate::guard::redact::remember(key);
+    }
+    if let Some(password) = crate::session::store::Location::of(&config.session).password() {
+        crate::guard::redact::remember(&password);
+    }
+    Ok(config)
+}
