@@ -240,8 +240,10 @@ fn classify_table() {
         ("/\t/b.example/x", host("b.example")),
         ("http://[::1]:80/", host("::1")),
         ("https://b.example:x/", Target::Refused),
-        ("https://evil%2eexample/", Target::Refused),
-        ("https://\u{430}pple.example/", Target::Refused),
+        // A browser decodes the host, and goes to evil.example: the allowlist judges that name.
+        ("https://evil%2eexample/", Target::Host("evil.example".into())),
+        // A lookalike host is looked up by its punycode, which no ASCII allowlist entry equals.
+        ("https://\u{430}pple.example/", Target::Host("xn--pple-43d.example".into())),
         ("https://", Target::Refused),
         ("java\nscript:alert(1)", Target::Refused),
         ("a b:c", Target::Refused),
@@ -251,5 +253,69 @@ fn classify_table() {
     ];
     for (url, want) in cases {
         assert_eq!(classify(url), want, "{url:?}");
+    }
+}
+
+/// URLs a browser reads differently from a naive reader: each row is what the WHATWG parser
+/// makes of it, so a link cannot name one host to the guard and another to the browser.
+#[test]
+fn classify_as_browsers_do() {
+    let host = |h: &str| Target::Host(h.to_string());
+    let cases = [
+        ("/docs/a.md", Target::Local),
+        ("a.md", Target::Local),
+        ("?q", Target::Local),
+        ("//evil.com/x", host("evil.com")),
+        ("\\\\evil.com/x", host("evil.com")),
+        ("HTTPS://EXAMPLE.COM.", host("example.com")),
+        ("https://allowed.com@evil.com/", host("evil.com")),
+        ("https://evil.com\\@allowed.com", host("evil.com")),
+        ("https:/\\evil.com", host("evil.com")),
+        ("http://0x7f.1/", host("127.0.0.1")),
+        ("http://2130706433/", host("127.0.0.1")),
+        ("http://0x100000000/", Target::Refused),
+        ("http://[0:0::1]/", host("::1")),
+        ("ht\ttps://evil.com/", host("evil.com")),
+        ("ht\r\ntps://evil.com/", host("evil.com")),
+        ("https://b\u{fc}cher.example/", host("xn--bcher-kva.example")),
+        ("https://B\u{dc}CHER.example/", host("xn--bcher-kva.example")),
+        ("https://docs%2Eexample.com/", host("docs.example.com")),
+        ("https://exa mple.com/", Target::Refused),
+        ("java\tscript:alert(1)", Target::Refused),
+        ("JaVaScRiPt:alert(1)", Target::Refused),
+        (" \u{1}javascript:alert(1)", Target::Refused),
+        ("java\0script:alert(1)", Target::Refused),
+        ("\u{a0}javascript:alert(1)", Target::Refused),
+        ("data:text/html,<script>", Target::Refused),
+        ("mailto:a@b.example?", Target::Refused),
+    ];
+    for (url, want) in cases {
+        assert_eq!(classify(url), want, "{url:?}");
+    }
+}
+
+/// Allowlist entries are normalised as URL hosts are, so an entry matches however a link
+/// spells the same host, and only that host.
+#[test]
+fn allowlist_matches_hosts_as_browsers_name_them() {
+    let cases = [
+        ("xn--bcher-kva.example", "https://b\u{fc}cher.example/a", true),
+        ("b\u{fc}cher.example", "https://xn--bcher-kva.example/a", true),
+        ("B\u{dc}cher.Example.", "https://b\u{fc}cher.example./a", true),
+        ("*.b\u{fc}cher.example", "https://img.xn--bcher-kva.example/a", true),
+        ("apple.example", "https://\u{430}pple.example/", false),
+        ("example.com", "HTTPS://EXAMPLE.COM.", true),
+        ("allowed.com", "https://allowed.com@evil.com/", false),
+        ("allowed.com", "https://evil.com\\@allowed.com", false),
+        ("allowed.com", "https:/\\allowed.com/a", true),
+        ("127.0.0.1", "http://0x7f.1/", true),
+        ("0x7f.1", "http://127.0.0.1/", true),
+        ("::1", "http://[::1]:8080/", true),
+        ("docs.example.com", "https://docs%2Eexample.com/", true),
+        ("docs.example.com", "https://docs.example.com%2Eevil.com/", false),
+    ];
+    for (entry, url, want) in cases {
+        let allow = Allowlist::new(&[entry.to_string()]);
+        assert_eq!(allow.url(url), want, "{entry} / {url:?}");
     }
 }

@@ -1,4 +1,18 @@
 //! URLs in answers: where a link leads (`Target`) and whether the allowlist lets it stay.
+//!
+//! URLs are read by the `url` crate, the WHATWG URL parser that browsers follow. Every place
+//! where a reader of our own disagreed with the browser (`\` read as `/`, tabs inside a scheme,
+//! hosts in Unicode, percent-escapes or `0x7f.1`) would be a way past the allowlist.
+
+use std::sync::LazyLock;
+use url::{Host, ParseError, Url};
+
+/// What a relative URL is resolved against, to tell a link that stays on the site (`a.md`,
+/// `/docs/a.md`, `?q`, `#a`) from a protocol-relative one (`//evil.example/x`), which names
+/// a host. Names under `.invalid` never resolve (RFC 6761), so a link that writes this host
+/// out (`//same-origin.invalid/x`) and is taken as local fetches nothing.
+static BASE: LazyLock<Url> =
+    LazyLock::new(|| Url::parse("https://same-origin.invalid/").expect("the base is a valid constant URL"));
 
 /// The hosts links may point to, normalised once.
 pub(crate) struct Allowlist {
@@ -44,7 +58,8 @@ pub(super) enum Target {
     Local,
     /// `mailto:` without a query.
     Mail,
-    /// An `http`/`https` or protocol-relative URL to this (normalised) host.
+    /// An `http`/`https` or protocol-relative URL to this host, as the browser would look it
+    /// up: lower case, punycode, an IPv4 address in dotted decimal, no trailing dot.
     Host(String),
     /// Another scheme, or anything that cannot be read with certainty.
     Refused,
@@ -52,64 +67,61 @@ pub(super) enum Target {
 
 /// Reads the target of a URL the way a browser would, erring towards `Refused`.
 pub(super) fn classify(url: &str) -> Target {
-    let cleaned: String =
-        url.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-    if cleaned.contains('\\') {
+    match Url::parse(url) {
+        Ok(absolute) => scheme_target(&absolute),
+        Err(ParseError::RelativeUrlWithoutBase) => relative(url),
+        Err(_) => Target::Refused,
+    }
+}
+
+/// A URL without a scheme. A colon before the first `/`, `?` or `#` is refused although the
+/// browser reads `a b:c` or `java\0script:x` as a path: a less careful reader may take what
+/// comes before it for a scheme, and no link to the docs needs one there.
+fn relative(url: &str) -> Target {
+    if url.find([':', '/', '?', '#']).is_some_and(|i| url[i..].starts_with(':')) {
         return Target::Refused;
     }
-    if let Some(rest) = cleaned.strip_prefix("//") {
-        return host_of(rest);
+    match BASE.join(url) {
+        Ok(resolved) if resolved.host() == BASE.host() => Target::Local,
+        Ok(resolved) => scheme_target(&resolved),
+        Err(_) => Target::Refused,
     }
-    let Some(colon) = cleaned.find([':', '/', '?', '#']).filter(|&i| cleaned[i..].starts_with(':')) else {
-        return Target::Local;
-    };
-    let (scheme, rest) = (&cleaned[..colon], &cleaned[colon + 1..]);
-    if !is_scheme(scheme) {
-        return Target::Refused;
-    }
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" | "https" => host_of(rest),
-        "mailto" if !rest.contains('?') => Target::Mail,
+}
+
+/// The target of a parsed URL: a host for `http`/`https`, `Mail` for `mailto:` without a
+/// query (a query can fill in a body), `Refused` for any other scheme.
+fn scheme_target(url: &Url) -> Target {
+    match url.scheme() {
+        "http" | "https" => url.host().and_then(host_key).map_or(Target::Refused, Target::Host),
+        "mailto" if url.query().is_none() => Target::Mail,
         _ => Target::Refused,
     }
 }
 
-/// A URL scheme: an ASCII letter, then letters, digits, `+`, `-` or `.`.
-pub(super) fn is_scheme(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-}
-
-/// The host of `rest`, the part of a URL after `scheme:` or `//`. Extra slashes are
-/// skipped as browsers do; the host is what follows the last `@` of the authority.
-pub(super) fn host_of(rest: &str) -> Target {
-    let rest = rest.trim_start_matches('/');
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let (host, port) = match host_port.strip_prefix('[') {
-        Some(inner) => match inner.split_once(']') {
-            Some((host, port)) => (host, port),
-            None => return Target::Refused,
-        },
-        None => host_port.split_at(host_port.find(':').unwrap_or(host_port.len())),
-    };
-    let port_ok = port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
-    match normalize_host(host) {
-        Some(host) if port_ok => Target::Host(host),
-        _ => Target::Refused,
-    }
-}
-
-/// Lowercases a host, strips IPv6 brackets and one trailing dot, and refuses anything
-/// with characters a plain host name or IP address does not have (`%`, non-ASCII, …).
-pub(super) fn normalize_host(host: &str) -> Option<String> {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
-    let valid = if host.contains(':') {
-        host.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+/// Normalises an allowlist entry the way a URL's host is: `Bücher.Example.` and
+/// `xn--bcher-kva.example` are one host. An IPv6 address may be written with or without
+/// brackets. `None` for an entry that is not a host.
+fn normalize_host(entry: &str) -> Option<String> {
+    let bracketed;
+    let entry = if entry.contains(':') && !entry.starts_with('[') {
+        bracketed = format!("[{entry}]");
+        &bracketed
     } else {
-        host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        entry
     };
-    (valid && !host.is_empty() && !host.starts_with('.')).then_some(host)
+    Host::parse(entry).ok().and_then(host_key)
+}
+
+/// The form hosts are compared in. One trailing dot is dropped (`example.com.` is the same
+/// name); a name that starts with a dot or is empty is no host.
+fn host_key<S: AsRef<str>>(host: Host<S>) -> Option<String> {
+    match host {
+        Host::Domain(name) => {
+            let name = name.as_ref();
+            let name = name.strip_suffix('.').unwrap_or(name);
+            (!name.is_empty() && !name.starts_with('.')).then(|| name.to_string())
+        }
+        Host::Ipv4(address) => Some(address.to_string()),
+        Host::Ipv6(address) => Some(address.to_string()),
+    }
 }
