@@ -1,41 +1,41 @@
-//! Per-principal rate limiting: a token bucket of `serve.rate_per_minute`, refilled evenly.
-//! (Body size, timeouts and global concurrency with load shedding are tower layers in `app`.)
+//! Per-principal rate limiting: `serve.rate_per_minute` requests a minute (also the burst),
+//! refilled evenly, each principal on its own, on `governor`'s keyed limiter (GCRA, which
+//! admits what a token bucket of that size admits). (Body size, timeouts and global
+//! concurrency with load shedding are tower layers in `serve::app`.)
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::num::NonZeroU32;
 
-/// The buckets.
-pub struct RateLimiter {
-    /// Requests per minute, which is also the burst.
-    per_minute: f64,
-    /// Tokens left and when they were counted, by principal.
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::HashMapStateStore;
+use governor::{Quota, RateLimiter as Gcra};
+
+/// The limits of each principal.
+pub struct RateLimiter<C: Clock = DefaultClock> {
+    limiter: Gcra<String, HashMapStateStore<String>, C, NoOpMiddleware<C::Instant>>,
 }
 
 impl RateLimiter {
-    /// `per_minute` requests a minute for each principal.
+    /// `per_minute` requests a minute for each principal (at least 1).
     pub fn new(per_minute: u32) -> RateLimiter {
-        RateLimiter { per_minute: f64::from(per_minute.max(1)), buckets: Mutex::new(HashMap::new()) }
+        RateLimiter::with_clock(per_minute, DefaultClock::default())
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    /// The same, timed by `clock` (a test's fake one).
+    fn with_clock(per_minute: u32, clock: C) -> RateLimiter<C> {
+        let quota = Quota::per_minute(NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN));
+        RateLimiter { limiter: Gcra::hashmap_with_clock(quota, clock) }
     }
 
-    /// Takes one request from `principal`'s bucket, or says how many seconds to wait.
+    /// Takes one request from `principal`'s share, or says how many whole seconds to wait
+    /// (at least 1), for a Retry-After.
     pub fn check(&self, principal: &str) -> Result<(), u64> {
-        self.check_at(principal, Instant::now())
-    }
-
-    fn check_at(&self, principal: &str, now: Instant) -> Result<(), u64> {
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let (tokens, at) = buckets.entry(principal.to_string()).or_insert((self.per_minute, now));
-        let refill = now.saturating_duration_since(*at).as_secs_f64() * self.per_minute / 60.0;
-        *tokens = (*tokens + refill).min(self.per_minute);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - *tokens) * 60.0 / self.per_minute).ceil().max(1.0) as u64)
-        }
+        self.limiter.check_key(&principal.to_string()).map_err(|not_until| {
+            let wait = not_until.wait_time_from(self.limiter.clock().now());
+            wait.as_secs_f64().ceil().max(1.0) as u64
+        })
     }
 }
 
@@ -43,19 +43,31 @@ impl RateLimiter {
 mod tests {
     use std::time::Duration;
 
+    use governor::clock::FakeRelativeClock;
+
     use super::*;
 
     #[test]
     fn a_principal_gets_its_burst_then_waits_and_others_are_unaffected() {
-        let limiter = RateLimiter::new(3);
-        let t0 = Instant::now();
+        let clock = FakeRelativeClock::default();
+        let limiter = RateLimiter::with_clock(3, clock.clone());
         for _ in 0..3 {
-            assert!(limiter.check_at("ana", t0).is_ok());
+            assert!(limiter.check("ana").is_ok());
         }
-        let wait = limiter.check_at("ana", t0).expect_err("over the limit");
-        assert_eq!(wait, 20, "one token comes back every 20 s at 3 a minute");
-        assert!(limiter.check_at("bo", t0).is_ok(), "buckets are per principal");
-        assert!(limiter.check_at("ana", t0 + Duration::from_secs(20)).is_ok(), "refilled");
-        assert!(limiter.check_at("ana", t0 + Duration::from_secs(20)).is_err());
+        let wait = limiter.check("ana").expect_err("over the limit");
+        assert_eq!(wait, 20, "one request comes back every 20 s at 3 a minute");
+        assert!(limiter.check("bo").is_ok(), "limits are per principal");
+        clock.advance(Duration::from_secs(19));
+        assert_eq!(limiter.check("ana"), Err(1), "a second left, said as one whole second");
+        clock.advance(Duration::from_secs(1));
+        assert!(limiter.check("ana").is_ok(), "refilled");
+        assert!(limiter.check("ana").is_err());
+    }
+
+    #[test]
+    fn a_limit_of_zero_is_read_as_one() {
+        let limiter = RateLimiter::with_clock(0, FakeRelativeClock::default());
+        assert!(limiter.check("ana").is_ok());
+        assert_eq!(limiter.check("ana"), Err(60));
     }
 }
