@@ -477,6 +477,21 @@ impl Config {
 }
 
 #[cfg(test)]
+impl SessionConfig {
+    /// The defaults' session settings with `log_url`, for tests here and in `session`.
+    pub(crate) fn sample(log_url: &str) -> SessionConfig {
+        SessionConfig {
+            log_path: ".docs-agent/sessions.db".into(),
+            log_url: log_url.into(),
+            lease_secs: 15,
+            approval_ttl_secs: 3600,
+            context_budget_tokens: None,
+            compact_at: 0.75,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::SessionConfig;
 
@@ -484,14 +499,7 @@ mod tests {
     /// hold a password: only whether it is set.
     #[test]
     fn the_session_settings_are_never_shown_with_their_url() {
-        let session = |log_url: &str| SessionConfig {
-            log_path: ".docs-agent/sessions.db".into(),
-            log_url: log_url.into(),
-            lease_secs: 15,
-            approval_ttl_secs: 3600,
-            context_budget_tokens: None,
-            compact_at: 0.75,
-        };
+        let session = SessionConfig::sample;
         let shown = format!("{:?}", session("postgres://agent:pw-9f8e7d@db:5432/s"));
         assert!(
             shown.contains("log_url: \"(set)\"") && !shown.contains("pw-9f8e7d") && !shown.contains("db:5432"),

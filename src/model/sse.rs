@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::MAX_STREAMED_CALLS as MAX_CALLS;
 use super::reply_error::ReplyError;
 use super::{Reply, ToolCall, Usage};
 
@@ -27,8 +28,6 @@ pub struct Stream {
     /// True once a chunk gave a `finish_reason`: the reply is complete even without `[DONE]`.
     finished: bool,
 }
-
-use super::MAX_STREAMED_CALLS as MAX_CALLS;
 
 /// Characters of a server's error kept in the message.
 const ERROR_CHARS: usize = 300;

@@ -193,26 +193,16 @@ fn a_session_id_is_checked_and_a_bad_one_told_clipped() {
     assert!(long.len() < 250, "the bad id is clipped: {long}");
 }
 
-fn session_settings(log_url: &str) -> crate::config::SessionConfig {
-    crate::config::SessionConfig {
-        log_path: ".docs-agent/sessions.db".into(),
-        log_url: log_url.into(),
-        lease_secs: 15,
-        approval_ttl_secs: 3600,
-        context_budget_tokens: None,
-        compact_at: 0.75,
-    }
-}
-
 /// Unset, `log_url` leaves the shown configuration (and so the sessions' fingerprints) as it
 /// was; set, it is shown without its password.
 #[test]
 fn the_session_config_is_shown_as_before_and_never_with_a_password() {
     assert_eq!(
-        format!("{:?}", super::Shown(&session_settings(""))),
+        format!("{:?}", super::Shown(&crate::config::SessionConfig::sample(""))),
         "SessionConfig { log_path: \".docs-agent/sessions.db\", approval_ttl_secs: 3600, \
              context_budget_tokens: 8192, compact_at: 0.75 }"
     );
-    let shown = format!("{:?}", super::Shown(&session_settings("postgres://agent:pw-9f8e7d@db:5432/s")));
+    let shown =
+        format!("{:?}", super::Shown(&crate::config::SessionConfig::sample("postgres://agent:pw-9f8e7d@db:5432/s")));
     assert!(shown.contains("postgres://agent@db:5432/s") && !shown.contains("pw-9f8e7d"), "{shown}");
 }
