@@ -18,13 +18,16 @@ use serde::Serialize;
 
 use super::links::Allowlist;
 
-/// One node of a rendered answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One node of a rendered answer; `t` is its kind. (In the API: an answer's `answer_nodes`,
+/// and the `nodes` of an `answer` event.)
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "t", rename_all = "snake_case")]
+#[schema(no_recursion)]
 pub enum Node {
     /// A heading, level 1 to 6.
     Heading {
         /// Its level.
+        #[schema(minimum = 1, maximum = 6)]
         level: u8,
         /// Its text.
         children: Vec<Node>,

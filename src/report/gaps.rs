@@ -14,7 +14,7 @@ use crate::session::event::Event;
 use crate::session::store::{Log, LogError, Stored};
 
 /// Why a question is a gap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Every search of its turn found nothing.
@@ -40,7 +40,7 @@ impl Reason {
 }
 
 /// One unanswered question, as asked.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Asked {
     /// The question.
     pub question: String,
@@ -55,11 +55,12 @@ pub struct Asked {
     pub comment: String,
     /// The sections its searches found, best first (`path#anchor`).
     #[serde(skip)]
+    #[schema(ignore)]
     pub found: Vec<String>,
 }
 
 /// Questions that ask the same thing, counted.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Gap {
     /// The question as first asked: the group's name.
     pub question: String,
@@ -76,7 +77,7 @@ pub struct Gap {
 }
 
 /// A section a gap's searches found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Closest {
     /// `path#anchor`.
     pub section: String,
@@ -106,6 +107,24 @@ const LISTED: usize = 20;
 /// The report as JSON: the window, the totals and the first `limit` gaps, each with its latest
 /// [`LISTED`] askings.
 pub fn json(found: &[Gap], days: u64, limit: usize) -> serde_json::Value {
+    serde_json::to_value(summary(found, days, limit)).unwrap_or_default()
+}
+
+/// The report a client reads (`GET /v1/reports/gaps`, `report gaps --json`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Report {
+    /// The window: questions of the last `days` days.
+    pub days: u64,
+    /// Unanswered questions in it, every time asked.
+    pub questions: usize,
+    /// Gaps: groups of questions that ask the same thing.
+    pub groups: usize,
+    /// The first `limit` gaps, most asked first, each with its latest askings.
+    pub gaps: Vec<Gap>,
+}
+
+/// The window, the totals and the first `limit` gaps, each with its latest [`LISTED`] askings.
+pub fn summary(found: &[Gap], days: u64, limit: usize) -> Report {
     let gaps: Vec<Gap> = found
         .iter()
         .take(limit)
@@ -116,12 +135,7 @@ pub fn json(found: &[Gap], days: u64, limit: usize) -> serde_json::Value {
             gap
         })
         .collect();
-    serde_json::json!({
-        "days": days,
-        "questions": found.iter().map(|g| g.count).sum::<usize>(),
-        "groups": found.len(),
-        "gaps": gaps,
-    })
+    Report { days, questions: found.iter().map(|g| g.count).sum::<usize>(), groups: found.len(), gaps }
 }
 
 /// The unanswered questions of one session.

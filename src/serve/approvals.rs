@@ -8,13 +8,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::{ApiError, respond};
+use super::error::{ApiError, ErrorBody, respond};
 use super::turns::{self, Start};
 use super::waiting::{self, pending};
 use crate::config::Role;
@@ -23,14 +22,44 @@ use crate::session::state::{self};
 use crate::session::turn::Verdict;
 
 /// `GET /v1/approvals` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only `pending` is kept: decided writes are in each session's events.
+    #[param(value_type = Option<Listed>)]
     pub state: Option<String>,
+}
+
+/// The writes `GET /v1/approvals` can list (for the OpenAPI document).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Listed {
+    /// Those that wait for a decision.
+    Pending,
+}
+
+/// What `GET /v1/approvals` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Approvals {
+    /// The writes that wait, each with the conversation it came from.
+    approvals: Vec<waiting::Pending>,
 }
 
 /// `GET /v1/approvals?state=pending` (approvers): the writes asked within the approval TTL
 /// that still wait; one past it is expired at once (`expiry`) and never listed.
+#[utoipa::path(
+    get,
+    path = "/v1/approvals",
+    operation_id = "list_approvals",
+    summary = "Writes waiting for a decision (approve role)",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "pending approvals", body = Approvals),
+        (status = 400, description = "state is not pending (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -54,16 +83,17 @@ pub async fn list(
                 out.extend(pending(&state, &id, &events));
             }
         }
-        Ok(json!({"approvals": out}))
+        Ok(Approvals { approvals: out })
     });
     respond(result, StatusCode::OK)
 }
 
 /// `POST /v1/approvals/{id}` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecideBody {
     /// `once`, `session` or `deny`.
+    #[schema(value_type = Decision)]
     pub decision: String,
     /// For `session`: the folder later writes may go to (default: the requested file's).
     pub prefix: Option<String>,
@@ -71,8 +101,47 @@ pub struct DecideBody {
     pub reason: Option<String>,
 }
 
+/// The decisions `POST /v1/approvals/{id}` takes (`verdict` reads them; this names them in the
+/// OpenAPI document).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Decision {
+    /// Allow this write.
+    Once,
+    /// Allow writes under a folder for the rest of the session.
+    Session,
+    /// Refuse it; the model is told `reason`.
+    Deny,
+}
+
+/// What `POST /v1/approvals/{id}` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Decided {
+    /// The pending write decided.
+    approval_id: String,
+    /// Its session, whose turn goes on.
+    session_id: String,
+    /// `granted` or `denied`.
+    decision: &'static str,
+}
+
 /// `POST /v1/approvals/{id}`: records the decision, then the session's turn goes on in its own
 /// task, under the same session lock (nothing can slip in between).
+#[utoipa::path(
+    post,
+    path = "/v1/approvals/{id}",
+    summary = "Decide a pending write (approve role; not in your own session unless allowed); the turn then goes on",
+    params(("id" = String, Path, description = "the pending write: `{session}.{call}`")),
+    request_body = DecideBody,
+    responses(
+        (status = 200, description = "recorded", body = Decided),
+        (status = 400, description = "bad request: the body, or a decision or prefix not taken", body = ErrorBody),
+        (status = 403, description = "missing role, or the approver's own session (forbidden)", body = ErrorBody),
+        (status = 404, description = "no such pending approval (not_found)", body = ErrorBody),
+        (status = 409, description = "expired, already decided, or the session is busy", body = ErrorBody),
+    )
+)]
 pub async fn decide(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -117,7 +186,7 @@ pub async fn decide(
     );
     match recorded.await {
         Ok(Ok(outcome)) => {
-            (StatusCode::OK, Json(json!({"approval_id": approval, "session_id": session, "decision": outcome})))
+            (StatusCode::OK, Json(Decided { approval_id: approval, session_id: session, decision: outcome }))
                 .into_response()
         }
         Ok(Err(e)) => e.into_response(),

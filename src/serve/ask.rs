@@ -7,12 +7,12 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::{Extension, Json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::{ApiError, respond};
+use super::error::{ApiError, ErrorBody, respond};
 use crate::agent::Stop;
 use crate::config::Role;
 use crate::guard;
@@ -22,7 +22,7 @@ use crate::service::answer::{answer, checked_question, count_usage};
 const MAX_K: usize = 50;
 
 /// `POST /v1/ask` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskBody {
     /// The question.
@@ -32,7 +32,42 @@ pub struct AskBody {
 /// A citation in an answer: path, anchor, heading and whether the run retrieved it.
 pub use crate::session::verify::Citation;
 
+/// What `POST /v1/ask` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Answer {
+    /// The answer, when the turn answered (guarded like every answer).
+    answer: Option<String>,
+    /// Why it did not answer, when it did not.
+    message: Option<String>,
+    /// Why the turn stopped.
+    stop: Stop,
+    /// The answer's citations, each verified when the turn retrieved its section.
+    citations: Vec<Citation>,
+    /// The ephemeral session (not stored).
+    session_id: String,
+    /// Always false: nothing is stored.
+    stored: bool,
+    /// The model server was unavailable: a retrieval-only answer.
+    degraded: bool,
+    /// Tokens the turn's model calls used.
+    usage: crate::service::answer::Usage,
+}
+
 /// `POST /v1/ask`
+#[utoipa::path(
+    post,
+    path = "/v1/ask",
+    summary = "One question, answered in an ephemeral session (nothing stored; writes are refused)",
+    request_body = AskBody,
+    responses(
+        (status = 200, description = "the answer", body = Answer),
+        (status = 400, description = "bad request: the body, or a question of 0 or too many characters", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already; or budget_exhausted", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+        (status = 502, description = "the model server failed (model_error)", body = ErrorBody),
+    )
+)]
 pub async fn ask(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -44,31 +79,69 @@ pub async fn ask(
         let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
         let (run, degraded) = answer(&state, &principal.name, question, None).await?;
         let used = count_usage(&state, &run, &principal.name);
-        Ok(json!({
-            "answer": if run.stop == Stop::Answered { Some(&run.answer) } else { None },
-            "message": if run.stop == Stop::Answered { None } else { Some(&run.answer) },
-            "stop": run.stop.as_str(),
-            "citations": &run.citations,
-            "session_id": run.session,
-            "stored": false,
-            "degraded": degraded,
-            "usage": used,
-        }))
+        let answered = run.stop == Stop::Answered;
+        Ok(Answer {
+            answer: answered.then(|| run.answer.clone()),
+            message: (!answered).then(|| run.answer.clone()),
+            stop: run.stop,
+            citations: run.citations.clone(),
+            session_id: run.session.clone(),
+            stored: false,
+            degraded,
+            usage: used,
+        })
     }
     .await;
     respond(result, StatusCode::OK)
 }
 
 /// `GET /v1/search` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// The words.
     pub q: String,
-    /// How many sections (default `index.top_k`).
+    /// How many sections (default `index.top_k`; more than 50 is 50).
+    #[param(minimum = 1, maximum = 50)]
     pub k: Option<usize>,
 }
 
+/// What `GET /v1/search` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Hits {
+    /// The best sections, best first.
+    hits: Vec<Hit>,
+}
+
+/// A section search found.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Hit {
+    /// `docs/...md`
+    path: String,
+    /// The section's anchor.
+    anchor: String,
+    /// The section's heading.
+    heading: String,
+    /// Its first and last line in the file.
+    lines: [usize; 2],
+    /// BM25 score, higher is better.
+    score: f64,
+    /// The words that matched, in context.
+    excerpt: String,
+}
+
 /// `GET /v1/search?q=...&k=...`
+#[utoipa::path(
+    get,
+    path = "/v1/search",
+    summary = "Retrieval only: the best sections",
+    params(SearchQuery),
+    responses(
+        (status = 200, description = "hits", body = Hits),
+        (status = 400, description = "no q (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden), or refused_by_rule: the operator's [hooks] rules refuse this search or read here (a deny, or an ask: nobody approves an HTTP read), the message naming the rule", body = ErrorBody),
+    )
+)]
 pub async fn search(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -83,14 +156,18 @@ pub async fn search(
         refused_by_rule(hooks, crate::tools::Tool::SearchDocs, &json!({"query": query.q}))?;
         let hits = state.harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
         let shown = |text: &str| shown(hooks, text);
-        let hits: Vec<_> = hits
+        let hits = hits
             .iter()
-            .map(|h| {
-                json!({"path": shown(&h.path), "anchor": shown(&h.anchor), "heading": shown(&h.heading),
-                       "lines": [h.lines.0, h.lines.1], "score": h.score, "excerpt": shown(&h.excerpt)})
+            .map(|h| Hit {
+                path: shown(&h.path),
+                anchor: shown(&h.anchor),
+                heading: shown(&h.heading),
+                lines: [h.lines.0, h.lines.1],
+                score: h.score,
+                excerpt: shown(&h.excerpt),
             })
             .collect();
-        Ok::<_, ApiError>(json!({"hits": hits}))
+        Ok::<_, ApiError>(Hits { hits })
     });
     respond(result, StatusCode::OK)
 }
@@ -114,7 +191,8 @@ fn refused_by_rule(hooks: &crate::hooks::Hooks, tool: crate::tools::Tool, argume
 }
 
 /// `GET /v1/sections` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SectionQuery {
     /// `docs/...md`
     pub path: String,
@@ -127,16 +205,48 @@ pub struct SectionQuery {
     pub seq: Option<u64>,
 }
 
+/// What `GET /v1/sections` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Section {
+    /// `docs/...md`
+    path: String,
+    /// The section's anchor.
+    anchor: String,
+    /// The section's heading.
+    heading: String,
+    /// Its first and last line in the file.
+    lines: [usize; 2],
+    /// The section's text (scrubbed, and redacted as the operator's rules say).
+    text: String,
+    /// With session and seq: the lines of `text` (from 0) the answer draws on, for
+    /// highlighting; a heuristic for the eye, not a check.
+    cited_lines: Option<Vec<usize>>,
+    /// The index generation the section was read from: the one search reads.
+    generation: i64,
+}
+
 /// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
 /// an answer points to), from the index generation searched now. Only docs/ is readable here,
 /// through the same policy as `read_file`. With `&session=ID&seq=SEQ` (an answer of the
 /// caller's), `cited_lines` lists the lines of `text` (from 0) that answer draws on.
+#[utoipa::path(
+    get,
+    path = "/v1/sections",
+    summary = "The section a citation points to, as text (docs/ only), from the index generation searched now",
+    params(SectionQuery),
+    responses(
+        (status = 200, description = "the section", body = Section),
+        (status = 400, description = "session without seq, or seq not an answer (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden), or refused_by_rule: the operator's [hooks] rules refuse this search or read here (a deny, or an ask: nobody approves an HTTP read), the message naming the rule", body = ErrorBody),
+        (status = 404, description = "no such section, or a session not yours (not_found)", body = ErrorBody),
+    )
+)]
 pub async fn section(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
     query: Result<Query<SectionQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let result = crate::runtime::blocking(|| -> Result<Value, ApiError> {
+    let result = crate::runtime::blocking(|| -> Result<Section, ApiError> {
         principal.require(Role::Ask).map_err(ApiError::from)?;
         let Query(query) = query.map_err(|e| {
             ApiError::bad_request(format!(
@@ -172,15 +282,15 @@ pub async fn section(
             (None, None) => None,
             _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
         };
-        Ok(json!({
-            "path": shown(&query.path),
-            "anchor": shown(&section.anchor),
-            "heading": shown(&section.heading),
-            "lines": [section.lines.0, section.lines.1],
-            "text": text,
-            "cited_lines": cited,
-            "generation": index.version.generation,
-        }))
+        Ok(Section {
+            path: shown(&query.path),
+            anchor: shown(&section.anchor),
+            heading: shown(&section.heading),
+            lines: [section.lines.0, section.lines.1],
+            text,
+            cited_lines: cited,
+            generation: index.version.generation,
+        })
     });
     respond(result, StatusCode::OK)
 }

@@ -81,17 +81,43 @@ pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Op
     state.tokens.find(bearer_token(value)?)
 }
 
+/// What `GET /v1/me` answers.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Me {
+    /// The principal the token belongs to.
+    principal: String,
+    /// What it may do.
+    may: May,
+}
+
+/// A principal's roles, as a client asks about them.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct May {
+    /// Ask questions and hold sessions.
+    ask: bool,
+    /// Decide pending writes.
+    approve: bool,
+    /// Metrics, the gaps report, closing anyone's session.
+    admin: bool,
+}
+
 /// `GET /v1/me`: who the token belongs to and what it may do, so a client shows only what the
 /// caller can use (the page's approvals and docs-gaps views).
+#[utoipa::path(
+    get,
+    path = "/v1/me",
+    summary = "Who the token belongs to and what it may do (a client shows only what the caller can use)",
+    responses((status = 200, description = "the caller", body = Me))
+)]
 pub async fn me(axum::Extension(principal): axum::Extension<Principal>) -> Response {
-    axum::Json(serde_json::json!({
-        "principal": principal.name,
-        "may": {
-            "ask": principal.may(Role::Ask),
-            "approve": principal.may(Role::Approve),
-            "admin": principal.may(Role::Admin),
+    axum::Json(Me {
+        may: May {
+            ask: principal.may(Role::Ask),
+            approve: principal.may(Role::Approve),
+            admin: principal.may(Role::Admin),
         },
-    }))
+        principal: principal.name,
+    })
     .into_response()
 }
 

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use crate::agent::{Exchange, Stop};
 use crate::config::Role;
 
@@ -27,8 +27,11 @@ use crate::config::Role;
 pub const MODEL_NAME: &str = "docs-agent";
 
 /// The request (fields a front end may send that docs-agent does not use are accepted and ignored).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatRequest {
+    /// The model asked for: any name is answered by docs-agent.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The conversation.
     pub messages: Vec<ChatMessage>,
     /// Stream the answer.
@@ -37,7 +40,7 @@ pub struct ChatRequest {
 }
 
 /// One message.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatMessage {
     /// `system`, `user`, `assistant`, `tool`.
     pub role: String,
@@ -59,6 +62,15 @@ impl ChatMessage {
 }
 
 /// `GET /v1/models`
+#[utoipa::path(
+    get,
+    path = "/v1/models",
+    summary = "OpenAI-compatible model list (docs-agent)",
+    responses(
+        (status = 200, description = "the list: one model, docs-agent", body = Object),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
 pub async fn models(Extension(principal): Extension<Principal>) -> Response {
     if let Err(e) = principal.require(Role::Ask) {
         return e.into_response();
@@ -68,6 +80,23 @@ pub async fn models(Extension(principal): Extension<Principal>) -> Response {
 }
 
 /// `POST /v1/chat/completions`
+#[utoipa::path(
+    post,
+    path = "/v1/chat/completions",
+    summary = "OpenAI-compatible chat completion: the last user message is answered like /v1/ask (set \"stream\": true for chat.completion.chunk events and [DONE])",
+    request_body = ChatRequest,
+    responses(
+        (status = 200, description = "a chat.completion, or a text/event-stream of chunks", content(
+            (Object = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 400, description = "no user message, or one too long (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already (Retry-After)", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+        (status = 502, description = "the model server failed (model_error)", body = ErrorBody),
+    )
+)]
 pub async fn completions(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,

@@ -3,9 +3,33 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::session::store::LogError;
+
+/// The body of every error the API answers: `{"error": {"code", "message"}}` (named `Error` in
+/// the OpenAPI document).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// An error's code and message.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, for a client to branch on: unauthorized, forbidden, not_found, bad_request,
+    /// rate_limited, overloaded, timeout, too_many_sessions, too_many_open_sessions,
+    /// too_many_starts, too_many_turns, too_many_followers, session_busy, session_closed,
+    /// awaiting_approval, turn_in_progress, not_running, not_pending, expired, refused_by_rule,
+    /// model_error, model_unavailable, method_not_allowed, nothing_to_resume, too_large,
+    /// storage_error, corrupt_log, internal, budget_exhausted (429: the session's token or cost
+    /// budget is spent).
+    pub code: &'static str,
+    /// For the person reading it (scrubbed).
+    pub message: String,
+}
 
 /// An API error.
 #[derive(Debug, Clone)]
@@ -64,7 +88,7 @@ impl ApiError {
 }
 
 /// A handler's JSON body with `status`, or its error in the one error shape.
-pub fn respond(result: Result<serde_json::Value, ApiError>, status: StatusCode) -> Response {
+pub fn respond<T: Serialize>(result: Result<T, ApiError>, status: StatusCode) -> Response {
     match result {
         Ok(body) => (status, axum::Json(body)).into_response(),
         Err(e) => e.into_response(),
@@ -73,7 +97,9 @@ pub fn respond(result: Result<serde_json::Value, ApiError>, status: StatusCode) 
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": crate::guard::scrub(&self.message)}});
+        let body = ErrorBody {
+            error: ErrorDetail { code: self.code, message: crate::guard::scrub(&self.message).into_owned() },
+        };
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(secs) = self.retry_after
             && let Ok(value) = HeaderValue::from_str(&secs.to_string())

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::{ApiError, respond};
+use super::error::{ApiError, ErrorBody, respond};
 use crate::config::Role;
 use crate::session::event::Event;
 use crate::session::state;
@@ -26,22 +26,34 @@ const MAX_LIMIT: usize = 100;
 const TITLE_CHARS: usize = 120;
 
 /// `GET /v1/sessions` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// How many sessions, 1 to [`MAX_LIMIT`].
+    /// How many sessions, 1 to 100 (default 30).
+    #[param(minimum = 1, maximum = 100, default = 30)]
     pub limit: Option<usize>,
 }
 
-/// One session in the list.
-#[derive(Debug, Serialize)]
+/// What `GET /v1/sessions` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Sessions {
+    /// The caller's sessions, the most recently active first.
+    sessions: Vec<Summary>,
+}
+
+/// One session in the list (`GET /v1/sessions`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = SessionSummary)]
 pub struct Summary {
     /// The session's id.
     pub id: String,
-    /// Its first question (cut to [`TITLE_CHARS`]), or empty before the first one.
+    /// Its first question, on one line, cut to 120 characters (`TITLE_CHARS`); empty before
+    /// the first one.
     pub title: String,
     /// How many questions it holds.
     pub turns: usize,
     /// `idle`, `in_turn` or `awaiting_approval`.
+    #[schema(value_type = crate::session::state::Status)]
     pub status: &'static str,
     /// When it began (ms since the epoch).
     pub started_ms: u64,
@@ -81,6 +93,19 @@ fn title(question: &str) -> String {
 }
 
 /// `GET /v1/sessions?limit=30`: the caller's sessions, the most recently active first.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions",
+    operation_id = "list_sessions",
+    tag = "sessions",
+    summary = "The caller's own sessions, the most recently active first, each titled by its first question",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "the sessions", body = Sessions),
+        (status = 400, description = "a bad limit (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -108,7 +133,7 @@ pub async fn list(
                 sessions.push(summary);
             }
         }
-        Ok(serde_json::json!({ "sessions": sessions }))
+        Ok(Sessions { sessions })
     });
     respond(result, StatusCode::OK)
 }

@@ -22,6 +22,18 @@ use crate::config::Role;
 use crate::mcp::{DocsServer, Front};
 
 /// `POST /mcp` (and the other methods, which the SDK answers as the protocol says).
+#[utoipa::path(
+    post,
+    path = "/mcp",
+    operation_id = "mcp",
+    summary = "The MCP server over streamable HTTP (stateless, JSON responses): tools search_docs, read_section and ask; the docs' sections as resources (docs-agent://docs/file.md#anchor). Needs the ask role.",
+    request_body(content = Object, description = "A JSON-RPC 2.0 message of the Model Context Protocol"),
+    responses(
+        (status = 200, description = "the JSON-RPC response", body = Object),
+        (status = 202, description = "a notification, accepted"),
+        (status = 403, description = "missing role (forbidden)", body = super::error::ErrorBody),
+    )
+)]
 pub async fn handle(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,

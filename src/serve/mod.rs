@@ -5,7 +5,8 @@
 //!   rate; body size, timeout and load shedding are tower layers here;
 //! - `ask`: one-shot questions and search; `sessions`: durable sessions over HTTP; `turns`:
 //!   running a session's turn in its own task; `approvals`: deciding writes;
-//! - `ops`: health, readiness, metrics, the OpenAPI document; `error`: the one error shape.
+//! - `ops`: health, readiness, metrics, the OpenAPI document; `error`: the one error shape;
+//!   `openapi`: that document, generated from the handlers' `#[utoipa::path]` and their types.
 
 pub mod approvals;
 pub mod ask;
@@ -19,6 +20,7 @@ pub mod fresh;
 pub mod history;
 pub mod mcp;
 pub mod metrics;
+pub mod openapi;
 pub mod ops;
 pub mod owner;
 pub mod page;
@@ -238,7 +240,7 @@ pub fn app(state: Arc<AppState>) -> Router {
     let public = Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/openapi.json", get(ops::openapi));
+        .route("/openapi.json", get(openapi::document));
     page::routes()
         .into_iter()
         .fold(public, |router, (path, route)| router.route(path, route))

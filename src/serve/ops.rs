@@ -1,5 +1,6 @@
 //! Health (`/healthz`: the process answers), readiness (`/readyz`: the index is built and the
-//! model answers; which index generation is searched), metrics (`/metrics`, admin role) and the OpenAPI document.
+//! model answers; which index generation is searched), metrics (`/metrics`, admin role) and the
+//! admin's gaps report.
 
 use std::sync::Arc;
 
@@ -7,24 +8,77 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use crate::config::Role;
 
-/// The OpenAPI document, served as is.
-const OPENAPI: &str = include_str!("openapi.json");
+/// What `/healthz` answers.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok`.
+    status: &'static str,
+}
 
 /// `GET /healthz`
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    summary = "The process answers",
+    security(()),
+    responses((status = 200, description = "alive", body = Health))
+)]
 pub async fn healthz() -> Response {
-    axum::Json(json!({"status": "ok"})).into_response()
+    axum::Json(Health { status: "ok" }).into_response()
+}
+
+/// A ready `/readyz`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Ready {
+    /// `ready`.
+    status: &'static str,
+    /// Sections indexed.
+    sections: usize,
+    /// Files indexed.
+    files: usize,
+    /// The configured model, as its server names it.
+    model: String,
+    /// The index generation searched now.
+    index: ReadyIndex,
+    /// The kernel sandbox's state: for an admin's token only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    sandbox: Option<serde_json::Value>,
+}
+
+/// The index generation `/readyz` reports.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReadyIndex {
+    /// Grows by one with every update that changed what is indexed.
+    generation: i64,
+    /// When that update committed (ms since the epoch).
+    updated_at_ms: i64,
+    /// Whether `docs/` is watched for changes.
+    watching: bool,
 }
 
 /// `GET /readyz`: 200 when the index is built and the model answers, else 503 with the reason.
+///
 /// An admin's token (optional) adds, to a ready answer, what others do not see: the kernel
 /// sandbox's state.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    summary = "The index is built and the model answers",
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "ready: the index generation searched now, when it was made, and whether docs/ is watched", body = Ready),
+        (status = 503, description = "not ready (model_unavailable: the model server is unreachable or lacks the model), or overloaded", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+    )
+)]
 pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let admin = super::auth::principal(&state, &headers).is_some_and(|p| p.roles.contains(&Role::Admin));
     let index = state.harness.index.current();
@@ -54,24 +108,31 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
 
 /// The body of a ready `/readyz`; `admin` adds the sandbox's state.
 fn ready_body(state: &AppState, index: &crate::index::Index, model: &str, admin: bool) -> Response {
-    let mut body = json!({
-        "status": "ready",
-        "sections": index.stats.sections,
-        "files": index.stats.files,
-        "model": model,
-        "index": {
-            "generation": index.version.generation,
-            "updated_at_ms": index.version.updated_at_ms,
-            "watching": state.index_status.counts().watching,
+    let body = Ready {
+        status: "ready",
+        sections: index.stats.sections,
+        files: index.stats.files,
+        model: model.to_string(),
+        index: ReadyIndex {
+            generation: index.version.generation,
+            updated_at_ms: index.version.updated_at_ms,
+            watching: state.index_status.counts().watching,
         },
-    });
-    if admin {
-        body["sandbox"] = state.sandbox.to_json();
-    }
+        sandbox: admin.then(|| state.sandbox.to_json()),
+    };
     axum::Json(body).into_response()
 }
 
 /// `GET /metrics` (admin).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    summary = "Prometheus metrics (admin role)",
+    responses(
+        (status = 200, description = "the Prometheus text format", body = String, content_type = "text/plain; version=0.0.4"),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
 pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
     if let Err(e) = principal.require(Role::Admin) {
         return e.into_response();
@@ -83,23 +144,32 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
-/// `GET /openapi.json`
-pub async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
-}
-
 /// What `GET /v1/reports/gaps` takes.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct GapsQuery {
     /// Questions of the last `days` days (default 30).
+    #[param(minimum = 1, maximum = 3650, default = 30)]
     days: Option<u64>,
     /// At most `limit` groups (default 20).
+    #[param(minimum = 1, maximum = 500, default = 20)]
     limit: Option<usize>,
 }
 
 /// `GET /v1/reports/gaps` (admin): the questions the docs could not answer, grouped, most
 /// asked first, as `docs-agent report gaps --json` prints them.
+#[utoipa::path(
+    get,
+    path = "/v1/reports/gaps",
+    summary = "The questions the docs could not answer (no hits, a retrieval-only answer, rated not helpful), alike ones grouped and counted, most asked first, with the closest sections (admin)",
+    params(GapsQuery),
+    responses(
+        (status = 200, description = "the report", body = crate::report::gaps::Report),
+        (status = 400, description = "days or limit out of range, or an unknown parameter (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
 pub async fn gaps(
     State(state): State<Arc<AppState>>,
     axum::Extension(principal): axum::Extension<super::auth::Principal>,
@@ -115,7 +185,7 @@ pub async fn gaps(
             return Err(super::error::ApiError::bad_request("days must be 1 to 3650, and limit 1 to 500"));
         }
         let found = crate::report::gaps::report(&state.log()?, days)?;
-        Ok(crate::report::gaps::json(&found, days, limit))
+        Ok(crate::report::gaps::summary(&found, days, limit))
     });
     super::error::respond(result, axum::http::StatusCode::OK)
 }

@@ -7,13 +7,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tracing::Instrument;
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::{ApiError, respond};
+use super::error::{ApiError, ErrorBody, respond};
 use super::owner::{existing, owned};
 use super::stream;
 use super::turns::{self, Start};
@@ -25,7 +25,31 @@ const MAX_MESSAGE_CHARS: usize = 8_000;
 /// Most events one `events` call returns.
 const MAX_EVENTS: usize = 1_000;
 
+/// What `POST /v1/sessions` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Created {
+    /// The new session.
+    id: String,
+    /// The model it is pinned to.
+    model: String,
+    /// `idle`.
+    status: &'static str,
+}
+
 /// `POST /v1/sessions`: a new session pinned to the configured model.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions",
+    summary = "A new durable session, owned by the caller",
+    responses(
+        (status = 201, description = "created", body = Created),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 429, description = "too_many_starts: more than serve.sessions_per_minute starts by this principal; too_many_open_sessions: this principal holds serve.max_sessions_per_principal open sessions (close one with DELETE, or wait serve.session_idle_secs); rate_limited", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+        (status = 503, description = "too_many_sessions: serve.max_open_sessions are open; or overloaded", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+    )
+)]
 pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
     let result = crate::runtime::blocking(|| {
         principal.require(Role::Ask).map_err(ApiError::from)?;
@@ -59,12 +83,44 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
         let id = crate::session::new_id()?;
         let model = state.config.llm.model.clone();
         log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
-        Ok(json!({"id": id, "model": model, "status": "idle"}))
+        Ok(Created { id, model, status: "idle" })
     });
     respond(result, StatusCode::CREATED)
 }
 
+/// What `GET /v1/sessions/{id}` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Shown {
+    /// The session.
+    id: String,
+    /// `idle`, `in_turn`, `awaiting_approval` or `closed`.
+    #[schema(value_type = crate::session::state::Status)]
+    status: &'static str,
+    /// The model it is pinned to (none for a session begun before models were pinned).
+    model: Option<String>,
+    /// What its turns used, and what its budget has left.
+    usage: crate::session::budget::Usage,
+    /// How many events its log holds.
+    events: usize,
+    /// The seq of its last event.
+    last_seq: u64,
+    /// The write that waits, when one does.
+    approval: Option<super::waiting::Pending>,
+    /// A turn runs now, on this replica.
+    running: bool,
+}
+
 /// `GET /v1/sessions/{id}`
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{id}",
+    summary = "A session's status, its usage and any write waiting",
+    params(("id" = String, Path, description = "the session")),
+    responses(
+        (status = 200, description = "the session", body = Shown),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -78,16 +134,16 @@ pub async fn show(
         let events = owned(&state.log()?, &id, &principal)?;
         let model = state::pinned_model(&events).unwrap_or(&state.config.llm.model);
         let usage = crate::session::budget::Usage::of(&state.config.budget, model, &events);
-        Ok(json!({
-            "id": id,
-            "status": state::status(&events).as_str(),
-            "model": state::pinned_model(&events),
-            "usage": usage,
-            "events": events.len(),
-            "last_seq": events.last().map_or(0, |s| s.seq),
-            "approval": super::waiting::pending(&state, &id, &events),
-            "running": state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
-        }))
+        Ok(Shown {
+            status: state::status(&events).as_str(),
+            model: state::pinned_model(&events).map(str::to_string),
+            usage,
+            events: events.len(),
+            last_seq: events.last().map_or(0, |s| s.seq),
+            approval: super::waiting::pending(&state, &id, &events),
+            running: state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
+            id: id.clone(),
+        })
     });
     respond(result, StatusCode::OK)
 }
@@ -96,6 +152,18 @@ pub async fn show(
 /// does not exist). Closing is an event in its log: the session takes no more messages, a write
 /// it waited on is no longer pending, and it stops counting against `serve.max_open_sessions`
 /// and its owner's `serve.max_sessions_per_principal`. Closing a closed session changes nothing.
+#[utoipa::path(
+    delete,
+    path = "/v1/sessions/{id}",
+    summary = "Close the session (its owner, or an admin): it takes no more messages (409 session_closed), a write it waited on is no longer pending, and it stops counting as open. Closing a closed session changes nothing",
+    params(("id" = String, Path, description = "the session")),
+    responses(
+        (status = 200, description = "closed", body = Closed),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 409, description = "turn_in_progress: a turn is running; cancel it first", body = ErrorBody),
+    )
+)]
 pub async fn close(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -118,22 +186,51 @@ pub async fn close(
             let _lock = log.lock(&id)?;
             log.append(&id, crate::session::event::Event::SessionClosed { by: principal.name.clone() })?;
         }
-        Ok(json!({"id": id, "status": "closed"}))
+        Ok(Closed { id: id.clone(), status: "closed" })
     });
     respond(result, StatusCode::OK)
 }
 
+/// What `DELETE /v1/sessions/{id}` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Closed {
+    /// The session.
+    id: String,
+    /// `closed`.
+    status: &'static str,
+}
+
 /// `POST /v1/sessions/{id}/messages` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageBody {
-    /// What the person says.
+    /// What the person says (1 to 8,000 characters).
+    #[schema(min_length = 1, max_length = 8000)]
     pub text: String,
 }
 
 /// `POST /v1/sessions/{id}/messages`: runs the turn and answers with its outcome, or, with
 /// `Accept: text/event-stream`, streams it: `tool` steps, guarded `text` deltas, then
 /// `approval_required` or `answer`, and `done` (the outcome) or `error`.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{id}/messages",
+    summary = "Say something; the turn runs to its end. With Accept: text/event-stream it is streamed: tool (a step: tool, args, result, decision), text (guarded deltas, a paragraph at a time), approval_required (the Pending write), answer ({answer, nodes, seq, citations}), done (the outcome) or error",
+    params(("id" = String, Path, description = "the session")),
+    request_body = MessageBody,
+    responses(
+        (status = 200, description = "the turn's outcome, or with Accept: text/event-stream, its events", content(
+            (super::turns::Outcome = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 400, description = "bad request: the body, or text of 0 or more than 8,000 characters", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 409, description = "the session is busy, awaiting approval or mid-turn, or closed (session_closed)", body = ErrorBody),
+        (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already; or budget_exhausted", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+    )
+)]
 pub async fn message(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -197,6 +294,18 @@ pub async fn message(
 }
 
 /// `POST /v1/sessions/{id}/resume`: finishes a turn a crash or a shutdown left unfinished.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{id}/resume",
+    summary = "Finish a turn a crash or a shutdown left unfinished",
+    params(("id" = String, Path, description = "the session")),
+    responses(
+        (status = 200, description = "the turn's outcome", body = super::turns::Outcome),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 409, description = "nothing_to_resume, or a turn is running (turn_in_progress)", body = ErrorBody),
+    )
+)]
 pub async fn resume(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -226,15 +335,51 @@ pub async fn resume(
 }
 
 /// `GET /v1/sessions/{id}/events` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only events after this sequence number (0: all).
     #[serde(default)]
+    #[param(minimum = 0)]
     pub after: u64,
+}
+
+/// What `GET /v1/sessions/{id}/events` answers as JSON.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Events {
+    /// The session.
+    session_id: String,
+    /// At most 1,000 events, each `{seq, at_ms, event}` and the event's fields; an `answer`
+    /// event also carries `nodes` (its Markdown as safe nodes, `Node`) and `citations`
+    /// (checked against what its turn retrieved).
+    #[schema(value_type = Vec<Object>)]
+    events: Vec<serde_json::Value>,
 }
 
 /// `GET /v1/sessions/{id}/events?after=SEQ`: the events a client has not seen yet; with
 /// `Accept: text/event-stream`, followed live from there (`Last-Event-ID` resumes).
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{id}/events",
+    summary = "The session's events after a sequence number; with Accept: text/event-stream, followed live (each event's id is its seq; Last-Event-ID resumes)",
+    params(
+        ("id" = String, Path, description = "the session"),
+        EventsQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "with Accept: text/event-stream: the seq to resume after"),
+    ),
+    responses(
+        (status = 200, description = "the events, or with Accept: text/event-stream, each event as it is appended", content(
+            (Events = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 400, description = "a bad after or Last-Event-ID (bad_request)", body = ErrorBody),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 429, description = "rate limited, or too_many_followers: this principal follows serve.max_followers_per_principal sessions already", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+        (status = 503, description = "too many streams follow sessions (4 × serve.max_concurrent), or overloaded", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
+    )
+)]
 pub async fn events(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -278,13 +423,24 @@ pub async fn events(
             .take(MAX_EVENTS)
             .map(|s| stream::outward(s, &state.config.allowed_link_hosts, &all))
             .collect();
-        Ok(json!({"session_id": id, "events": events}))
+        Ok(Events { session_id: id.clone(), events })
     });
     respond(result, StatusCode::OK)
 }
 
 /// `POST /v1/sessions/{id}/cancel`: interrupts the running turn (202), here or on the replica
 /// that runs it, or 409 if none runs.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{id}/cancel",
+    summary = "Interrupt the running turn (the partial text is kept)",
+    params(("id" = String, Path, description = "the session")),
+    responses(
+        (status = 202, description = "cancelling", body = Cancelling),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 409, description = "no turn running (not_running)", body = ErrorBody),
+    )
+)]
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -295,36 +451,74 @@ pub async fn cancel(
         owned(&log, &id, &principal)?;
         if let Some(canceller) = state.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
             canceller.cancel();
-            return Ok(json!({"session_id": id, "cancelling": true}));
+            return Ok(Cancelling { session_id: id.clone(), cancelling: true });
         }
         // On a shared log, the turn may run on another replica: it is told.
         if log.cancel_elsewhere(&id)? {
-            return Ok(json!({"session_id": id, "cancelling": true}));
+            return Ok(Cancelling { session_id: id.clone(), cancelling: true });
         }
         Err(ApiError::conflict("not_running", format!("session {id} has no turn running")))
     });
     respond(result, StatusCode::ACCEPTED)
 }
 
+/// What `POST /v1/sessions/{id}/cancel` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Cancelling {
+    /// The session.
+    session_id: String,
+    /// Always true: the turn is told to stop.
+    cancelling: bool,
+}
+
 /// Longest feedback comment accepted.
 const MAX_COMMENT_CHARS: usize = 2_000;
 
 /// What `POST /v1/sessions/{id}/feedback` takes.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeedbackBody {
+    /// The seq of the `answer` event rated.
+    #[schema(minimum = 1)]
+    answer_seq: u64,
+    /// Whether it helped.
+    helpful: bool,
+    /// What the person says about it (at most 2,000 characters).
+    #[serde(default)]
+    #[schema(max_length = 2000)]
+    comment: String,
+}
+
+/// What `POST /v1/sessions/{id}/feedback` answers.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Rated {
+    /// The session.
+    session_id: String,
+    /// The seq of the `feedback` event.
+    seq: u64,
     /// The seq of the `answer` event rated.
     answer_seq: u64,
     /// Whether it helped.
     helpful: bool,
-    /// What the person says about it.
-    #[serde(default)]
-    comment: String,
 }
 
 /// `POST /v1/sessions/{id}/feedback`: the owner rates an answer of the session, recorded as a
 /// `feedback` event (the last rating of an answer counts). `report gaps` lists the answers rated
 /// not helpful.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{id}/feedback",
+    summary = "Rate an answer of the session: helpful or not, with an optional comment (a `feedback` event; `report gaps` lists answers rated not helpful)",
+    params(("id" = String, Path, description = "the session")),
+    request_body = FeedbackBody,
+    responses(
+        (status = 201, description = "recorded", body = Rated),
+        (status = 400, description = "bad request: the body, a comment too long, or answer_seq not an answer of the session", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
+        (status = 409, description = "a turn is running (turn_in_progress)", body = ErrorBody),
+    )
+)]
 pub async fn feedback(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
@@ -353,7 +547,7 @@ pub async fn feedback(
         let event =
             crate::session::event::Event::Feedback { answer_seq: body.answer_seq, helpful: body.helpful, comment };
         let seq = log.append(&id, event)?;
-        Ok(json!({"session_id": id, "seq": seq, "answer_seq": body.answer_seq, "helpful": body.helpful}))
+        Ok(Rated { session_id: id.clone(), seq, answer_seq: body.answer_seq, helpful: body.helpful })
     });
     respond(result, StatusCode::CREATED)
 }

@@ -46,13 +46,12 @@ pub enum Start {
 }
 
 /// How a turn ended, as the API reports it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Outcome {
     /// The session.
     pub session_id: String,
-    /// `answered`, `step_limit`, `time_limit`, `model_error`, `cancelled`, `budget`, `awaiting_approval`,
-    /// `idle`.
-    pub stop: String,
+    /// Why the turn stopped.
+    pub stop: TurnStop,
     /// The answer, when there is one (guarded like every answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
@@ -67,6 +66,7 @@ pub struct Outcome {
     pub citations: Vec<crate::session::verify::Citation>,
     /// What went wrong or why it stopped (scrubbed: it can quote a model server).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
     pub message: Option<crate::guard::Scrubbed>,
     /// The write that waits, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,6 +75,42 @@ pub struct Outcome {
     pub degraded: bool,
     /// Tokens the turn's model calls used.
     pub usage: Usage,
+}
+
+/// Why a turn over HTTP stopped: a stop reason of the log (`StopReason`), or it waits for a
+/// decision, or there was nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStop {
+    /// The model answered.
+    Answered,
+    /// The step limit was hit.
+    StepLimit,
+    /// The time limit was hit.
+    TimeLimit,
+    /// The model server failed.
+    ModelError,
+    /// A person cancelled the turn.
+    Cancelled,
+    /// The question's or the session's budget (tokens or cost) was spent.
+    Budget,
+    /// A write waits for a decision (`approval`).
+    AwaitingApproval,
+    /// Nothing to do: the session was idle.
+    Idle,
+}
+
+impl From<StopReason> for TurnStop {
+    fn from(reason: StopReason) -> TurnStop {
+        match reason {
+            StopReason::Answered => TurnStop::Answered,
+            StopReason::StepLimit => TurnStop::StepLimit,
+            StopReason::TimeLimit => TurnStop::TimeLimit,
+            StopReason::ModelError => TurnStop::ModelError,
+            StopReason::Cancelled => TurnStop::Cancelled,
+            StopReason::Budget => TurnStop::Budget,
+        }
+    }
 }
 
 /// Where a streamed turn's live events go.
@@ -261,7 +297,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     state.metrics.tokens(&model.name(), &owner, usage.prompt_tokens, usage.completion_tokens);
     let mut outcome = Outcome {
         session_id: id.clone(),
-        stop: String::new(),
+        stop: TurnStop::Idle,
         answer: None,
         answer_nodes: None,
         answer_seq: None,
@@ -273,7 +309,7 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     };
     match end {
         Ok(TurnEnd::Answered { answer, citations, .. }) => {
-            outcome.stop = StopReason::Answered.as_str().into();
+            outcome.stop = TurnStop::Answered;
             outcome.answer_seq =
                 turn_events.iter().rev().find(|s| matches!(s.event, Event::Answer { .. })).map(|s| s.seq);
             outcome.citations = citations;
@@ -281,19 +317,19 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
             outcome.answer = Some(answer);
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => {
-            outcome.stop = reason.as_str().into();
+            outcome.stop = reason.into();
             outcome.message = Some(crate::guard::Scrubbed::new(&message));
         }
         Ok(TurnEnd::AwaitingApproval { .. }) => {
-            outcome.stop = Status::AwaitingApproval.as_str().into();
+            outcome.stop = TurnStop::AwaitingApproval;
             let events = log.events_after(&id, 0)?;
             // It expires on time, whether or not anyone looks.
             super::waiting::schedule(&state, &id, &events);
             outcome.approval = super::waiting::pending(&state, &id, &events);
         }
-        Ok(TurnEnd::Idle) => outcome.stop = Status::Idle.as_str().into(),
+        Ok(TurnEnd::Idle) => outcome.stop = TurnStop::Idle,
         Err(TurnError::Model(e)) => {
-            outcome.stop = StopReason::ModelError.as_str().into();
+            outcome.stop = TurnStop::ModelError;
             outcome.message = Some(crate::guard::Scrubbed::new(&e.to_string()));
         }
         Err(TurnError::Log(e)) => return Err(e.into()),
@@ -352,6 +388,30 @@ impl Listener<'_> {
     fn send_text(&self, piece: Option<String>) {
         if let (Some(live), Some(piece)) = (self.live, piece) {
             let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API's stop words are the ones the log and the CLI use.
+    #[test]
+    fn a_turn_stop_is_written_as_its_reason_or_status() {
+        let reasons = [
+            StopReason::Answered,
+            StopReason::StepLimit,
+            StopReason::TimeLimit,
+            StopReason::ModelError,
+            StopReason::Cancelled,
+            StopReason::Budget,
+        ];
+        for reason in reasons {
+            assert_eq!(serde_json::to_value(TurnStop::from(reason)).ok(), Some(reason.as_str().into()));
+        }
+        for (stop, status) in [(TurnStop::AwaitingApproval, Status::AwaitingApproval), (TurnStop::Idle, Status::Idle)] {
+            assert_eq!(serde_json::to_value(stop).ok(), Some(status.as_str().into()));
         }
     }
 }

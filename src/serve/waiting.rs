@@ -15,7 +15,7 @@ use crate::session::store::Stored;
 use crate::tools::Toolbox;
 
 /// A write (or a call an operator's rule asks about) waiting for a decision.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Pending {
     /// The tool (`write_file`, or another one a rule asks about).
     pub tool: String,
@@ -39,9 +39,9 @@ pub struct Pending {
     pub requested_seq: u64,
     /// When it expires undecided.
     pub expires_at_ms: u64,
-    /// The conversation it came from: the session's latest questions and answers (at most
-    /// [`CONTEXT_MESSAGES`], each cut to [`CONTEXT_BYTES`]), ending with the question whose turn
-    /// asks, so an approver sees why the write is wanted.
+    /// The conversation it came from: the session's latest questions and answers (at most 6,
+    /// `CONTEXT_MESSAGES`, each cut to 2,000 bytes, `CONTEXT_BYTES`), oldest first, ending with
+    /// the question whose turn asks, so an approver sees why the write is wanted.
     pub conversation: Vec<Said>,
 }
 
@@ -51,12 +51,25 @@ pub const CONTEXT_MESSAGES: usize = 6;
 pub const CONTEXT_BYTES: usize = 2_000;
 
 /// One message of a conversation: the person's question or the answer they were shown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Said {
     /// `user` or `assistant`.
+    #[schema(value_type = Speaker)]
     pub role: &'static str,
     /// What was said (scrubbed in the log; answers were guarded when shown).
     pub text: String,
+}
+
+/// Who said a message of the conversation (`Said`'s `role`; this names the values in the OpenAPI
+/// document).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Speaker {
+    /// The person.
+    User,
+    /// The answer they were shown.
+    Assistant,
 }
 
 /// The latest questions and answers among `events`, oldest first.

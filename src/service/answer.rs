@@ -12,7 +12,7 @@ use crate::workspace::approval::Approver;
 pub const MAX_QUESTION_CHARS: usize = 8_000;
 
 /// The tokens a turn used.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, utoipa::ToSchema)]
 pub struct Usage {
     /// Prompt tokens.
     pub prompt_tokens: u64,

@@ -58,7 +58,8 @@ impl Spent {
 }
 
 /// A session's usage as the API and `sessions show` report it.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = SessionUsage)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,

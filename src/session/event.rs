@@ -115,7 +115,7 @@ impl std::fmt::Display for Scope {
 }
 
 /// Why a turn or a session stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model answered.

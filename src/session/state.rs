@@ -238,8 +238,9 @@ pub fn owner(events: &[Stored]) -> Option<&str> {
     }
 }
 
-/// The session's status, for listings and the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The session's status, for listings and the API (written as `Status::as_str` says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = SessionStatus, rename_all = "snake_case")]
 pub enum Status {
     /// Waiting for a user message.
     Idle,

@@ -33,7 +33,9 @@ static QUOTED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""([^"\n]+)"|“([^”\n]+)”"#).expect("constant regex QUOTED"));
 
 /// A citation in an answer, and whether the turn backs it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// (The API's `Citation`: verified is true when the turn retrieved that section, or, for a bare
+/// path, some section of the file; heading is empty when it did not.)
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Citation {
     /// `docs/...md`
     pub path: String,

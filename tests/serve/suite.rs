@@ -1079,6 +1079,68 @@ async fn the_openapi_document_lists_every_api_route() {
     }
 }
 
+/// The document and the router agree both ways: every documented path is served, and every
+/// route but the page's scripts and styles is documented; a documented method is answered (401
+/// without a token on the API, not 404 or 405), and a method the document lacks is 405 (except
+/// at `/mcp`, which passes every method to the MCP SDK). Every API operation names the bearer
+/// scheme, every public one says it takes no token (an empty requirement), and every error
+/// response is the one error shape, with Retry-After where a client is told to wait.
+#[tokio::test]
+async fn the_openapi_document_and_the_router_agree_both_ways() {
+    let s = server();
+    let (_, spec) = call(&s, "GET", "/openapi.json", None, None).await;
+    let paths = spec["paths"].as_object().expect("the document's paths");
+    let api: Vec<&str> = docs_agent::serve::api_routes().into_iter().map(|(path, _)| path).collect();
+    let public = ["/healthz", "/readyz", "/openapi.json", "/"];
+    for path in api.iter().chain(&public) {
+        assert!(paths.contains_key(*path), "{path} is served but not in the OpenAPI document");
+    }
+    let mut operations = 0;
+    for (path, item) in paths {
+        let is_api = api.contains(&path.as_str());
+        assert!(is_api || public.contains(&path.as_str()), "{path} is in the OpenAPI document but not served");
+        let uri = path.replace("{id}", "x");
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            let (status, body) = call(&s, method, &uri, None, None).await;
+            let Some(operation) = item.get(method.to_ascii_lowercase()) else {
+                if path != "/mcp" {
+                    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is served but not documented");
+                }
+                continue;
+            };
+            operations += 1;
+            let what = format!("{method} {path}");
+            let security = operation["security"].as_array().unwrap_or_else(|| panic!("{what} names no security"));
+            let responses = operation["responses"].as_object().unwrap_or_else(|| panic!("{what} has no responses"));
+            if is_api {
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{what} without a token: {body}");
+                assert!(security.contains(&json!({"bearer": []})), "{what} names the bearer scheme: {security:?}");
+                assert!(!security.contains(&json!({})), "{what} takes no token? {security:?}");
+                for code in ["401", "429"] {
+                    assert!(responses.contains_key(code), "{what} documents {code}");
+                }
+            } else {
+                assert!(status.is_success(), "{what} is public: {status} {body}");
+                assert!(security.contains(&json!({})), "{what} is public: {security:?}");
+            }
+            assert!(responses.contains_key("503"), "{what} documents 503 (overloaded)");
+            for (code, response) in responses {
+                if !(code.starts_with('4') || code.starts_with('5')) || code == "408" {
+                    continue;
+                }
+                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                assert_eq!(schema, "#/components/schemas/Error", "{what} {code} is the one error shape");
+                if code == "429" || code == "503" {
+                    assert!(response["headers"]["Retry-After"].is_object(), "{what} {code} names Retry-After");
+                }
+            }
+        }
+    }
+    assert!(operations > api.len() + public.len(), "DELETE /v1/sessions/{{id}} and GET+POST /v1/sessions count");
+    let error = &spec["components"]["schemas"]["Error"];
+    assert_eq!(error["properties"]["error"]["$ref"], "#/components/schemas/ErrorDetail", "{error}");
+}
+
 /// Regression: any failure to take a session's lock was reported as 409 "turn in progress".
 /// Now a session held by another writer is 409, and storage that fails is a 500 that says so.
 #[tokio::test]
