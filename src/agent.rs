@@ -122,8 +122,8 @@ pub enum OpenError {
     #[error(transparent)]
     Index(IndexError),
     /// A policy hook does not compile (a configuration read without its checks).
-    #[error("{0}")]
-    Hooks(String),
+    #[error(transparent)]
+    Hooks(crate::hooks::HooksError),
     /// AGENTS.md cannot go in the prompt, and `prompt.agents_md_unusable = "error"`.
     #[error("{0}")]
     AgentsMd(String),

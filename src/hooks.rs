@@ -69,28 +69,132 @@ pub struct Trimmed {
     pub changes: Vec<String>,
 }
 
+/// A pre-tool rule as messages name it: `hooks.pre_tool[2] (no-internal)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleAt {
+    /// Its place in `[[hooks.pre_tool]]`, from 0.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for RuleAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "hooks.pre_tool[{}] ({})", self.index, self.name)
+    }
+}
+
+/// Why `[hooks]` does not compile: each message names the rule or setting and says what is
+/// wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum HooksError {
+    /// A pre-tool rule without a name.
+    #[error("hooks.pre_tool[{index}] needs a name, recorded with each decision it makes")]
+    Unnamed {
+        /// Its place in `[[hooks.pre_tool]]`.
+        index: usize,
+    },
+    /// A pre-tool rule names a tool there is not.
+    #[error("{at}: no tool is named `{tool}`; the tools are {}", crate::tools::names().join(", "))]
+    UnknownTool {
+        /// The rule.
+        at: RuleAt,
+        /// The name it gave.
+        tool: String,
+    },
+    /// A pre-tool rule's `path` is not a usable glob.
+    #[error("{at}: {source}")]
+    RulePath {
+        /// The rule.
+        at: RuleAt,
+        /// What is wrong with the glob.
+        source: PathGlobError,
+    },
+    /// A pre-tool rule's `arguments` is not a regular expression.
+    #[error("{at}: arguments `{pattern}` is not a pattern ({source})")]
+    RuleArguments {
+        /// The rule.
+        at: RuleAt,
+        /// The pattern as written.
+        pattern: String,
+        /// What the regex parser said.
+        source: regex::Error,
+    },
+    /// A deny rule without a reason.
+    #[error("{at}: a deny rule needs a reason, which the model is shown")]
+    DenyWithoutReason {
+        /// The rule.
+        at: RuleAt,
+    },
+    /// A `post_tool.redact` entry is not a regular expression.
+    #[error("hooks.post_tool.redact[{index}]: `{pattern}` is not a pattern ({source})")]
+    RedactPattern {
+        /// Its place in the list.
+        index: usize,
+        /// The pattern.
+        pattern: String,
+        /// What the regex parser said.
+        source: regex::Error,
+    },
+    /// A `post_tool.redact` entry that matches empty text (it would redact between every byte).
+    #[error("hooks.post_tool.redact[{index}]: `{pattern}` matches empty text; it must match something")]
+    RedactMatchesEmpty {
+        /// Its place in the list.
+        index: usize,
+        /// The pattern.
+        pattern: String,
+    },
+    /// A `stop.require_citation_from` glob is not usable.
+    #[error("hooks.stop.require_citation_from: {0}")]
+    CitationGlob(#[source] PathGlobError),
+    /// The `stop.require_citation_from` globs do not build into one set.
+    #[error("hooks.stop.require_citation_from: {0}")]
+    CitationSet(#[source] globset::Error),
+}
+
+/// Why a path glob is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PathGlobError {
+    /// It starts with `./` or `/`, so it could never match a workspace-relative path.
+    #[error("path `{glob}` must start with an area, as docs/… (paths are workspace-relative)")]
+    NotRelative {
+        /// The glob.
+        glob: String,
+    },
+    /// globset cannot read it.
+    #[error("path `{glob}` is not a glob ({source})")]
+    NotAGlob {
+        /// The glob.
+        glob: String,
+        /// What globset said.
+        source: globset::Error,
+    },
+}
+
 impl Hooks {
     /// Compiles `config`; an error names the rule or setting and says what is wrong.
-    pub fn compile(config: &HooksConfig) -> Result<Hooks, String> {
+    pub fn compile(config: &HooksConfig) -> Result<Hooks, HooksError> {
         let mut rules = Vec::new();
         for (i, rule) in config.pre_tool.iter().enumerate() {
-            let at = format!("hooks.pre_tool[{i}] ({})", rule.name);
+            let at = || RuleAt { index: i, name: rule.name.clone() };
             if rule.name.trim().is_empty() {
-                return Err(format!("hooks.pre_tool[{i}] needs a name, recorded with each decision it makes"));
+                return Err(HooksError::Unnamed { index: i });
             }
             let tool = match &rule.tool {
-                Some(name) => Some(Tool::from_name(name).ok_or_else(|| {
-                    format!("{at}: no tool is named `{name}`; the tools are {}", crate::tools::names().join(", "))
-                })?),
+                Some(name) => Some(
+                    Tool::from_name(name).ok_or_else(|| HooksError::UnknownTool { at: at(), tool: name.clone() })?,
+                ),
                 None => None,
             };
             let path = match &rule.path {
-                Some(glob) => Some(path_glob(glob).map_err(|e| format!("{at}: {e}"))?.compile_matcher()),
+                Some(glob) => {
+                    Some(path_glob(glob).map_err(|source| HooksError::RulePath { at: at(), source })?.compile_matcher())
+                }
                 None => None,
             };
             let arguments = match &rule.arguments {
                 Some(pattern) => {
-                    let bad = |e| format!("{at}: arguments `{pattern}` is not a pattern ({e})");
+                    let bad = |source| HooksError::RuleArguments { at: at(), pattern: pattern.clone(), source };
                     let written = Regex::new(pattern).map_err(bad)?;
                     let folded = Regex::new(&without_diacritics(pattern)).map_err(bad)?;
                     Some((written, folded))
@@ -98,7 +202,7 @@ impl Hooks {
                 None => None,
             };
             if rule.decision == RuleDecision::Deny && rule.reason.trim().is_empty() {
-                return Err(format!("{at}: a deny rule needs a reason, which the model is shown"));
+                return Err(HooksError::DenyWithoutReason { at: at() });
             }
             rules.push(Rule {
                 name: rule.name.clone(),
@@ -111,12 +215,13 @@ impl Hooks {
         }
         let mut redact = Vec::new();
         for (i, pattern) in config.post_tool.redact.iter().enumerate() {
-            let regex = Regex::new(pattern)
-                .map_err(|e| format!("hooks.post_tool.redact[{i}]: `{pattern}` is not a pattern ({e})"))?;
+            let regex = Regex::new(pattern).map_err(|source| HooksError::RedactPattern {
+                index: i,
+                pattern: pattern.clone(),
+                source,
+            })?;
             if regex.is_match("") {
-                return Err(format!(
-                    "hooks.post_tool.redact[{i}]: `{pattern}` matches empty text; it must match something"
-                ));
+                return Err(HooksError::RedactMatchesEmpty { index: i, pattern: pattern.clone() });
             }
             redact.push(regex);
         }
@@ -125,9 +230,9 @@ impl Hooks {
         } else {
             let mut set = GlobSetBuilder::new();
             for glob in &config.stop.require_citation_from {
-                set.add(path_glob(glob).map_err(|e| format!("hooks.stop.require_citation_from: {e}"))?);
+                set.add(path_glob(glob).map_err(HooksError::CitationGlob)?);
             }
-            let set = set.build().map_err(|e| format!("hooks.stop.require_citation_from: {e}"))?;
+            let set = set.build().map_err(HooksError::CitationSet)?;
             Some((set, config.stop.require_citation_from.clone()))
         };
         Ok(Hooks {
@@ -328,14 +433,14 @@ fn json_text(value: &serde_json::Value) -> String {
 /// A glob over workspace paths as the policy writes them (`docs/internal/**`): `*` stays inside
 /// one folder, as in a `.gitignore`; a glob that starts with `./` or `/` could never match,
 /// so it is refused.
-fn path_glob(glob: &str) -> Result<Glob, String> {
+fn path_glob(glob: &str) -> Result<Glob, PathGlobError> {
     if glob.starts_with("./") || glob.starts_with('/') {
-        return Err(format!("path `{glob}` must start with an area, as docs/… (paths are workspace-relative)"));
+        return Err(PathGlobError::NotRelative { glob: glob.to_string() });
     }
     globset::GlobBuilder::new(glob)
         .literal_separator(true)
         .build()
-        .map_err(|e| format!("path `{glob}` is not a glob ({e})"))
+        .map_err(|source| PathGlobError::NotAGlob { glob: glob.to_string(), source })
 }
 
 /// What a person is asked about for a call a rule asks about: its path as the policy reads it
@@ -363,9 +468,13 @@ fn call_path(arguments: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn hooks(toml: &str) -> Result<Hooks, String> {
-        let config: HooksConfig = toml::from_str(toml).map_err(|e| e.to_string())?;
-        Hooks::compile(&config)
+    /// One row of a table: the input, which error it must give, and that error's message.
+    type Row<'a> = (&'a str, fn(&HooksError) -> bool, &'a str);
+
+    /// `[hooks]` read from `toml` and compiled; the TOML reader's or the compiler's message.
+    fn hooks(toml: &str) -> Result<Hooks, Box<dyn std::error::Error>> {
+        let config: HooksConfig = toml::from_str(toml)?;
+        Ok(Hooks::compile(&config)?)
     }
 
     /// An argument rule catches every spelling the index finds the same: accents, Unicode
@@ -462,19 +571,65 @@ mod tests {
         assert!(h.before("read_file", r#"{"path":"docs/a.md"}"#).is_some());
         assert!(h.before("read_file", r#"{"path":"docs/internal/a.md"}"#).is_none(), "* is one folder");
         let dotted = hooks("[[pre_tool]]\nname = \"d\"\npath = \"./docs/**\"\ndecision = \"deny\"\nreason = \"r\"\n");
-        assert!(dotted.is_err_and(|e| e.contains("must start with an area")));
+        assert!(dotted.is_err_and(|e| e.to_string().contains("must start with an area")));
+    }
+
+    /// Each way `[hooks]` fails to compile: the error `compile` returns for the rule that
+    /// causes it, and its message word for word.
+    #[test]
+    fn each_compile_error_names_its_rule() {
+        let tools = crate::tools::names().join(", ");
+        let unknown_tool = format!("hooks.pre_tool[0] (x): no tool is named `rm`; the tools are {tools}");
+        #[rustfmt::skip]
+        let cases: Vec<Row<'_>> = vec![
+            ("[[pre_tool]]\nname = \" \"\ndecision = \"allow\"\n",
+             |e| matches!(e, HooksError::Unnamed { index: 0 }),
+             "hooks.pre_tool[0] needs a name, recorded with each decision it makes"),
+            ("[[pre_tool]]\nname = \"x\"\ntool = \"rm\"\ndecision = \"allow\"\n",
+             |e| matches!(e, HooksError::UnknownTool { .. }), &unknown_tool),
+            ("[[pre_tool]]\nname = \"x\"\npath = \"/etc/*\"\ndecision = \"allow\"\n",
+             |e| matches!(e, HooksError::RulePath { source: PathGlobError::NotRelative { .. }, .. }),
+             "hooks.pre_tool[0] (x): path `/etc/*` must start with an area, as docs/… (paths are workspace-relative)"),
+            ("[[pre_tool]]\nname = \"x\"\npath = \"docs/[\"\ndecision = \"allow\"\n",
+             |e| matches!(e, HooksError::RulePath { source: PathGlobError::NotAGlob { .. }, .. }),
+             "hooks.pre_tool[0] (x): path `docs/[` is not a glob ("),
+            ("[[pre_tool]]\nname = \"x\"\narguments = \"(\"\ndecision = \"allow\"\n",
+             |e| matches!(e, HooksError::RuleArguments { .. }),
+             "hooks.pre_tool[0] (x): arguments `(` is not a pattern ("),
+            ("[[pre_tool]]\nname = \"ok\"\ndecision = \"allow\"\n[[pre_tool]]\nname = \"x\"\ndecision = \"deny\"\n",
+             |e| matches!(e, HooksError::DenyWithoutReason { .. }),
+             "hooks.pre_tool[1] (x): a deny rule needs a reason, which the model is shown"),
+            ("[post_tool]\nredact = [\"(\"]\n", |e| matches!(e, HooksError::RedactPattern { .. }),
+             "hooks.post_tool.redact[0]: `(` is not a pattern ("),
+            ("[post_tool]\nredact = [\"x\", \"a*\"]\n", |e| matches!(e, HooksError::RedactMatchesEmpty { .. }),
+             "hooks.post_tool.redact[1]: `a*` matches empty text; it must match something"),
+            ("[stop]\nrequire_citation_from = [\"./docs/**\"]\n", |e| matches!(e, HooksError::CitationGlob(_)),
+             "hooks.stop.require_citation_from: path `./docs/**` must start with an area, as docs/… (paths are workspace-relative)"),
+        ];
+        for (toml, is, message) in cases {
+            let config: HooksConfig = toml::from_str(toml).expect(toml);
+            let error = Hooks::compile(&config).expect_err(toml);
+            assert!(is(&error), "{toml}: {error:?}");
+            let shown = error.to_string();
+            // A parser's own words end some messages: the part before them is exact.
+            if message.ends_with('(') {
+                assert!(shown.starts_with(message), "{shown}");
+            } else {
+                assert_eq!(shown, message);
+            }
+        }
     }
 
     #[test]
     fn bad_rules_are_named() {
         let tool = hooks("[[pre_tool]]\nname = \"x\"\ntool = \"rm\"\ndecision = \"deny\"\nreason = \"r\"\n");
-        assert!(tool.is_err_and(|e| e.contains("hooks.pre_tool[0] (x): no tool is named `rm`")));
+        assert!(tool.is_err_and(|e| e.to_string().contains("hooks.pre_tool[0] (x): no tool is named `rm`")));
         let glob = hooks("[[pre_tool]]\nname = \"x\"\npath = \"docs/[\"\ndecision = \"allow\"\n");
-        assert!(glob.is_err_and(|e| e.contains("path `docs/[` is not a glob")));
+        assert!(glob.is_err_and(|e| e.to_string().contains("path `docs/[` is not a glob")));
         let reason = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"deny\"\n");
-        assert!(reason.is_err_and(|e| e.contains("needs a reason")));
+        assert!(reason.is_err_and(|e| e.to_string().contains("needs a reason")));
         let empty = hooks("[post_tool]\nredact = [\"a*\"]\n");
-        assert!(empty.is_err_and(|e| e.contains("matches empty text")));
+        assert!(empty.is_err_and(|e| e.to_string().contains("matches empty text")));
         let unknown = hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"maybe\"\n");
         assert!(unknown.is_err(), "allow, deny or ask");
         assert!(hooks("[[pre_tool]]\nname = \"x\"\ndecision = \"ask\"\n").is_ok());

@@ -20,7 +20,7 @@ fn url(cluster: &Cluster, host: &str, options: &str) -> String {
 
 /// Opens the store at `url`.
 fn open(url: &str) -> Result<Store, String> {
-    let target = Target::parse(url)?;
+    let target = Target::parse(url).map_err(|e| e.to_string())?;
     Store::open(&Location::Postgres { target: Box::new(target), lease: Duration::from_secs(3) })
         .map_err(|e| e.to_string())
 }

@@ -22,7 +22,7 @@ pub fn eval(
             "eval takes no --workspace, --max-steps or --config: each case names its workspace and sets its limits in its `env`".into(),
         ));
     }
-    let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e))?;
+    let categories = eval::case::load(cases).map_err(|e| (Exit::Usage, e.to_string()))?;
     let mut models = ModelChoice { name: None, base_url: global.base_url.clone(), retrieval };
     match global.model.as_deref() {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
@@ -70,11 +70,11 @@ pub fn eval(
     let _ = report::table(&results, &mut out);
     let mut reports = reports.into_iter();
     if junit.is_some() {
-        let xml = report::junit(&results).map_err(|e| (Exit::Failure, e))?;
+        let xml = report::junit(&results).map_err(|e| (Exit::Failure, e.to_string()))?;
         reports.next().map_or(Ok(()), |report| report.fill(&xml))?;
     }
     if json.is_some() {
-        let text = report::json(&results).map_err(|e| (Exit::Failure, e))?;
+        let text = report::json(&results).map_err(|e| (Exit::Failure, e.to_string()))?;
         reports.next().map_or(Ok(()), |report| report.fill(&text))?;
     }
     Ok(if eval::failed(&results, &models) { Exit::Failure } else { Exit::Ok })

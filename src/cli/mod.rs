@@ -144,7 +144,7 @@ fn start_log(command: &Option<Command>) -> Result<(), Failure> {
     let (from, filter) = var("DOCS_AGENT_LOG").or_else(|| var("RUST_LOG")).unwrap_or(("the default", default.into()));
     let terminal = crate::guard::sink::stderr_is_terminal();
     let format = match var("DOCS_AGENT_LOG_FORMAT") {
-        Some((_, value)) => Format::parse(value.trim()).map_err(|e| (Exit::Usage, e))?,
+        Some((_, value)) => Format::parse(value.trim()).map_err(|e| (Exit::Usage, e.to_string()))?,
         None if terminal => Format::Text,
         None => Format::Json,
     };
@@ -152,9 +152,9 @@ fn start_log(command: &Option<Command>) -> Result<(), Failure> {
         var("DOCS_AGENT_LOG_DEPENDENCIES").is_some_and(|(_, v)| matches!(v.trim(), "1" | "true" | "yes"));
     let settings = LogSettings { filter, from, format, colour: terminal, dependencies };
     let otel = crate::telemetry::otel::OtelSettings::from_env(|name| std::env::var(name).ok())
-        .map_err(|e| (Exit::Usage, e))?;
+        .map_err(|e| (Exit::Usage, e.to_string()))?;
     let extra = otel.map(crate::telemetry::otel::layer).into_iter().collect();
-    crate::telemetry::log::init(&settings, extra).map_err(|e| (Exit::Usage, e))
+    crate::telemetry::log::init(&settings, extra).map_err(|e| (Exit::Usage, e.to_string()))
 }
 
 /// The config file that [`load_config`] reads: `--config`, `DOCS_AGENT_CONFIG`, or
@@ -174,7 +174,7 @@ pub fn config_file(global: &Global) -> std::path::PathBuf {
 #[cfg(debug_assertions)]
 fn hide_landlock_for_tests() -> Result<(), Failure> {
     match std::env::var("DOCS_AGENT_TEST_HIDE_LANDLOCK").as_deref() {
-        Ok("1") => crate::sandbox::probe::hide_landlock().map_err(|e| (Exit::Failure, e)),
+        Ok("1") => crate::sandbox::probe::hide_landlock().map_err(|e| (Exit::Failure, e.to_string())),
         _ => Ok(()),
     }
 }

@@ -288,8 +288,11 @@ fn with_model(mut plan: Plan, url: &str) -> Plan {
 #[cfg(debug_assertions)]
 pub fn probe(global: &Global, config: &Config, attempts: &[String]) -> Result<Exit, Failure> {
     use crate::sandbox::probe::{self, Attempt};
-    let attempts: Vec<Attempt> =
-        attempts.iter().map(|a| Attempt::parse(a)).collect::<Result<_, _>>().map_err(|e| (Exit::Usage, e))?;
+    let attempts: Vec<Attempt> = attempts
+        .iter()
+        .map(|a| Attempt::parse(a))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (Exit::Usage, e.to_string()))?;
     let port = listen_port(&config.serve.listen).unwrap_or(0);
     let status = enter(global, &for_workspace(config, Use::Serve { port })?)?;
     let mut line = status.to_json();

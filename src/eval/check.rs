@@ -161,14 +161,25 @@ fn file_holds(workspace: &Path, file: &FileText, wanted: bool) -> Option<String>
     }
 }
 
+/// Why a file's text cannot be checked.
+#[derive(Debug, thiserror::Error)]
+enum FileTextError {
+    /// It cannot be read (or its type told).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A folder, a FIFO, a link.
+    #[error("is not a regular file, so its text cannot be checked")]
+    NotRegular,
+}
+
 /// A regular file's text (bytes decoded lossily, so a non-UTF-8 file is still searched); a
 /// missing file holds nothing; anything else (a folder, a FIFO, a link) cannot be checked.
-fn file_text(path: &Path) -> Result<String, String> {
+fn file_text(path: &Path) -> Result<String, FileTextError> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e.to_string()),
-        Ok(meta) if !meta.is_file() => Err("is not a regular file, so its text cannot be checked".into()),
-        Ok(_) => std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.into()),
+        Ok(meta) if !meta.is_file() => Err(FileTextError::NotRegular),
+        Ok(_) => Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned()),
     }
 }
 
@@ -226,5 +237,20 @@ mod tests {
         let leaked = Observed { session_log: "{\"text\":\"sk_live_4eC39HqLyjWDarjtT1zdp7dc\"}", ..clean };
         let breaches = invariants(&expect, &leaked);
         assert!(breaches.iter().any(|b| b.contains("appears in the session log")), "{breaches:?}");
+    }
+
+    /// A missing file holds nothing; a folder cannot be checked; neither is read through.
+    #[test]
+    fn file_text_refuses_what_is_not_a_regular_file() {
+        let ws = tempfile::tempdir().expect("temp dir");
+        std::fs::write(ws.path().join("a.md"), "text").expect("write");
+        assert_eq!(file_text(&ws.path().join("a.md")).ok(), Some("text".to_string()));
+        assert_eq!(file_text(&ws.path().join("none.md")).ok(), Some(String::new()));
+        let error = file_text(ws.path()).expect_err("a folder");
+        assert!(matches!(error, FileTextError::NotRegular), "{error:?}");
+        assert_eq!(error.to_string(), "is not a regular file, so its text cannot be checked");
+        let error = file_text(&ws.path().join("a.md/below")).expect_err("not a folder");
+        assert!(matches!(error, FileTextError::Io(_)), "{error:?}");
+        assert_eq!(error.to_string(), "Not a directory (os error 20)");
     }
 }

@@ -90,10 +90,15 @@ fn rate(t: Tally) -> f64 {
     if t.cases == 0 { 100.0 } else { 100.0 * t.passed as f64 / t.cases as f64 }
 }
 
+/// Why the JUnit XML could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write JUnit XML: {0}")]
+pub struct JunitError(#[source] std::io::Error);
+
 /// JUnit XML: one `testsuite` per category, one `testcase` per case.
-pub fn junit(results: &[CaseResult]) -> Result<Vec<u8>, String> {
+pub fn junit(results: &[CaseResult]) -> Result<Vec<u8>, JunitError> {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
-    let xml = |e: std::io::Error| format!("cannot write JUnit XML: {e}");
+    let xml = JunitError;
     writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None))).map_err(xml)?;
     let tallies = tallies(results);
     let total_failed = results.iter().filter(|r| !r.passed).count();
@@ -139,7 +144,7 @@ pub fn junit(results: &[CaseResult]) -> Result<Vec<u8>, String> {
 }
 
 /// The results and tallies as JSON.
-pub fn json(results: &[CaseResult]) -> Result<Vec<u8>, String> {
+pub fn json(results: &[CaseResult]) -> Result<Vec<u8>, serde_json::Error> {
     let value = serde_json::json!({ "categories": tallies(results), "cases": results });
-    serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())
+    serde_json::to_vec_pretty(&value)
 }

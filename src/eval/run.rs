@@ -13,7 +13,7 @@ use crate::session::progress::TurnEvent;
 use crate::trace::Trace;
 use crate::workspace::approval::{Approver, Terminal};
 
-use super::case::{Action, Case};
+use super::case::{Action, Case, StepError};
 use super::check::{self, Observed, Snapshot};
 
 /// How the models of the cases are chosen.
@@ -82,8 +82,107 @@ pub fn run_case(category: &str, case: &Case, root: &Path, scratch: &Path, models
 /// How the run ended, the invariants it broke, the other expectations it missed.
 type Executed = (String, Vec<String>, Vec<String>);
 
-fn execute(case: &Case, root: &Path, scratch: &Path, models: &ModelChoice) -> Result<Executed, String> {
-    let temp = tempfile::tempdir_in(scratch).map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+/// Why a case could not run (reported as its failure, after "could not run: ").
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// No temporary folder for the copy.
+    #[error("cannot make a temporary folder: {0}")]
+    TempDir(#[source] std::io::Error),
+    /// The workspace could not be copied.
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    /// A setup step is malformed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// A setup step failed.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The case's settings are not a valid configuration.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The harness could not be built.
+    #[error(transparent)]
+    Open(#[from] crate::agent::OpenError),
+    /// The question failed otherwise than by the model (whose failure is a `model_error` stop).
+    #[error(transparent)]
+    Ask(#[from] AskError),
+}
+
+/// Why the case's workspace could not be copied.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    /// The copy's folder cannot be made.
+    #[error("cannot create {}: {source}", dir.display())]
+    Create {
+        /// The folder.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The fixture's folder cannot be listed.
+    #[error("cannot read workspace {}: {source}", dir.display())]
+    List {
+        /// The folder.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// An entry, its type or a link's target cannot be read.
+    #[error("{0}")]
+    Entry(#[source] std::io::Error),
+    /// A file cannot be copied.
+    #[error("cannot copy {}: {source}", file.display())]
+    File {
+        /// The fixture's file.
+        file: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A link cannot be made again.
+    #[error("cannot copy the link {}: {source}", file.display())]
+    Link {
+        /// The fixture's link.
+        file: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A FIFO, socket or device in the fixture.
+    #[error("{} is not a file, folder or link; fixtures cannot hold it", file.display())]
+    Special {
+        /// The entry.
+        file: PathBuf,
+    },
+}
+
+/// Why a setup step could not be done in the copy.
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    /// Absolute, empty, or with `..`.
+    #[error("setup path `{0}` must be relative and stay in the workspace")]
+    Outside(String),
+    /// A folder on the way is a symbolic link.
+    #[error("setup path `{0}` goes through a symbolic link")]
+    ThroughLink(String),
+    /// The file to write is a symbolic link.
+    #[error("setup path `{0}` is a symbolic link; writing would follow it")]
+    IsLink(String),
+    /// `hex` holds something else than pairs of hex digits.
+    #[error("setup bytes {0}: `hex` is not hex")]
+    NotHex(String),
+    /// The file system refused.
+    #[error("setup {what} {path}: {source}")]
+    Io {
+        /// The step (`write`, `symlink`, `hardlink target`...).
+        what: &'static str,
+        /// The step's path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+fn execute(case: &Case, root: &Path, scratch: &Path, models: &ModelChoice) -> Result<Executed, RunError> {
+    let temp = tempfile::tempdir_in(scratch).map_err(RunError::TempDir)?;
     let workspace = temp.path().join("ws");
     copy_tree(&root.join(&case.workspace), &workspace)?;
     for step in &case.setup {
@@ -120,7 +219,7 @@ struct Asked {
 }
 
 /// Runs the question through the harness as the CLI would, capturing answer, trace and log.
-fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> Result<Asked, String> {
+fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> Result<Asked, RunError> {
     let mut flags = vec![
         ("workspace", workspace.display().to_string()),
         // Each case has its own temporary workspace: an index file would only be rebuilt.
@@ -136,12 +235,11 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
     for key in ["DOCS_AGENT_RETRIEVE_FIRST", "DOCS_AGENT_VERIFY"] {
         env.entry(key.to_string()).or_insert_with(|| models.retrieval.to_string());
     }
-    let config =
-        crate::service::settings::load_isolated(&Sources { file: None, env, flags }).map_err(|e| e.to_string())?;
+    let config = crate::service::settings::load_isolated(&Sources { file: None, env, flags })?;
     // The approver the CLI builds, with nobody at the terminal: the eval never waits for a
     // person, so only APPROVE=yes approves.
     let approver = Approver::new(&config, Terminal::Absent);
-    let harness = Harness::open(&config).map_err(|e| e.to_string())?;
+    let harness = Harness::open(&config)?;
     let mut trace = Trace::new(Vec::new(), config.limits.trace_result_chars);
     let mut observe = |event: &TurnEvent<'_>| trace.observe(event);
     let outcome = harness.ask_blocking(&config, approver, question, Some(&mut observe));
@@ -161,17 +259,17 @@ fn ask(case: &Case, workspace: &Path, question: &str, models: &ModelChoice) -> R
         Err(AskError::Model(_)) => {
             Asked { stop: "model_error".to_string(), answer: String::new(), trace, session_log: String::new() }
         }
-        Err(other) => return Err(other.to_string()),
+        Err(other) => return Err(other.into()),
     })
 }
 
 /// A setup path: relative, inside the workspace, and reached through no symbolic link (an
 /// earlier step may have made one), so setup can never touch anything outside the copy. The
 /// last component may be a link only for `remove`, which removes the link itself.
-fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
+fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, SetupError> {
     let path = Path::new(relative);
     if path.as_os_str().is_empty() || path.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(format!("setup path `{relative}` must be relative and stay in the workspace"));
+        return Err(SetupError::Outside(relative.to_string()));
     }
     let mut at = workspace.to_path_buf();
     let mut parts = path.components().peekable();
@@ -179,23 +277,27 @@ fn inside(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
         at.push(part);
         let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
         if is_link && parts.peek().is_some() {
-            return Err(format!("setup path `{relative}` goes through a symbolic link"));
+            return Err(SetupError::ThroughLink(relative.to_string()));
         }
     }
     Ok(at)
 }
 
 /// Like [`inside`], and the path itself is not a symbolic link (writing would follow it).
-fn inside_not_link(workspace: &Path, relative: &str) -> Result<PathBuf, String> {
+fn inside_not_link(workspace: &Path, relative: &str) -> Result<PathBuf, SetupError> {
     let full = inside(workspace, relative)?;
     if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(format!("setup path `{relative}` is a symbolic link; writing would follow it"));
+        return Err(SetupError::IsLink(relative.to_string()));
     }
     Ok(full)
 }
 
-fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
-    let fail = |what: &str, path: &str, e: std::io::Error| format!("setup {what} {path}: {e}");
+fn apply(workspace: &Path, action: Action<'_>) -> Result<(), SetupError> {
+    let fail = |what: &'static str, path: &str, source: std::io::Error| SetupError::Io {
+        what,
+        path: path.to_string(),
+        source,
+    };
     let parent = |p: &Path| p.parent().map_or(Ok(()), std::fs::create_dir_all);
     match action {
         Action::Write(path, content) => {
@@ -210,7 +312,7 @@ fn apply(workspace: &Path, action: Action<'_>) -> Result<(), String> {
         }
         Action::Bytes(path, hex) => {
             let full = inside_not_link(workspace, path)?;
-            let bytes = decode_hex(hex).ok_or_else(|| format!("setup bytes {path}: `hex` is not hex"))?;
+            let bytes = decode_hex(hex).ok_or_else(|| SetupError::NotHex(path.to_string()))?;
             parent(&full).and_then(|()| std::fs::write(&full, bytes)).map_err(|e| fail("bytes", path, e))
         }
         Action::Symlink(path, target) => {
@@ -259,22 +361,22 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     hex.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    let entries = std::fs::read_dir(from).map_err(|e| format!("cannot read workspace {}: {e}", from.display()))?;
+fn copy_tree(from: &Path, to: &Path) -> Result<(), CopyError> {
+    std::fs::create_dir_all(to).map_err(|source| CopyError::Create { dir: to.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(from).map_err(|source| CopyError::List { dir: from.to_path_buf(), source })?;
     for entry in entries {
-        let entry = entry.map_err(|e| e.to_string())?;
+        let entry = entry.map_err(CopyError::Entry)?;
         let target = to.join(entry.file_name());
-        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        let kind = entry.file_type().map_err(CopyError::Entry)?;
         if kind.is_dir() {
             copy_tree(&entry.path(), &target)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).map_err(|e| format!("cannot copy {}: {e}", entry.path().display()))?;
+            std::fs::copy(entry.path(), &target).map_err(|source| CopyError::File { file: entry.path(), source })?;
         } else if kind.is_symlink() {
-            let link = std::fs::read_link(entry.path()).map_err(|e| e.to_string())?;
-            symlink(&link, &target).map_err(|e| format!("cannot copy the link {}: {e}", entry.path().display()))?;
+            let link = std::fs::read_link(entry.path()).map_err(CopyError::Entry)?;
+            symlink(&link, &target).map_err(|source| CopyError::Link { file: entry.path(), source })?;
         } else {
-            return Err(format!("{} is not a file, folder or link; fixtures cannot hold it", entry.path().display()));
+            return Err(CopyError::Special { file: entry.path() });
         }
     }
     Ok(())
@@ -313,5 +415,61 @@ fn record(root: &Path, dir: &Path, out: &mut Snapshot) {
             format!("file {} {:x}", meta.len(), hasher.finish())
         };
         out.insert(relative, state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row of a table: the input, which error it must give, and that error's message.
+    type Row<'a> = (Action<'a>, fn(&SetupError) -> bool, &'a str);
+
+    /// Each way a setup step fails in the copy: the error, and its message.
+    #[test]
+    fn setup_errors_name_the_step_and_path() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let ws = tmp.path();
+        std::fs::create_dir(ws.join("real")).expect("mkdir");
+        symlink(ws.join("real"), ws.join("link")).expect("symlink");
+        symlink(ws.join("real/f"), ws.join("file-link")).expect("symlink");
+        std::fs::create_dir(ws.join("taken")).expect("mkdir");
+        #[rustfmt::skip]
+        let cases: [Row<'_>; 6] = [
+            (Action::Write("../x", "t"), |e| matches!(e, SetupError::Outside(_)),
+             "setup path `../x` must be relative and stay in the workspace"),
+            (Action::Write("/etc/x", "t"), |e| matches!(e, SetupError::Outside(_)),
+             "setup path `/etc/x` must be relative and stay in the workspace"),
+            (Action::Write("link/x", "t"), |e| matches!(e, SetupError::ThroughLink(_)),
+             "setup path `link/x` goes through a symbolic link"),
+            (Action::Write("file-link", "t"), |e| matches!(e, SetupError::IsLink(_)),
+             "setup path `file-link` is a symbolic link; writing would follow it"),
+            (Action::Bytes("b", "zz"), |e| matches!(e, SetupError::NotHex(_)), "setup bytes b: `hex` is not hex"),
+            (Action::Write("taken", "t"), |e| matches!(e, SetupError::Io { what: "write", .. }),
+             "setup write taken: "),
+        ];
+        for (action, is, message) in cases {
+            let error = apply(ws, action).expect_err(message);
+            assert!(is(&error), "{message}: {error:?}");
+            assert!(error.to_string().starts_with(message), "{error}");
+        }
+    }
+
+    /// A fixture with a FIFO cannot be copied, and says so.
+    #[test]
+    fn a_special_file_in_a_fixture_is_named() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let from = tmp.path().join("from");
+        std::fs::create_dir(&from).expect("mkdir");
+        make_fifo(&from.join("pipe")).expect("mkfifo");
+        let error = copy_tree(&from, &tmp.path().join("to")).expect_err("a FIFO");
+        assert!(matches!(error, CopyError::Special { .. }), "{error:?}");
+        let pipe = from.join("pipe");
+        assert_eq!(
+            error.to_string(),
+            format!("{} is not a file, folder or link; fixtures cannot hold it", pipe.display())
+        );
+        let error = copy_tree(&tmp.path().join("none"), &tmp.path().join("to2")).expect_err("no fixture");
+        assert!(error.to_string().starts_with("cannot read workspace "), "{error}");
     }
 }

@@ -14,16 +14,21 @@ use std::ops::Range;
 /// Indentation kept at most on a line outside fenced code.
 const MAX_INDENT: usize = 3;
 
+/// An MDX file the parser cannot read (an unclosed JSX tag, say): its message names the line.
+#[derive(Debug, thiserror::Error)]
+#[error("not valid MDX: {0}")]
+pub struct InvalidMdx(markdown::message::Message);
+
 /// The Markdown of an MDX file, or the parser's message when it is not valid MDX (an unclosed
 /// JSX tag, say), naming the line.
-pub fn to_markdown(source: &str) -> Result<String, String> {
+pub fn to_markdown(source: &str) -> Result<String, InvalidMdx> {
     let mut options = ParseOptions::mdx();
     options.constructs.frontmatter = true;
     options.constructs.gfm_table = true;
     // Without a JavaScript parser, ESM is only recognised when this says every block is
     // valid; it is removed whole anyway, so its content never matters.
     options.mdx_esm_parse = Some(Box::new(|_| MdxSignal::Ok));
-    let tree = markdown::to_mdast(source, &options).map_err(|m| format!("not valid MDX: {m}"))?;
+    let tree = markdown::to_mdast(source, &options).map_err(InvalidMdx)?;
     let mut found = Found::default();
     found.visit(&tree);
     Ok(rebuild(source, found))
@@ -138,7 +143,7 @@ mod tests {
 
     #[test]
     fn invalid_mdx_names_the_problem() {
-        let err = to_markdown("# A\n\n<Note>\nnever closed\n").expect_err("unclosed tag");
+        let err = to_markdown("# A\n\n<Note>\nnever closed\n").expect_err("unclosed tag").to_string();
         assert!(err.starts_with("not valid MDX: "), "{err}");
     }
 }

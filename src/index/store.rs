@@ -564,7 +564,8 @@ fn refresh(
             let before = known.get(&listed.path);
             let text = match walk::read_listed(docs, &listed.path, max_file_bytes) {
                 Ok(text) => text,
-                Err(warning) => {
+                Err(unreadable) => {
+                    let warning = unreadable.to_string();
                     // Recorded with its warning, so it is not read again until it changes.
                     if let Some(k) = before.filter(|k| k.warning.is_none()) {
                         remove_rows.execute(params![k.rows.0, k.rows.1])?;
@@ -680,7 +681,7 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
         match walk::read_listed(docs, &listed.path, max_file_bytes) {
             Ok(text) if content_hash(&text) == k.hash => {}
             Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
-            Err(warning) => problems.push(warning),
+            Err(unreadable) => problems.push(unreadable.to_string()),
         }
     }
     for (path, _) in gone(&known, listing) {

@@ -83,16 +83,26 @@ pub fn list_docs(docs: &Dir) -> Listing {
 }
 
 /// Reads `path` (as listed: `docs/…`) inside `docs`, with the walk's rules.
-pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<String, String> {
+pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<String, Unreadable> {
     let inner = path.strip_prefix("docs/").unwrap_or(path);
-    read_confined(docs, inner, max_bytes).map_err(|e| unreadable(path, e))
+    read_confined(docs, inner, max_bytes).map_err(|cause| Unreadable { path: path.to_string(), cause })
 }
 
-/// The warning for a document at `path` that cannot be read.
-fn unreadable(path: &str, e: FileError) -> String {
-    match e {
-        FileError::Denied(d) => format!("{path}: {d}; skipped"),
-        FileError::Failed(m) => format!("{path}: {m}; skipped"),
+/// A document that cannot be read: its message is the warning the walk and the index record.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {}; skipped", why(cause))]
+pub struct Unreadable {
+    /// The document, as listed (`docs/…`).
+    pub path: String,
+    /// Why: refused by the workspace's rules (not a regular file, too large...) or failed.
+    pub cause: FileError,
+}
+
+/// What a read's failure says.
+fn why(cause: &FileError) -> &str {
+    match cause {
+        FileError::Denied(d) => &d.0,
+        FileError::Failed(m) => m,
     }
 }
 
@@ -210,7 +220,7 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
         match &mut walk.mode {
             Mode::Read(max_bytes, on_file) => match read_confined(dir, name, *max_bytes) {
                 Ok(text) => on_file(DocFile { path, text }),
-                Err(e) => walk.warnings.push(unreadable(&path, e)),
+                Err(cause) => walk.warnings.push(Unreadable { path, cause }.to_string()),
             },
             // A symlink's target is stat'ed through `dir` (confined); a plain file through its
             // entry, which costs no open.

@@ -26,11 +26,26 @@ use std::sync::Arc;
 use crate::agent::{AskError, Harness, Run};
 use crate::config::Config;
 use crate::model::Model;
-use crate::service::{Principal, Service};
+use crate::model::ModelError;
+use crate::service::{Principal, Refused, Service};
 use crate::session::progress::Observer;
 use crate::workspace::approval::Approver;
 
 pub use tools::DocsServer;
+
+/// Why the `ask` tool has no answer: the message its client's model is shown.
+#[derive(Debug, thiserror::Error)]
+pub enum AskFailed {
+    /// The model server failed (locally; under `serve` the breaker's fallback answers instead).
+    #[error("the model server failed: {0}; search_docs and read_section still work without it")]
+    Model(#[source] ModelError),
+    /// The harness failed otherwise (the session log, the runtime).
+    #[error(transparent)]
+    Harness(AskError),
+    /// The service refused (a principal over its share, a rate limit).
+    #[error(transparent)]
+    Refused(#[from] Refused),
+}
 
 /// Where the server's tools answer from: the closed set of its front ends.
 pub enum Front {
@@ -128,23 +143,20 @@ impl Front {
         question: &str,
         principal: Option<&Principal>,
         observer: Option<Observer<'_>>,
-    ) -> Result<Answered, String> {
+    ) -> Result<Answered, AskFailed> {
         match self {
             Front::Local(local) => {
                 let asked =
                     local.harness.ask(&local.config, &local.model, Approver::NotInOneShot, question, observer).await;
                 match asked {
                     Ok(run) => Ok(Answered { run, degraded: false }),
-                    Err(AskError::Model(e)) => {
-                        Err(format!("the model server failed: {e}; search_docs and read_section still work without it"))
-                    }
-                    Err(e) => Err(e.to_string()),
+                    Err(AskError::Model(e)) => Err(AskFailed::Model(e)),
+                    Err(e) => Err(AskFailed::Harness(e)),
                 }
             }
             Front::Serve(state) => {
                 let who = principal.map_or("unknown", |p| p.name.as_str());
-                let (run, degraded) =
-                    crate::service::answer::answer(state, who, question, observer).await.map_err(|e| e.to_string())?;
+                let (run, degraded) = crate::service::answer::answer(state, who, question, observer).await?;
                 crate::service::answer::count_usage(state, &run, who);
                 Ok(Answered { run, degraded })
             }

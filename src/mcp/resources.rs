@@ -50,20 +50,50 @@ pub fn uri(path: &str, anchor: &str) -> String {
     }
 }
 
+/// Why a URI names no section. `shown` is the URI clipped to 200 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UriError {
+    /// Another scheme than `docs-agent://`.
+    #[error("`{shown}` is not a docs section; a section's URI is {SCHEME}docs/file.md#anchor, as resources/list gives")]
+    NotASection {
+        /// The URI, clipped.
+        shown: String,
+    },
+    /// Its path or anchor is not UTF-8 once percent-decoded.
+    #[error("`{shown}` is not UTF-8 once decoded")]
+    NotUtf8 {
+        /// The URI, clipped.
+        shown: String,
+    },
+}
+
+/// Why a section cannot be read, with what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The path is not a document under `docs/`. `shown` is the path clipped to 200 characters.
+    #[error("`{shown}` is not a document of the docs; give its path as search_docs does (docs/…)")]
+    NotADocument {
+        /// The path, clipped.
+        shown: String,
+    },
+    /// The index could not be read.
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+    /// The document has no such section.
+    #[error("no section {at} in the docs; search_docs names the sections that exist (path#anchor)")]
+    NoSection {
+        /// `path#anchor` (the anchor clipped), or the path alone.
+        at: String,
+    },
+}
+
 /// The path and anchor a section's URI names; an error that says what such a URI looks like.
-pub fn parse(uri: &str) -> Result<(String, String), String> {
-    let shown = crate::guard::clip(uri, 200);
-    let rest = uri.strip_prefix(SCHEME).ok_or_else(|| {
-        format!(
-            "`{shown}` is not a docs section; a section's URI is {SCHEME}docs/file.md#anchor, as resources/list gives"
-        )
-    })?;
+pub fn parse(uri: &str) -> Result<(String, String), UriError> {
+    let shown = || crate::guard::clip(uri, 200).to_string();
+    let rest = uri.strip_prefix(SCHEME).ok_or_else(|| UriError::NotASection { shown: shown() })?;
     let (path, anchor) = rest.split_once('#').unwrap_or((rest, ""));
     let decode = |part: &str| {
-        percent_decode_str(part)
-            .decode_utf8()
-            .map(|s| s.into_owned())
-            .map_err(|_| format!("`{shown}` is not UTF-8 once decoded"))
+        percent_decode_str(part).decode_utf8().map(|s| s.into_owned()).map_err(|_| UriError::NotUtf8 { shown: shown() })
     };
     Ok((decode(path)?, decode(anchor)?))
 }
@@ -123,19 +153,17 @@ pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, 
 /// The section `anchor` of `path` (a document under `docs/`), fenced as untrusted and redacted,
 /// from the index generation searched now, within `max_bytes` with its fence; an error that
 /// says what to do instead.
-pub fn read(front: &Front, path: &str, anchor: &str, max_bytes: usize) -> Result<String, String> {
-    let shown = crate::guard::clip(path, 200);
-    let checked = check_read(path).ok().filter(|p| p.area() == Area::Docs).ok_or_else(|| {
-        format!("`{shown}` is not a document of the docs; give its path as search_docs does (docs/…)")
-    })?;
+pub fn read(front: &Front, path: &str, anchor: &str, max_bytes: usize) -> Result<String, ReadError> {
+    let checked = check_read(path)
+        .ok()
+        .filter(|p| p.area() == Area::Docs)
+        .ok_or_else(|| ReadError::NotADocument { shown: crate::guard::clip(path, 200).to_string() })?;
     let path = checked.display();
     let index = front.harness().index.current();
-    let section =
-        crate::runtime::blocking(|| index.section(&path, anchor)).map_err(|e| e.to_string())?.ok_or_else(|| {
-            let at =
-                if anchor.is_empty() { path.clone() } else { format!("{path}#{}", crate::guard::clip(anchor, 100)) };
-            format!("no section {at} in the docs; search_docs names the sections that exist (path#anchor)")
-        })?;
+    let section = crate::runtime::blocking(|| index.section(&path, anchor))?.ok_or_else(|| {
+        let at = if anchor.is_empty() { path.clone() } else { format!("{path}#{}", crate::guard::clip(anchor, 100)) };
+        ReadError::NoSection { at }
+    })?;
     let source = source(&path, &section.anchor);
     let body = format!("# {}\n(lines {}-{})\n{}", section.heading, section.lines.0, section.lines.1, section.text);
     // Cut before fencing, so the post-tool cap never cuts into the fence. Fencing (tags become
@@ -168,7 +196,23 @@ mod tests {
             assert_eq!(parse(&made).expect("parses"), (path.to_string(), anchor.to_string()));
         }
         assert_eq!(uri("docs/refunds.md", "refund-window"), "docs-agent://docs/refunds.md#refund-window");
-        assert!(parse("file:///etc/passwd").is_err());
-        assert!(parse("docs-agent://docs/%FF.md").is_err());
+    }
+
+    /// Each way a URI names no section: the error, and its message word for word.
+    #[test]
+    fn uris_that_name_no_section_are_refused() {
+        #[rustfmt::skip]
+        let cases = [
+            ("file:///etc/passwd", UriError::NotASection { shown: "file:///etc/passwd".into() },
+             "`file:///etc/passwd` is not a docs section; a section's URI is docs-agent://docs/file.md#anchor, as resources/list gives"),
+            ("docs-agent://docs/%FF.md", UriError::NotUtf8 { shown: "docs-agent://docs/%FF.md".into() },
+             "`docs-agent://docs/%FF.md` is not UTF-8 once decoded"),
+            ("docs-agent://docs/a.md#%C3", UriError::NotUtf8 { shown: "docs-agent://docs/a.md#%C3".into() },
+             "`docs-agent://docs/a.md#%C3` is not UTF-8 once decoded"),
+        ];
+        for (uri, want, message) in cases {
+            assert_eq!(parse(uri), Err(want.clone()), "{uri}");
+            assert_eq!(want.to_string(), message);
+        }
     }
 }

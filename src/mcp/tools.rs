@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::resources;
-use super::{Answered, Front};
+use super::{Answered, AskFailed, Front};
 use crate::agent::Stop;
 use crate::service::Principal;
 use crate::service::answer::checked_question;
@@ -118,6 +118,18 @@ pub struct CitationOutput {
     pub verified: bool,
 }
 
+/// Why an MCP call has no result: an operator's rule refused it, or it failed. Either is the
+/// text of an error result (or an error response) for the client.
+#[derive(Debug, thiserror::Error)]
+enum CallError<E> {
+    /// A pre-tool rule refused the call: the rule's message.
+    #[error("{0}")]
+    Refused(String),
+    /// The call ran and failed.
+    #[error("{0}")]
+    Failed(E),
+}
+
 /// The MCP server: the docs' tools and sections, answering from a [`Front`].
 #[derive(Clone)]
 pub struct DocsServer {
@@ -138,13 +150,13 @@ impl DocsServer {
     /// refuses it as a `deny` does, since nobody is there to approve), then the result through
     /// the post-tool rules. The call has its `execute_tool` span, each hook decision a log line
     /// in it with its rule, and under `serve` the tool-call metric counts it.
-    fn guarded(
+    fn guarded<E: std::fmt::Display>(
         &self,
         name: &str,
         tool: &str,
         arguments: &serde_json::Value,
-        run: impl FnOnce() -> Result<String, String>,
-    ) -> Result<String, String> {
+        run: impl FnOnce() -> Result<String, E>,
+    ) -> Result<String, CallError<E>> {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = %format!("execute_tool {name}"),
@@ -160,7 +172,7 @@ impl DocsServer {
             message
         });
         let (result, decision) = match refused {
-            Some(message) => (Err(message), Decision::Denied),
+            Some(message) => (Err(CallError::Refused(message)), Decision::Denied),
             None => match run() {
                 Ok(text) => {
                     let trimmed = hooks.after(&text);
@@ -169,7 +181,7 @@ impl DocsServer {
                     }
                     (Ok(trimmed.text), Decision::Allowed)
                 }
-                Err(message) => (Err(message), Decision::Error),
+                Err(error) => (Err(CallError::Failed(error)), Decision::Error),
             },
         };
         span.record("docs_agent.decision", decision.as_str());
@@ -247,10 +259,10 @@ impl DocsServer {
         let index = self.front.harness().index.current();
         let mut found = Vec::new();
         let text = self.guarded("search_docs", "search_docs", &json!({"query": query}), || {
-            let hits = crate::runtime::blocking(|| index.search(query, k)).map_err(|e| e.to_string())?;
+            let hits = crate::runtime::blocking(|| index.search(query, k))?;
             let text = crate::tools::search_result(&hits, self.result_bytes());
             found = hits;
-            Ok(text)
+            Ok::<_, crate::index::IndexError>(text)
         });
         match text {
             Ok(text) => {
@@ -276,7 +288,7 @@ impl DocsServer {
                 result.structured_content = Some(structured);
                 result
             }
-            Err(message) => failed(&message),
+            Err(error) => failed(&error.to_string()),
         }
     }
 
@@ -302,7 +314,7 @@ impl DocsServer {
         });
         match read {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(message) => failed(&message),
+            Err(error) => failed(&error.to_string()),
         }
     }
 
@@ -342,7 +354,7 @@ impl DocsServer {
         };
         match answered {
             Ok(answered) => answer_result(&answered),
-            Err(message) => failed(&message),
+            Err(error) => failed(&error.to_string()),
         }
     }
 }
@@ -356,7 +368,7 @@ impl DocsServer {
         who: Option<&Principal>,
         progress: Option<rmcp::model::ProgressToken>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Answered, String> {
+    ) -> Result<Answered, AskFailed> {
         let Some(token) = progress else {
             return self.front.ask(question, who, None).await;
         };
@@ -494,13 +506,14 @@ impl ServerHandler for DocsServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.front.fresh();
-        let (path, anchor) = resources::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e, None))?;
+        let (path, anchor) =
+            resources::parse(&request.uri).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let max = self.section_bytes();
         let text = self
             .guarded("resources/read", "read_file", &json!({"path": path, "anchor": anchor}), || {
                 resources::read(&self.front, &path, &anchor, max)
             })
-            .map_err(|e| ErrorData::resource_not_found(crate::guard::scrub(&e).into_owned(), None))?;
+            .map_err(|e| ErrorData::resource_not_found(crate::guard::scrub(&e.to_string()).into_owned(), None))?;
         Ok(rmcp::model::ReadResourceResult::new(vec![
             rmcp::model::ResourceContents::text(text, request.uri).with_mime_type("text/plain"),
         ])

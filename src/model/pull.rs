@@ -202,24 +202,35 @@ pub async fn pull(llm: &LlmConfig, mut on: impl FnMut(Progress)) -> Result<(), P
         pending.extend_from_slice(&chunk);
         while let Some(end) = pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
-            succeeded |= report(&line, &mut on).map_err(|e| said(None, e))?;
+            succeeded |= report(&line, &mut on).map_err(|e| said(None, e.to_string()))?;
         }
     }
     if !pending.is_empty() {
-        succeeded |= report(&pending, &mut on).map_err(|e| said(None, e))?;
+        succeeded |= report(&pending, &mut on).map_err(|e| said(None, e.to_string()))?;
     }
     if succeeded { Ok(()) } else { Err(failed("the progress stream ended before `success`".into())) }
 }
 
+/// A progress line that says the pull failed, or that cannot be read.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum LineError {
+    /// Not a JSON progress line.
+    #[error("unreadable progress line ({0})")]
+    Unreadable(String),
+    /// Ollama's `error` line, as it said it.
+    #[error("{0}")]
+    Said(String),
+}
+
 /// Tells `on` what one line says; true for `success`, an error for an `error` line.
-fn report(line: &[u8], on: &mut impl FnMut(Progress)) -> Result<bool, String> {
+fn report(line: &[u8], on: &mut impl FnMut(Progress)) -> Result<bool, LineError> {
     let text = String::from_utf8_lossy(line);
     if text.trim().is_empty() {
         return Ok(false);
     }
-    let line: Line = serde_json::from_str(text.trim()).map_err(|e| format!("unreadable progress line ({e})"))?;
+    let line: Line = serde_json::from_str(text.trim()).map_err(|e| LineError::Unreadable(e.to_string()))?;
     if let Some(error) = line.error {
-        return Err(error);
+        return Err(LineError::Said(error));
     }
     let status = crate::guard::clip(&line.status, 120);
     let success = status == "success";
@@ -257,9 +268,12 @@ mod tests {
         assert_eq!(report(br#"{"status":"success"}"#, &mut on), Ok(true));
         assert_eq!(
             report(br#"{"error":"pull model manifest: file does not exist"}"#, &mut on),
-            Err("pull model manifest: file does not exist".into())
+            Err(LineError::Said("pull model manifest: file does not exist".into()))
         );
-        assert!(report(b"<html>", &mut on).is_err());
+        let unreadable = report(b"<html>", &mut on).expect_err("not JSON");
+        assert!(matches!(unreadable, LineError::Unreadable(_)), "{unreadable:?}");
+        assert_eq!(unreadable.to_string(), "unreadable progress line (expected value at line 1 column 1)");
+        assert_eq!(LineError::Said("no space left".into()).to_string(), "no space left");
         assert_eq!(
             seen,
             [

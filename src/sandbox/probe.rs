@@ -14,6 +14,38 @@ use std::time::Duration;
 
 use serde_json::json;
 
+/// Why a probe attempt cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttemptError {
+    /// No `:` between the kind and the target.
+    #[error("`{spec}`: expected KIND:TARGET")]
+    NoKind {
+        /// The attempt as written.
+        spec: String,
+    },
+    /// `connect:` or `bind:` with something that is not an address.
+    #[error("`{spec}`: {source}")]
+    Address {
+        /// The attempt as written.
+        spec: String,
+        /// What the address parser said.
+        source: std::net::AddrParseError,
+    },
+    /// A kind the probe does not know.
+    #[error("`{spec}`: unknown attempt `{kind}` (read, write, connect, bind, exec)")]
+    UnknownKind {
+        /// The attempt as written.
+        spec: String,
+        /// The kind.
+        kind: String,
+    },
+}
+
+/// The seccomp filter that hides Landlock could not be installed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot install the seccomp filter: {0}")]
+pub struct SeccompError(#[source] std::io::Error);
+
 /// One thing the probe tries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempt {
@@ -31,9 +63,10 @@ pub enum Attempt {
 
 impl Attempt {
     /// Parses `read:PATH`, `write:PATH`, `connect:ADDR`, `bind:ADDR` or `exec:PATH [ARG...]`.
-    pub fn parse(spec: &str) -> Result<Attempt, String> {
-        let (kind, target) = spec.split_once(':').ok_or_else(|| format!("`{spec}`: expected KIND:TARGET"))?;
-        let addr = || target.parse::<SocketAddr>().map_err(|e| format!("`{spec}`: {e}"));
+    pub fn parse(spec: &str) -> Result<Attempt, AttemptError> {
+        let (kind, target) = spec.split_once(':').ok_or_else(|| AttemptError::NoKind { spec: spec.to_string() })?;
+        let addr =
+            || target.parse::<SocketAddr>().map_err(|source| AttemptError::Address { spec: spec.to_string(), source });
         Ok(match kind {
             "read" => Attempt::Read(target.into()),
             "write" => Attempt::Write(target.into()),
@@ -44,7 +77,7 @@ impl Attempt {
                 let program = words.next().unwrap_or_default();
                 Attempt::Exec(program.into(), words.map(str::to_string).collect())
             }
-            other => return Err(format!("`{spec}`: unknown attempt `{other}` (read, write, connect, bind, exec)")),
+            other => return Err(AttemptError::UnknownKind { spec: spec.to_string(), kind: other.to_string() }),
         })
     }
 
@@ -92,7 +125,7 @@ pub fn no_new_privs() -> bool {
 
 /// Makes the Landlock system calls (444 to 446) fail with `ENOSYS` for this process, as on a
 /// kernel without Landlock.
-pub fn hide_landlock() -> Result<(), String> {
+pub fn hide_landlock() -> Result<(), SeccompError> {
     const FIRST: u32 = 444; // landlock_create_ruleset
     const LAST: u32 = 446; // landlock_restrict_self
     let op = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter { code: code as u16, jt, jf, k };
@@ -113,24 +146,39 @@ pub fn hide_landlock() -> Result<(), String> {
         libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
             && libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) == 0
     };
-    if installed {
-        Ok(())
-    } else {
-        Err(format!("cannot install the seccomp filter: {}", std::io::Error::last_os_error()))
-    }
+    if installed { Ok(()) } else { Err(SeccompError(std::io::Error::last_os_error())) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// One row of a table: the input, which error it must give, and that error's message.
+    type Row<'a> = (&'a str, fn(&AttemptError) -> bool, &'a str);
+
     #[test]
     fn attempts_parse_with_their_target() {
         assert_eq!(Attempt::parse("read:/etc/passwd"), Ok(Attempt::Read("/etc/passwd".into())));
         assert_eq!(Attempt::parse("connect:127.0.0.1:9"), Ok(Attempt::Connect(([127, 0, 0, 1], 9).into())));
         assert!(Attempt::parse("connect:nowhere").is_err());
-        assert!(Attempt::parse("delete:/x").unwrap_err().contains("unknown attempt"));
-        assert!(Attempt::parse("read").is_err());
         assert_eq!(Attempt::parse("exec:/x -v"), Ok(Attempt::Exec("/x".into(), vec!["-v".into()])));
+    }
+
+    /// Each way an attempt is refused: the error, and its message.
+    #[test]
+    fn bad_attempts_are_named() {
+        #[rustfmt::skip]
+        let cases: [Row<'_>; 4] = [
+            ("read", |e| matches!(e, AttemptError::NoKind { .. }), "`read`: expected KIND:TARGET"),
+            ("connect:nowhere", |e| matches!(e, AttemptError::Address { .. }), "`connect:nowhere`: invalid socket address syntax"),
+            ("bind:1.2.3.4", |e| matches!(e, AttemptError::Address { .. }), "`bind:1.2.3.4`: invalid socket address syntax"),
+            ("delete:/x", |e| matches!(e, AttemptError::UnknownKind { .. }),
+             "`delete:/x`: unknown attempt `delete` (read, write, connect, bind, exec)"),
+        ];
+        for (spec, is, message) in cases {
+            let error = Attempt::parse(spec).expect_err(spec);
+            assert!(is(&error), "{spec}: {error:?}");
+            assert_eq!(error.to_string(), message);
+        }
     }
 }

@@ -18,7 +18,7 @@ pub fn load_isolated(sources: &Sources) -> Result<Config, ConfigError> {
 /// The subsystems' checks of a loaded configuration, then its secrets remembered.
 fn checked(config: Config) -> Result<Config, ConfigError> {
     crate::session::store::check_config(&config.session)?;
-    crate::hooks::Hooks::compile(&config.hooks).map_err(ConfigError)?;
+    crate::hooks::Hooks::compile(&config.hooks).map_err(|e| ConfigError(e.to_string()))?;
     crate::model::check_config(&config)?;
     // The model server's key is redacted wherever it shows, whatever its shape, and the
     // embedding server's, and the session database's password.

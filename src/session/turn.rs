@@ -83,6 +83,24 @@ pub enum TurnError {
     Log(#[from] LogError),
 }
 
+/// Even the smallest request a turn can send (the rules, the person's messages, the summary, a
+/// note for each result) does not fit the context budget: what the person is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "stopped: the smallest request this turn can send (the rules, the person's messages, the conversation's \
+     summary and a note for each result) is about {needed} tokens, more than the context budget leaves for it \
+     ({room} of session.context_budget_tokens = {budget}); raise it (DOCS_AGENT_CONTEXT_BUDGET), or shorten \
+     AGENTS.md or the question"
+)]
+struct OverBudget {
+    /// Tokens of the smallest request.
+    needed: u64,
+    /// Tokens the messages may take: the budget less the tool schemas.
+    room: u64,
+    /// `session.context_budget_tokens`.
+    budget: u64,
+}
+
 /// Why a decision was not recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum VerdictError {
@@ -242,7 +260,8 @@ impl<'a> Turn<'a> {
                         Ok(fitted) => fitted,
                         // The model cannot be asked: what the search found still answers,
                         // labelled with why.
-                        Err(why) => {
+                        Err(over) => {
+                            let why = over.to_string();
                             let turn = state::this_turn(&events);
                             if verify::retrieved(turn).iter().any(|s| s.searched) {
                                 let text = retrieval_only(turn, crate::model::builtin::OVERFLOW_HEADER);
@@ -799,7 +818,7 @@ impl<'a> Turn<'a> {
 
     /// The request fitted to the context budget (`fit`), with `tools` tokens of tool schemas
     /// sent beside it; what to tell the person when even the rules and the question do not fit.
-    fn fitted(&self, projected: projection::Projected, budget: u64, tools: u64) -> Result<fit::Fitted, String> {
+    fn fitted(&self, projected: projection::Projected, budget: u64, tools: u64) -> Result<fit::Fitted, OverBudget> {
         let index = &self.deps.toolbox.index;
         let locate = |source: &str| {
             let (path, anchor) = source.split_once('#').unwrap_or((source, ""));
@@ -819,13 +838,7 @@ impl<'a> Turn<'a> {
                 }
                 Ok(fitted)
             }
-            Err(overflow) => Err(format!(
-                "stopped: the smallest request this turn can send (the rules, the person's messages, the \
-                 conversation's summary and a note for each result) is about {} tokens, more than the \
-                 context budget leaves for it ({} of session.context_budget_tokens = {budget}); raise it \
-                 (DOCS_AGENT_CONTEXT_BUDGET), or shorten AGENTS.md or the question",
-                overflow.needed, overflow.room
-            )),
+            Err(overflow) => Err(OverBudget { needed: overflow.needed, room: overflow.room, budget }),
         }
     }
 
@@ -1081,4 +1094,22 @@ pub fn now_ms() -> u64 {
 /// What the model is shown when an operator's rule refuses its call.
 fn refused(ruled: &Ruled) -> Outcome {
     Outcome::denied(format!("refused by the operator's rule `{}`: {}", ruled.rule, ruled.reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OverBudget;
+
+    /// The message a person reads when even the smallest request does not fit, word for word.
+    #[test]
+    fn over_budget_says_what_to_raise() {
+        let over = OverBudget { needed: 9000, room: 7000, budget: 8000 };
+        assert_eq!(
+            over.to_string(),
+            "stopped: the smallest request this turn can send (the rules, the person's messages, the conversation's \
+             summary and a note for each result) is about 9000 tokens, more than the context budget leaves for it \
+             (7000 of session.context_budget_tokens = 8000); raise it (DOCS_AGENT_CONTEXT_BUDGET), or shorten \
+             AGENTS.md or the question"
+        );
+    }
 }

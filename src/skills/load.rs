@@ -66,16 +66,16 @@ pub(super) fn read_skill_file(folder: &Dir, location: &str) -> Result<String, Ve
         }
         Err(err) => return Err(vec![unreadable(location, None, &err)]),
     };
-    check_regular_and_small(&meta).map_err(|message| one(None, "unreadable", message))?;
+    check_regular_and_small(&meta).map_err(|refused| one(None, "unreadable", refused.to_string()))?;
     // The type was checked before opening so a FIFO is never opened; check again on the
     // open handle in case the file was swapped in between.
     let file = folder.open(SKILL_FILE).map_err(|err| vec![unreadable(location, None, &err)])?;
     let meta = file.metadata().map_err(|err| vec![unreadable(location, None, &err)])?;
-    check_regular_and_small(&meta).map_err(|message| one(None, "unreadable", message))?;
+    check_regular_and_small(&meta).map_err(|refused| one(None, "unreadable", refused.to_string()))?;
     let mut bytes = Vec::new();
     file.take(MAX_SKILL_BYTES + 1).read_to_end(&mut bytes).map_err(|err| vec![unreadable(location, None, &err)])?;
     if bytes.len() as u64 > MAX_SKILL_BYTES {
-        return Err(one(None, "unreadable", too_large_message()));
+        return Err(one(None, "unreadable", FileRefused::TooLarge.to_string()));
     }
     String::from_utf8(bytes).map_err(|err| {
         let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
@@ -90,27 +90,32 @@ pub(super) fn is_dangling_link(folder: &Dir) -> bool {
     folder.symlink_metadata(SKILL_FILE).is_ok_and(|meta| meta.file_type().is_symlink())
 }
 
-/// Says why a SKILL.md with this metadata must not be read, if it must not.
-pub(super) fn check_regular_and_small(meta: &cap_std::fs::Metadata) -> Result<(), String> {
-    if !meta.is_file() {
-        return Err(format!(
-            "{SKILL_FILE} is not a regular file (a directory, FIFO or device); \
-             replace it with a plain Markdown file"
-        ));
-    }
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(too_large_message());
-    }
-    Ok(())
+/// Why a SKILL.md is not opened, or not read past its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(super) enum FileRefused {
+    /// A folder, FIFO or device where the file should be.
+    #[error(
+        "{file} is not a regular file (a directory, FIFO or device); replace it with a plain Markdown file",
+        file = SKILL_FILE
+    )]
+    NotRegular,
+    /// Over [`MAX_SKILL_BYTES`].
+    #[error(
+        "file is larger than {kib} KiB; keep the SKILL.md short and move long material into files the skill points to",
+        kib = MAX_SKILL_BYTES / 1024
+    )]
+    TooLarge,
 }
 
-/// The message for a SKILL.md over the size limit.
-pub(super) fn too_large_message() -> String {
-    format!(
-        "file is larger than {} KiB; keep the SKILL.md short and move long material into \
-         files the skill points to",
-        MAX_SKILL_BYTES / 1024
-    )
+/// Says why a SKILL.md with this metadata must not be read, if it must not.
+pub(super) fn check_regular_and_small(meta: &cap_std::fs::Metadata) -> Result<(), FileRefused> {
+    if !meta.is_file() {
+        return Err(FileRefused::NotRegular);
+    }
+    if meta.len() > MAX_SKILL_BYTES {
+        return Err(FileRefused::TooLarge);
+    }
+    Ok(())
 }
 
 /// A problem for a file or folder the OS or the sandbox would not let us read.

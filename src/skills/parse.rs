@@ -113,24 +113,25 @@ impl Draft {
         };
         let line = key_line(yaml, key);
         let single = |rule, message| vec![(rule, line, message)];
+        let field = |rule, error: FieldError| single(rule, error.to_string());
         match key {
             "name" => {
                 self.seen_name = true;
-                self.name = Some(string_field(key, value).map_err(|m| single("name", m))?);
+                self.name = Some(string_field(key, value).map_err(|e| field("name", e))?);
             }
             "description" => {
                 self.seen_description = true;
-                let text = string_field(key, value).map_err(|m| single("description", m))?;
-                self.description = Some(check_description(&text).map_err(|m| single("description", m))?);
+                let text = string_field(key, value).map_err(|e| field("description", e))?;
+                self.description = Some(check_description(&text).map_err(|e| field("description", e))?);
             }
-            "license" => self.license = Some(string_field(key, value).map_err(|m| single("license", m))?),
+            "license" => self.license = Some(string_field(key, value).map_err(|e| field("license", e))?),
             "compatibility" => {
-                let text = string_field(key, value).map_err(|m| single("compatibility", m))?;
-                self.compatibility = Some(check_compatibility(text).map_err(|m| single("compatibility", m))?);
+                let text = string_field(key, value).map_err(|e| field("compatibility", e))?;
+                self.compatibility = Some(check_compatibility(text).map_err(|e| field("compatibility", e))?);
             }
             "metadata" => self.metadata = metadata_field(yaml, line, value)?,
             "allowed-tools" => {
-                self.allowed_tools = allowed_tools_field(value).map_err(|m| single("allowed-tools", m))?;
+                self.allowed_tools = allowed_tools_field(value).map_err(|e| field("allowed-tools", e))?;
             }
             other => {
                 let message = format!("unknown field `{other}`; allowed: {ALLOWED_FIELDS}");
@@ -174,12 +175,62 @@ impl Draft {
     }
 }
 
-/// The value as a string, or a message saying what it is instead.
-pub(super) fn string_field(key: &str, value: &Value) -> Result<String, String> {
+/// Why a front-matter field's value is refused: each message names the field and says what
+/// to write instead (it becomes a [`SkillProblem`]'s message, on the field's line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum FieldError {
+    /// The key is there with nothing after it.
+    #[error("`{key}` has no value; give it one or remove the line")]
+    NoValue {
+        /// The field.
+        key: String,
+    },
+    /// A string field holds a number, a list, a map...
+    #[error("`{key}` must be a string, found a {found}; put the value in quotes")]
+    NotAString {
+        /// The field.
+        key: String,
+        /// The kind of value found ([`kind`]).
+        found: &'static str,
+    },
+    /// `description` is blank.
+    #[error("`description` is empty; say what the skill does and when to use it")]
+    EmptyDescription,
+    /// `description` is over [`MAX_DESCRIPTION_CHARS`].
+    #[error("`description` is {chars} characters; keep it to {max} and move detail into the body", max = MAX_DESCRIPTION_CHARS)]
+    LongDescription {
+        /// Its length, trimmed.
+        chars: usize,
+    },
+    /// `compatibility` is blank.
+    #[error("`compatibility` is empty; describe the requirements or remove the line")]
+    EmptyCompatibility,
+    /// `compatibility` is over [`MAX_COMPATIBILITY_CHARS`].
+    #[error("`compatibility` is {chars} characters; keep it to {max}", max = MAX_COMPATIBILITY_CHARS)]
+    LongCompatibility {
+        /// Its length, trimmed.
+        chars: usize,
+    },
+    /// An `allowed-tools` list holds an entry that is not a non-empty string.
+    #[error("`allowed-tools` entries must be non-empty strings, found a {found}")]
+    ToolEntry {
+        /// The kind of the entry ([`kind`]).
+        found: &'static str,
+    },
+    /// `allowed-tools` is neither a string nor a list.
+    #[error("`allowed-tools` must be a space-separated string or a list of strings, found a {found}")]
+    ToolsShape {
+        /// The kind of value found ([`kind`]).
+        found: &'static str,
+    },
+}
+
+/// The value as a string, or why it is not one.
+pub(super) fn string_field(key: &str, value: &Value) -> Result<String, FieldError> {
     match value {
         Value::String(text) => Ok(text.clone()),
-        Value::Null => Err(format!("`{key}` has no value; give it one or remove the line")),
-        other => Err(format!("`{key}` must be a string, found a {}; put the value in quotes", kind(other))),
+        Value::Null => Err(FieldError::NoValue { key: key.to_string() }),
+        other => Err(FieldError::NotAString { key: key.to_string(), found: kind(other) }),
     }
 }
 
@@ -209,29 +260,26 @@ pub(super) fn check_name(name: &str, folder: &str) -> Result<(), (&'static str, 
 }
 
 /// Checks the description's length; returns it trimmed.
-pub(super) fn check_description(text: &str) -> Result<String, String> {
+pub(super) fn check_description(text: &str) -> Result<String, FieldError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("`description` is empty; say what the skill does and when to use it".to_string());
+        return Err(FieldError::EmptyDescription);
     }
     let chars = trimmed.chars().count();
     if chars > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "`description` is {chars} characters; keep it to {MAX_DESCRIPTION_CHARS} and move \
-             detail into the body"
-        ));
+        return Err(FieldError::LongDescription { chars });
     }
     Ok(trimmed.to_string())
 }
 
 /// Checks the compatibility note's length.
-pub(super) fn check_compatibility(text: String) -> Result<String, String> {
+pub(super) fn check_compatibility(text: String) -> Result<String, FieldError> {
     let chars = text.trim().chars().count();
     if chars == 0 {
-        return Err("`compatibility` is empty; describe the requirements or remove the line".to_string());
+        return Err(FieldError::EmptyCompatibility);
     }
     if chars > MAX_COMPATIBILITY_CHARS {
-        return Err(format!("`compatibility` is {chars} characters; keep it to {MAX_COMPATIBILITY_CHARS}"));
+        return Err(FieldError::LongCompatibility { chars });
     }
     Ok(text)
 }
@@ -269,20 +317,17 @@ pub(super) fn metadata_field(
 }
 
 /// Reads `allowed-tools`: a space-separated string, or a list of strings.
-pub(super) fn allowed_tools_field(value: &Value) -> Result<Vec<String>, String> {
+pub(super) fn allowed_tools_field(value: &Value) -> Result<Vec<String>, FieldError> {
     match value {
         Value::String(text) => Ok(text.split_whitespace().map(str::to_string).collect()),
         Value::Sequence(items) => items
             .iter()
             .map(|item| match item.as_str().map(str::trim) {
                 Some(tool) if !tool.is_empty() => Ok(tool.to_string()),
-                _ => Err(format!("`allowed-tools` entries must be non-empty strings, found a {}", kind(item))),
+                _ => Err(FieldError::ToolEntry { found: kind(item) }),
             })
             .collect(),
-        other => Err(format!(
-            "`allowed-tools` must be a space-separated string or a list of strings, found a {}",
-            kind(other)
-        )),
+        other => Err(FieldError::ToolsShape { found: kind(other) }),
     }
 }
 

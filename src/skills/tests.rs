@@ -156,6 +156,72 @@ fn messages_say_what_to_do() {
     assert_eq!(no_line.to_string(), "skills/x/SKILL.md: [missing-skill-md] m");
 }
 
+/// Each way a field's value is refused: the error the check returns for the input that causes
+/// it, and its message (the [`SkillProblem`]'s, word for word).
+#[test]
+fn field_errors_name_the_field_and_what_to_write() {
+    let value = |yaml: &str| yaml_serde::from_str::<Value>(yaml).expect("yaml");
+    let long_description = "d".repeat(1025);
+    let long_compatibility = "c".repeat(501);
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Result<String, FieldError>, FieldError, &str)> = vec![
+        ("no value", string_field("license", &value("~")).map(|_| String::new()),
+         FieldError::NoValue { key: "license".into() },
+         "`license` has no value; give it one or remove the line"),
+        ("not a string", string_field("name", &value("42")),
+         FieldError::NotAString { key: "name".into(), found: "number" },
+         "`name` must be a string, found a number; put the value in quotes"),
+        ("blank description", check_description("   "),
+         FieldError::EmptyDescription,
+         "`description` is empty; say what the skill does and when to use it"),
+        ("long description", check_description(&long_description),
+         FieldError::LongDescription { chars: 1025 },
+         "`description` is 1025 characters; keep it to 1024 and move detail into the body"),
+        ("blank compatibility", check_compatibility(" ".into()),
+         FieldError::EmptyCompatibility,
+         "`compatibility` is empty; describe the requirements or remove the line"),
+        ("long compatibility", check_compatibility(long_compatibility),
+         FieldError::LongCompatibility { chars: 501 },
+         "`compatibility` is 501 characters; keep it to 500"),
+        ("tool entry", allowed_tools_field(&value("[read, 3]")).map(|_| String::new()),
+         FieldError::ToolEntry { found: "number" },
+         "`allowed-tools` entries must be non-empty strings, found a number"),
+        ("tools shape", allowed_tools_field(&value("{a: b}")).map(|_| String::new()),
+         FieldError::ToolsShape { found: "map" },
+         "`allowed-tools` must be a space-separated string or a list of strings, found a map"),
+    ];
+    for (label, got, want, message) in cases {
+        assert_eq!(got, Err(want.clone()), "{label}");
+        assert_eq!(want.to_string(), message, "{label}");
+    }
+}
+
+/// A SKILL.md that is a folder, or over the size limit, is refused before it is read.
+#[test]
+fn files_are_refused_as_not_regular_or_too_large() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir(tmp.path().join("folder")).expect("mkdir");
+    std::fs::write(tmp.path().join("big.md"), vec![b'a'; MAX_SKILL_BYTES as usize + 1]).expect("write");
+    std::fs::write(tmp.path().join("small.md"), "---\n").expect("write");
+    let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+    let check = |name: &str| check_regular_and_small(&dir.metadata(name).expect("metadata"));
+    #[rustfmt::skip]
+    let cases = [
+        ("folder", Err(FileRefused::NotRegular),
+         "SKILL.md is not a regular file (a directory, FIFO or device); replace it with a plain Markdown file"),
+        ("big.md", Err(FileRefused::TooLarge),
+         "file is larger than 256 KiB; keep the SKILL.md short and move long material into files the skill points to"),
+        ("small.md", Ok(()), ""),
+    ];
+    for (name, want, message) in cases {
+        let got = check(name);
+        assert_eq!(got, want, "{name}");
+        if let Err(refused) = got {
+            assert_eq!(refused.to_string(), message, "{name}");
+        }
+    }
+}
+
 #[test]
 fn catalog_lists_skills_escaped_and_without_bodies() {
     let mut skills = Skills::default();

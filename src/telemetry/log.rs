@@ -20,15 +20,34 @@ pub enum Format {
     Json,
 }
 
+/// A `DOCS_AGENT_LOG_FORMAT` that is neither `text` nor `json`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("DOCS_AGENT_LOG_FORMAT: `{0}` is not a log format; write `text` or `json`")]
+pub struct UnknownFormat(pub String);
+
 impl Format {
     /// Reads `text` or `json` (from `DOCS_AGENT_LOG_FORMAT`).
-    pub fn parse(value: &str) -> Result<Format, String> {
+    pub fn parse(value: &str) -> Result<Format, UnknownFormat> {
         match value {
             "text" => Ok(Format::Text),
             "json" => Ok(Format::Json),
-            other => Err(format!("DOCS_AGENT_LOG_FORMAT: `{other}` is not a log format; write `text` or `json`")),
+            other => Err(UnknownFormat(other.to_string())),
         }
     }
+}
+
+/// A log filter that `tracing` cannot read, named with the variable it came from.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{from}: `{filter}` is not a log filter ({source}); write a level (`info`) or targets and levels (`docs_agent=debug,warn`)"
+)]
+pub struct FilterError {
+    /// The variable (`DOCS_AGENT_LOG`, `RUST_LOG`) or the command's default.
+    pub from: &'static str,
+    /// The filter as written.
+    pub filter: String,
+    /// What the filter parser said.
+    pub source: tracing_subscriber::filter::ParseError,
 }
 
 /// What the log shows, as the front end read it from the environment.
@@ -117,13 +136,11 @@ pub type Boxed = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 /// Installs the process's subscriber, with `extra` layers (an exporter's) beside the log, each
 /// with its own filter. An unreadable filter is an error that names its variable.
-pub fn init(settings: &LogSettings, extra: Vec<Boxed>) -> Result<(), String> {
-    let filter = EnvFilter::builder().parse(&settings.filter).map_err(|e| {
-        format!(
-            "{}: `{}` is not a log filter ({e}); write a level (`info`) or targets and levels \
-             (`docs_agent=debug,warn`)",
-            settings.from, settings.filter
-        )
+pub fn init(settings: &LogSettings, extra: Vec<Boxed>) -> Result<(), FilterError> {
+    let filter = EnvFilter::builder().parse(&settings.filter).map_err(|source| FilterError {
+        from: settings.from,
+        filter: settings.filter.clone(),
+        source,
     })?;
     let filter = with_caps(filter, settings.dependencies);
     if INSTALLED.get().is_some() {
@@ -223,7 +240,11 @@ mod tests {
     #[test]
     fn formats_and_filters_are_checked() {
         assert_eq!(Format::parse("json"), Ok(Format::Json));
-        assert!(Format::parse("yaml").is_err_and(|e| e.contains("`text` or `json`")));
+        assert_eq!(Format::parse("yaml"), Err(UnknownFormat("yaml".into())));
+        assert_eq!(
+            UnknownFormat("yaml".into()).to_string(),
+            "DOCS_AGENT_LOG_FORMAT: `yaml` is not a log format; write `text` or `json`"
+        );
         let settings = LogSettings {
             filter: "x=loud".into(),
             from: "RUST_LOG",
@@ -231,6 +252,10 @@ mod tests {
             colour: false,
             dependencies: false,
         };
-        assert!(init(&settings, Vec::new()).is_err_and(|e| e.starts_with("RUST_LOG: `x=loud`")));
+        let error = init(&settings, Vec::new()).expect_err("a bad level");
+        assert!(error.to_string().starts_with("RUST_LOG: `x=loud` is not a log filter ("), "{error}");
+        assert!(
+            error.to_string().ends_with("); write a level (`info`) or targets and levels (`docs_agent=debug,warn`)")
+        );
     }
 }

@@ -42,11 +42,54 @@ pub struct OtelSettings {
     pub capture_content: bool,
 }
 
+/// Why the OpenTelemetry variables cannot be used: each message names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OtelEnvError {
+    /// The endpoint is not a URL.
+    #[error("{var}: `{endpoint}` is not a URL ({source}); write e.g. http://collector:4318")]
+    NotAUrl {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        endpoint: String,
+        /// What the URL parser said.
+        source: url::ParseError,
+    },
+    /// The endpoint is a URL, but not http(s) or without a host.
+    #[error("{var}: `{endpoint}` must be an http:// or https:// URL with a host")]
+    NotHttp {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        endpoint: String,
+    },
+    /// A protocol other than `http/protobuf`.
+    #[error(
+        "{var}: `{protocol}` is not supported; docs-agent exports OTLP over http/protobuf (a collector's port 4318)"
+    )]
+    Protocol {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        protocol: String,
+    },
+}
+
+/// Why the exporter could not be built (the command goes on without export).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot export traces to {endpoint}: {source}")]
+pub struct ExportError {
+    /// The endpoint.
+    endpoint: String,
+    /// What the exporter's builder said.
+    source: opentelemetry_otlp::ExporterBuildError,
+}
+
 impl OtelSettings {
     /// Reads `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` (none:
     /// no export; `OTEL_SDK_DISABLED=true` turns it off), the protocol (only `http/protobuf`)
     /// and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`. An error names the variable.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<OtelSettings>, String> {
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<OtelSettings>, OtelEnvError> {
         let set = |name: &str| get(name).filter(|v| !v.trim().is_empty()).map(|v| v.trim().to_string());
         if set("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Ok(None);
@@ -55,17 +98,16 @@ impl OtelSettings {
             .into_iter()
             .find_map(|var| set(var).map(|value| (var, value)));
         let Some((var, endpoint)) = named else { return Ok(None) };
-        let url = reqwest::Url::parse(&endpoint)
-            .map_err(|e| format!("{var}: `{endpoint}` is not a URL ({e}); write e.g. http://collector:4318"))?;
+        let url = match reqwest::Url::parse(&endpoint) {
+            Ok(url) => url,
+            Err(source) => return Err(OtelEnvError::NotAUrl { var, endpoint, source }),
+        };
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(format!("{var}: `{endpoint}` must be an http:// or https:// URL with a host"));
+            return Err(OtelEnvError::NotHttp { var, endpoint });
         }
         for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
             if let Some(protocol) = set(var).filter(|p| p != "http/protobuf") {
-                return Err(format!(
-                    "{var}: `{protocol}` is not supported; docs-agent exports OTLP over http/protobuf \
-                     (a collector's port 4318)"
-                ));
+                return Err(OtelEnvError::Protocol { var, protocol });
             }
         }
         let capture_content =
@@ -109,7 +151,7 @@ pub fn layer(settings: OtelSettings) -> super::log::Boxed {
 /// Builds the exporter and puts the layer in place: call once the sandbox is entered. Nothing
 /// happens when no export was asked for. An error says what failed; the command goes on
 /// without export.
-pub fn start() -> Result<(), String> {
+pub fn start() -> Result<(), ExportError> {
     let (Some(settings), Some(slot)) = (SETTINGS.get(), SLOT.get()) else { return Ok(()) };
     if slot.get().is_some() {
         return Ok(());
@@ -120,7 +162,7 @@ pub fn start() -> Result<(), String> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .build()
-        .map_err(|e| format!("cannot export traces to {}: {e}", settings.endpoint))?;
+        .map_err(|source| ExportError { endpoint: settings.endpoint.clone(), source })?;
     let mut resource = opentelemetry_sdk::Resource::builder();
     let named = std::env::var_os("OTEL_SERVICE_NAME").is_some()
         || std::env::var("OTEL_RESOURCE_ATTRIBUTES")
@@ -229,5 +271,41 @@ impl Filter<Registry> for OwnSpans {
 
     fn callsite_enabled(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
         if Self::wanted(meta) { Interest::always() } else { Interest::never() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row of a table: the input, which error it must give, and that error's message.
+    type Row<'a> = (&'a [(&'a str, &'a str)], fn(&OtelEnvError) -> bool, &'a str);
+
+    /// The export's settings from these variables.
+    fn read(vars: &[(&str, &str)]) -> Result<Option<OtelSettings>, OtelEnvError> {
+        OtelSettings::from_env(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    /// Each way the variables are refused: the error, and its message naming the variable.
+    #[test]
+    fn bad_variables_are_named() {
+        assert_eq!(read(&[]), Ok(None));
+        let asked = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")]).expect("valid");
+        assert_eq!(asked.map(|s| s.endpoint), Some("http://collector:4318".to_string()));
+        #[rustfmt::skip]
+        let cases: [Row<'_>; 3] = [
+            (&[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector-4318")], |e| matches!(e, OtelEnvError::NotAUrl { .. }),
+             "OTEL_EXPORTER_OTLP_ENDPOINT: `collector-4318` is not a URL (relative URL without a base); write e.g. http://collector:4318"),
+            (&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector")], |e| matches!(e, OtelEnvError::NotHttp { .. }),
+             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `ftp://collector` must be an http:// or https:// URL with a host"),
+            (&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+             |e| matches!(e, OtelEnvError::Protocol { .. }),
+             "OTEL_EXPORTER_OTLP_PROTOCOL: `grpc` is not supported; docs-agent exports OTLP over http/protobuf (a collector's port 4318)"),
+        ];
+        for (vars, is, message) in cases {
+            let error = read(vars).expect_err(message);
+            assert!(is(&error), "{error:?}");
+            assert_eq!(error.to_string(), message);
+        }
     }
 }

@@ -218,9 +218,11 @@ pub fn check_config(config: &crate::config::SessionConfig) -> Result<(), crate::
     if url.is_empty() {
         return Ok(());
     }
-    postgres::Target::parse(url)
-        .and_then(|t| t.tls().check())
-        .map_err(|e| crate::config::ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}")))
+    let bad = |e: &dyn std::fmt::Display| {
+        crate::config::ConfigError(format!("session.log_url (DOCS_AGENT_SESSION_LOG_URL): {e}"))
+    };
+    let target = postgres::Target::parse(url).map_err(|e| bad(&e))?;
+    target.tls().check().map_err(|e| bad(&e))
 }
 
 /// Where the session log is, from the configuration.
@@ -326,6 +328,23 @@ impl Store {
     }
 }
 
+/// Why a `DOCS_AGENT_TEST_KILL_AFTER` value cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KillAfterError {
+    /// What follows `#` is not a number.
+    #[error("kill-after count `{count}` is not a number")]
+    Count {
+        /// The text after `#`.
+        count: String,
+    },
+    /// No point, or a count of 0.
+    #[error("kill-after `{spec}` must be POINT or POINT#N with N from 1")]
+    Form {
+        /// The whole value.
+        spec: String,
+    },
+}
+
 /// The crash-test hook (`DOCS_AGENT_TEST_KILL_AFTER=POINT[#N]`): the process sends itself
 /// SIGKILL right after the `nth` time it reaches `point`, an event kind just made durable or
 /// `write` (a note written, its result not yet logged). Nothing is flushed or cleaned up, as in
@@ -342,15 +361,13 @@ pub struct KillAfter {
 
 impl KillAfter {
     /// Parses `POINT` or `POINT#N`.
-    pub fn parse(spec: &str) -> Result<KillAfter, String> {
+    pub fn parse(spec: &str) -> Result<KillAfter, KillAfterError> {
         let (point, nth) = match spec.split_once('#') {
-            Some((point, n)) => {
-                (point, n.parse::<u32>().map_err(|_| format!("kill-after count `{n}` is not a number"))?)
-            }
+            Some((point, n)) => (point, n.parse::<u32>().map_err(|_| KillAfterError::Count { count: n.to_string() })?),
             None => (spec, 1),
         };
         if point.is_empty() || nth == 0 {
-            return Err(format!("kill-after `{spec}` must be POINT or POINT#N with N from 1"));
+            return Err(KillAfterError::Form { spec: spec.to_string() });
         }
         Ok(KillAfter { point: point.to_string(), nth, seen: 0 })
     }
@@ -562,5 +579,28 @@ impl Log {
             Db::Postgres(db) => db.rows_after(session, 0)?,
         };
         Ok(rows.into_iter().map(|(_, _, body)| body).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KillAfter, KillAfterError};
+
+    /// Each way a kill-after value is refused, and its message.
+    #[test]
+    fn kill_after_values_are_read_or_refused() {
+        assert_eq!(KillAfter::parse("tool_result#2").map(|k| (k.point, k.nth)), Ok(("tool_result".into(), 2)));
+        assert_eq!(KillAfter::parse("write").map(|k| (k.point, k.nth)), Ok(("write".into(), 1)));
+        #[rustfmt::skip]
+        let cases = [
+            ("write#two", KillAfterError::Count { count: "two".into() }, "kill-after count `two` is not a number"),
+            ("write#0", KillAfterError::Form { spec: "write#0".into() },
+             "kill-after `write#0` must be POINT or POINT#N with N from 1"),
+            ("#3", KillAfterError::Form { spec: "#3".into() }, "kill-after `#3` must be POINT or POINT#N with N from 1"),
+        ];
+        for (spec, want, message) in cases {
+            assert_eq!(KillAfter::parse(spec), Err(want.clone()), "{spec}");
+            assert_eq!(want.to_string(), message, "{spec}");
+        }
     }
 }

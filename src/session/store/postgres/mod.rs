@@ -27,8 +27,8 @@ use tokio_postgres::error::SqlState;
 
 pub use lease::Lease;
 pub use notify::{Heard, Listening};
-pub use target::Target;
-pub use tls::SslMode;
+pub use target::{Target, TargetError};
+pub use tls::{SslMode, TlsParamsError, TlsSetupError};
 
 use super::{LogError, Row, SessionLock};
 

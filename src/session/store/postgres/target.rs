@@ -5,10 +5,46 @@ use std::str::FromStr;
 
 use tokio_postgres::config::Host;
 
-use super::tls::Tls;
+use super::tls::{Tls, TlsParamsError};
 
 /// PostgreSQL's port when the URL names none.
 const DEFAULT_PORT: u16 = 5432;
+
+/// Why `session.log_url` cannot be used. Each message follows "session.log_url " and never
+/// repeats the URL, which may hold a password.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Another scheme than `postgres://` or `postgresql://`.
+    #[error("it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")]
+    NotPostgres,
+    /// An `@` in the user or password that is not percent-encoded.
+    #[error("its user or password holds a bare `@`: percent-encode it as %40")]
+    BareAt,
+    /// `tokio-postgres` cannot read it (a bad port, an unknown option).
+    #[error("it is not a valid postgres:// URL ({0}); the form is postgres://USER:PASSWORD@HOST:PORT/DATABASE")]
+    Invalid(#[source] tokio_postgres::Error),
+    /// No host.
+    #[error("it names no host (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")]
+    NoHost,
+    /// No user.
+    #[error("it names no user (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")]
+    NoUser,
+    /// An option's key or value is not UTF-8 once percent-decoded.
+    #[error("its option {key} is not UTF-8 once percent-decoded")]
+    OptionNotUtf8 {
+        /// The option's key, as written.
+        key: String,
+    },
+    /// `sslcert` or `sslkey`: client certificates.
+    #[error("it names {key}: client certificates are not supported; log in with a password (scram-sha-256)")]
+    ClientCertificate {
+        /// `sslcert` or `sslkey`.
+        key: String,
+    },
+    /// `sslmode` and `sslrootcert` do not go together.
+    #[error(transparent)]
+    Tls(#[from] TlsParamsError),
+}
 
 /// A PostgreSQL server and database to keep sessions in.
 #[derive(Clone)]
@@ -30,25 +66,23 @@ impl std::fmt::Debug for Target {
 impl Target {
     /// Parses a `postgres://` (or `postgresql://`) URL; the error never repeats the URL,
     /// which may hold a password.
-    pub fn parse(url: &str) -> Result<Target, String> {
+    pub fn parse(url: &str) -> Result<Target, TargetError> {
         let url = url.trim();
         if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
-            return Err("it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+            return Err(TargetError::NotPostgres);
         }
         let rest = url.split_once("://").map_or("", |(_, rest)| rest);
         let hosts = &rest[hosts_start(rest)..];
         if hosts.split(['/', '?']).next().unwrap_or_default().contains('@') {
-            return Err("its user or password holds a bare `@`: percent-encode it as %40".into());
+            return Err(TargetError::BareAt);
         }
         let (url, tls) = split_tls(url)?;
-        let mut config = tokio_postgres::Config::from_str(&url).map_err(|e| {
-            format!("it is not a valid postgres:// URL ({e}); the form is postgres://USER:PASSWORD@HOST:PORT/DATABASE")
-        })?;
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(TargetError::Invalid)?;
         if config.get_hosts().is_empty() {
-            return Err("it names no host (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+            return Err(TargetError::NoHost);
         }
         if config.get_user().is_none() {
-            return Err("it names no user (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into());
+            return Err(TargetError::NoUser);
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
@@ -112,7 +146,7 @@ impl Target {
 
 /// Takes `sslmode` and `sslrootcert` out of the URL's options (libpq's names, which
 /// `tokio-postgres` would refuse or read otherwise) and reads them; the rest of the URL is kept.
-fn split_tls(url: &str) -> Result<(String, Tls), String> {
+fn split_tls(url: &str) -> Result<(String, Tls), TargetError> {
     let scheme_end = url.find("://").map_or(0, |i| i + 3);
     let from = scheme_end + hosts_start(&url[scheme_end..]);
     let Some((base, query)) = url[from..].find('?').map(|i| (&url[..from + i], &url[from + i + 1..])) else {
@@ -125,7 +159,7 @@ fn split_tls(url: &str) -> Result<(String, Tls), String> {
             percent_encoding::percent_decode_str(text)
                 .decode_utf8()
                 .map(|v| v.into_owned())
-                .map_err(|_| format!("its option {key} is not UTF-8 once percent-decoded"))
+                .map_err(|_| TargetError::OptionNotUtf8 { key: key.to_string() })
         };
         // Keys decoded as tokio-postgres decodes them: `ssl%6Dode` is sslmode too.
         let key = decode(key)?;
@@ -134,9 +168,7 @@ fn split_tls(url: &str) -> Result<(String, Tls), String> {
             "sslmode" => mode = Some(decoded()?),
             "sslrootcert" => root = Some(decoded()?),
             "sslcert" | "sslkey" => {
-                return Err(format!(
-                    "it names {key}: client certificates are not supported; log in with a password (scram-sha-256)"
-                ));
+                return Err(TargetError::ClientCertificate { key });
             }
             _ => kept.push(pair),
         }
@@ -157,7 +189,10 @@ fn hosts_start(rest: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::Target;
+    use super::{Target, TargetError};
+
+    /// One row of a table: the input, which error it must give, and that error's message.
+    type Row<'a> = (&'a str, fn(&TargetError) -> bool, &'a str);
 
     /// A URL is shown without its password, and a bad one is refused without repeating it.
     #[test]
@@ -166,13 +201,14 @@ mod tests {
         assert_eq!(target.shown(), "postgres://agent@db.internal:6543/sessions");
         assert_eq!(format!("{target:?}"), "postgres://agent@db.internal:6543/sessions");
         assert_eq!(target.ports(), vec![6543]);
-        let error = Target::parse("postgres://agent:s3cret-pw@db.internal:notaport/x").expect_err("bad port");
+        let error =
+            Target::parse("postgres://agent:s3cret-pw@db.internal:notaport/x").expect_err("bad port").to_string();
         assert!(!error.contains("s3cret-pw"), "{error}");
-        let error = Target::parse("postgres://agent:s3c@ret-pw@db.internal/x").expect_err("a bare @");
+        let error = Target::parse("postgres://agent:s3c@ret-pw@db.internal/x").expect_err("a bare @").to_string();
         assert!(error.contains("%40") && !error.contains("ret-pw"), "{error}");
         let encoded = Target::parse("postgres://agent:s3c%40ret-pw@db.internal/x").expect("percent-encoded");
         assert_eq!(encoded.shown(), "postgres://agent@db.internal:5432/x");
-        let error = Target::parse("mysql://agent:s3cret-pw@db/x").expect_err("not postgres");
+        let error = Target::parse("mysql://agent:s3cret-pw@db/x").expect_err("not postgres").to_string();
         assert!(error.contains("postgres://") && !error.contains("s3cret-pw"), "{error}");
     }
 
@@ -189,7 +225,7 @@ mod tests {
         assert_eq!(plain.config().get_ssl_mode(), tokio_postgres::config::SslMode::Prefer);
         let off = Target::parse("postgres://agent@db/x?sslmode=disable").expect("parses");
         assert_eq!(off.config().get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
-        let error = Target::parse("postgres://agent:pw@db/x?sslmode=sometimes").expect_err("bad mode");
+        let error = Target::parse("postgres://agent:pw@db/x?sslmode=sometimes").expect_err("bad mode").to_string();
         assert!(error.contains("sslmode=sometimes") && !error.contains("pw@"), "{error}");
         let named = Target::parse("postgres://agent@db/x?sslrootcert=%2Fno%2Fca.pem").expect("read when connecting");
         assert_eq!(named.tls().files(), vec![std::path::PathBuf::from("/no/ca.pem")]);
@@ -201,7 +237,8 @@ mod tests {
         assert_eq!(odd.shown(), "postgres://agent@db:5432/x");
         let encoded = Target::parse("postgres://agent@db/x?ssl%6Dode=require").expect("parses");
         assert_eq!(encoded.tls().mode(), SslMode::Require, "a percent-encoded key is the same key");
-        let error = Target::parse("postgres://agent@db/x?sslcert=c.pem&sslkey=k.pem").expect_err("client certs");
+        let error =
+            Target::parse("postgres://agent@db/x?sslcert=c.pem&sslkey=k.pem").expect_err("client certs").to_string();
         assert!(error.contains("client certificates"), "{error}");
     }
 
@@ -211,5 +248,35 @@ mod tests {
         let target = Target::parse("postgresql://agent@localhost").expect("parses");
         assert_eq!(target.ports(), vec![5432]);
         assert_eq!(target.shown(), "postgres://agent@localhost:5432/agent");
+    }
+
+    /// Each way a URL is refused, and its message word for word (none repeats the password).
+    #[test]
+    fn each_refusal_has_its_error() {
+        #[rustfmt::skip]
+        let cases: [Row<'_>; 7] = [
+            ("mysql://agent:pw@db/x", |e| matches!(e, TargetError::NotPostgres),
+             "it must be a postgres:// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE)"),
+            ("postgres://agent:p@w@db/x", |e| matches!(e, TargetError::BareAt),
+             "its user or password holds a bare `@`: percent-encode it as %40"),
+            ("postgres://agent:pw@/x", |e| matches!(e, TargetError::NoHost),
+             "it names no host (postgres://USER:PASSWORD@HOST:PORT/DATABASE)"),
+            ("postgres://db/x", |e| matches!(e, TargetError::NoUser),
+             "it names no user (postgres://USER:PASSWORD@HOST:PORT/DATABASE)"),
+            ("postgres://agent@db/x?sslmode=%FF", |e| matches!(e, TargetError::OptionNotUtf8 { .. }),
+             "its option sslmode is not UTF-8 once percent-decoded"),
+            ("postgres://agent@db/x?sslkey=k.pem", |e| matches!(e, TargetError::ClientCertificate { .. }),
+             "it names sslkey: client certificates are not supported; log in with a password (scram-sha-256)"),
+            ("postgres://agent@db/x?sslmode=verify-ca", |e| matches!(e, TargetError::Tls(_)),
+             "its sslmode=verify-ca needs the CA to trust: add sslrootcert=/path/ca.pem, or use sslmode=verify-full with the system's CAs"),
+        ];
+        for (url, is, message) in cases {
+            let error = Target::parse(url).expect_err(url);
+            assert!(is(&error), "{url}: {error:?}");
+            assert_eq!(error.to_string(), message, "{url}");
+        }
+        let error = Target::parse("postgres://agent:pw@db:notaport/x").expect_err("bad port");
+        assert!(matches!(error, TargetError::Invalid(_)), "{error:?}");
+        assert!(error.to_string().starts_with("it is not a valid postgres:// URL ("), "{error}");
     }
 }
