@@ -51,6 +51,16 @@ fn start() -> Result<Server, String> {
     if !status.success() {
         return Err("cannot copy the sample workspace".into());
     }
+    // LOAD_DOCS: a real docs set in place of the sample's (a search then costs what it costs
+    // there), e.g. ../shared/corpora/business-central-docs.
+    if let Ok(docs) = std::env::var("LOAD_DOCS") {
+        std::fs::remove_dir_all(ws.join("docs")).map_err(|e| e.to_string())?;
+        let status =
+            Command::new("cp").arg("-r").arg(&docs).arg(ws.join("docs")).status().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("cannot copy LOAD_DOCS={docs}"));
+        }
+    }
     let digest: String = Sha256::digest(TOKEN.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     let config = format!(
         "[serve]\nlisten = \"127.0.0.1:0\"\nrate_per_minute = 100000000\nmax_concurrent = 1024\nmax_open_sessions = 100000\nmax_sessions_per_principal = 100000000\nsessions_per_minute = 100000000\nmax_turns_per_principal = 100000\nmax_followers_per_principal = 100000\n\n\
@@ -202,7 +212,27 @@ fn main() -> Result<(), String> {
         // Warm up connections and caches.
         drive(&client, &server.url, true, 500, clients).await;
         let floor = drive(&client, &server.url, false, requests, clients).await;
+        // While the asks run, one client asks /healthz every 5 ms: how long a request that needs
+        // no search waits behind the searches on the server's workers.
+        let probing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let probe = {
+            let (client, url, probing) = (client.clone(), server.url.clone(), probing.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = Instant::now();
+                    if client.get(format!("{url}/healthz")).send().await.is_ok() {
+                        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                latencies.sort_by(|a, b| a.total_cmp(b));
+                latencies
+            })
+        };
         let asks = drive(&client, &server.url, true, requests, clients).await;
+        probing.store(false, std::sync::atomic::Ordering::Relaxed);
+        let probed = probe.await.unwrap_or_default();
         println!("## Load: {requests} requests from {clients} concurrent clients on 127.0.0.1 (2 cores shared with the client)\n");
         println!("| what | requests/s | p50 ms | p99 ms | errors | x baseline (throughput) |\n|---|---:|---:|---:|---:|---:|");
         let rate = |r: &Run| r.latencies.len() as f64 / r.secs;
@@ -220,6 +250,12 @@ fn main() -> Result<(), String> {
             percentile(&floor.latencies, 0.5),
             percentile(&floor.latencies, 0.99),
             floor.errors
+        );
+        println!(
+            "| GET /healthz while the asks run (one client, every 5 ms; {} probes) | | {:.2} | {:.2} | | |",
+            probed.len(),
+            percentile(&probed, 0.5),
+            percentile(&probed, 0.99)
         );
         // Durable sessions, streamed, in parallel batches.
         let started = Instant::now();

@@ -4,6 +4,7 @@
 //! so a question's "refunded" is the "refund" of the docs exactly as search matches it.
 
 use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -16,6 +17,15 @@ const SCRATCH: &str = "
     CREATE VIRTUAL TABLE IF NOT EXISTS temp.sections_vocab USING fts5vocab(main, sections, 'row');
     CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_text USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
     CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_vocab USING fts5vocab(temp, stem_text, 'instance');";
+
+/// Words stemmed before, with their stems, shared by every connection of the process: a
+/// word's stems never change (every connection uses the one tokenizer above), and the docs'
+/// words recur in every passage and question. Without it, stemming through FTS5 took about
+/// 60% of a one-shot answer's CPU (`cargo bench --bench load`).
+static KNOWN: LazyLock<RwLock<HashMap<String, Vec<String>>>> = LazyLock::new(RwLock::default);
+
+/// Words [`KNOWN`] holds at most (a few MiB); past it, it starts again empty.
+const KNOWN_WORDS: usize = 100_000;
 
 /// Readies `conn` (which holds `sections`) for [`stems`] and [`sections_holding`].
 pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
@@ -42,20 +52,25 @@ pub fn stems(conn: &Connection, texts: &[&str]) -> Result<Vec<Vec<String>>, Inde
                 .collect()
         })
         .collect();
-    conn.execute("DELETE FROM temp.stem_text", [])?;
+    let mut of_word: Vec<Vec<String>> = vec![Vec::new(); distinct.len()];
+    let mut unknown: Vec<(&str, usize)> = Vec::new();
     {
-        let mut insert = conn.prepare_cached("INSERT INTO temp.stem_text(rowid, text) VALUES (?1, ?2)")?;
-        for (word, at) in &distinct {
-            insert.execute(params![*at as i64, word])?;
+        let known = KNOWN.read().unwrap_or_else(|p| p.into_inner());
+        for (&word, &at) in &distinct {
+            match known.get(word) {
+                Some(stems) => of_word[at].clone_from(stems),
+                None => unknown.push((word, at)),
+            }
         }
     }
-    let mut of_word: Vec<Vec<String>> = vec![Vec::new(); distinct.len()];
-    let mut read = conn.prepare_cached("SELECT doc, term FROM temp.stem_vocab")?;
-    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-    for row in rows {
-        let (doc, term) = row?;
-        if let Some(slot) = usize::try_from(doc).ok().and_then(|i| of_word.get_mut(i)) {
-            slot.push(term);
+    if !unknown.is_empty() {
+        stem_with_fts5(conn, &unknown, &mut of_word)?;
+        let mut known = KNOWN.write().unwrap_or_else(|p| p.into_inner());
+        if known.len() + unknown.len() > KNOWN_WORDS {
+            known.clear();
+        }
+        for (word, at) in unknown {
+            known.insert(word.to_string(), of_word[at].clone());
         }
     }
     Ok(words_of
@@ -66,6 +81,26 @@ pub fn stems(conn: &Connection, texts: &[&str]) -> Result<Vec<Vec<String>>, Inde
             bag
         })
         .collect())
+}
+
+/// Stems each of `words` (a word and its slot in `of_word`) through the scratch table.
+fn stem_with_fts5(conn: &Connection, words: &[(&str, usize)], of_word: &mut [Vec<String>]) -> Result<(), IndexError> {
+    conn.execute("DELETE FROM temp.stem_text", [])?;
+    {
+        let mut insert = conn.prepare_cached("INSERT INTO temp.stem_text(rowid, text) VALUES (?1, ?2)")?;
+        for (word, at) in words {
+            insert.execute(params![*at as i64, word])?;
+        }
+    }
+    let mut read = conn.prepare_cached("SELECT doc, term FROM temp.stem_vocab")?;
+    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (doc, term) = row?;
+        if let Some(slot) = usize::try_from(doc).ok().and_then(|i| of_word.get_mut(i)) {
+            slot.push(term);
+        }
+    }
+    Ok(())
 }
 
 /// The words of `text`: runs between ASCII characters that are neither letters nor digits.
@@ -121,6 +156,12 @@ mod tests {
         ];
         let ours = stems(&conn, &texts).expect("stems");
         assert_eq!(ours, whole(&conn, &texts));
+        // Again, now from the words already known, and mixed with new ones.
+        assert_eq!(stems(&conn, &texts).expect("stems"), ours);
+        let mixed = ["refunded quickly, résumés revised", texts[0]];
+        let again = stems(&conn, &mixed).expect("stems");
+        conn.execute_batch("DROP TABLE temp.whole; DROP TABLE temp.whole_vocab;").expect("drop the reference");
+        assert_eq!(again, whole(&conn, &mixed));
         assert!(ours[0].contains(&"refund".to_string()), "{:?}", ours[0]);
         assert_eq!(ours[4], vec!["refund"; 3]);
     }
