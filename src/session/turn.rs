@@ -542,12 +542,14 @@ impl<'a> Turn<'a> {
                         self.hook(HookStage::PreTool, &ruled.rule, "deny", Some(&call.record.id));
                         Planned::Done(refused(&ruled))
                     }
-                    _ => Planned::Done(toolbox.retrieve(
-                        &call.record.arguments,
-                        question,
-                        tools::evidence_budget(self.deps.retrieval),
-                        tools::Weak::from(self.deps.retrieval),
-                    )),
+                    _ => Planned::Done(runtime::blocking(|| {
+                        toolbox.retrieve(
+                            &call.record.arguments,
+                            question,
+                            tools::evidence_budget(self.deps.retrieval),
+                            tools::Weak::from(self.deps.retrieval),
+                        )
+                    })),
                 },
                 Origin::Model => match self.deps.hooks.before(&call.record.name, &call.record.arguments) {
                     Some(ruled) => {
