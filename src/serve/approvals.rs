@@ -63,10 +63,12 @@ pub struct Approvals {
 pub async fn list(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
-    Query(query): Query<ListQuery>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {
         principal.require(Role::Approve).map_err(ApiError::from)?;
+        let Query(query) =
+            query.map_err(|e| ApiError::bad_request(format!("{}; the form is ?state=pending", e.body_text())))?;
         if query.state.as_deref().is_some_and(|s| s != "pending") {
             return Err(ApiError::bad_request("state must be `pending` (decided writes are in each session's events)"));
         }

@@ -320,6 +320,9 @@ async fn sessions_belong_to_their_principal_and_writes_wait_for_an_approver() {
     let (status, listed) = call(&s, "GET", "/v1/approvals?state=pending", Some(APPROVER), None).await;
     assert_eq!(status, StatusCode::OK, "{listed}");
     assert!(listed["approvals"].as_array().is_some_and(|a| a.iter().any(|p| p["id"] == approval.as_str())), "{listed}");
+    // A query that cannot be read is answered in the one error shape, as on every route.
+    let (status, body) = call(&s, "GET", "/v1/approvals?state=pending&state=all", Some(APPROVER), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")), "{body}");
     let (status, body) =
         call(&s, "POST", &format!("/v1/approvals/{approval}"), Some(APPROVER), Some(json!({"decision": "sometimes"})))
             .await;
