@@ -23,7 +23,8 @@ use regex::Regex;
 
 use crate::tools::Tool;
 
-pub use crate::config::hooks::{HooksConfig, PostToolConfig, PreToolRule, RuleDecision, StopConfig};
+use crate::config::hooks::HooksConfig;
+pub use crate::config::hooks::RuleDecision;
 
 /// A compiled pre-tool rule.
 #[derive(Debug, Clone)]

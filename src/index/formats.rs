@@ -5,7 +5,7 @@
 use super::{chunk, html};
 use crate::doc_kind::DocKind;
 
-pub use chunk::Chunk;
+use chunk::Chunk;
 
 /// Splits `source` into chunks, one per heading, in file order.
 ///

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody, respond};
 use super::turns::{self, Start};
 use super::waiting::{self, pending};
 use crate::config::Role;
+use crate::service::Principal;
 use crate::session::event::Scope;
 use crate::session::state::{self};
 use crate::session::turn::Verdict;

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody, respond};
 use crate::agent::Stop;
 use crate::config::Role;
 use crate::guard;
+use crate::service::Principal;
 use crate::service::answer::{answer, checked_question, count_usage};
 
 /// Most sections a search returns.

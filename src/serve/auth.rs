@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::error::ApiError;
 use crate::config::{Role, TokenConfig};
-pub use crate::service::Principal;
+use crate::service::Principal;
 
 /// The tokens, by the hex SHA-256 of the token.
 pub struct Tokens(HashMap<String, Principal>);

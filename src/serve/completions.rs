@@ -18,10 +18,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody};
 use crate::agent::{Exchange, Stop};
 use crate::config::Role;
+use crate::service::Principal;
 
 /// The model name docs-agent answers to.
 pub const MODEL_NAME: &str = "docs-agent";

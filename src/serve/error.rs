@@ -127,8 +127,8 @@ impl From<crate::service::Refused> for ApiError {
     fn from(refused: crate::service::Refused) -> Self {
         use crate::service::Refused;
         match refused {
-            Refused::OverShare { code, message, retry_after } => {
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, message).retry_after(retry_after)
+            Refused::OverShare { share, message, retry_after } => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, share.code(), message).retry_after(retry_after)
             }
             Refused::Forbidden(message) => ApiError::forbidden(message),
             Refused::Model(message) => ApiError::new(StatusCode::BAD_GATEWAY, "model_error", message),

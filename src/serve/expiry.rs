@@ -53,7 +53,7 @@ async fn expire(state: &Arc<AppState>, id: &str) -> Result<bool, ApiError> {
 pub async fn owned_now(
     state: &Arc<AppState>,
     id: &str,
-    principal: &super::auth::Principal,
+    principal: &crate::service::Principal,
 ) -> Result<Vec<Stored>, ApiError> {
     let read = || crate::runtime::blocking(|| super::owner::owned(&state.log()?, id, principal));
     let events = read()?;

@@ -22,7 +22,7 @@ use crate::index::walk::{self, Listed};
 
 /// How long events gather before an update runs: a burst (a `git pull`) is one update.
 const GATHER: Duration = Duration::from_millis(50);
-pub use crate::index::live::SETTLE;
+use crate::index::live::SETTLE;
 /// A document modified but never closed (an event lost, a writer gone) is indexed anyway
 /// after this long without a change.
 const STALLED: Duration = Duration::from_secs(10);

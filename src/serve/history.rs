@@ -11,9 +11,9 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody, respond};
 use crate::config::Role;
+use crate::service::Principal;
 use crate::session::event::Event;
 use crate::session::state;
 use crate::session::store::Stored;

@@ -16,10 +16,10 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::ApiError;
 use crate::config::Role;
 use crate::mcp::{DocsServer, Front};
+use crate::service::Principal;
 
 /// `POST /mcp` (and the other methods, which the SDK answers as the protocol says).
 #[utoipa::path(

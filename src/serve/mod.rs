@@ -51,8 +51,6 @@ use crate::session::cancel::Canceller;
 use crate::session::store::{KillAfter, Log, Store};
 use error::ApiError;
 
-pub use crate::service::FALLBACK_MODEL;
-
 /// Everything the handlers share: the service core (`service::Service`: configuration,
 /// harness, models and their breaker, shares, metrics), which the state derefs to, and what
 /// only HTTP needs besides.

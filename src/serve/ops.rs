@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody};
 use crate::config::Role;
+use crate::service::Principal;
 
 /// What `/healthz` answers.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -172,7 +172,7 @@ pub struct GapsQuery {
 )]
 pub async fn gaps(
     State(state): State<Arc<AppState>>,
-    axum::Extension(principal): axum::Extension<super::auth::Principal>,
+    axum::Extension(principal): axum::Extension<crate::service::Principal>,
     query: Result<axum::extract::Query<GapsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let result = crate::runtime::blocking(|| {

@@ -1,8 +1,8 @@
 //! Whose session it is: a session is shown to its owner only; to anyone else (and for an id
 //! that is not one) it does not exist (404).
 
-use super::auth::Principal;
 use super::error::ApiError;
+use crate::service::Principal;
 use crate::session::state;
 use crate::session::store::{Log, Stored};
 

@@ -12,12 +12,12 @@ use serde_json::json;
 use tracing::Instrument;
 
 use super::AppState;
-use super::auth::Principal;
 use super::error::{ApiError, ErrorBody, respond};
 use super::owner::{existing, owned};
 use super::stream;
 use super::turns::{self, Start};
 use crate::config::Role;
+use crate::service::Principal;
 use crate::session::state;
 
 /// Longest message accepted.

@@ -11,7 +11,7 @@ use tracing::Instrument;
 use super::AppState;
 use super::error::ApiError;
 use crate::guard::stream::StreamGuard;
-pub use crate::service::answer::{Usage, usage};
+use crate::service::answer::{Usage, usage};
 use crate::session::cancel::Cancel;
 use crate::session::event::{Event, StopReason};
 use crate::session::progress::TurnEvent;

@@ -39,8 +39,8 @@ pub enum Refused {
     /// The principal holds its whole share of something (turns, streams, session starts).
     #[error("{message}")]
     OverShare {
-        /// What is over its share: `too_many_turns`, `too_many_followers`, `too_many_starts`.
-        code: &'static str,
+        /// What is over its share.
+        share: shares::Share,
         /// What to do, for the person.
         message: String,
         /// Seconds after which to try again.

@@ -13,6 +13,28 @@ use crate::config::ServeConfig;
 /// How many of one thing each principal holds now.
 type Counts = Arc<Mutex<HashMap<String, usize>>>;
 
+/// What one principal holds a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// Turns running at once (`serve.max_turns_per_principal`).
+    Turns,
+    /// Streams following sessions at once (`serve.max_followers_per_principal`).
+    Followers,
+    /// Session starts a minute (`serve.sessions_per_minute`).
+    Starts,
+}
+
+impl Share {
+    /// The error code a refusal over this share carries.
+    pub fn code(self) -> &'static str {
+        match self {
+            Share::Turns => "too_many_turns",
+            Share::Followers => "too_many_followers",
+            Share::Starts => "too_many_starts",
+        }
+    }
+}
+
 /// The per-principal caps and what each principal holds.
 pub struct Shares {
     /// Turns running, by principal.
@@ -63,7 +85,7 @@ impl Shares {
     /// A place for one more turn of `principal`'s, or 429 `too_many_turns`.
     pub fn turn(&self, principal: &str) -> Result<Held, Refused> {
         take(&self.turns, principal, self.max_turns).ok_or_else(|| Refused::OverShare {
-            code: "too_many_turns",
+            share: Share::Turns,
             message: format!(
                 "{} of your turns are running (serve.max_turns_per_principal); wait for one to finish",
                 self.max_turns
@@ -76,7 +98,7 @@ impl Shares {
     /// `too_many_followers`.
     pub fn follower(&self, principal: &str) -> Result<Held, Refused> {
         take(&self.followers, principal, self.max_followers).ok_or_else(|| Refused::OverShare {
-            code: "too_many_followers",
+            share: Share::Followers,
             message: format!(
                 "you follow {} sessions already (serve.max_followers_per_principal); close a stream first",
                 self.max_followers
@@ -88,7 +110,7 @@ impl Shares {
     /// `principal` may start a session now, or 429 `too_many_starts` with when to try again.
     pub fn start(&self, principal: &str) -> Result<(), Refused> {
         self.starts.check(principal).map_err(|wait| Refused::OverShare {
-            code: "too_many_starts",
+            share: Share::Starts,
             message: "you started sessions faster than serve.sessions_per_minute; reuse one, or try again shortly"
                 .into(),
             retry_after: wait,
