@@ -85,9 +85,8 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
     let store = crate::session::store::Store::open(&crate::session::store::Location::of(&config.session))
         .map_err(|e| (Exit::Failure, e.to_string()))?;
-    let state = Arc::new(
-        crate::serve::AppState::new(config, harness, store).with_sandbox(sandbox).with_crash_hook(super::crash_hook()?),
-    );
+    let service = crate::service::Service::new(config, harness, store).with_crash_hook(super::crash_hook()?);
+    let state = Arc::new(crate::serve::AppState::on(service).with_sandbox(sandbox));
     let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.spawn(pull_if_missing(state.config.llm.clone()));
     // The embedding model too: until it is there, search uses keywords, and each rescan

@@ -13,10 +13,10 @@ use tracing::Instrument;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody, respond};
-use super::turns::{self, Start};
-use super::waiting::{self, pending};
 use crate::config::Role;
 use crate::service::Principal;
+use crate::service::turns::{self, Start};
+use crate::service::waiting::{self, pending};
 use crate::session::event::Scope;
 use crate::session::state::{self};
 use crate::session::turn::Verdict;
@@ -177,7 +177,7 @@ pub async fn decide(
     };
     let (reply, recorded) = tokio::sync::oneshot::channel();
     let start = Start::Decision { call, verdict, by: format!("approver {}", principal.name), reply };
-    let continued = state.clone();
+    let continued = state.service.clone();
     let id = session.clone();
     tokio::spawn(
         async move {

@@ -271,7 +271,7 @@ pub async fn section(
         let text = shown(&section.text);
         let cited = match (&query.session, query.seq) {
             (Some(session), Some(seq)) => {
-                let events = super::owner::owned(&state.log()?, session, &principal)?;
+                let events = crate::service::owner::owned(&state.log()?, session, &principal)?;
                 let (_, answer) = crate::session::verify::answer_at(&events, seq).ok_or_else(|| {
                     ApiError::bad_request(format!(
                         "seq {seq} is not an answer of session {session}: give the seq of an `answer` event"

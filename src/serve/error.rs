@@ -133,6 +133,12 @@ impl From<crate::service::Refused> for ApiError {
             Refused::Forbidden(message) => ApiError::forbidden(message),
             Refused::Model(message) => ApiError::new(StatusCode::BAD_GATEWAY, "model_error", message),
             Refused::Log(e) => e.into(),
+            Refused::NotFound(what) => ApiError::not_found(what),
+            Refused::Conflict { conflict, message } => ApiError::conflict(conflict.code(), message),
+            Refused::BudgetExhausted(message) => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", message)
+            }
+            Refused::Overloaded { message, retry_after } => ApiError::overloaded(message, retry_after),
             Refused::Internal(message) => ApiError::internal(message),
         }
     }

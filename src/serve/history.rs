@@ -127,7 +127,7 @@ pub async fn list(
             if state::owner(&events) == Some(principal.name.as_str()) {
                 let mut summary = Summary::of(&id, &events);
                 // A write past its TTL is expired now: its turn goes on.
-                if super::waiting::hand_over_if_due(&state, &id, &events) {
+                if crate::service::waiting::hand_over_if_due(&state, &id, &events) {
                     summary.status = state::Status::InTurn.as_str();
                 }
                 sessions.push(summary);

@@ -15,24 +15,16 @@ pub mod body;
 pub mod completions;
 pub mod conn;
 pub mod error;
-pub mod expiry;
-pub mod fresh;
 pub mod history;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
-pub mod owner;
 pub mod page;
-pub mod readers;
-pub mod replicas;
 pub mod requests;
 pub mod sessions;
 pub mod stream;
-pub mod turns;
-pub mod waiting;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,14 +38,13 @@ use tower::ServiceBuilder;
 
 use crate::agent::Harness;
 use crate::config::Config;
-use crate::service::{Service, limits};
-use crate::session::cancel::Canceller;
-use crate::session::store::{KillAfter, Log, Store};
+use crate::service::{Service, expiry, fresh, limits, replicas};
+use crate::session::store::Store;
 use error::ApiError;
 
 /// Everything the handlers share: the service core (`service::Service`: configuration,
-/// harness, models and their breaker, shares, metrics), which the state derefs to, and what
-/// only HTTP needs besides.
+/// harness, models and their breaker, shares, metrics, the session log and its turns), which
+/// the state derefs to, and what only HTTP needs besides.
 pub struct AppState {
     /// The service core, shared with the MCP server at `/mcp`.
     pub service: Arc<Service>,
@@ -63,65 +54,15 @@ pub struct AppState {
     pub rate: limits::RateLimiter,
     /// The last reason `/readyz` said not ready, logged once (empty when ready).
     pub readiness_error: Mutex<String>,
-    /// The running turns, by session, so a cancel can reach them.
-    pub running: Mutex<HashMap<String, Canceller>>,
     /// Slots for requests in flight, shared by every route (`serve.max_concurrent`).
     slots: Arc<tokio::sync::Semaphore>,
-    /// The last sequence number of each session, for streams that follow it.
-    pub watchers: Arc<Watchers>,
-    /// The session log, opened once (a PostgreSQL store keeps its pool here).
-    pub store: Store,
-    /// The crash-test hook armed on every handle on the log (test builds only).
-    kill_after: Option<KillAfter>,
-    /// Set when the server shuts down: streams that follow sessions end.
-    stopping: tokio::sync::watch::Sender<bool>,
-    /// Slots for turns running in their own tasks (`serve.max_concurrent`; a streamed turn
-    /// outlives its request).
-    pub turn_slots: Arc<tokio::sync::Semaphore>,
     /// Slots for streams following a session (4 × `serve.max_concurrent`).
     pub follower_slots: Arc<tokio::sync::Semaphore>,
     /// Slots for request bodies being read (`serve.max_connections`): with HTTP/2's streams,
     /// more bodies than connections could be read at once, each up to `serve.max_body_bytes`.
     pub body_slots: Arc<tokio::sync::Semaphore>,
-    /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
-    pub index_status: fresh::Status,
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
-    /// The pending writes this replica expires on time.
-    pub expiry: waiting::Schedule,
-    /// The log handles every follower of a session reads through.
-    pub readers: readers::Readers,
-}
-
-/// Per-session notifications of new events.
-#[derive(Default)]
-pub struct Watchers(Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>);
-
-impl Watchers {
-    /// Session `id` has events up to `seq`: wakes its followers.
-    pub fn notify(&self, id: &str, seq: u64) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = map.get(id) {
-            tx.send_replace(seq);
-        }
-        // Forget sessions nobody follows any more, so the map does not grow.
-        map.retain(|_, tx| tx.receiver_count() > 0);
-    }
-
-    /// Wakes every follower: they read their session again (what was announced while the
-    /// notifications were down was missed).
-    pub fn notify_all(&self) {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        for tx in map.values() {
-            tx.send_modify(|_| {});
-        }
-    }
-
-    /// Follows session `id` (subscribe before reading the log, so no append is missed).
-    pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(id.to_string()).or_insert_with(|| tokio::sync::watch::channel(0).0).subscribe()
-    }
 }
 
 /// The handlers reach the service core through the state: `state.config`, `state.harness`,
@@ -135,64 +76,31 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// The state for `harness` (its config's `serve` section sets tokens and limits).
+    /// The state for `harness`, keeping sessions in `store` (its config's `serve` section sets
+    /// tokens and limits).
     pub fn new(config: Config, harness: Harness, store: Store) -> AppState {
-        let service = Arc::new(Service::new(config, harness));
+        AppState::on(Service::new(config, harness, store))
+    }
+
+    /// The HTTP front end on `service`.
+    pub fn on(service: Service) -> AppState {
         let serve = &service.config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
             readiness_error: Mutex::new(String::new()),
-            running: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
-            watchers: Arc::new(Watchers::default()),
-            stopping: tokio::sync::watch::channel(false).0,
-            turn_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
-            index_status: fresh::Status::default(),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
-            expiry: waiting::Schedule::default(),
-            readers: readers::Readers::default(),
-            store,
-            kill_after: None,
-            service,
+            service: Arc::new(service),
         }
-    }
-
-    /// The same state, with the crash-test hook armed on every handle on the log: the process
-    /// kills itself there (`DOCS_AGENT_TEST_KILL_AFTER`, test builds).
-    pub fn with_crash_hook(mut self, hook: Option<KillAfter>) -> AppState {
-        self.kill_after = hook;
-        self
     }
 
     /// The same state, reporting `sandbox` as the kernel sandbox it runs in.
     pub fn with_sandbox(mut self, sandbox: crate::sandbox::Status) -> AppState {
         self.sandbox = sandbox;
         self
-    }
-
-    /// A handle on the session log (one per task: SQLite serialises the writers); every
-    /// commit wakes the streams following that session.
-    pub fn log(&self) -> Result<Log, ApiError> {
-        let mut log = self.store.log()?;
-        if let Some(hook) = &self.kill_after {
-            log.kill_after(hook.clone());
-        }
-        let watchers = self.watchers.clone();
-        log.on_append(Box::new(move |id, seq| watchers.notify(id, seq)));
-        Ok(log)
-    }
-
-    /// Becomes true when the server shuts down.
-    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
-        self.stopping.subscribe()
-    }
-
-    /// Follows session `id`'s new events.
-    pub fn watch(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
-        self.watchers.watch(id)
     }
 }
 
@@ -299,21 +207,18 @@ pub async fn serve(
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
-    let _fresh = fresh::start(state.clone());
+    let _fresh = fresh::start(state.service.clone());
     // With other replicas on the same log: their appends and cancels reach this one, and a
     // turn a dead replica left is taken over here. Stopped when serving ends.
-    let _replicas = replicas::start(&state);
+    let _replicas = replicas::start(&state.service);
     // Pending writes expire on time: the whole log is looked at once, then each at its TTL.
-    let expiring = expiry::start(&state);
+    let expiring = expiry::start(&state.service);
     tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;
         tracing::info!("shutting down: no new requests; interrupting running turns");
-        cancel_all.stopping.send_replace(true);
-        for canceller in cancel_all.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
-            canceller.cancel();
-        }
+        cancel_all.stop();
     };
     let limits = conn::Limits {
         max_connections: state.config.serve.max_connections,

@@ -13,11 +13,11 @@ use tracing::Instrument;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody, respond};
-use super::owner::{existing, owned};
 use super::stream;
-use super::turns::{self, Start};
 use crate::config::Role;
 use crate::service::Principal;
+use crate::service::owner::{existing, owned};
+use crate::service::turns::{self, Start};
 use crate::session::state;
 
 /// Longest message accepted.
@@ -105,7 +105,7 @@ pub struct Shown {
     /// The seq of its last event.
     last_seq: u64,
     /// The write that waits, when one does.
-    approval: Option<super::waiting::Pending>,
+    approval: Option<crate::service::waiting::Pending>,
     /// A turn runs now, on this replica.
     running: bool,
 }
@@ -127,7 +127,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+    if let Err(e) = crate::service::expiry::owned_now(&state.service, &id, &principal).await {
         return e.into_response();
     }
     let result = crate::runtime::blocking(|| {
@@ -140,7 +140,7 @@ pub async fn show(
             usage,
             events: events.len(),
             last_seq: events.last().map_or(0, |s| s.seq),
-            approval: super::waiting::pending(&state, &id, &events),
+            approval: crate::service::waiting::pending(&state, &id, &events),
             running: state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id),
             id: id.clone(),
         })
@@ -220,7 +220,7 @@ pub struct MessageBody {
     request_body = MessageBody,
     responses(
         (status = 200, description = "the turn's outcome, or with Accept: text/event-stream, its events", content(
-            (super::turns::Outcome = "application/json"),
+            (crate::service::turns::Outcome = "application/json"),
             (String = "text/event-stream"),
         )),
         (status = 400, description = "bad request: the body, or text of 0 or more than 8,000 characters", body = ErrorBody),
@@ -239,7 +239,7 @@ pub async fn message(
     body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+    if let Err(e) = crate::service::expiry::owned_now(&state.service, &id, &principal).await {
         return e.into_response();
     }
     let checked = crate::runtime::blocking(|| {
@@ -257,7 +257,7 @@ pub async fn message(
         Err(e) => return e.into_response(),
     };
     if !stream::wants_stream(&headers) {
-        return match turns::run(state, id, Start::Message(text)).await {
+        return match turns::run(state.service.clone(), id, Start::Message(text)).await {
             Ok(outcome) => Json(outcome).into_response(),
             Err(e) => e.into_response(),
         };
@@ -265,7 +265,17 @@ pub async fn message(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(
         async move {
-            match turns::run_live(state, id, Start::Message(text), Some(tx.clone())).await {
+            // The turn's live events are passed on as they come; its outcome follows them once
+            // the turn is over (and with it the last live sender).
+            let (live, mut heard) = tokio::sync::mpsc::unbounded_channel();
+            let turn = turns::run_live(state.service.clone(), id, Start::Message(text), Some(live));
+            let pass_on = async {
+                while let Some(piece) = heard.recv().await {
+                    let _ = tx.send(stream::live_event(piece));
+                }
+            };
+            let (ran, ()) = tokio::join!(turn, pass_on);
+            match ran {
                 Ok(outcome) => {
                     if let Some(approval) = &outcome.approval {
                         let _ = tx.send(stream::event("approval_required", approval));
@@ -284,7 +294,7 @@ pub async fn message(
                     let _ = tx.send(stream::event("done", &outcome));
                 }
                 Err(e) => {
-                    let _ = tx.send(stream::event("error", &json!({"code": e.code, "message": e.message})));
+                    let _ = tx.send(stream::error_event(e.into()));
                 }
             }
         }
@@ -300,7 +310,7 @@ pub async fn message(
     summary = "Finish a turn a crash or a shutdown left unfinished",
     params(("id" = String, Path, description = "the session")),
     responses(
-        (status = 200, description = "the turn's outcome", body = super::turns::Outcome),
+        (status = 200, description = "the turn's outcome", body = crate::service::turns::Outcome),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
         (status = 404, description = "not found, or not yours (not_found)", body = ErrorBody),
         (status = 409, description = "nothing_to_resume, or a turn is running (turn_in_progress)", body = ErrorBody),
@@ -312,7 +322,7 @@ pub async fn resume(
     Path(id): Path<String>,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+    if let Err(e) = crate::service::expiry::owned_now(&state.service, &id, &principal).await {
         return e.into_response();
     }
     let checked = principal.require(Role::Ask).map_err(ApiError::from).and_then(|()| {
@@ -328,7 +338,7 @@ pub async fn resume(
     if let Err(e) = checked {
         return e.into_response();
     }
-    match turns::run(state, id, Start::Continue).await {
+    match turns::run(state.service.clone(), id, Start::Continue).await {
         Ok(outcome) => Json(outcome).into_response(),
         Err(e) => e.into_response(),
     }
@@ -388,7 +398,7 @@ pub async fn events(
     headers: axum::http::HeaderMap,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    if let Err(e) = super::expiry::owned_now(&state, &id, &principal).await {
+    if let Err(e) = crate::service::expiry::owned_now(&state.service, &id, &principal).await {
         return e.into_response();
     }
     let after = match query {

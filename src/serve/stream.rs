@@ -30,6 +30,20 @@ pub fn event(kind: &str, data: &impl Serialize) -> Event {
     Event::default().event(kind).json_data(&value).unwrap_or_else(|_| Event::default().event(kind).data("{}"))
 }
 
+/// An `error` event: the one error shape's code and message, for a stream already begun.
+pub fn error_event(e: super::error::ApiError) -> Event {
+    event("error", &serde_json::json!({"code": e.code, "message": e.message}))
+}
+
+/// What a turn followed live tells, as a stream's `tool` or `text` event.
+pub fn live_event(live: crate::service::turns::LiveEvent) -> Event {
+    use crate::service::turns::LiveEvent;
+    match live {
+        LiveEvent::Tool(line) => event("tool", &line),
+        LiveEvent::Text(delta) => event("text", &serde_json::json!({ "delta": delta })),
+    }
+}
+
 /// True when the client asked for a stream.
 pub fn wants_stream(headers: &HeaderMap) -> bool {
     headers
@@ -152,7 +166,7 @@ pub fn follow(
                         let whole = match whole {
                             Ok(whole) => whole,
                             Err(e) => {
-                                let error = event("error", &serde_json::json!({"code": e.code, "message": e.message}));
+                                let error = error_event(e.into());
                                 return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                             }
                         };
@@ -165,7 +179,7 @@ pub fn follow(
                     }
                     Ok(_) => {}
                     Err(e) => {
-                        let error = event("error", &serde_json::json!({"code": e.code, "message": e.message}));
+                        let error = error_event(e.into());
                         return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                     }
                 }

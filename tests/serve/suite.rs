@@ -1553,9 +1553,9 @@ async fn a_write_past_its_ttl_expires_when_the_session_is_touched_and_the_turn_g
 #[tokio::test]
 async fn the_timer_expires_a_write_at_its_ttl_with_nobody_looking() {
     let (s, id) = expired_write().await;
-    let timer = docs_agent::serve::expiry::start(&s.state);
+    let timer = docs_agent::service::expiry::start(&s.state.service);
     // The request is older now than when its turn scheduled it: scheduled again, it is due.
-    docs_agent::serve::waiting::schedule(&s.state, &id, &s.log().events_after(&id, 0).expect("events"));
+    docs_agent::service::waiting::schedule(&s.state, &id, &s.log().events_after(&id, 0).expect("events"));
     for _ in 0..2_000 {
         let events = s.log().events_after(&id, 0).expect("events");
         if events.iter().any(|e| e.event.kind() == "stopped") {
@@ -1590,8 +1590,10 @@ async fn a_decision_after_the_ttl_is_refused_and_the_turn_goes_on() {
 /// once everything else lets the state go, it is freed and the timer ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_expiry_timer_sleeps_without_holding_the_state() {
-    let Server { state, _ws, _db } = server();
-    let timer = docs_agent::serve::expiry::start(&state);
+    let Server { state: app, _ws, _db } = server();
+    let state = app.service.clone();
+    drop(app);
+    let timer = docs_agent::service::expiry::start(&state);
     // Once its sweep of the log is done and it sleeps, the test holds the only strong reference
     // (the timer may still wake once for the sweep's own notice: it lets go again after).
     let asleep = async {

@@ -100,6 +100,12 @@ pub enum LogError {
 }
 
 impl LogError {
+    /// True when another writer holds the session now (another process, request or replica,
+    /// or one that recorded the same effect first): the caller's turn to wait, not a fault.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, LogError::Busy { .. } | LogError::LeaseLost { .. } | LogError::Duplicate { .. })
+    }
+
     /// True when the process ran out of file descriptors (EMFILE) or the system did (ENFILE):
     /// a load to wait out, not a fault.
     pub fn out_of_descriptors(&self) -> bool {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use super::AppState;
+use super::Service;
 use crate::session::event::Event;
 use crate::session::state::{self, Next};
 use crate::session::store::Stored;
@@ -87,7 +87,7 @@ fn conversation(events: &[Stored]) -> Vec<Said> {
 }
 
 /// The write session `id` waits for, if any.
-pub fn pending(state: &AppState, id: &str, events: &[Stored]) -> Option<Pending> {
+pub fn pending(state: &Service, id: &str, events: &[Stored]) -> Option<Pending> {
     // A closed session waits on nothing.
     if state::closed(events) {
         return None;
@@ -122,19 +122,19 @@ pub struct Schedule {
 }
 
 /// When the write session `events` wait for expires (ms since the epoch), if one waits.
-pub fn expires_at(state: &AppState, events: &[Stored]) -> Option<u64> {
+pub fn expires_at(state: &Service, events: &[Stored]) -> Option<u64> {
     let Next::Decide(pending) = state::next(events) else { return None };
     let ttl_ms = state.config.session.approval_ttl_secs.saturating_mul(1000);
     Some(pending.requested_at_ms.saturating_add(ttl_ms))
 }
 
 /// True when the write session `events` wait for has passed its TTL.
-pub fn is_due(state: &AppState, events: &[Stored]) -> bool {
+pub fn is_due(state: &Service, events: &[Stored]) -> bool {
     expires_at(state, events).is_some_and(|at| crate::session::turn::now_ms() >= at)
 }
 
 /// Schedules session `id`'s pending write (as `events` show it) to expire on time.
-pub fn schedule(state: &AppState, id: &str, events: &[Stored]) {
+pub fn schedule(state: &Service, id: &str, events: &[Stored]) {
     if let Some(at) = expires_at(state, events) {
         state.expiry.due.lock().unwrap_or_else(|p| p.into_inner()).insert((at, id.to_string()));
         state.expiry.changed.notify_one();
@@ -143,7 +143,7 @@ pub fn schedule(state: &AppState, id: &str, events: &[Stored]) {
 
 /// For readers that list many sessions without waiting: a due write is handed to the timer
 /// (expired at once) and never shown as pending; true when `events` show one.
-pub fn hand_over_if_due(state: &AppState, id: &str, events: &[Stored]) -> bool {
+pub fn hand_over_if_due(state: &Service, id: &str, events: &[Stored]) -> bool {
     let due = is_due(state, events);
     if due {
         schedule(state, id, events);

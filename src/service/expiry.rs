@@ -11,17 +11,16 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::AppState;
-use super::error::ApiError;
 use super::turns::{self, Start};
 use super::waiting::{is_due, schedule};
+use super::{Refused, Service};
 use crate::session::state::{self};
 use crate::session::store::Stored;
 
 /// Expires session `id`'s pending write if `events` show it due: recorded under the session's
 /// lock, then the turn goes on in its own task. Returns once the expiry is recorded (true), or
 /// at once when nothing was due (false); the caller reads the session again after a true.
-pub async fn touch(state: &Arc<AppState>, id: &str, events: &[Stored]) -> Result<bool, ApiError> {
+pub async fn touch(state: &Arc<Service>, id: &str, events: &[Stored]) -> Result<bool, Refused> {
     if !is_due(state, events) {
         return Ok(false);
     }
@@ -29,7 +28,7 @@ pub async fn touch(state: &Arc<AppState>, id: &str, events: &[Stored]) -> Result
 }
 
 /// Records the expiry of session `id`'s write and lets its turn go on.
-async fn expire(state: &Arc<AppState>, id: &str) -> Result<bool, ApiError> {
+async fn expire(state: &Arc<Service>, id: &str) -> Result<bool, Refused> {
     let (reply, recorded) = tokio::sync::oneshot::channel();
     let (continued, session) = (state.clone(), id.to_string());
     tokio::spawn(
@@ -42,19 +41,19 @@ async fn expire(state: &Arc<AppState>, id: &str) -> Result<bool, ApiError> {
     match recorded.await {
         Ok(Ok(expired)) => Ok(expired),
         // Another writer holds the session (a decision racing the expiry): it decides.
-        Ok(Err(e)) if e.code == "turn_in_progress" || e.code == "session_busy" => Ok(false),
+        Ok(Err(e)) if e.is_busy() => Ok(false),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(ApiError::internal("the expiry's task ended before recording it")),
+        Err(_) => Err(Refused::Internal("the expiry's task ended before recording it".into())),
     }
 }
 
 /// The events of session `id` if `principal` owns it (404 otherwise), with a write that was due
 /// expired first: what every route of a session reads.
 pub async fn owned_now(
-    state: &Arc<AppState>,
+    state: &Arc<Service>,
     id: &str,
     principal: &crate::service::Principal,
-) -> Result<Vec<Stored>, ApiError> {
+) -> Result<Vec<Stored>, Refused> {
     let read = || crate::runtime::blocking(|| super::owner::owned(&state.log()?, id, principal));
     let events = read()?;
     if touch(state, id, &events).await? { read() } else { Ok(events) }
@@ -63,7 +62,7 @@ pub async fn owned_now(
 /// Starts the timer: every pending write in the log is scheduled (a replica that starts after a
 /// request was made still expires it), then each is expired when it is due. Stops when the
 /// server stops.
-pub fn start(state: &Arc<AppState>) -> tokio::task::JoinHandle<()> {
+pub fn start(state: &Arc<Service>) -> tokio::task::JoinHandle<()> {
     let swept = state.clone();
     let weak = Arc::downgrade(state);
     tokio::spawn(
@@ -80,8 +79,8 @@ pub fn start(state: &Arc<AppState>) -> tokio::task::JoinHandle<()> {
 }
 
 /// Schedules every pending write of the log.
-fn sweep(state: &AppState) -> Result<(), String> {
-    let log = state.log().map_err(|e| e.message)?;
+fn sweep(state: &Service) -> Result<(), String> {
+    let log = state.log().map_err(|e| e.to_string())?;
     for id in log.sessions().map_err(|e| e.to_string())? {
         let events = log.events_after(&id, 0).map_err(|e| e.to_string())?;
         if state::owner(&events).is_some() {
@@ -96,7 +95,7 @@ const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// Sleeps until the soonest expiry (or a new, sooner one), then expires what is due. Ends
 /// when the server stops or its state is gone.
-async fn run(state: Weak<AppState>) {
+async fn run(state: Weak<Service>) {
     loop {
         let Some(strong) = state.upgrade() else { return };
         if *strong.stopping().borrow() {
@@ -111,15 +110,15 @@ async fn run(state: Weak<AppState>) {
         };
         for id in due {
             // The session may have been decided or expired meanwhile: only a due one is.
-            let events = crate::runtime::blocking(|| strong.log().and_then(|log| Ok(log.events_after(&id, 0)?)));
+            let events = crate::runtime::blocking(|| strong.log().and_then(|log| log.events_after(&id, 0)));
             match events {
                 Ok(events) if is_due(&strong, &events) => {
                     if let Err(e) = expire(&strong, &id).await {
-                        tracing::warn!(session = %id, "the pending write was not expired: {}", e.message);
+                        tracing::warn!(session = %id, "the pending write was not expired: {e}");
                     }
                 }
                 Ok(events) => schedule(&strong, &id, &events),
-                Err(e) => tracing::warn!(session = %id, "cannot read a session to expire its write: {}", e.message),
+                Err(e) => tracing::warn!(session = %id, "cannot read a session to expire its write: {e}"),
             }
         }
         let wait = next.map_or(MAX_SLEEP, |at| Duration::from_millis(at.saturating_sub(now)).min(MAX_SLEEP));

@@ -1,15 +1,14 @@
-//! Running a session's turn for the API: in its own task (a client that disconnects does not
-//! stop it), with its own log connection, under the session's writer lock, registered so a
-//! cancel can reach it. The turn's events feed the metrics and, when a client streams it, the
-//! client's `tool` and `text` events.
+//! Running a session's turn for a front end: in its own task (a client that disconnects does
+//! not stop it), with its own log connection, under the session's writer lock, registered so a
+//! cancel can reach it. The turn's events feed the metrics and, when a client follows it live,
+//! its tool steps and guarded text ([`LiveEvent`]).
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use tracing::Instrument;
 
-use super::AppState;
-use super::error::ApiError;
+use super::{Conflict, Refused, Service};
 use crate::guard::stream::StreamGuard;
 use crate::service::answer::{Usage, usage};
 use crate::session::cancel::Cancel;
@@ -29,7 +28,7 @@ pub enum Start {
     /// whether it had, then go on: the model is told the write was denied.
     Expire {
         /// Told `true` once the expiry is recorded, `false` when nothing was due.
-        reply: tokio::sync::oneshot::Sender<Result<bool, ApiError>>,
+        reply: tokio::sync::oneshot::Sender<Result<bool, Refused>>,
     },
     /// Record a decision on the pending write `call` (under the same lock the turn then runs
     /// under, so nothing can slip in between), tell `reply` how it went, then go on.
@@ -41,11 +40,11 @@ pub enum Start {
         /// Who decided (`approver NAME`).
         by: String,
         /// Told `granted`/`denied`, or why the decision was not recorded.
-        reply: tokio::sync::oneshot::Sender<Result<&'static str, ApiError>>,
+        reply: tokio::sync::oneshot::Sender<Result<&'static str, Refused>>,
     },
 }
 
-/// How a turn ended, as the API reports it.
+/// How a turn ended, as the front ends report it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Outcome {
     /// The session.
@@ -77,7 +76,7 @@ pub struct Outcome {
     pub usage: Usage,
 }
 
-/// Why a turn over HTTP stopped: a stop reason of the log (`StopReason`), or it waits for a
+/// Why a turn stopped: a stop reason of the log (`StopReason`), or it waits for a
 /// decision, or there was nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -113,19 +112,28 @@ impl From<StopReason> for TurnStop {
     }
 }
 
-/// Where a streamed turn's live events go.
-pub type Live = tokio::sync::mpsc::UnboundedSender<axum::response::sse::Event>;
+/// What a turn followed live tells as it happens.
+#[derive(Debug)]
+pub enum LiveEvent {
+    /// A tool call and its result, as the trace shows it.
+    Tool(serde_json::Value),
+    /// More of the answer's text, guarded as the whole answer would be.
+    Text(String),
+}
+
+/// Where a followed turn's live events go.
+pub type Live = tokio::sync::mpsc::UnboundedSender<LiveEvent>;
 
 /// Runs session `id`'s turn in its own task and waits for its outcome.
-pub async fn run(state: Arc<AppState>, id: String, start: Start) -> Result<Outcome, ApiError> {
+pub async fn run(state: Arc<Service>, id: String, start: Start) -> Result<Outcome, Refused> {
     run_live(state, id, start, None).await
 }
 
 /// Like [`run`], sending tool steps and guarded text to `live` as they happen.
-pub async fn run_live(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
+pub async fn run_live(state: Arc<Service>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, Refused> {
     tokio::spawn(drive(state, id, start, live).in_current_span())
         .await
-        .map_err(|e| ApiError::internal(format!("the turn's task failed: {e}")))?
+        .map_err(|e| Refused::Internal(format!("the turn's task failed: {e}")))?
 }
 
 /// What a turn needs, checked under the session's lock.
@@ -148,18 +156,21 @@ struct Ready {
     _share: crate::service::shares::Held,
 }
 
-fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiError> {
-    let busy = || ApiError::conflict("turn_in_progress", format!("session {id} has a turn running"));
+fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refused> {
+    let busy = || Refused::conflict(Conflict::TurnInProgress, format!("session {id} has a turn running"));
     if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(id) {
         return fail(start, busy());
     }
     let Ok(slot) = state.turn_slots.clone().try_acquire_owned() else {
-        let error = ApiError::overloaded("serve.max_concurrent turns are running; try again shortly", 1);
+        let error = Refused::Overloaded {
+            message: "serve.max_concurrent turns are running; try again shortly".into(),
+            retry_after: 1,
+        };
         return fail(start, error);
     };
     let mut log = match state.log() {
         Ok(log) => log,
-        Err(e) => return fail(start, e),
+        Err(e) => return fail(start, e.into()),
     };
     let lock = match log.lock(id) {
         Ok(lock) => lock,
@@ -176,27 +187,27 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
     let owner = state::owner(&events).unwrap_or_default().to_string();
     let share = match state.shares.turn(&owner) {
         Ok(share) => share,
-        Err(e) => return fail(start, e.into()),
+        Err(e) => return fail(start, e),
     };
     let before = events.last().map_or(0, |s| s.seq);
     let pinned = state::pinned_model(&events).unwrap_or(&state.config.llm.model).to_string();
     let (model, degraded) = match state.model_or_fallback(&pinned) {
         Ok(found) => found,
-        Err(e) => return fail(start, e.into()),
+        Err(e) => return fail(start, e),
     };
     match start {
         Start::Message(text) => {
             match state::status(&events) {
                 Status::Idle => {}
                 Status::AwaitingApproval => {
-                    return Err(ApiError::conflict(
-                        "awaiting_approval",
+                    return Err(Refused::conflict(
+                        Conflict::AwaitingApproval,
                         format!("session {id} waits for a decision on a write; see GET /v1/approvals?state=pending"),
                     ));
                 }
                 Status::InTurn => {
-                    return Err(ApiError::conflict(
-                        "turn_in_progress",
+                    return Err(Refused::conflict(
+                        Conflict::TurnInProgress,
                         format!("session {id} has an unfinished turn; finish it with POST /v1/sessions/{id}/resume"),
                     ));
                 }
@@ -205,7 +216,7 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
             // A session whose budget is spent takes no new message (the turn would stop at once).
             let budget = &state.config.budget;
             if let Some(why) = crate::session::budget::reached_by_session(budget, &pinned, &events) {
-                return Err(ApiError::new(axum::http::StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", why));
+                return Err(Refused::BudgetExhausted(why));
             }
             log.append(id, Event::UserMessage { text })?;
         }
@@ -219,12 +230,11 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                 }
                 Ok(false) => {
                     let _ = reply.send(Ok(false));
-                    return Err(ApiError::conflict("not_pending", format!("session {id} has no expired write")));
+                    return Err(Refused::conflict(Conflict::NotPending, format!("session {id} has no expired write")));
                 }
                 Err(e) => {
-                    let error = ApiError::from(e);
-                    let _ = reply.send(Err(error.clone()));
-                    return Err(error);
+                    let _ = reply.send(Err(e.into()));
+                    return Err(untold());
                 }
             }
         }
@@ -242,50 +252,60 @@ fn prepare(state: &Arc<AppState>, id: &str, start: Start) -> Result<Ready, ApiEr
                 }
                 Err(VerdictError::Expired(message)) => {
                     state.metrics.approval("expired");
-                    Err(ApiError::conflict("expired", message))
+                    Err(Refused::conflict(Conflict::Expired, message))
                 }
-                Err(VerdictError::NothingWaits(message)) => Err(ApiError::conflict("not_pending", message)),
+                Err(VerdictError::NothingWaits(message)) => Err(Refused::conflict(Conflict::NotPending, message)),
                 Err(VerdictError::Log(e)) => Err(e.into()),
             };
             // An expired request was recorded as denied: the turn goes on without the write.
-            let stop = matches!(&answer, Err(e) if e.code != "expired");
+            let stop = matches!(&answer, Err(e) if !matches!(e, Refused::Conflict { conflict: Conflict::Expired, .. }));
             let _ = reply.send(answer);
             if stop {
-                return Err(ApiError::conflict("not_pending", "the decision was not recorded"));
+                return Err(untold());
             }
         }
     }
     Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot, _share: share })
 }
 
-/// 409 `session_closed`: session `id` takes nothing more.
-fn closed(id: &str) -> ApiError {
-    ApiError::conflict("session_closed", format!("session {id} is closed; start a new one with POST /v1/sessions"))
+/// Session `id` takes nothing more.
+fn closed(id: &str) -> Refused {
+    Refused::conflict(
+        Conflict::SessionClosed,
+        format!("session {id} is closed; start a new one with POST /v1/sessions"),
+    )
 }
 
-/// Fails a start, telling a waiting decision or expiry why.
-fn fail(start: Start, error: ApiError) -> Result<Ready, ApiError> {
+/// Fails a start, telling a waiting decision or expiry why (the turn's own result then only
+/// says it did not run: whoever waited on the reply was told).
+fn fail(start: Start, error: Refused) -> Result<Ready, Refused> {
     match start {
         Start::Decision { reply, .. } => {
-            let _ = reply.send(Err(error.clone()));
-            Err(error)
+            let _ = reply.send(Err(error));
+            Err(untold())
         }
         Start::Expire { reply } => {
-            let _ = reply.send(Err(error.clone()));
-            Err(error)
+            let _ = reply.send(Err(error));
+            Err(untold())
         }
         _ => Err(error),
     }
 }
 
-async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, ApiError> {
+/// The result of a decision's or an expiry's turn that did not go on: why was sent on its
+/// reply, and nobody reads this.
+fn untold() -> Refused {
+    Refused::conflict(Conflict::NotPending, "the decision was not recorded")
+}
+
+async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, Refused> {
     let Ready { mut log, _lock, model, degraded, before, owner, _slot, _share } =
         crate::runtime::blocking(|| prepare(&state, &id, start))?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
     let mut listener =
         Listener { state: &state, live: live.as_ref(), text: StreamGuard::new(&state.config.allowed_link_hosts) };
-    // Over HTTP a write waits for an approver (the turn's default), whatever APPROVE says in the
+    // A write waits for an approver (the turn's default), whatever APPROVE says in the
     // server's environment.
     let deps = state.harness.deps(&state.config);
     let end = deps.turn(&model, &mut log, &id).observed(&mut |event| listener.hear(event)).drive(&mut cancel).await;
@@ -337,12 +357,12 @@ async fn drive(state: Arc<AppState>, id: String, start: Start, live: Option<Live
     Ok(outcome)
 }
 
-/// What a turn over HTTP tells: tool calls counted by decision for the metrics, and, when a
+/// What a turn tells: tool calls counted by decision for the metrics, and, when a
 /// client streams the turn, its `tool` steps and its text, guarded one model call at a time as
 /// the call's answer would be.
 struct Listener<'a> {
     /// Where the counters are.
-    state: &'a AppState,
+    state: &'a Service,
     /// A stream following the turn, if any.
     live: Option<&'a Live>,
     /// The current model call's text, let out only as far as guarding it whole allows.
@@ -357,7 +377,7 @@ impl Listener<'_> {
                 if let Some(live) = self.live {
                     let chars = self.state.config.limits.trace_result_chars;
                     let line = crate::trace::tool_line(call, result, *ms, *decision, chars);
-                    let _ = live.send(super::stream::event("tool", &line));
+                    let _ = live.send(LiveEvent::Tool(line));
                 }
             }
             TurnEvent::ModelCall { .. } => {
@@ -387,7 +407,7 @@ impl Listener<'_> {
 
     fn send_text(&self, piece: Option<String>) {
         if let (Some(live), Some(piece)) = (self.live, piece) {
-            let _ = live.send(super::stream::event("text", &serde_json::json!({ "delta": piece })));
+            let _ = live.send(LiveEvent::Text(piece));
         }
     }
 }

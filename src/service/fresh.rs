@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
-use super::AppState;
+use super::Service;
 use crate::index::walk::{self, Listed};
 
 /// How long events gather before an update runs: a burst (a `git pull`) is one update.
@@ -121,7 +121,7 @@ impl Drop for Freshness {
 /// Starts keeping `state`'s index fresh: a watcher on `docs/` (unless `index.watch` is off or
 /// the filesystem refuses) and a thread that updates the index. Problems are said on stderr;
 /// the server goes on with rescans, or with the index it has.
-pub fn start(state: Arc<AppState>) -> Option<Freshness> {
+pub fn start(state: Arc<Service>) -> Option<Freshness> {
     let index = &state.config.index;
     let Some(docs) = docs_folder(&state.config.workspace) else {
         tracing::warn!("the workspace has no docs/ folder; create it and restart to have docs indexed");
@@ -204,7 +204,7 @@ fn meaning(event: &Event) -> Meaning {
 
 /// The thread that keeps the index fresh.
 struct Updater {
-    state: Arc<AppState>,
+    state: Arc<Service>,
     /// `docs/`, resolved.
     docs: PathBuf,
     /// Documents being written (`docs/…`), with when they were last modified.

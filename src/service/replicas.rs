@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::AppState;
+use super::Service;
 use super::turns::{self, Start};
 use crate::session::state::{self, Status};
 use crate::session::store::postgres::{Heard, Listening};
@@ -33,7 +33,7 @@ impl Drop for Replicas {
 }
 
 /// Starts listening and sweeping when the log is shared (PostgreSQL).
-pub fn start(state: &Arc<AppState>) -> Replicas {
+pub fn start(state: &Arc<Service>) -> Replicas {
     if !state.store.shared() {
         return Replicas { _listening: None, sweeper: None };
     }
@@ -45,7 +45,7 @@ pub fn start(state: &Arc<AppState>) -> Replicas {
 }
 
 /// Acts on what another replica announced.
-fn hear(state: &Weak<AppState>, heard: Heard) {
+fn hear(state: &Weak<Service>, heard: Heard) {
     let Some(state) = state.upgrade() else { return };
     match heard {
         Heard::Appended(session, seq) => state.watchers.notify(&session, seq),
@@ -60,7 +60,7 @@ fn hear(state: &Weak<AppState>, heard: Heard) {
 }
 
 /// Every `every`, takes over the turns whose replica's lease lapsed.
-async fn sweep(state: Weak<AppState>, every: Duration) {
+async fn sweep(state: Weak<Service>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
@@ -69,7 +69,7 @@ async fn sweep(state: Weak<AppState>, every: Duration) {
             return;
         }
         let lapsed = crate::runtime::blocking(|| {
-            state.log().map_err(|e| e.message).and_then(|log| log.lapsed().map_err(|e| e.to_string()))
+            state.log().map_err(|e| e.to_string()).and_then(|log| log.lapsed().map_err(|e| e.to_string()))
         });
         match lapsed {
             Ok(sessions) => {
@@ -84,12 +84,12 @@ async fn sweep(state: Weak<AppState>, every: Duration) {
 
 /// Goes on with `session`'s turn if it is unfinished and runs nowhere; else only clears its
 /// lapsed lease.
-fn take_over(state: &Arc<AppState>, session: String) {
+fn take_over(state: &Arc<Service>, session: String) {
     if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&session) {
         return;
     }
     let status = crate::runtime::blocking(|| {
-        let log = state.log().map_err(|e| e.message)?;
+        let log = state.log().map_err(|e| e.to_string())?;
         let events = log.events_after(&session, 0).map_err(|e| e.to_string())?;
         if state::status(&events) == Status::InTurn {
             return Ok(Status::InTurn);
@@ -105,7 +105,7 @@ fn take_over(state: &Arc<AppState>, session: String) {
             tokio::spawn(
                 async move {
                     if let Err(e) = turns::run(state, session.clone(), Start::Continue).await {
-                        tracing::warn!(%session, "the turn was not taken over: {}", e.message);
+                        tracing::warn!(%session, "the turn was not taken over: {e}");
                     }
                 }
                 .in_current_span(),

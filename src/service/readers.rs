@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use super::error::ApiError;
+use super::Refused;
 use crate::session::store::{Log, LogError, Store};
 
 /// Log handles shared by every follower.
@@ -27,8 +27,8 @@ impl Default for Readers {
 
 impl Readers {
     /// Runs `read` on a shared handle on `store`'s log, waiting for one to be free.
-    pub async fn read<R>(&self, store: &Store, read: impl FnOnce(&Log) -> Result<R, LogError>) -> Result<R, ApiError> {
-        let _slot = self.slots.acquire().await.map_err(|_| ApiError::internal("the log's readers are closed"))?;
+    pub async fn read<R>(&self, store: &Store, read: impl FnOnce(&Log) -> Result<R, LogError>) -> Result<R, Refused> {
+        let _slot = self.slots.acquire().await.map_err(|_| Refused::Internal("the log's readers are closed".into()))?;
         let taken = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let log = match taken {
             Some(log) => log,
@@ -39,6 +39,6 @@ impl Readers {
         if result.is_ok() {
             self.free.lock().unwrap_or_else(|p| p.into_inner()).push(log);
         }
-        result.map_err(ApiError::from)
+        result.map_err(Refused::from)
     }
 }
