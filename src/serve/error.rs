@@ -200,4 +200,47 @@ mod tests {
         let e = ApiError::from(failed(13));
         assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, "storage_error"));
     }
+
+    /// Each refusal of the service has its status and code over HTTP, the ones the API has
+    /// always answered (a client branches on the code).
+    #[test]
+    fn each_refusal_has_its_status_and_code() {
+        use crate::service::{Conflict, Refused};
+        let cases = [
+            (Refused::NotFound("session"), StatusCode::NOT_FOUND, "not_found"),
+            (Refused::conflict(Conflict::TurnInProgress, "m"), StatusCode::CONFLICT, "turn_in_progress"),
+            (Refused::conflict(Conflict::AwaitingApproval, "m"), StatusCode::CONFLICT, "awaiting_approval"),
+            (Refused::conflict(Conflict::SessionClosed, "m"), StatusCode::CONFLICT, "session_closed"),
+            (Refused::conflict(Conflict::NotPending, "m"), StatusCode::CONFLICT, "not_pending"),
+            (Refused::conflict(Conflict::Expired, "m"), StatusCode::CONFLICT, "expired"),
+            (Refused::BudgetExhausted("m".into()), StatusCode::TOO_MANY_REQUESTS, "budget_exhausted"),
+            (
+                Refused::Overloaded { message: "m".into(), retry_after: 3 },
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+            ),
+            (Refused::Forbidden("m".into()), StatusCode::FORBIDDEN, "forbidden"),
+            (Refused::Model("m".into()), StatusCode::BAD_GATEWAY, "model_error"),
+            (Refused::Internal("m".into()), StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            (Refused::Log(LogError::Busy { session: "s".into() }), StatusCode::CONFLICT, "turn_in_progress"),
+        ];
+        for (refused, status, code) in cases {
+            let e = ApiError::from(refused);
+            assert_eq!((e.status, e.code), (status, code), "{}", e.message);
+        }
+        let e = ApiError::from(Refused::Overloaded { message: "m".into(), retry_after: 3 });
+        assert_eq!(e.retry_after, Some(3));
+        assert_eq!(ApiError::from(Refused::NotFound("session")).message, "session not found");
+    }
+
+    /// Only another writer holding the session is "busy": an expiry racing a decision leaves
+    /// it to the decision, and nothing else is mistaken for that.
+    #[test]
+    fn busy_is_another_writer_only() {
+        use crate::service::{Conflict, Refused};
+        assert!(Refused::conflict(Conflict::TurnInProgress, "m").is_busy());
+        assert!(Refused::Log(LogError::Busy { session: "s".into() }).is_busy());
+        assert!(!Refused::conflict(Conflict::NotPending, "m").is_busy());
+        assert!(!Refused::Internal("m".into()).is_busy());
+    }
 }
