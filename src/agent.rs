@@ -131,7 +131,7 @@ pub enum OpenError {
 
 /// The workspace's skills and the system prompt made from them and `AGENTS.md`.
 fn system_prompt(workspace: &Workspace, config: &Config) -> Result<(Skills, String), OpenError> {
-    let skills = Skills::load(workspace.root());
+    let skills = if workspace.docs_alone() { Skills::default() } else { Skills::load(workspace.root()) };
     let agents_md = project_rules(workspace, &config.prompt)?;
     let catalog = skills.catalog_within(config.prompt.skills_catalog_tokens);
     if catalog.left_out > 0 {
@@ -290,7 +290,7 @@ impl Harness {
 
     fn open_with(config: &Config, readers: usize, embed: Embed) -> Result<Harness, OpenError> {
         let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
-        let workspace = Workspace::open(&config.workspace).map_err(OpenError::Workspace)?;
+        let workspace = Workspace::of(config).map_err(OpenError::Workspace)?;
         let hidden = hidden_by(&workspace, &hooks);
         // The prompt (skills, AGENTS.md, both scrubbed: the redactor's first use, which builds
         // its automaton and compiles rules) is made on a second thread while this one brings

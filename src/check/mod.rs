@@ -37,6 +37,8 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// Files in docs/ the index does not read, each with why: shown, but not a problem.
     pub skipped: Vec<Problem>,
+    /// What is optional and absent (AGENTS.md, notes/): said, but not a problem.
+    pub info: Vec<Problem>,
     /// A one-line summary of what is fine.
     pub summary: String,
 }
@@ -49,6 +51,7 @@ fn problem(file: &str, line: Option<usize>, message: impl Into<String>) -> Probl
 pub fn check(harness: &Harness, config: &Config) -> Report {
     let index = harness.index.current();
     let mut problems = Vec::new();
+    let mut info = Vec::new();
     let workspace = &harness.workspace;
     let limit = config.prompt.agents_md_max_bytes;
     match check_read("AGENTS.md").map(|p| workspace.read_text(&p, limit)) {
@@ -56,9 +59,16 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
             problems.push(problem("AGENTS.md", Some(1), "is empty; write the project's rules for the assistant"))
         }
         Ok(Ok(_)) => {}
-        Ok(Err(FileError::Failed(m))) if m.ends_with("no such file") => {
-            problems.push(problem("AGENTS.md", None, "no such file; add the project's rules as AGENTS.md"))
-        }
+        Ok(Err(FileError::Failed(m))) if m.ends_with("no such file") => info.push(problem(
+            "AGENTS.md",
+            None,
+            if workspace.docs_alone() {
+                "none: a docs folder alone has no project rules (answering needs none); to add some, \
+                 use a workspace with AGENTS.md and pass --workspace"
+            } else {
+                "none (answering needs none); add the project's rules for the assistant as AGENTS.md"
+            },
+        )),
         Ok(Err(FileError::Failed(m))) | Ok(Err(FileError::Denied(crate::workspace::policy::Denied(m)))) => {
             let m = m.strip_prefix("AGENTS.md: ").unwrap_or(&m);
             problems.push(problem("AGENTS.md", None, crate::agent::unusable_agents_md(m, limit)))
@@ -105,7 +115,11 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
         problems.push(problem(file, None, "has no text to index (empty sections only)"));
     }
     if !workspace.has_notes() {
-        problems.push(problem("notes", None, "folder is missing; writes will fail until notes/ exists"));
+        info.push(problem(
+            "notes",
+            None,
+            "none: writing notes is off (answering needs no notes/; create it to allow writes)",
+        ));
     }
     let stats = &index.stats;
     let summary = format!(
@@ -118,5 +132,5 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
         harness.hooks.describe(),
         problems.len()
     );
-    Report { problems, skipped, summary }
+    Report { problems, skipped, info, summary }
 }

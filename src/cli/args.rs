@@ -84,6 +84,11 @@ pub struct Global {
     /// The workspace folder (docs/, skills/, AGENTS.md, notes/) [env: WORKSPACE]
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// A plain folder of documents to answer from (Markdown, MDX, text, HTML). Alone, it is
+    /// the whole workspace (no AGENTS.md, skills or notes needed); with --workspace, it
+    /// replaces that workspace's docs/ [env: DOCS_AGENT_DOCS]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub docs: Option<PathBuf>,
     /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -401,6 +406,9 @@ impl Global {
         let mut flags = Vec::new();
         if let Some(w) = &self.workspace {
             flags.push(("workspace", w.display().to_string()));
+        }
+        if let Some(d) = &self.docs {
+            flags.push(("docs", d.display().to_string()));
         }
         if let Some(m) = &self.model {
             flags.push(("llm.model", m.clone()));

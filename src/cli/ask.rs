@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use super::live::{self, Live};
-use super::{Exit, Failure, StreamWhen, TraceWhen, open, warn_skipped};
+use super::{Exit, Failure, StreamWhen, TraceWhen, open, require_docs, warn_skipped};
 use crate::agent::{AskError, Stop};
 use crate::config::Config;
 use crate::session::progress::TurnEvent;
@@ -20,6 +20,7 @@ pub fn ask(config: Config, question: &str, when: StreamWhen, trace: TraceWhen) -
     }
     let approver = Approver::new(&config, Terminal::detect());
     let harness = open(&config)?;
+    require_docs(&harness, &config)?;
     super::ops::pull_if_missing(&config.llm)?;
     let mut trace = Trace::new(live::Stderr, config.limits.trace_result_chars).with_format(trace.format());
     warn_skipped(&harness, &mut trace);
@@ -47,6 +48,7 @@ pub fn ask(config: Config, question: &str, when: StreamWhen, trace: TraceWhen) -
 /// `docs-agent search QUERY`: ranked sections, no model.
 pub fn search(config: Config, query: &str, limit: usize, trace: TraceWhen) -> Result<Exit, Failure> {
     let harness = open(&config)?;
+    require_docs(&harness, &config)?;
     let mut trace =
         Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars).with_format(trace.format());
     warn_skipped(&harness, &mut trace);
@@ -67,6 +69,7 @@ pub fn search(config: Config, query: &str, limit: usize, trace: TraceWhen) -> Re
 /// as the model sees it, and how much of the question it covers.
 pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit, Failure> {
     let harness = open(&config)?;
+    require_docs(&harness, &config)?;
     let mut trace =
         Trace::new(crate::guard::sink::stderr(), config.limits.trace_result_chars).with_format(trace.format());
     warn_skipped(&harness, &mut trace);
@@ -115,6 +118,9 @@ pub fn check(config: Config) -> Result<Exit, Failure> {
     }
     for file in &report.skipped {
         let _ = writeln!(out, "{}", guard::scrub(&file.to_string()));
+    }
+    for note in &report.info {
+        let _ = writeln!(out, "info: {}", guard::scrub(&note.to_string()));
     }
     let _ = writeln!(out, "{}", report.summary);
     Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failure })

@@ -26,6 +26,7 @@ pub fn chat(desk: Desk, session: Option<String>, repin: Option<String>, when: St
     // A new conversation uses the configured model (`--model` included); an old one keeps its
     // pinned model, which was there when it started.
     if session.is_none() {
+        super::require_docs(&desk.harness, &desk.config)?;
         super::ops::pull_if_missing(&desk.config.llm)?;
     }
     let runtime = runtime::build(Flavor::OneThread).map_err(|e| (Exit::Failure, e.to_string()))?;

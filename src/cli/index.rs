@@ -20,7 +20,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                 .to_string(),
         ));
     };
-    let workspace = Workspace::open(&config.workspace).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let workspace = Workspace::of(&config).map_err(|e| (Exit::Failure, e.to_string()))?;
     let docs = workspace
         .docs()
         .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;

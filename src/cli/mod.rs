@@ -212,6 +212,28 @@ fn open(config: &Config) -> Result<Harness, Failure> {
     Harness::open(config).map_err(|e| (Exit::Failure, e.to_string()))
 }
 
+/// A question needs documents: a workspace without any is a usage error (exit 2) that says
+/// where it looked and what to pass, never "no section matched".
+fn require_docs(harness: &Harness, config: &Config) -> Result<(), Failure> {
+    if harness.index.current().stats.files > 0 {
+        return Ok(());
+    }
+    let message = match (harness.workspace.docs(), &config.docs) {
+        (None, _) => format!(
+            "{} has no docs/ folder, so there is nothing to answer from; pass --docs DIR (a folder of \
+             documents) or --workspace DIR (a folder with docs/)",
+            config.workspace.display()
+        ),
+        (Some(_), docs) => format!(
+            "{} holds no document docs-agent reads ({} files); `docs-agent check` lists what was \
+             skipped and why",
+            docs.as_deref().map_or_else(|| config.workspace.join("docs"), std::path::Path::to_path_buf).display(),
+            crate::doc_kind::extensions_listed()
+        ),
+    };
+    Err((Exit::Usage, message))
+}
+
 /// Says which docs the index skipped, on the trace.
 fn warn_skipped(harness: &Harness, trace: &mut Trace<impl Write>) {
     for warning in &harness.index.current().warnings {

@@ -115,13 +115,17 @@ pub fn cores() -> usize {
 /// folder would open up the workspace or the whole filesystem.
 pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
     let mut plan = Plan::nothing().allow(&config.workspace, Grant::Read).allow("/dev/urandom", Grant::Read);
+    // A docs folder given beside a workspace is read there (alone, it is the workspace).
+    if let Some(docs) = config.docs.as_ref().filter(|_| !config.docs_alone) {
+        plan = plan.allow(docs, Grant::Read);
+    }
     if let IndexStore::File(file) = config.index_store() {
         let what = if config.index.path.trim().is_empty() {
             "the index (index.path unset: beside session.log_path, DOCS_AGENT_SESSION_LOG)"
         } else {
             "index.path (DOCS_AGENT_INDEX)"
         };
-        plan = with_folder_of(plan, &file, what, &config.workspace)?;
+        plan = with_folder_of(plan, &file, what, config)?;
     }
     // Hybrid search asks the embedding server for every question's vector and for new sections'.
     if config.retrieval.embeddings.enabled() {
@@ -132,13 +136,16 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
         Use::Mcp => return Ok(with_model(plan, &config.llm.base_url)),
         Use::Answer | Use::Converse | Use::Serve { .. } => {}
     }
-    // notes/ only as a real folder: `notes -> /` must not make everything writable.
-    plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
+    // notes/ only as a real folder: `notes -> /` must not make everything writable. A docs
+    // folder alone has no notes: nothing in it is writable.
+    if !config.docs_alone {
+        plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
+    }
     if matches!(uses, Use::Converse | Use::Serve { .. }) {
         match crate::session::store::Location::of(&config.session) {
             Location::File(path) => {
                 let what = "session.log_path (DOCS_AGENT_SESSION_LOG)";
-                plan = with_folder_of(plan, &path, what, &config.workspace)?;
+                plan = with_folder_of(plan, &path, what, config)?;
             }
             // The session database's port; a Unix socket's folder, to connect to it; the CA
             // file its certificate is checked against (sslrootcert).
@@ -238,22 +245,34 @@ pub fn listen_port(listen: &str) -> Option<u16> {
 /// Adds the folder `file` (the setting `what`) lives in, made first so the rule can name it,
 /// and granted as the real folder it resolves to (`sandbox::data`); an error that names the
 /// setting when that folder would open up the workspace or the whole filesystem.
-fn with_folder_of(plan: Plan, file: &Path, what: &str, workspace: &Path) -> Result<Plan, Failure> {
-    match sandbox::data::folder_for(file, workspace) {
+fn with_folder_of(plan: Plan, file: &Path, what: &str, config: &Config) -> Result<Plan, Failure> {
+    let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
+    // A docs folder given beside the workspace is protected as its docs/ would be.
+    if let Some(docs) = config.docs.as_ref().filter(|_| !config.docs_alone)
+        && let Some(why) = sandbox::data::touches(file, docs)
+    {
+        return Err((
+            Exit::Usage,
+            format!(
+                "{what} {}: its folder {why} the docs folder {}, and the sandbox would let docs-agent write \
+                 there; keep it in a folder of its own, e.g. .docs-agent/{name} or /data/{name}",
+                file.display(),
+                docs.display()
+            ),
+        ));
+    }
+    match sandbox::data::folder_for(file, &config.workspace) {
         Ok(Some(real)) => Ok(plan.allow_folder_not_link(real, Grant::Write)),
         Ok(None) => Ok(plan),
-        Err(refused) => {
-            let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
-            Err((
-                Exit::Usage,
-                format!(
-                    "{what} {}: its folder {}, and the sandbox would let docs-agent write there; keep it in a \
+        Err(refused) => Err((
+            Exit::Usage,
+            format!(
+                "{what} {}: its folder {}, and the sandbox would let docs-agent write there; keep it in a \
                      folder of its own, e.g. .docs-agent/{name} or /data/{name}",
-                    file.display(),
-                    refused.why(),
-                ),
-            ))
-        }
+                file.display(),
+                refused.why(),
+            ),
+        )),
     }
 }
 

@@ -56,13 +56,42 @@ impl Config {
                 return Err(ConfigError(format!("{key} ({var}) must be {words}, got `{word}`")));
             }
         }
-        let config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        let mut config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
+        config.docs = config.docs.filter(|d| !d.as_os_str().is_empty());
+        let named = !config.workspace.as_os_str().is_empty();
+        // No workspace named: the sample beside the current folder, or the image's.
+        let workspace = match named {
+            true => config.workspace.clone(),
+            false if Path::new("./workspace").is_dir() => PathBuf::from("./workspace"),
+            false => PathBuf::from("/workspace"),
+        };
+        // The workspace's own docs/ given as the docs folder (compose mounts the sample's
+        // there unless DOCS_DIR names another) is that workspace, read whole.
+        if config.docs.as_deref().is_some_and(|docs| same_folder(docs, &workspace.join("docs"))) {
+            config.docs = None;
+        }
+        // Else a docs folder given with no workspace named is the whole workspace.
+        config.docs_alone = !named && config.docs.is_some();
+        config.workspace = match (&config.docs, config.docs_alone) {
+            (Some(docs), true) => docs.clone(),
+            _ => workspace,
+        };
         config.validate()?;
         Ok(config)
     }
 }
 
 type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+/// True when `a` and `b` are one folder (one device and inode: the same folder reached by two
+/// paths or two bind mounts).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.is_dir() && a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
 
 /// A parse error without the lines of the file it quotes (`3 | api_key = "…`): the line may
 /// hold a secret no rule can recognise (an unterminated value), and the line and column say
@@ -93,9 +122,10 @@ fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigErro
 }
 
 fn defaults() -> Result<Builder, ConfigError> {
-    let workspace = if Path::new("./workspace").is_dir() { "./workspace" } else { "/workspace" };
     let pairs: Vec<(&str, config::Value)> = vec![
-        ("workspace", workspace.into()),
+        // Empty: resolved after merging (a docs folder alone, or the sample's workspace).
+        ("workspace", "".into()),
+        ("docs", "".into()),
         ("approve", "".into()),
         ("llm.base_url", "http://localhost:11434/v1".into()),
         ("llm.model", "llama3.2:3b".into()),

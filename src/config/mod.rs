@@ -18,8 +18,17 @@ pub use llm::{LlmConfig, Pull};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// The workspace folder: `docs/`, `skills/`, `AGENTS.md`, `notes/`.
+    /// The workspace folder: `docs/`, `skills/`, `AGENTS.md`, `notes/`. With `docs` alone, the
+    /// docs folder itself.
     pub workspace: PathBuf,
+    /// A plain folder of documents to answer from in place of the workspace's `docs/` (`--docs`,
+    /// `DOCS_AGENT_DOCS`; empty: the workspace's own).
+    #[serde(default)]
+    pub docs: Option<PathBuf>,
+    /// True when `docs` was given and no workspace was: the docs folder is the whole
+    /// workspace, without AGENTS.md, skills or notes (set by loading, never read from a source).
+    #[serde(skip)]
+    pub docs_alone: bool,
     /// `yes` approves writes; anything else asks on a TTY, or denies.
     pub approve: String,
     /// Which model answers, and how to reach it.
@@ -385,6 +394,7 @@ impl Config {
 /// The names of the environment variables the harness reads, and the keys they set.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     ("WORKSPACE", "workspace"),
+    ("DOCS_AGENT_DOCS", "docs"),
     ("APPROVE", "approve"),
     ("LLM_BASE_URL", "llm.base_url"),
     ("LLM_MODEL", "llm.model"),

@@ -61,6 +61,28 @@ pub fn folder_for(file: &Path, workspace: &Path) -> Result<Option<PathBuf>, Refu
     Ok(Some(real))
 }
 
+/// How the folder `file` lives in touches `protected`, as written (made absolute, `.` and `..`
+/// taken out): "is in" or "holds"; `None` when they are apart.
+pub fn touches(file: &Path, protected: &Path) -> Option<&'static str> {
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let folder = normal(&std::path::absolute(folder).ok()?);
+    let mut protected_as: Vec<PathBuf> = std::path::absolute(protected).ok().map(|p| normal(&p)).into_iter().collect();
+    protected_as.extend(std::fs::canonicalize(protected).ok());
+    let real = std::fs::canonicalize(&folder).ok();
+    protected_as.iter().find_map(|p| {
+        if folder.starts_with(p) || real.as_ref().is_some_and(|r| r.starts_with(p)) {
+            Some("is in")
+        } else if p.starts_with(&folder) {
+            Some("holds")
+        } else {
+            None
+        }
+    })
+}
+
 /// The checks on the path as written (made absolute, `.` and `..` taken out), before any
 /// folder is made: not a parent of the workspace, not in `docs/` or `skills/`, and no link
 /// between the workspace and it.
@@ -149,5 +171,23 @@ mod tests {
         let own = folder_for(&ws.join("data/x.db"), &ws).expect("granted").expect("made");
         assert_eq!(own, ws.join("data").canonicalize().expect("real"));
         assert_eq!(folder_for(&outside.join("x.db"), &ws), Ok(Some(outside.canonicalize().expect("real"))));
+    }
+
+    /// A data folder in a docs folder given beside the workspace, or holding it, as written or
+    /// through a link, is told; one apart is not.
+    #[test]
+    fn a_data_folder_touching_a_docs_folder_is_told() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let docs = tmp.path().join("my-docs");
+        let apart = tmp.path().join("data");
+        std::fs::create_dir_all(docs.join("sub")).expect("dir");
+        std::fs::create_dir_all(&apart).expect("dir");
+        std::os::unix::fs::symlink(docs.join("sub"), apart.join("alias")).expect("link");
+        assert_eq!(touches(&docs.join("x.db"), &docs), Some("is in"));
+        assert_eq!(touches(&docs.join("sub/x.db"), &docs), Some("is in"));
+        assert_eq!(touches(&apart.join("../my-docs/x.db"), &docs), Some("is in"));
+        assert_eq!(touches(&apart.join("alias/x.db"), &docs), Some("is in"), "through a link");
+        assert_eq!(touches(&tmp.path().join("x.db"), &docs), Some("holds"));
+        assert_eq!(touches(&apart.join("x.db"), &docs), None);
     }
 }

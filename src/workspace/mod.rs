@@ -34,6 +34,20 @@ pub struct Workspace {
     notes: Option<Dir>,
     /// What the operator's rules keep from being read in `docs/` ([`Workspace::hiding`]).
     hidden: hidden::Hidden,
+    /// True for a docs folder alone: the root is the docs, and there is no AGENTS.md, no
+    /// skills and no notes.
+    docs_alone: bool,
+}
+
+/// Where the workspace's documents are.
+#[derive(Debug, Clone, Copy)]
+pub enum Layout<'a> {
+    /// In the workspace's `docs/`, beside `AGENTS.md`, `skills/` and `notes/`.
+    Workspace,
+    /// In this folder; `AGENTS.md`, `skills/` and `notes/` in the workspace.
+    DocsAt(&'a Path),
+    /// The workspace's root is a plain docs folder: no `AGENTS.md`, skills or notes.
+    DocsAlone,
 }
 
 /// The workspace could not be opened at all. One message, written for the person who meets it: what failed, on which input,
@@ -61,25 +75,58 @@ impl From<Denied> for FileError {
 const NONBLOCKING: i32 = libc::O_NONBLOCK | libc::O_NOCTTY;
 
 impl Workspace {
-    /// Opens the workspace at `path`; its areas are optional, the root is not.
+    /// Opens the workspace at `path` with its `docs/`, `skills/` and `notes/`; its areas are
+    /// optional, the root is not.
     pub fn open(path: &Path) -> Result<Workspace, WorkspaceError> {
-        let root = Dir::open_ambient_dir(path, ambient_authority()).map_err(|e| {
-            WorkspaceError(format!(
-                "cannot open workspace {}: {e}; pass --workspace DIR or set WORKSPACE to a folder with docs/",
-                path.display()
-            ))
-        })?;
+        Workspace::open_as(path, Layout::Workspace)
+    }
+
+    /// Opens the workspace `config` names: `workspace`, its documents in `docs` when that is
+    /// set (the whole workspace when no workspace was named).
+    pub fn of(config: &crate::config::Config) -> Result<Workspace, WorkspaceError> {
+        let layout = match &config.docs {
+            Some(_) if config.docs_alone => Layout::DocsAlone,
+            Some(docs) => Layout::DocsAt(docs),
+            None => Layout::Workspace,
+        };
+        Workspace::open_as(&config.workspace, layout)
+    }
+
+    /// Opens the workspace at `path`, its documents where `layout` says.
+    pub fn open_as(path: &Path, layout: Layout<'_>) -> Result<Workspace, WorkspaceError> {
+        let opened = |folder: &Path, what: &str| {
+            Dir::open_ambient_dir(folder, ambient_authority()).map_err(|e| {
+                WorkspaceError(format!(
+                    "cannot open {what} {}: {e}; pass --docs DIR (a folder of documents) or --workspace DIR \
+                     (a folder with docs/)",
+                    folder.display()
+                ))
+            })
+        };
+        let what = if matches!(layout, Layout::DocsAlone) { "the docs folder" } else { "workspace" };
+        let root = opened(path, what)?;
         // An area that is a symbolic link is not opened: `notes -> .` would make the whole
         // workspace writable, `docs -> ..` readable. `check` reports it.
         let area = |name: &str| root.open_dir_nofollow(name).ok();
+        let (docs, skills, notes) = match layout {
+            Layout::Workspace => (area("docs"), area("skills"), area("notes")),
+            Layout::DocsAt(docs) => (Some(opened(docs, "the docs folder")?), area("skills"), area("notes")),
+            Layout::DocsAlone => (Some(opened(path, "the docs folder")?), None, None),
+        };
         Ok(Workspace {
             path: path.to_path_buf(),
-            docs: area("docs"),
-            skills: area("skills"),
-            notes: area("notes"),
+            docs,
+            skills,
+            notes,
             root,
             hidden: hidden::Hidden::default(),
+            docs_alone: matches!(layout, Layout::DocsAlone),
         })
+    }
+
+    /// True for a docs folder alone (no AGENTS.md, skills or notes are looked for).
+    pub fn docs_alone(&self) -> bool {
+        self.docs_alone
     }
 
     /// The workspace, refusing to read a document of `docs/` through a link that leads to one
@@ -110,6 +157,9 @@ impl Workspace {
 
     /// The areas (`docs`, `skills`, `notes`) that are symbolic links, and so not opened.
     pub fn linked_areas(&self) -> Vec<&'static str> {
+        if self.docs_alone {
+            return Vec::new();
+        }
         ["docs", "skills", "notes"]
             .into_iter()
             .filter(|name| self.root.symlink_metadata(name).is_ok_and(|m| m.file_type().is_symlink()))
@@ -124,6 +174,7 @@ impl Workspace {
     /// Reads a UTF-8 text file of at most `max_bytes` bytes, confined to its area.
     pub fn read_text(&self, path: &ModelPath, max_bytes: u64) -> Result<String, FileError> {
         let (dir, inner) = match path.area() {
+            Area::AgentsMd if self.docs_alone => return Err(FileError::Failed("AGENTS.md: no such file".into())),
             Area::AgentsMd => (Some(&self.root), "AGENTS.md".to_string()),
             Area::Docs => (self.docs.as_ref(), path.inner()),
             Area::Skills => (self.skills.as_ref(), path.inner()),
