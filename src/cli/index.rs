@@ -49,7 +49,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                     let updated = store::meta(&conn, "updated_at_ms").map_err(|e| fail(&e))?.unwrap_or_default();
                     let (changed, gone, recheck) = store::pending(&conn, &listing).map_err(|e| fail(&e))?;
                     let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
-                    let _ = writeln!(out, "generation: {generation} (updated at {updated} ms since the epoch)");
+                    let _ = writeln!(out, "generation: {generation} (updated {})", when(&updated));
                     let _ = writeln!(out, "holds: {} docs, {} sections, {bytes} bytes", stats.files, stats.sections);
                     let _ = writeln!(
                         out,
@@ -142,5 +142,25 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
                 writeln!(out, "{}: {} docs checked, {} problems", file.display(), listing.files.len(), problems.len());
             Ok(if problems.is_empty() { Exit::Ok } else { Exit::Failure })
         }
+    }
+}
+
+/// A time kept as milliseconds since the epoch, as a person reads it: `2026-12-05 07:25:48 UTC`
+/// (what the index holds, unchanged, when it is not such a number).
+fn when(ms: &str) -> String {
+    ms.parse::<i64>()
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map_or_else(|| ms.to_string(), |at| at.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The index's update time reads as a date, not a count of milliseconds.
+    #[test]
+    fn an_update_time_reads_as_a_date() {
+        assert_eq!(super::when("1796455548058"), "2026-12-05 07:25:48 UTC");
+        assert_eq!(super::when("0"), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::when("not a time"), "not a time");
     }
 }
