@@ -403,7 +403,10 @@ pub fn search_result(hits: &[crate::index::Hit], max_bytes: usize) -> String {
 
 /// Fenced sections as a search result shows them: a count, then each, best first.
 fn listing(fenced: &[String]) -> String {
-    let mut text = format!("{} sections matched, best first:\n", fenced.len());
+    let mut text = match fenced.len() {
+        1 => "1 section matched:\n".to_string(),
+        n => format!("{n} sections matched, best first:\n"),
+    };
     for section in fenced {
         text.push_str(section);
         text.push('\n');

@@ -198,8 +198,13 @@ pub fn tool_line(call: &Call<'_>, result: &str, ms: u128, decision: Decision, re
     })
 }
 
+/// A fenced section's source in a tool's result (`<untrusted source="docs/a.md#b">`).
+static SOURCE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r#"<untrusted source="([^"]{1,200})""#).expect("a constant pattern"));
+
 /// A tool call in one readable line: `  search_docs "refund window": 3 sections matched, best
-/// first`; every string cleaned as in a JSON line. (Also what an MCP client's progress shows.)
+/// first: docs/refunds.md#window, ...` (a listing's first sources after its colon); every
+/// string cleaned as in a JSON line. (Also what an MCP client's progress shows.)
 pub fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
     // The argument that says what the call is about: a path, a query, a skill's name.
     let argument = match clean_args(call.arguments) {
@@ -216,7 +221,18 @@ pub fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
     let summary = clean(result, 400);
     let summary = summary.lines().next().unwrap_or_default();
     let summary = redact::floor_char_boundary(summary, 100);
-    format!("  {} {argument:?}: {summary}", clean(call.name, 64))
+    // A listing's first line ends with a colon: what it lists follows (the sources found).
+    let listed = match summary.strip_suffix(':') {
+        Some(head) => {
+            let found: Vec<String> = SOURCE.captures_iter(result).take(3).map(|c| clean(&c[1], 80)).collect();
+            match found.as_slice() {
+                [] => head.to_string(),
+                found => format!("{head}: {}", found.join(", ")),
+            }
+        }
+        None => summary.to_string(),
+    };
+    format!("  {} {argument:?}: {listed}", clean(call.name, 64))
 }
 
 /// Redacted, sanitised and cut.
@@ -305,6 +321,27 @@ mod tests {
         assert!(lines[0].starts_with("  write_file \"notes/a.md\": OK: wrote notes/a.md with [REDACTED"), "{text}");
         assert!(lines[1].starts_with("docs-agent: warning: a [REDACTED"), "{text}");
         assert!(!text.contains(secret) && !text.contains("more"), "{text}");
+    }
+
+    /// A search's brief line names what it found after its colon, not a dangling "best first:";
+    /// a source holding a secret is redacted there too.
+    #[test]
+    fn a_brief_search_line_names_the_sources_found() {
+        let mut trace = Trace::new(Vec::new(), 200).with_format(Format::Brief);
+        let found = "2 sections matched, best first:\n<untrusted source=\"docs/refunds.md#window\">\n# Window\n\
+                     </untrusted>\n<untrusted source=\"docs/ghp_abcdefghijklmnopqrstuvwxyz0123456789.md#a\">\nx\n</untrusted>\n";
+        tool(&mut trace, "search_docs", r#"{"query":"refund window"}"#, found, Decision::Allowed);
+        tool(&mut trace, "search_docs", r#"{"query":"nothing"}"#, "No section of the docs matched.", Decision::Allowed);
+        let text = String::from_utf8(trace.into_inner()).expect("UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(
+                "  search_docs \"refund window\": 2 sections matched, best first: docs/refunds.md#window, docs/[REDACTED"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("ghp_abc"), "{text}");
+        assert_eq!(lines[1], "  search_docs \"nothing\": No section of the docs matched.", "{text}");
     }
 
     /// Secrets of several formats; each must never reach a trace line, whole or in part.

@@ -330,3 +330,25 @@ fn a_closed_setting_names_the_words_it_takes() {
     let out = common::run(ws.path(), &[("LLM_PULL", "never")], &["search", "refund"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// The chat's commands: /help lists them, /sources shows the last answer's sources, /new starts
+/// another session, an unknown /word is said to be one; none of them is recorded as a question.
+#[test]
+fn chat_commands_are_never_questions() {
+    let ws = sample_workspace();
+    let input = "/help\n/sources\nhow long is the refund window\n/sources\n/refund window\n/new\n/quit\n";
+    let out = common::run_input(ws.path(), &[("LLM_MODEL", "scripted")], &["chat"], input);
+    assert_eq!(out.code, 0, "stderr {}", out.stderr);
+    assert!(out.stderr.contains("commands:") && out.stderr.contains("/sources"), "{}", out.stderr);
+    assert!(out.stderr.contains("no sources: nothing answered yet"), "{}", out.stderr);
+    assert!(out.stderr.contains("Sources:\n- docs/refunds.md#window"), "{}", out.stderr);
+    assert!(out.stderr.contains("/refund window is not a chat command"), "{}", out.stderr);
+    assert!(out.stderr.contains("new session"), "{}", out.stderr);
+    let listed = common::run(ws.path(), &[], &["sessions", "list"]);
+    assert_eq!(listed.stdout.lines().count(), 1, "one session: /new left none empty behind: {}", listed.stdout);
+    let id = listed.stdout.split_whitespace().next().expect("a session id");
+    let exported = common::run(ws.path(), &[], &["sessions", "export", id]);
+    let questions: Vec<&str> = exported.stdout.lines().filter(|l| l.contains("\"user_message\"")).collect();
+    assert_eq!(questions.len(), 1, "only the question is recorded: {questions:?}");
+    assert!(questions[0].contains("how long is the refund window"), "{questions:?}");
+}

@@ -20,8 +20,11 @@ enum Kind {
 }
 
 impl Kind {
+    /// SQLite, and PostgreSQL when it is installed (skipped otherwise: `common::available`).
     fn both() -> Vec<Kind> {
-        vec![Kind::Sqlite(tempfile::tempdir().expect("tempdir")), Kind::Postgres(Cluster::start())]
+        let mut kinds = vec![Kind::Sqlite(tempfile::tempdir().expect("tempdir"))];
+        kinds.extend(Cluster::start_or_skip().map(Kind::Postgres));
+        kinds
     }
 
     fn location(&self) -> Location {
@@ -174,7 +177,7 @@ fn one_writer_per_session() {
 /// refused.
 #[test]
 fn a_lapsed_lease_is_taken_over_and_its_old_holder_is_refused() {
-    let cluster = Cluster::start();
+    let Some(cluster) = Cluster::start_or_skip() else { return };
     let kind = Kind::Postgres(cluster);
     let store = Store::open(&kind.location()).expect("open");
     let mut old = store.log().expect("log");
@@ -202,7 +205,7 @@ fn a_lapsed_lease_is_taken_over_and_its_old_holder_is_refused() {
 /// never in an error.
 #[test]
 fn a_newer_schema_is_refused_and_the_password_never_shown() {
-    let cluster = Cluster::start();
+    let Some(cluster) = Cluster::start_or_skip() else { return };
     let kind = Kind::Postgres(cluster);
     Store::open(&kind.location()).expect("open");
     let Kind::Postgres(cluster) = &kind else { unreachable!() };

@@ -41,18 +41,20 @@ async fn run(
 ) -> Result<Exit, Failure> {
     // A new session is written to the log with its first message, so leaving at once leaves
     // no empty session behind.
-    let (id, mut unstarted) = match session {
+    let (mut id, mut unstarted) = match session {
         Some(id) => {
             desk.events(&id)?;
             (id, false)
         }
         None => (session::new_id().map_err(|e| (Exit::Failure, e.to_string()))?, true),
     };
-    let _lock = desk.lock(&id)?;
+    let mut _lock = desk.lock(&id)?;
+    // The last answer's citations, for /sources.
+    let mut sources = Vec::new();
     let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
     let terminal = Terminal::detect() == Terminal::Attached;
     crate::guard::sink::err_line!(
-        "session {id} (model {}); /quit or Ctrl-D leaves, Ctrl-C interrupts an answer",
+        "session {id} (model {}); /help lists commands, /quit or Ctrl-D leaves, Ctrl-C interrupts an answer",
         model.name()
     );
     let mut lines = read_lines();
@@ -60,7 +62,7 @@ async fn run(
     let mut last: Option<Exit> = None;
     if !unstarted && state::status(&desk.events(&id)?) != Status::Idle {
         crate::guard::sink::err_line!("finishing the turn this session left unfinished");
-        last = turn(&mut desk, &id, &model, &mut lines, terminal, when).await?;
+        last = turn(&mut desk, &id, &model, &mut lines, terminal, when, &mut sources).await?;
     }
     loop {
         crate::guard::sink::err_part!("you> ");
@@ -76,8 +78,34 @@ async fn run(
         if text.is_empty() {
             continue;
         }
-        if text == "/quit" || text == "/exit" {
-            return Ok(last.unwrap_or(Exit::Ok));
+        // A command is the chat's, never a question: nothing of it goes in the log.
+        if let Some(command) = Command::parse(text) {
+            match command {
+                Command::Quit => return Ok(last.unwrap_or(Exit::Ok)),
+                Command::Help => crate::guard::sink::err_line!("{HELP}"),
+                Command::Sources if sources.is_empty() => {
+                    crate::guard::sink::err_line!(
+                        "no sources: nothing answered yet in this chat, or the answer cited none"
+                    )
+                }
+                Command::Sources => crate::guard::sink::err_line!("{}", super::sources(&sources)),
+                Command::New => {
+                    if !unstarted {
+                        id = session::new_id().map_err(|e| (Exit::Failure, e.to_string()))?;
+                        unstarted = true;
+                        sources.clear();
+                        _lock = desk.lock(&id)?;
+                    }
+                    crate::guard::sink::err_line!(
+                        "new session {id}; the earlier one stays in `docs-agent sessions list`"
+                    );
+                }
+                Command::Unknown(word) => crate::guard::sink::err_line!(
+                    "docs-agent: {} is not a chat command; /help lists them (a question cannot start with /)",
+                    guard::clip(&guard::scrub(word), 40)
+                ),
+            }
+            continue;
         }
         // A new message starts a turn only when the last one is over (a write it was granted
         // must not be cut off by the next question).
@@ -93,7 +121,7 @@ async fn run(
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;
-        last = turn(&mut desk, &id, &model, &mut lines, terminal, when).await?;
+        last = turn(&mut desk, &id, &model, &mut lines, terminal, when, &mut sources).await?;
     }
 }
 
@@ -108,6 +136,7 @@ async fn turn(
     lines: &mut mpsc::UnboundedReceiver<String>,
     terminal: bool,
     when: StreamWhen,
+    sources: &mut Vec<crate::session::verify::Citation>,
 ) -> Result<Option<Exit>, Failure> {
     loop {
         let (canceller, mut cancel) = Cancel::pair();
@@ -131,6 +160,7 @@ async fn turn(
             Ok(TurnEnd::AwaitingApproval { call_id, path, content }) => (call_id, path, content),
             Ok(TurnEnd::Answered { answer, citations, .. }) => {
                 live.answered(&answer, &citations);
+                *sources = citations;
                 let events = desk.events(id)?;
                 return Ok(super::report_failed_writes(&super::failed_writes(&events)));
             }
@@ -173,6 +203,39 @@ async fn turn(
     }
 }
 
+/// What `/help` says.
+const HELP: &str = "commands:\n  /sources  the sources of the last answer\n  /new      start a new session (this one \
+                    is kept)\n  /help     this list\n  /quit     leave (also /exit, Ctrl-D)\nanything else is a question";
+
+/// A line of the chat that is a command, not a question.
+#[derive(Debug, PartialEq, Eq)]
+enum Command<'a> {
+    /// `/quit`, `/exit`: leave.
+    Quit,
+    /// `/help`: the commands.
+    Help,
+    /// `/sources`: the last answer's citations.
+    Sources,
+    /// `/new`: a new session.
+    New,
+    /// A word after `/` that is none of them.
+    Unknown(&'a str),
+}
+
+impl<'a> Command<'a> {
+    /// The command `line` (trimmed) is, when it starts with `/`.
+    fn parse(line: &'a str) -> Option<Command<'a>> {
+        let word = line.strip_prefix('/')?.split_whitespace().next().unwrap_or_default();
+        Some(match word.to_ascii_lowercase().as_str() {
+            "quit" | "exit" | "q" => Command::Quit,
+            "help" | "?" | "h" => Command::Help,
+            "sources" | "src" => Command::Sources,
+            "new" => Command::New,
+            _ => Command::Unknown(line),
+        })
+    }
+}
+
 /// Lines of stdin, read on their own thread so a prompt can wait for a line or Ctrl-C.
 fn read_lines() -> mpsc::UnboundedReceiver<String> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -185,4 +248,22 @@ fn read_lines() -> mpsc::UnboundedReceiver<String> {
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Command;
+
+    /// A line that starts with `/` is a command (known or not), never a question.
+    #[test]
+    fn slash_lines_are_commands() {
+        assert_eq!(Command::parse("/quit"), Some(Command::Quit));
+        assert_eq!(Command::parse("/EXIT"), Some(Command::Quit));
+        assert_eq!(Command::parse("/help"), Some(Command::Help));
+        assert_eq!(Command::parse("/sources"), Some(Command::Sources));
+        assert_eq!(Command::parse("/new please"), Some(Command::New));
+        assert_eq!(Command::parse("/refund window"), Some(Command::Unknown("/refund window")));
+        assert_eq!(Command::parse("/"), Some(Command::Unknown("/")));
+        assert_eq!(Command::parse("how long is the refund window"), None);
+    }
 }

@@ -285,7 +285,12 @@ fn with_sources(answer: &str, citations: &[crate::session::verify::Citation]) ->
     if citations.is_empty() {
         return answer.to_string();
     }
-    let mut out = format!("{}\n\nSources:", answer.trim_end());
+    format!("{}\n\n{}", answer.trim_end(), sources(citations))
+}
+
+/// `Sources:` and a line per citation (its heading when verified, else why it is not).
+fn sources(citations: &[crate::session::verify::Citation]) -> String {
+    let mut out = String::from("Sources:");
     for citation in citations {
         let line = match (citation.verified, citation.heading.is_empty()) {
             (true, false) => format!("\n- {} ({})", citation.source(), citation.heading),

@@ -265,17 +265,12 @@ pub async fn message(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(
         async move {
-            // The turn's live events are passed on as they come; its outcome follows them once
-            // the turn is over (and with it the last live sender).
-            let (live, mut heard) = tokio::sync::mpsc::unbounded_channel();
-            let turn = turns::run_live(state.service.clone(), id, Start::Message(text), Some(live));
-            let pass_on = async {
-                while let Some(piece) = heard.recv().await {
-                    let _ = tx.send(stream::live_event(piece));
-                }
-            };
-            let (ran, ()) = tokio::join!(turn, pass_on);
-            match ran {
+            // The turn's live events go out as they happen; its outcome follows them.
+            let live = tx.clone();
+            let live: turns::Live = Box::new(move |event| {
+                let _ = live.send(stream::live_event(event));
+            });
+            match turns::run_live(state.service.clone(), id, Start::Message(text), Some(live)).await {
                 Ok(outcome) => {
                     if let Some(approval) = &outcome.approval {
                         let _ = tx.send(stream::event("approval_required", approval));

@@ -121,8 +121,9 @@ pub enum LiveEvent {
     Text(String),
 }
 
-/// Where a followed turn's live events go.
-pub type Live = tokio::sync::mpsc::UnboundedSender<LiveEvent>;
+/// Where a followed turn's live events go, as they happen, in the turn's own task (a front
+/// end sends them on in its terms: `serve` as SSE events).
+pub type Live = Box<dyn Fn(LiveEvent) + Send + Sync>;
 
 /// Runs session `id`'s turn in its own task and waits for its outcome.
 pub async fn run(state: Arc<Service>, id: String, start: Start) -> Result<Outcome, Refused> {
@@ -377,7 +378,7 @@ impl Listener<'_> {
                 if let Some(live) = self.live {
                     let chars = self.state.config.limits.trace_result_chars;
                     let line = crate::trace::tool_line(call, result, *ms, *decision, chars);
-                    let _ = live.send(LiveEvent::Tool(line));
+                    live(LiveEvent::Tool(line));
                 }
             }
             TurnEvent::ModelCall { .. } => {
@@ -407,7 +408,7 @@ impl Listener<'_> {
 
     fn send_text(&self, piece: Option<String>) {
         if let (Some(live), Some(piece)) = (self.live, piece) {
-            let _ = live.send(LiveEvent::Text(piece));
+            live(LiveEvent::Text(piece));
         }
     }
 }

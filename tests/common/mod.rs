@@ -12,6 +12,30 @@ use std::process::{Command, Output, Stdio};
 /// The test key planted in the sample docs.
 pub const ONBOARDING_KEY: &str = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
 
+/// Whether a test can use `what` (a program or service outside Rust): true when `present`.
+/// When it is absent the test is skipped, said on stderr with how to install it, so the README's
+/// test command passes on a machine with only the Rust toolchain; unless
+/// `DOCS_AGENT_TEST_REQUIRE` is set (`.ci/run` sets it), and then the test fails saying so.
+pub fn available(what: &str, present: bool, install: &str) -> bool {
+    if present {
+        return true;
+    }
+    let test = std::thread::current().name().unwrap_or("a test").to_string();
+    let required = std::env::var("DOCS_AGENT_TEST_REQUIRE").is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "{test}: {what} is not installed; {install} (DOCS_AGENT_TEST_REQUIRE is set, so a test that needs it fails \
+         instead of being skipped)"
+    );
+    eprintln!("skipped {test}: {what} is not installed ({install}); DOCS_AGENT_TEST_REQUIRE=1 makes this a failure");
+    false
+}
+
+/// True when `program` runs (`program ARG` exits, whatever its status).
+pub fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
 /// Copies `workspace/` into a fresh temporary folder.
 pub fn sample_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("create temp dir");

@@ -21,16 +21,24 @@ pub struct Cluster {
     pub port: u16,
 }
 
-/// The folder of Debian's newest PostgreSQL binaries.
-fn binaries() -> PathBuf {
+/// The folder of Debian's newest PostgreSQL binaries, when they are installed.
+fn installed() -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .map(|dirs| dirs.flatten().map(|d| d.path().join("bin")).filter(|b| b.join("initdb").exists()).collect())
         .unwrap_or_default();
     found.sort();
-    found.pop().unwrap_or_else(|| {
+    found.pop()
+}
+
+/// The folder of Debian's newest PostgreSQL binaries.
+fn binaries() -> PathBuf {
+    installed().unwrap_or_else(|| {
         panic!("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): apt-get install postgresql (.ci/run does)")
     })
 }
+
+/// How to install what these servers need.
+const INSTALL: &str = "apt-get install postgresql (Debian's package; .ci/run installs it)";
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -64,6 +72,20 @@ pub struct Certs {
 }
 
 impl Cluster {
+    /// [`Cluster::start`], or `None` when PostgreSQL is not installed: the test is skipped
+    /// (`super::available`).
+    pub fn start_or_skip() -> Option<Cluster> {
+        super::available("PostgreSQL", installed().is_some(), INSTALL).then(Cluster::start)
+    }
+
+    /// [`Cluster::start_tls`], or `None` when PostgreSQL or the openssl command (which makes the
+    /// certificates) is not installed: the test is skipped.
+    pub fn start_tls_or_skip() -> Option<(Cluster, Certs)> {
+        let present = super::available("PostgreSQL", installed().is_some(), INSTALL)
+            && super::available("the openssl command", super::runs("openssl", "version"), "apt-get install openssl");
+        present.then(Cluster::start_tls)
+    }
+
     /// Makes and starts a cluster.
     pub fn start() -> Cluster {
         Cluster::launch(|_, _| String::new())
