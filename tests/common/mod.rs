@@ -17,6 +17,7 @@ pub const ONBOARDING_KEY: &str = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
 /// test command passes on a machine with only the Rust toolchain; unless
 /// `DOCS_AGENT_TEST_REQUIRE` is set (`.ci/run` sets it), and then the test fails saying so.
 pub fn available(what: &str, present: bool, install: &str) -> bool {
+    use std::io::Write;
     if present {
         return true;
     }
@@ -27,7 +28,11 @@ pub fn available(what: &str, present: bool, install: &str) -> bool {
         "{test}: {what} is not installed; {install} (DOCS_AGENT_TEST_REQUIRE is set, so a test that needs it fails \
          instead of being skipped)"
     );
-    eprintln!("skipped {test}: {what} is not installed ({install}); DOCS_AGENT_TEST_REQUIRE=1 makes this a failure");
+    let mut err = docs_agent::guard::sink::stderr();
+    let _ = writeln!(
+        err,
+        "skipped {test}: {what} is not installed ({install}); DOCS_AGENT_TEST_REQUIRE=1 makes this a failure"
+    );
     false
 }
 

@@ -38,7 +38,7 @@ fn binaries() -> PathBuf {
 }
 
 /// How to install what these servers need.
-const INSTALL: &str = "apt-get install postgresql (Debian's package; .ci/run installs it)";
+const INSTALL: &str = "apt-get install postgresql: Debian's package, which .ci/run installs";
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
