@@ -123,5 +123,19 @@ pub fn check(config: Config) -> Result<Exit, Failure> {
         let _ = writeln!(out, "info: {}", guard::scrub(&note.to_string()));
     }
     let _ = writeln!(out, "{}", report.summary);
+    let index = match config.index_store() {
+        crate::config::IndexStore::File(file) => file.display().to_string(),
+        crate::config::IndexStore::Memory => "in memory".into(),
+    };
+    let sessions = match config.session.log_url.trim().is_empty() {
+        true => format!(
+            "the command line's sessions {}; serve's {}",
+            config.session.log_path.display(),
+            config.serve_log_path().display()
+        ),
+        false => "sessions in PostgreSQL (session.log_url)".into(),
+    };
+    let state = format!("state: {} (index {index}; {sessions})", config.state_dir.display());
+    let _ = writeln!(out, "{}", guard::scrub(&state));
     Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failure })
 }

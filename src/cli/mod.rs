@@ -124,7 +124,11 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
 /// The configuration, read once: flags > environment > file > defaults. With [`config_file`]
 /// and [`start_log`], the only place the process environment is read.
 pub fn load_config(global: &Global) -> Result<Config, Failure> {
-    let wanted = |name: &str| ENV_KEYS.iter().any(|(var, _)| *var == name) || name == "DOCS_AGENT_CONFIG";
+    let wanted = |name: &str| {
+        ENV_KEYS.iter().any(|(var, _)| *var == name)
+            || crate::config::DATA_HOME_VARS.contains(&name)
+            || name == "DOCS_AGENT_CONFIG"
+    };
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))

@@ -22,6 +22,8 @@ pub fn configured(global: &Global, listen: Option<String>, wait: bool) -> Result
             if let Some(listen) = &listen {
                 config.serve.listen = listen.clone();
             }
+            // serve keeps its sessions apart from the command line's, unless one log is named.
+            config.session.log_path = config.serve_log_path();
             let port = usable(&config, &file)?;
             Ok((config, port))
         });

@@ -76,12 +76,62 @@ impl Config {
             (Some(docs), true) => docs.clone(),
             _ => workspace,
         };
+        if config.state_dir.as_os_str().is_empty() {
+            config.state_dir = match data_home(&sources.env) {
+                Some(home) => home.join("docs-agent").join(state_name(&config.workspace, config.docs.as_deref())),
+                None => PathBuf::from(".docs-agent"),
+            };
+        }
+        if config.session.log_path.as_os_str().is_empty() {
+            config.session.log_path = config.state_dir.join("sessions.db");
+            config.session.log_defaulted = true;
+        }
         config.validate()?;
         Ok(config)
     }
 }
 
 type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+/// The user's data folder, from the environment: `$XDG_DATA_HOME` (when absolute, as the XDG
+/// base directory rules say), else `$HOME/.local/share` (`$HOME/Library/Application Support`
+/// on macOS); `None` without a home. Read from the sources, not the process, so a test's map
+/// decides it; a crate for this would read the process environment and fall back to the
+/// password database, which a test cannot keep apart.
+fn data_home(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
+    let set = |var: &str| env.get(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(xdg) = set("XDG_DATA_HOME").filter(|_| !cfg!(target_os = "macos")) {
+        return Some(xdg);
+    }
+    let home = set("HOME")?;
+    Some(if cfg!(target_os = "macos") { home.join("Library/Application Support") } else { home.join(".local/share") })
+}
+
+/// The state folder's name for a workspace (and a docs folder given beside it): its folder's
+/// name, readable, then 8 hex digits of the SHA-256 of its real path, so two workspaces of one
+/// name never share an index or a log.
+fn state_name(workspace: &Path, docs: Option<&Path>) -> String {
+    use sha2::{Digest, Sha256};
+    let real =
+        |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or(p.to_path_buf()));
+    let mut hasher = Sha256::new();
+    hasher.update(real(workspace).as_os_str().as_encoded_bytes());
+    if let Some(docs) = docs {
+        hasher.update(b"\0");
+        hasher.update(real(docs).as_os_str().as_encoded_bytes());
+    }
+    let hash: String = hasher.finalize().iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let name: String = real(workspace)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .take(40)
+        .collect();
+    let name = name.trim_matches(|c| c == '.' || c == '-');
+    if name.is_empty() { format!("workspace-{hash}") } else { format!("{name}-{hash}") }
+}
 
 /// True when `a` and `b` are one folder (one device and inode: the same folder reached by two
 /// paths or two bind mounts).
@@ -126,6 +176,7 @@ fn defaults() -> Result<Builder, ConfigError> {
         // Empty: resolved after merging (a docs folder alone, or the sample's workspace).
         ("workspace", "".into()),
         ("docs", "".into()),
+        ("state_dir", "".into()),
         ("approve", "".into()),
         ("llm.base_url", "http://localhost:11434/v1".into()),
         ("llm.model", "llama3.2:3b".into()),
@@ -161,7 +212,8 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("retrieval.embeddings.timeout_secs", 60_i64.into()),
         ("retrieval.embeddings.weight", 0.5_f64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
-        ("session.log_path", ".docs-agent/sessions.db".into()),
+        // Empty: in the state folder, resolved after merging.
+        ("session.log_path", "".into()),
         ("session.log_url", "".into()),
         ("session.lease_secs", 15_i64.into()),
         ("session.approval_ttl_secs", 3600_i64.into()),

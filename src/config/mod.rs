@@ -29,6 +29,12 @@ pub struct Config {
     /// workspace, without AGENTS.md, skills or notes (set by loading, never read from a source).
     #[serde(skip)]
     pub docs_alone: bool,
+    /// Where this workspace's state is kept (its index; the command line's and `serve`'s
+    /// session logs, unless `session.log_path` names one): `DOCS_AGENT_STATE_DIR`, or a folder of
+    /// its own per workspace in the user's data folder (`$XDG_DATA_HOME/docs-agent/NAME-HASH`,
+    /// `~/.local/share/...` without it; `~/Library/Application Support/...` on macOS), or
+    /// `./.docs-agent` when no home is known.
+    pub state_dir: PathBuf,
     /// `yes` approves writes; anything else asks on a TTY, or denies.
     pub approve: String,
     /// Which model answers, and how to reach it.
@@ -193,8 +199,13 @@ impl Role {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionConfig {
-    /// The SQLite session log (its folder is created). In the container: a file on the `/data` volume.
+    /// The SQLite session log (its folder is created). Unset: `sessions.db` in the state folder
+    /// (`serve` keeps its own there, `serve-sessions.db`). In the container: a file on the
+    /// `/data` volume.
     pub log_path: PathBuf,
+    /// True when `log_path` was not set, so it is the state folder's (set by loading).
+    #[serde(skip)]
+    pub log_defaulted: bool,
     /// A `postgres://USER:PASSWORD@HOST:PORT/DATABASE` URL: sessions are kept there instead,
     /// shared by every `serve` replica that names it. Empty: the SQLite file at `log_path`.
     pub log_url: String,
@@ -378,6 +389,15 @@ pub enum IndexStore {
 }
 
 impl Config {
+    /// The session log `serve` keeps: its own in the state folder (`serve-sessions.db`), apart
+    /// from the command line's, unless `session.log_path` names one for both.
+    pub fn serve_log_path(&self) -> PathBuf {
+        match self.session.log_defaulted {
+            true => self.state_dir.join("serve-sessions.db"),
+            false => self.session.log_path.clone(),
+        }
+    }
+
     /// Where the index is kept: `index.path`, or by default `index.db` beside the session log
     /// (`.docs-agent/index.db`; `/data/index.db` in the image).
     pub fn index_store(&self) -> IndexStore {
@@ -391,10 +411,15 @@ impl Config {
     }
 }
 
+/// The environment variables that say where the user's data folder is (read from
+/// [`Sources::env`] like the others; they set no key).
+pub const DATA_HOME_VARS: [&str; 2] = ["XDG_DATA_HOME", "HOME"];
+
 /// The names of the environment variables the harness reads, and the keys they set.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     ("WORKSPACE", "workspace"),
     ("DOCS_AGENT_DOCS", "docs"),
+    ("DOCS_AGENT_STATE_DIR", "state_dir"),
     ("APPROVE", "approve"),
     ("LLM_BASE_URL", "llm.base_url"),
     ("LLM_MODEL", "llm.model"),
@@ -435,7 +460,8 @@ pub const DEFAULT_FILE: &str = "docs-agent.toml";
 pub struct Sources {
     /// `--config FILE`, or `DOCS_AGENT_CONFIG`.
     pub file: Option<PathBuf>,
-    /// The process environment (or a test's map): only [`ENV_KEYS`] are read from it.
+    /// The process environment (or a test's map): only [`ENV_KEYS`] and [`DATA_HOME_VARS`] are
+    /// read from it.
     pub env: HashMap<String, String>,
     /// Values given as flags, by key (`workspace`, `llm.model`...).
     pub flags: Vec<(&'static str, String)>,
@@ -492,6 +518,7 @@ impl SessionConfig {
     pub(crate) fn sample(log_url: &str) -> SessionConfig {
         SessionConfig {
             log_path: ".docs-agent/sessions.db".into(),
+            log_defaulted: false,
             log_url: log_url.into(),
             lease_secs: 15,
             approval_ttl_secs: 3600,
