@@ -101,8 +101,8 @@ async fn a_session_budget_spans_its_turns_then_serve_refuses_new_messages() {
     assert!(metrics.contains("docs_agent_tokens_total{kind=\"prompt\",model=\"m\",principal=\"ana\"} 20"), "{metrics}");
     assert!(metrics.contains("docs_agent_tokens_total{kind=\"completion\",model=\"m\",principal=\"ana\"} 10"));
 
-    // `sessions show` reads the same log.
-    let out = common::run(ws.path(), &env, &["sessions", "show", &id]);
+    // `sessions --serve show` reads serve's log (the command line keeps its own).
+    let out = common::run(ws.path(), &env, &["sessions", "--serve", "show", &id]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("usage: 20 tokens in, 10 out, over 2 model calls; 0 tokens left"), "{}", out.stdout);
 }

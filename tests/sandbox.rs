@@ -212,6 +212,9 @@ fn every_command_enters_the_sandbox_first() {
         &["mcp"],
         &["hash-token"],
         &["init", "--to", "new.toml"],
+        &["tokens", "list"],
+        &["tokens", "add", "bo"],
+        &["report", "gaps"],
     ];
     let env = [HIDE_LANDLOCK, ("LLM_MODEL", "scripted")];
     for command in commands {

@@ -79,7 +79,7 @@ pub struct Cli {
 }
 
 /// Options shared by every subcommand.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Global {
     /// The workspace folder (docs/, skills/, AGENTS.md, notes/) [env: WORKSPACE]
     #[arg(long, global = true, value_name = "DIR")]
@@ -129,6 +129,48 @@ pub struct Global {
     /// DOCS_AGENT_REQUIRE_SANDBOX=0 first
     #[arg(long, global = true)]
     pub no_sandbox: bool,
+}
+
+/// What `docs-agent tokens` does.
+#[derive(Debug, Subcommand)]
+pub enum TokensAction {
+    /// A new token for NAME (a person or a client), printed once on stdout.
+    Add {
+        /// Who it is for (letters, digits, `.`, `_`, `-`, `@`).
+        name: String,
+        /// What it may do: ask, approve, admin (repeat --role for several).
+        #[arg(long = "role", value_enum, value_name = "ROLE", default_value = "ask")]
+        roles: Vec<TokenRole>,
+    },
+    /// The callers and their roles (never the tokens; only a prefix of each hash).
+    List,
+    /// Removes NAME's tokens: they stop working at once on a running serve.
+    Revoke {
+        /// Whose tokens.
+        name: String,
+    },
+}
+
+/// A role a token may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TokenRole {
+    /// Ask, search, hold sessions.
+    Ask,
+    /// Decide pending writes.
+    Approve,
+    /// Read metrics and reports; also ask.
+    Admin,
+}
+
+impl TokenRole {
+    /// The configuration's role.
+    pub fn role(self) -> crate::config::Role {
+        match self {
+            TokenRole::Ask => crate::config::Role::Ask,
+            TokenRole::Approve => crate::config::Role::Approve,
+            TokenRole::Admin => crate::config::Role::Admin,
+        }
+    }
 }
 
 /// How the CLI writes its trace.
@@ -223,12 +265,20 @@ pub enum Command {
     /// person rated it not helpful), alike questions grouped and counted, most asked first,
     /// with the sections that came closest: a to-do list for the docs' writers.
     Report {
+        /// Read serve's sessions (serve-sessions.db in the state folder) instead of the command
+        /// line's; the same when session.log_path names one log for both.
+        #[arg(long)]
+        serve: bool,
         /// Which report.
         #[command(subcommand)]
         what: ReportWhat,
     },
     /// List, inspect, resume, approve, deny or export durable sessions.
     Sessions {
+        /// Serve's sessions (serve-sessions.db in the state folder) instead of the command
+        /// line's; the same when session.log_path names one log for both.
+        #[arg(long)]
+        serve: bool,
         /// What to do.
         #[command(subcommand)]
         action: SessionsAction,
@@ -254,6 +304,14 @@ pub enum Command {
     Mcp,
     /// Print the SHA-256 of the token read from stdin, for a [[serve.tokens]] entry.
     HashToken,
+    /// Add, list or revoke the callers of `serve` in its config file (--config,
+    /// DOCS_AGENT_CONFIG, or ./docs-agent.toml): `tokens add NAME --role ask` prints a new token
+    /// once and keeps only its SHA-256; a running serve picks the change up within seconds.
+    Tokens {
+        /// What to do.
+        #[command(subcommand)]
+        action: TokensAction,
+    },
     /// Write a docs-agent.toml for `serve` with a fresh admin token, and print the token once
     /// (only its SHA-256 is kept). Refuses to replace a file that exists, unless --replace.
     Init {

@@ -23,6 +23,7 @@ pub mod report;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
+pub mod tokens;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -90,19 +91,27 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             let desk = sessions::Desk::open(within(Use::Converse)?, crash_hook()?, global.trace)?;
             chat::chat(desk, session, global.model.clone(), global.stream)
         }
-        Some(Command::Sessions { action }) => sessions::run(&global, action),
-        Some(Command::Report { what }) => report::run(&global, what),
+        Some(Command::Sessions { serve, action }) => sessions::run(&global, serve, action),
+        Some(Command::Report { serve, what }) => report::run(&global, serve, what),
         Some(Command::Serve { listen, wait_for_config }) => {
             let (config, port) = serve::configured(&global, listen, wait_for_config)?;
             let cores = sandbox::cores();
-            let status = sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Serve { port })?)?;
-            serve::serve(config, status, cores)
+            // The config file's folder stays readable: a running serve takes changed tokens from it.
+            let plan =
+                sandbox::with_config_file(sandbox::for_workspace(&config, Use::Serve { port })?, &config_file(&global));
+            let status = sandbox::enter(&global, &plan)?;
+            serve::serve(&global, config, status, cores)
         }
         Some(Command::Init { to, replace }) => {
             sandbox::enter(&global, &sandbox::for_new_file(&to)?)?;
             ops::init(&to, replace)
         }
         Some(Command::Mcp) => mcp::serve_stdio(within(Use::Mcp)?),
+        Some(Command::Tokens { action }) => {
+            let file = config_file(&global);
+            sandbox::enter(&global, &sandbox::for_new_file(&file)?)?;
+            tokens::run(&file, action)
+        }
         Some(Command::HashToken) => {
             sandbox::enter(&global, &crate::sandbox::Plan::nothing())?;
             ops::hash_token()
@@ -132,6 +141,15 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
     crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+}
+
+/// The configuration of a command that reads the session log: serve's log when `serve`.
+fn load_log_config(global: &Global, serve: bool) -> Result<Config, Failure> {
+    let mut config = load_config(global)?;
+    if serve {
+        config.session.log_path = config.serve_log_path();
+    }
+    Ok(config)
 }
 
 /// Sets up the process's log (`telemetry::log`) from `DOCS_AGENT_LOG` (or `RUST_LOG`) and

@@ -58,30 +58,80 @@ pub fn health(url: &str, sandbox: &crate::sandbox::Status) -> Result<Exit, Failu
 /// or renamed into place), so a `serve --wait-for-config` polling it never reads half of it.
 /// An existing FILE is left as it is unless `replace`.
 pub fn init(to: &std::path::Path, replace: bool) -> Result<Exit, Failure> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| (Exit::Failure, format!("drawing a random token: {e}")))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = new_token()?;
     let text = format!(
         "# Written by `docs-agent init`. Keep the token it printed: only its SHA-256 is here.\n\
-         # More callers: `docs-agent hash-token` and another [[serve.tokens]] entry.\n\
+         # More callers: `docs-agent tokens add NAME --role ask` (a running serve takes it).\n\
          # serve listens on 127.0.0.1:8080 unless --listen or serve.listen says otherwise.\n\n\
          [[serve.tokens]]\nprincipal = \"admin\"\nsha256 = \"{}\"\nroles = [\"ask\", \"approve\", \"admin\"]\n",
         crate::serve::auth::hash(&token)
     );
-    let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", to.display()));
     if !replace && to.exists() {
         return Err(exists(to));
     }
-    let draft = draft_beside(to, &text).map_err(cannot)?;
-    // A link fails if the file appeared meanwhile; a rename replaces it.
-    let placed = if replace { std::fs::rename(&draft, to) } else { std::fs::hard_link(&draft, to) };
-    let _ = std::fs::remove_file(&draft);
-    placed.map_err(|e| if e.kind() == std::io::ErrorKind::AlreadyExists { exists(to) } else { cannot(e) })?;
+    place(to, &text, replace).map_err(|e| if to.exists() && !replace { exists(to) } else { e })?;
+    if let Some(note) = ignored_by_git(to) {
+        crate::guard::sink::err_line!("{note}");
+    }
     crate::guard::sink::err_line!("wrote {} with one admin token; it is shown once, here:", to.display());
     // A bare random hex string is not a secret's shape to the sink, so it passes whole (a test
     // checks the printed token is the one whose hash was written).
     crate::guard::sink::out_line!("{token}");
     Ok(Exit::Ok)
+}
+
+/// A new token: 24 random bytes as hex.
+pub fn new_token() -> Result<String, Failure> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| (Exit::Failure, format!("drawing a random token: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Puts `text` at `to` at once: a synced private file beside it, renamed over it when
+/// `replace`, else linked there (which fails if a file appeared meanwhile).
+pub fn place(to: &std::path::Path, text: &str, replace: bool) -> Result<(), Failure> {
+    let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", to.display()));
+    let draft = draft_beside(to, text).map_err(cannot)?;
+    let placed = if replace { std::fs::rename(&draft, to) } else { std::fs::hard_link(&draft, to) };
+    let _ = std::fs::remove_file(&draft);
+    placed.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            (Exit::Failure, format!("{} appeared while it was being written; run the command again", to.display()))
+        }
+        _ => cannot(e),
+    })
+}
+
+/// When `file` lies in a git repository's working tree, adds its name to the `.gitignore` of
+/// its folder (it holds the hashes of every caller's token, and is the deployment's, not the
+/// project's); what was done, for the person.
+fn ignored_by_git(file: &std::path::Path) -> Option<String> {
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let real = std::fs::canonicalize(&folder).ok()?;
+    real.ancestors().find(|dir| dir.join(".git").exists())?;
+    let name = file.file_name()?.to_string_lossy().into_owned();
+    let ignore = folder.join(".gitignore");
+    let text = std::fs::read_to_string(&ignore).unwrap_or_default();
+    let listed = text.lines().any(|line| {
+        let line = line.trim();
+        line == name || line == format!("/{name}")
+    });
+    if listed {
+        return None;
+    }
+    let line = format!("{}/{name}\n", if text.is_empty() || text.ends_with('\n') { "" } else { "\n" });
+    let added = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&ignore)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    Some(match added {
+        Ok(()) => format!("added /{name} to {} (it holds every caller's token hash)", ignore.display()),
+        Err(e) => format!("docs-agent: warning: cannot add /{name} to {}: {e}; keep it out of git", ignore.display()),
+    })
 }
 
 /// `init`'s refusal to replace `to`.

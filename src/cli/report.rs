@@ -12,9 +12,9 @@ const SHOWN_CHARS: usize = 160;
 const WORDINGS: usize = 3;
 
 /// Runs `report WHAT`.
-pub fn run(global: &Global, what: ReportWhat) -> Result<Exit, Failure> {
+pub fn run(global: &Global, serve: bool, what: ReportWhat) -> Result<Exit, Failure> {
     let ReportWhat::Gaps { days, limit, json } = what;
-    let config = super::load_config(global)?;
+    let config = super::load_log_config(global, serve)?;
     super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
     let log = super::sessions::open_log(&config)?;
     let found = gaps::report(&log, days).map_err(|e| (Exit::Failure, e.to_string()))?;

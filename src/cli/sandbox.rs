@@ -4,16 +4,16 @@
 //! | command | reads | writes | TCP |
 //! |---|---|---|---|
 //! | ask, chat, sessions | the workspace | `notes/`, the index and session folders | connect: the model server |
-//! | serve | the workspace | `notes/`, the index and session folders | connect: the model server; listen: its port |
+//! | serve | the workspace; the config file's folder (changed tokens are read) | `notes/`, the index and session folders | connect: the model server; listen: its port |
 //! | search, check, index | the workspace | the index folder | none (the embedding server, when `[retrieval.embeddings]` names a model: every command that searches does) |
 //! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
-//! | init | — | the new file's folder | none |
+//! | init, tokens | — | the config file's folder | none |
 //! | redact, hash-token | — | — | none |
 //!
 //! Connecting also reads the host and resolver files and the CA certificates; opening SQLite
 //! reads `/dev/urandom`. The configuration file is read before the sandbox and never again (an
-//! eval case reads none), so no plan names it. SQLite keeps its temporary data in memory
+//! eval case reads none), except by `serve`, which reads its folder for changed tokens. SQLite keeps its temporary data in memory
 //! (`temp_store`), so only eval has a temporary folder. eval's reports are opened before the
 //! sandbox and written through those handles.
 //!
@@ -240,6 +240,16 @@ pub fn for_url(url: &str) -> Plan {
 /// The port of a listen address (`0.0.0.0:8080`, `[::1]:0`, `localhost:8080`).
 pub fn listen_port(listen: &str) -> Option<u16> {
     listen.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
+}
+
+/// Adds reading the folder the config file `file` is in, when it exists (a file replaced by a
+/// rename is a new file, which a rule on the old one would not cover).
+pub fn with_config_file(plan: Plan, file: &Path) -> Plan {
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if file.is_file() { plan.allow(folder, Grant::Read) } else { plan }
 }
 
 /// Adds the folder `file` (the setting `what`) lives in, made first so the rule can name it,

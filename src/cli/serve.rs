@@ -81,7 +81,7 @@ fn usable(config: &Config, file: &std::path::Path) -> Result<u16, Failure> {
 
 /// Serves until a shutdown signal on `cores` workers, inside the kernel sandbox described by
 /// `sandbox` (entered by the caller; `/readyz` shows it to admins).
-pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
+pub fn serve(global: &Global, config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
@@ -96,8 +96,64 @@ pub fn serve(config: Config, sandbox: crate::sandbox::Status, cores: usize) -> R
     if let Some(embeddings) = state.config.embeddings_llm() {
         runtime.spawn(pull_if_missing(embeddings));
     }
+    let _tokens = TokensWatch::start(global, &state);
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)
+}
+
+/// How often a running serve looks at its config file for changed tokens.
+const TOKENS_POLL: Duration = Duration::from_secs(2);
+
+/// Keeps the tokens of a running serve as its config file says (`docs-agent tokens add|revoke`
+/// replace the file at once): each change is read whole, with the same checks as at start, and
+/// only its tokens are taken; a file that no longer reads is logged and the tokens stay as they
+/// were. Other settings need a restart (said in the log when they differ). Stops when dropped.
+struct TokensWatch {
+    /// Set to stop the thread.
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TokensWatch {
+    fn start(global: &Global, state: &Arc<crate::serve::AppState>) -> TokensWatch {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let file = super::config_file(global);
+        let shown = file.display().to_string();
+        let (global, weak, stopped) = (global.clone(), Arc::downgrade(state), stop.clone());
+        let mut seen = fingerprint(&file);
+        let spawned = std::thread::Builder::new().name("tokens-watch".into()).spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(TOKENS_POLL);
+                let now = fingerprint(&file);
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                let Some(state) = weak.upgrade() else { return };
+                match super::load_config(&global) {
+                    Ok(config) => {
+                        let count = state.tokens.replace(&config.serve.tokens);
+                        tracing::info!("{} changed: {count} token(s) now", file.display());
+                    }
+                    Err((_, message)) => {
+                        tracing::warn!(
+                            "{} changed but cannot be used ({message}); the tokens stay as they were",
+                            file.display()
+                        );
+                    }
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot watch {shown} for token changes ({e}); restart serve after changing them");
+        }
+        TokensWatch { stop }
+    }
+}
+
+impl Drop for TokensWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The first pause before `serve` asks the model server again, doubled after each failure up

@@ -22,9 +22,9 @@ use crate::session::{self, check_id};
 use crate::trace::Trace;
 
 /// `docs-agent sessions ACTION`, in the sandbox of a conversation.
-pub fn run(global: &Global, action: SessionsAction) -> Result<Exit, Failure> {
+pub fn run(global: &Global, serve: bool, action: SessionsAction) -> Result<Exit, Failure> {
     let mut out = crate::guard::sink::stdout();
-    let config = super::load_config(global)?;
+    let config = super::load_log_config(global, serve)?;
     super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
     // Reading commands open the log alone; the others need the harness (index, model).
     let log_only = |config: Config| -> Result<(Config, Log), Failure> {

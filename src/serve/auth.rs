@@ -14,26 +14,36 @@ use super::error::ApiError;
 use crate::config::{Role, TokenConfig};
 use crate::service::Principal;
 
-/// The tokens, by the hex SHA-256 of the token.
-pub struct Tokens(HashMap<String, Principal>);
+/// The tokens, by the hex SHA-256 of the token; replaced whole when the config file changes
+/// (`cli::serve` watches it), so a token added or revoked takes effect without a restart.
+pub struct Tokens(std::sync::RwLock<std::sync::Arc<HashMap<String, Principal>>>);
 
 impl Tokens {
     /// From the configuration.
     pub fn new(tokens: &[TokenConfig]) -> Tokens {
-        Tokens(
-            tokens
-                .iter()
-                .map(|t| {
-                    (t.sha256.to_ascii_lowercase(), Principal { name: t.principal.clone(), roles: t.roles.clone() })
-                })
-                .collect(),
-        )
+        Tokens(std::sync::RwLock::new(std::sync::Arc::new(by_hash(tokens))))
     }
 
     /// The principal a presented token belongs to.
-    pub fn find(&self, token: &str) -> Option<&Principal> {
-        self.0.get(&hash(token))
+    pub fn find(&self, token: &str) -> Option<Principal> {
+        let current = self.0.read().unwrap_or_else(|p| p.into_inner()).clone();
+        current.get(&hash(token)).cloned()
     }
+
+    /// From now on, the tokens of `tokens` and no others; how many there are.
+    pub fn replace(&self, tokens: &[TokenConfig]) -> usize {
+        let next = std::sync::Arc::new(by_hash(tokens));
+        let count = next.len();
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = next;
+        count
+    }
+}
+
+fn by_hash(tokens: &[TokenConfig]) -> HashMap<String, Principal> {
+    tokens
+        .iter()
+        .map(|t| (t.sha256.to_ascii_lowercase(), Principal { name: t.principal.clone(), roles: t.roles.clone() }))
+        .collect()
 }
 
 /// The hex SHA-256 of a token, as the configuration stores it.
@@ -70,13 +80,13 @@ pub fn authenticate(state: &AppState, headers: &axum::http::HeaderMap) -> Result
     let presented = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
     match presented {
         None => Err("no bearer token: send `Authorization: Bearer <token>`"),
-        Some(token) => state.tokens.find(token).cloned().ok_or("the bearer token is not valid"),
+        Some(token) => state.tokens.find(token).ok_or("the bearer token is not valid"),
     }
 }
 
 /// The principal whose valid bearer token `headers` carry, if any (for public routes that
 /// show more to some callers).
-pub fn principal<'a>(state: &'a AppState, headers: &axum::http::HeaderMap) -> Option<&'a Principal> {
+pub fn principal(state: &AppState, headers: &axum::http::HeaderMap) -> Option<Principal> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     state.tokens.find(bearer_token(value)?)
 }
@@ -144,10 +154,15 @@ mod tests {
     fn tokens_are_found_by_their_hash_only() {
         let config = [TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] }];
         let tokens = Tokens::new(&config);
-        assert_eq!(tokens.find("s3cret-token").map(|p| p.name.as_str()), Some("ana"));
+        assert_eq!(tokens.find("s3cret-token").map(|p| p.name), Some("ana".to_string()));
         assert!(tokens.find("s3cret-token ").is_none());
         assert!(tokens.find(&hash("s3cret-token")).is_none(), "the hash itself is not a token");
         assert_eq!(hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        // Replaced whole: the old token stops working, the new one works.
+        let next = [TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] }];
+        assert_eq!(tokens.replace(&next), 1);
+        assert!(tokens.find("s3cret-token").is_none());
+        assert_eq!(tokens.find("other-token").map(|p| p.name), Some("bo".to_string()));
     }
 
     #[test]

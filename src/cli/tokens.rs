@@ -1,0 +1,161 @@
+//! `docs-agent tokens add|list|revoke`: the callers of `serve`, kept as `[[serve.tokens]]`
+//! entries of its config file. The file is edited with `toml_edit`, so its comments and the
+//! rest of it stay as they were, and replaced atomically (a new file beside it, renamed over
+//! it): a running `serve` reads either the old file or the new one, never half of one, and picks
+//! the change up within seconds (`cli::serve`). A token is printed once; only its SHA-256 is
+//! written.
+
+use std::path::Path;
+
+use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
+
+use super::args::{TokenRole, TokensAction};
+use super::{Exit, Failure};
+
+/// Runs `tokens ACTION` on the config file `file`.
+pub fn run(file: &Path, action: TokensAction) -> Result<Exit, Failure> {
+    match action {
+        TokensAction::Add { name, roles } => add(file, &name, &roles),
+        TokensAction::List => list(file),
+        TokensAction::Revoke { name } => revoke(file, &name),
+    }
+}
+
+fn add(file: &Path, name: &str, roles: &[TokenRole]) -> Result<Exit, Failure> {
+    check_name(name)?;
+    let (mut document, existed) = read(file)?;
+    if entries(&document).iter().any(|(principal, _, _)| principal == name) {
+        return Err((
+            Exit::Usage,
+            format!("{name} has a token in {} already; `docs-agent tokens revoke {name}` first", file.display()),
+        ));
+    }
+    let token = super::ops::new_token()?;
+    let mut entry = Table::new();
+    entry.insert("principal", value(name));
+    entry.insert("sha256", value(crate::serve::auth::hash(&token)));
+    let mut listed = Array::new();
+    let mut roles: Vec<&str> = roles.iter().map(|r| r.role().as_str()).collect();
+    roles.dedup();
+    for role in roles {
+        listed.push(role);
+    }
+    entry.insert("roles", value(listed));
+    tokens_of(&mut document, file)?.push(entry);
+    write(file, &document.to_string(), existed)?;
+    crate::guard::sink::err_line!(
+        "added a token for {name} to {}; it is shown once, here (a running serve takes it within seconds):",
+        file.display()
+    );
+    // A bare random hex string is not a secret's shape to the sink, so it passes whole.
+    crate::guard::sink::out_line!("{token}");
+    Ok(Exit::Ok)
+}
+
+fn list(file: &Path) -> Result<Exit, Failure> {
+    let (document, existed) = read(file)?;
+    let found = entries(&document);
+    if !existed || found.is_empty() {
+        crate::guard::sink::err_line!(
+            "no tokens in {}; `docs-agent tokens add NAME --role ask` adds one",
+            file.display()
+        );
+        return Ok(Exit::Ok);
+    }
+    for (principal, roles, sha256) in found {
+        let prefix = sha256.get(..12).unwrap_or(&sha256);
+        crate::guard::sink::out_line!("{principal}  {}  sha256 {prefix}…", roles.join(","));
+    }
+    Ok(Exit::Ok)
+}
+
+fn revoke(file: &Path, name: &str) -> Result<Exit, Failure> {
+    let (mut document, existed) = read(file)?;
+    let tokens = tokens_of(&mut document, file)?;
+    let before = tokens.len();
+    tokens.retain(|entry| entry.get("principal").and_then(Item::as_str) != Some(name));
+    let removed = before - tokens.len();
+    if removed == 0 {
+        return Err((
+            Exit::Failure,
+            format!("{} holds no token for {name}; `docs-agent tokens list` shows who has one", file.display()),
+        ));
+    }
+    write(file, &document.to_string(), existed)?;
+    crate::guard::sink::err_line!(
+        "revoked {removed} token(s) of {name} in {}; a running serve refuses them within seconds",
+        file.display()
+    );
+    Ok(Exit::Ok)
+}
+
+/// A name a principal may have: it shows in logs, metrics and the page.
+fn check_name(name: &str) -> Result<(), Failure> {
+    let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');
+    if name.is_empty() || name.len() > 64 || !name.chars().all(fine) {
+        return Err((
+            Exit::Usage,
+            format!(
+                "`{}` cannot name a caller: use 1 to 64 letters, digits, `.`, `_`, `-` or `@`",
+                crate::guard::clip(name, 40)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The config file as a document (an empty one when there is no file yet), and whether it
+/// existed.
+fn read(file: &Path) -> Result<(DocumentMut, bool), Failure> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((DocumentMut::new(), false)),
+        Err(e) => return Err((Exit::Failure, format!("cannot read {}: {e}", file.display()))),
+    };
+    let document = text
+        .parse::<DocumentMut>()
+        .map_err(|e| (Exit::Usage, format!("{} is not valid TOML ({}); fix it first", file.display(), e.message())))?;
+    Ok((document, true))
+}
+
+/// The `[[serve.tokens]]` entries: principal, roles, sha256.
+fn entries(document: &DocumentMut) -> Vec<(String, Vec<String>, String)> {
+    let Some(tokens) = document.get("serve").and_then(|s| s.get("tokens")).and_then(Item::as_array_of_tables) else {
+        return Vec::new();
+    };
+    tokens
+        .iter()
+        .map(|entry| {
+            let text = |key: &str| entry.get(key).and_then(Item::as_str).unwrap_or_default().to_string();
+            let roles = entry
+                .get("roles")
+                .and_then(Item::as_array)
+                .map(|roles| roles.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            (text("principal"), roles, text("sha256"))
+        })
+        .collect()
+}
+
+/// The `[[serve.tokens]]` array of the document, made when missing.
+fn tokens_of<'a>(document: &'a mut DocumentMut, file: &Path) -> Result<&'a mut ArrayOfTables, Failure> {
+    let not_a_table =
+        || (Exit::Usage, format!("{}: `serve` or `serve.tokens` is not a table as expected", file.display()));
+    let serve = document.entry("serve").or_insert_with(|| {
+        let mut table = Table::new();
+        table.set_implicit(true);
+        Item::Table(table)
+    });
+    let serve = serve.as_table_mut().ok_or_else(not_a_table)?;
+    serve
+        .entry("tokens")
+        .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()))
+        .as_array_of_tables_mut()
+        .ok_or_else(not_a_table)
+}
+
+/// Replaces `file` with `text` at once (a synced file beside it, renamed over it; a new file
+/// only when none appeared meanwhile).
+fn write(file: &Path, text: &str, existed: bool) -> Result<(), Failure> {
+    super::ops::place(file, text, existed)
+}

@@ -1,0 +1,105 @@
+//! `docs-agent tokens add|list|revoke`: a caller added prints its token once and only its hash
+//! is written, the file's comments stay, a running serve takes an added token and refuses a
+//! revoked one without a restart; `init` keeps its config out of git.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{run, sample_workspace};
+
+/// The status of `GET /v1/me` with `token`.
+async fn me(url: &str, token: &str) -> u16 {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    client.get(format!("{url}/v1/me")).bearer_auth(token).send().await.map_or(0, |r| r.status().as_u16())
+}
+
+/// Asks until the status is `want` (serve looks at its file every 2 s), for at most 20 s.
+async fn until(url: &str, token: &str, want: u16) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = me(url, token).await;
+        if status == want || Instant::now() > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_added_and_revoked_while_serve_runs() {
+    let ws = sample_workspace();
+    let admin = "an-admin-token-for-the-tokens-test-0123456789";
+    common::serve_config(ws.path(), &[("ops", admin, &["admin"])], "# kept: a comment of the operator's\n");
+    let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
+
+    let added = run(ws.path(), &[], &["tokens", "add", "ana", "--role", "ask", "--role", "approve"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let token = added.stdout.trim().to_string();
+    assert_eq!(token.len(), 48, "one token on stdout: {}", added.stdout);
+    let text = std::fs::read_to_string(ws.path().join("docs-agent.toml")).expect("config");
+    assert!(!text.contains(&token), "only its hash is written");
+    assert!(text.contains(&docs_agent::serve::auth::hash(&token)), "{text}");
+    assert!(text.contains("# kept: a comment of the operator's"), "the rest of the file stays: {text}");
+    let taken = until(&url, &token, 200).await;
+
+    let listed = run(ws.path(), &[], &["tokens", "list"]);
+    let again = run(ws.path(), &[], &["tokens", "add", "ana"]);
+    let revoked = run(ws.path(), &[], &["tokens", "revoke", "ana"]);
+    let refused = until(&url, &token, 401).await;
+    let admin_still = me(&url, admin).await;
+    let gone = run(ws.path(), &[], &["tokens", "revoke", "ana"]);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(taken, 200, "a running serve takes the added token");
+    assert!(
+        listed.stdout.contains("ana  ask,approve  sha256 ") && listed.stdout.contains("ops  admin"),
+        "{}",
+        listed.stdout
+    );
+    assert!(!listed.stdout.contains(&token), "list never shows a token");
+    assert_eq!(again.code, 2, "one token per name: {}", again.stderr);
+    assert!(again.stderr.contains("tokens revoke ana"), "{}", again.stderr);
+    assert_eq!(revoked.code, 0, "{}", revoked.stderr);
+    assert_eq!(refused, 401, "a running serve refuses the revoked token");
+    assert_eq!(admin_still, 200, "the other callers keep working");
+    assert_eq!(gone.code, 1, "{}", gone.stderr);
+}
+
+/// Names that could not show plainly in logs and the page are refused; a file that is not
+/// TOML is left alone.
+#[test]
+fn bad_names_and_broken_files_are_refused_and_nothing_is_written() {
+    let ws = sample_workspace();
+    for name in ["", "a b", "ana\u{202e}", &"x".repeat(65)] {
+        let out = run(ws.path(), &[], &["tokens", "add", name]);
+        assert_eq!(out.code, 2, "{name:?}: {}", out.stderr);
+    }
+    assert!(!ws.path().join("docs-agent.toml").exists(), "nothing written");
+    std::fs::write(ws.path().join("docs-agent.toml"), "[serve\n").expect("write");
+    let out = run(ws.path(), &[], &["tokens", "add", "ana"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not valid TOML"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(ws.path().join("docs-agent.toml")).expect("read"), "[serve\n");
+}
+
+/// `init` in a git repository's working tree adds its config to the folder's .gitignore, once.
+#[test]
+fn init_keeps_its_config_out_of_git() {
+    let ws = sample_workspace();
+    std::fs::create_dir(ws.path().join(".git")).expect("a repository");
+    std::fs::write(ws.path().join(".gitignore"), "target").expect("write");
+    let out = run(ws.path(), &[], &["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(ws.path().join(".gitignore")).expect("read"), "target\n/docs-agent.toml\n");
+    assert!(out.stderr.contains("added /docs-agent.toml"), "{}", out.stderr);
+    let again = run(ws.path(), &[], &["init", "--replace"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(std::fs::read_to_string(ws.path().join(".gitignore")).expect("read"), "target\n/docs-agent.toml\n");
+    // Outside a repository, nothing is added.
+    let plain = sample_workspace();
+    assert_eq!(run(plain.path(), &[], &["init"]).code, 0);
+    assert!(!plain.path().join(".gitignore").exists());
+}
