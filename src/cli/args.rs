@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Exit codes, documented in `--help` and README.
+/// Exit codes, documented in `--help` and the book (book/src/commands.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Answered (or the subcommand succeeded).

@@ -172,7 +172,22 @@ fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigErro
 }
 
 fn defaults() -> Result<Builder, ConfigError> {
-    let pairs: Vec<(&str, config::Value)> = vec![
+    let mut builder = config::Config::builder();
+    for (key, value) in default_pairs() {
+        builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
+    }
+    Ok(builder)
+}
+
+/// Every setting's key (`llm.model`, `serve.tokens`...), as the defaults name them: what the
+/// book's configuration reference must document (a test holds it to that).
+pub fn keys() -> Vec<&'static str> {
+    default_pairs().into_iter().map(|(key, _)| key).collect()
+}
+
+/// Every setting with its default.
+fn default_pairs() -> Vec<(&'static str, config::Value)> {
+    vec![
         // Empty: resolved after merging (a docs folder alone, or the sample's workspace).
         ("workspace", "".into()),
         ("docs", "".into()),
@@ -243,10 +258,5 @@ fn defaults() -> Result<Builder, ConfigError> {
         ("prompt.agents_md_max_bytes", 65_536_i64.into()),
         ("prompt.agents_md_unusable", "warn".into()),
         ("prompt.skills_catalog_tokens", 2_000_i64.into()),
-    ];
-    let mut builder = config::Config::builder();
-    for (key, value) in pairs {
-        builder = builder.set_default(key, value).map_err(|e| ConfigError(format!("default for {key}: {e}")))?;
-    }
-    Ok(builder)
+    ]
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 pub mod hooks;
 mod llm;
 mod load;
+pub use load::keys;
 mod validate;
 
 pub use llm::{LlmConfig, Pull};
