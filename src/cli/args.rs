@@ -92,7 +92,9 @@ pub struct Global {
     /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Model name: scripted, extractive, or one the server has; for `eval`, a name or a URL; for
+    /// Model name: one the model server has (e.g. qwen2.5-coder:1.5b), or `extractive` (no
+    /// server: the best sections, quoted and cited; `scripted` is the tests' deliberately
+    /// compromised model, not for answers); for `eval`, a name or a URL; for
     /// an existing session (chat --session, sessions resume|approve|deny), re-pins it
     /// (LLM_MODEL does not) [env: LLM_MODEL]
     #[arg(long, global = true, value_name = "NAME")]
