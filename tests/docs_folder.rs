@@ -31,13 +31,7 @@ fn run_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.stdin(Stdio::null()).output().expect("run docs-agent");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        signal: None,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    common::finished(command.stdin(Stdio::null()).output().expect("run docs-agent"))
 }
 
 #[test]

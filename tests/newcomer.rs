@@ -35,13 +35,7 @@ fn ask_as_the_readme_does(command: &str, cwd: &Path, env: &[(&str, &str)]) -> co
     for (key, value) in env {
         child.env(key, value);
     }
-    let out = child.output().expect("run docs-agent");
-    common::Run {
-        code: out.status.code().unwrap_or(-1),
-        signal: None,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::finished(child.output().expect("run docs-agent"))
 }
 
 #[test]

@@ -143,7 +143,8 @@ pub fn run_input(workspace: &Path, env: &[(&str, &str)], args: &[&str], input: &
     finished(child.wait_with_output().expect("wait for docs-agent"))
 }
 
-fn finished(output: Output) -> Run {
+/// What a finished run of the binary produced.
+pub fn finished(output: Output) -> Run {
     use std::os::unix::process::ExitStatusExt;
     let Output { status, stdout, stderr } = output;
     Run {
