@@ -89,7 +89,7 @@ find "$WORK/workspace/notes" -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 IMAGE="docs-agent-test/agent:$$"
 {
     printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN"
-    for svc in agent api init api-a api-b; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
+    for svc in agent api init tokens api-a api-b; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
     printf '  postgres:\n    image: %s\n' "$SCALE_IMAGE"
     printf '  lb:\n    image: %s\n    command: ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]\n' "$SCALE_IMAGE"
 } > "$WORK/compose.test.yaml"
@@ -259,6 +259,18 @@ done
 old=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$PORT/metrics")
 [ "$old" = 401 ] || fail "the old token still works after init --replace: $old"
 ok "init --replace: a new token works after a restart, the old one no longer does"
+
+say "tokens add: another caller, taken by the running api without a restart"
+added=$(compose run --rm -T tokens add bo --role ask 2> /dev/null) || fail "tokens add"
+[ ${#added} -eq 48 ] || fail "tokens add printed no token"
+code=000
+for _ in $(seq 1 30); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $added" \
+        "http://127.0.0.1:$PORT/v1/me") && [ "$code" = 200 ] && break
+    sleep 1
+done
+[ "$code" = 200 ] || fail "the added token on the running api: $code"
+ok "tokens add: the running api takes the new caller's token"
 
 say "the scale profile: postgres, two api replicas, a load balancer"
 wait "$SCALE_BUILD" || fail "the scale stand-in image: $(tail -5 "$WORK/scale-stand-in.log")"
