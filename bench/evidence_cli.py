@@ -10,7 +10,7 @@ search is by keywords.
 usage: bench/evidence_cli.py [SETS] [--binary PATH] [--jsonl FILE]
   SETS: comma-separated, of workspace, polar-docs, business-central-docs (default all three)
 The corpora are copied into target/real-model/ws-NAME (as bench/real-model/bench.py does), whose
-.docs-agent/ keeps the index and vectors between runs. Asserts nothing.
+state folder (`docs-agent check` says where) keeps the index and vectors between runs. Asserts nothing.
 """
 import argparse, json, os, re, shutil, subprocess, sys
 from pathlib import Path
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def workspace(name):
     if name == 'workspace':
-        # A copy, so the sample workspace gets no .docs-agent/ of its own.
+        # A copy, so the sample workspace's state is not this bench's.
         ws = ROOT / 'target' / 'real-model' / 'ws-workspace'
         if not ws.is_dir():
             shutil.copytree(ROOT / 'workspace', ws)

@@ -13,7 +13,8 @@ src = os.path.join(os.environ.get('DOCS_AGENT_CORPORA', str(ROOT.parent / 'share
 ws = tempfile.mkdtemp()
 shutil.copytree(src, os.path.join(ws, 'docs'))
 os.makedirs(os.path.join(ws, 'notes'))
-env = dict(os.environ, WORKSPACE=ws, LLM_MODEL='scripted')
+# The state in the workspace's .docs-agent/ (as releases before the state folder kept it).
+env = dict(os.environ, WORKSPACE=ws, LLM_MODEL='scripted', DOCS_AGENT_STATE_DIR=os.path.join(ws, '.docs-agent'))
 q = 'how do I set up payment tolerance'
 def run(extra=None, n=1):
     e = dict(env, **(extra or {}))
