@@ -135,3 +135,28 @@ fn the_workspaces_own_docs_folder_is_the_workspace_read_whole() {
     );
     assert!(out.stdout.contains("info: AGENTS.md: none") && out.stdout.contains("0 skills valid"), "{}", out.stdout);
 }
+
+/// A docs folder may not overlap where things are written: the workspace's notes/ (notes the
+/// model writes would become documents it cites), or a data folder (an index or a log in it).
+#[test]
+fn a_docs_folder_that_overlaps_what_is_written_is_refused() {
+    let ws = sample_workspace();
+    let workspace = ws.path().to_str().expect("utf-8 path");
+    let notes = ws.path().join("notes");
+    std::fs::write(notes.join("note.md"), "# A note\n\nA note.\n").expect("write");
+    // The state elsewhere, so only the notes are in the way.
+    let home = tempfile::tempdir().expect("home");
+    let extractive = [("LLM_MODEL", "extractive"), ("HOME", home.path().to_str().expect("utf-8 path"))];
+    for docs in [notes.to_str().expect("utf-8 path"), workspace] {
+        let out = run_in(ws.path(), &extractive, &["--workspace", workspace, "--docs", docs, "a note"]);
+        assert_eq!(out.code, 2, "{docs}: {}", out.stderr);
+        assert!(out.stderr.contains("notes/"), "{docs}: {}", out.stderr);
+    }
+    let mine = my_docs();
+    let inside = mine.path().join(".state/sessions.db");
+    let env = [("LLM_MODEL", "extractive"), ("DOCS_AGENT_SESSION_LOG", inside.to_str().expect("utf-8 path"))];
+    let out = run_in(ws.path(), &env, &["--docs", mine.path().to_str().expect("utf-8 path"), "chat"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("is in the docs folder"), "{}", out.stderr);
+    assert!(!mine.path().join(".state").exists(), "refused before anything is made");
+}

@@ -208,3 +208,27 @@ async fn without_events_the_rescan_finds_changes_and_an_index_in_memory_is_rebui
     server.until("a deletion, by rescan", "okapi add-on", |h| !h.iter().any(|(p, _)| p == "docs/okapi.md")).await;
     assert!(server.generation().await >= first + 3);
 }
+
+/// With a docs folder given (alone, or beside the workspace), serve keeps that folder's index
+/// fresh, not the workspace's own docs/.
+#[tokio::test]
+async fn a_docs_folder_given_is_the_one_kept_fresh() {
+    for alone in [true, false] {
+        let docs = tempfile::tempdir().expect("docs");
+        write(&docs.path().join("first.md"), "# First\n\nAn early page about walruses.\n");
+        let folder = docs.path().to_str().expect("utf-8 path");
+        let env: Vec<(&str, &str)> = if alone {
+            vec![("WORKSPACE", ""), ("DOCS_AGENT_DOCS", folder)]
+        } else {
+            vec![("DOCS_AGENT_DOCS", folder)]
+        };
+        let server = Server::start(&env);
+        server.until("the first page", "walruses", |h| has(h, "docs/first.md", "walruses")).await;
+        write(&docs.path().join("later.md"), "# Later\n\nA later page about narwhals.\n");
+        server.until("a page added to the docs folder", "narwhals", |h| has(h, "docs/later.md", "narwhals")).await;
+        // The workspace's own docs/ is not what is served.
+        write(&server.doc("ignored.md"), "# Ignored\n\nPlatypus facts.\n");
+        let hits = server.search("walruses narwhals").await;
+        assert!(!hits.iter().any(|(p, _)| p.contains("refunds")), "alone={alone}: {hits:?}");
+    }
+}

@@ -34,6 +34,10 @@ async fn tokens_are_added_and_revoked_while_serve_runs() {
     common::serve_config(ws.path(), &[("ops", admin, &["admin"])], "# kept: a comment of the operator's\n");
     let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
 
+    // Readable by others, as an operator may keep it for a serve running as another user.
+    use std::os::unix::fs::PermissionsExt;
+    let config = ws.path().join("docs-agent.toml");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let added = run(ws.path(), &[], &["tokens", "add", "ana", "--role", "ask", "--role", "approve"]);
     assert_eq!(added.code, 0, "{}", added.stderr);
     let token = added.stdout.trim().to_string();
@@ -42,6 +46,8 @@ async fn tokens_are_added_and_revoked_while_serve_runs() {
     assert!(!text.contains(&token), "only its hash is written");
     assert!(text.contains(&docs_agent::serve::auth::hash(&token)), "{text}");
     assert!(text.contains("# kept: a comment of the operator's"), "the rest of the file stays: {text}");
+    let mode = std::fs::metadata(&config).expect("config").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "the file keeps its mode");
     let taken = until(&url, &token, 200).await;
 
     let listed = run(ws.path(), &[], &["tokens", "list"]);
@@ -102,4 +108,25 @@ fn init_keeps_its_config_out_of_git() {
     let plain = sample_workspace();
     assert_eq!(run(plain.path(), &[], &["init"]).code, 0);
     assert!(!plain.path().join(".gitignore").exists());
+}
+
+/// A config in the home folder is not read again by serve (its folder would open the home
+/// folder to the sandbox): serve says token changes take a restart there.
+#[test]
+fn a_config_in_the_home_folder_is_not_watched() {
+    use std::io::BufRead;
+    let ws = sample_workspace();
+    common::serve_config(ws.path(), &[("ops", "an-admin-token-for-the-home-test-0123456789", &["admin"])], "");
+    let home = ws.path().to_str().expect("utf-8 path");
+    let mut child = common::command(ws.path(), &[("LLM_MODEL", "scripted"), ("HOME", home)], &["serve"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let said = stderr.lines().map_while(Result::ok).take(20).find(|line| line.contains("token changes take a restart"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(said.is_some(), "serve said its config is not watched");
 }

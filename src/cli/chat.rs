@@ -51,7 +51,7 @@ async fn run(
     let mut _lock = desk.lock(&id)?;
     // The last answer's citations, for /sources.
     let mut sources = Vec::new();
-    let model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
+    let mut model = if unstarted { desk.configured_model()? } else { desk.model(&id, repin.as_deref())? };
     let terminal = Terminal::detect() == Terminal::Attached;
     crate::guard::sink::err_line!(
         "session {id} (model {}); /help lists commands, /quit or Ctrl-D leaves, Ctrl-C interrupts an answer",
@@ -95,6 +95,8 @@ async fn run(
                         unstarted = true;
                         sources.clear();
                         _lock = desk.lock(&id)?;
+                        // A new session takes the configured model, as `chat` does.
+                        model = desk.configured_model()?;
                     }
                     crate::guard::sink::err_line!(
                         "new session {id}; the earlier one stays in `docs-agent sessions list`"

@@ -240,16 +240,16 @@ fn require_docs(harness: &Harness, config: &Config) -> Result<(), Failure> {
     if harness.index.current().stats.files > 0 {
         return Ok(());
     }
-    let message = match (harness.workspace.docs(), &config.docs) {
-        (None, _) => format!(
+    let message = match harness.workspace.docs() {
+        None => format!(
             "{} has no docs/ folder, so there is nothing to answer from; pass --docs DIR (a folder of \
              documents) or --workspace DIR (a folder with docs/)",
             config.workspace.display()
         ),
-        (Some(_), docs) => format!(
+        Some(_) => format!(
             "{} holds no document docs-agent reads ({} files); `docs-agent check` lists what was \
              skipped and why",
-            docs.as_deref().map_or_else(|| config.workspace.join("docs"), std::path::Path::to_path_buf).display(),
+            config.docs_path().display(),
             crate::doc_kind::extensions_listed()
         ),
     };

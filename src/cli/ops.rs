@@ -90,8 +90,33 @@ pub fn new_token() -> Result<String, Failure> {
 /// Puts `text` at `to` at once: a synced private file beside it, renamed over it when
 /// `replace`, else linked there (which fails if a file appeared meanwhile).
 pub fn place(to: &std::path::Path, text: &str, replace: bool) -> Result<(), Failure> {
+    place_like(to, text, replace, None)
+}
+
+/// [`place`], the new file taking the mode (and, for root, the owner) of `like`, the file it
+/// replaces: a config another user's serve reads stays readable to it.
+pub fn place_like(
+    to: &std::path::Path,
+    text: &str,
+    replace: bool,
+    like: Option<&std::fs::Metadata>,
+) -> Result<(), Failure> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", to.display()));
     let draft = draft_beside(to, text).map_err(cannot)?;
+    if let Some(like) = like {
+        let kept = std::fs::set_permissions(&draft, std::fs::Permissions::from_mode(like.mode() & 0o7777)).and_then(
+            // Only root may give a file away; anyone else keeps their own.
+            |()| match is_root() {
+                true => std::os::unix::fs::chown(&draft, Some(like.uid()), Some(like.gid())),
+                false => Ok(()),
+            },
+        );
+        if let Err(e) = kept {
+            let _ = std::fs::remove_file(&draft);
+            return Err(cannot(e));
+        }
+    }
     let placed = if replace { std::fs::rename(&draft, to) } else { std::fs::hard_link(&draft, to) };
     let _ = std::fs::remove_file(&draft);
     placed.map_err(|e| match e.kind() {
@@ -100,6 +125,12 @@ pub fn place(to: &std::path::Path, text: &str, replace: bool) -> Result<(), Fail
         }
         _ => cannot(e),
     })
+}
+
+/// True when this process runs as root.
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// When `file` lies in a git repository's working tree, adds its name to the `.gitignore` of

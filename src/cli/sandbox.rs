@@ -24,7 +24,8 @@
 //!
 //! Besides `load_config`, this is where the CLI reads the environment: the variables the HTTP
 //! and TLS libraries read on their own (`*_PROXY`, `SSL_CERT_FILE`, `SSL_CERT_DIR`) and
-//! `TMPDIR`, so the sandbox lets through what they will use.
+//! `TMPDIR`, so the sandbox lets through what they will use; and `HOME`, so serve never keeps
+//! reading a config file's folder that holds the home folder.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -139,7 +140,22 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
     // notes/ only as a real folder: `notes -> /` must not make everything writable. A docs
     // folder alone has no notes: nothing in it is writable.
     if !config.docs_alone {
-        plan = plan.allow_folder_not_link(config.workspace.join("notes"), Grant::Write);
+        let notes = config.workspace.join("notes");
+        // The notes the model writes must never become documents it cites.
+        if let Some(docs) = &config.docs
+            && let Some(why) = sandbox::data::overlap(docs, &notes)
+        {
+            return Err((
+                Exit::Usage,
+                format!(
+                    "the docs folder {} {why} the workspace's notes/ ({}), where approved notes are written; \
+                     keep the documents in a folder of their own",
+                    docs.display(),
+                    notes.display()
+                ),
+            ));
+        }
+        plan = plan.allow_folder_not_link(notes, Grant::Write);
     }
     if matches!(uses, Use::Converse | Use::Serve { .. }) {
         match crate::session::store::Location::of(&config.session) {
@@ -242,14 +258,28 @@ pub fn listen_port(listen: &str) -> Option<u16> {
     listen.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
-/// Adds reading the folder the config file `file` is in, when it exists (a file replaced by a
-/// rename is a new file, which a rule on the old one would not cover).
+/// Adds reading the folder the config file `file` is in, when [`config_folder_readable`] says
+/// it may be (a file replaced by a rename is a new file, which a rule on the old one would not
+/// cover).
 pub fn with_config_file(plan: Plan, file: &Path) -> Plan {
-    let folder = match file.parent() {
+    if config_folder_readable(file) { plan.allow(folder_of(file), Grant::Read) } else { plan }
+}
+
+/// True when `serve` may keep reading the folder of its config file `file`, for changed
+/// tokens: the file exists, and its folder is neither `/` nor the home folder or one of its
+/// parents (a config in `~` must not open `~/.ssh` to the sandbox).
+pub fn config_folder_readable(file: &Path) -> bool {
+    let Ok(folder) = std::fs::canonicalize(folder_of(file)) else { return false };
+    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
+    file.is_file() && folder.parent().is_some() && !home.is_some_and(|home| home.starts_with(&folder))
+}
+
+/// The folder `file` is in (`.` for a bare name).
+fn folder_of(file: &Path) -> &Path {
+    match file.parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => Path::new("."),
-    };
-    if file.is_file() { plan.allow(folder, Grant::Read) } else { plan }
+    }
 }
 
 /// Adds the folder `file` (the setting `what`) lives in, made first so the rule can name it,
@@ -257,8 +287,8 @@ pub fn with_config_file(plan: Plan, file: &Path) -> Plan {
 /// setting when that folder would open up the workspace or the whole filesystem.
 fn with_folder_of(plan: Plan, file: &Path, what: &str, config: &Config) -> Result<Plan, Failure> {
     let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
-    // A docs folder given beside the workspace is protected as its docs/ would be.
-    if let Some(docs) = config.docs.as_ref().filter(|_| !config.docs_alone)
+    // A docs folder given is protected as a workspace's docs/ is, alone or not.
+    if let Some(docs) = &config.docs
         && let Some(why) = sandbox::data::touches(file, docs)
     {
         return Err((

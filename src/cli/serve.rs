@@ -116,14 +116,24 @@ struct TokensWatch {
 impl TokensWatch {
     fn start(global: &Global, state: &Arc<crate::serve::AppState>) -> TokensWatch {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if !super::sandbox::config_folder_readable(&super::config_file(global)) {
+            tracing::warn!(
+                "{} is not in a folder of its own, so serve does not read it again: token changes take a \
+                 restart (keep it in a folder that holds nothing else, as compose's /etc/docs-agent)",
+                super::config_file(global).display()
+            );
+            return TokensWatch { stop };
+        }
         let file = super::config_file(global);
         let shown = file.display().to_string();
         let (global, weak, stopped) = (global.clone(), Arc::downgrade(state), stop.clone());
-        let mut seen = fingerprint(&file);
+        // No version seen yet: the first look reads the file again, so a change made while
+        // serve started (its index built after the config was read) is not missed.
+        let mut seen = None;
         let spawned = std::thread::Builder::new().name("tokens-watch".into()).spawn(move || {
             while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(TOKENS_POLL);
-                let now = fingerprint(&file);
+                let now = Some(fingerprint(&file));
                 if now == seen {
                     continue;
                 }

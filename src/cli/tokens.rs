@@ -12,8 +12,16 @@ use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
 use super::args::{TokenRole, TokensAction};
 use super::{Exit, Failure};
 
-/// Runs `tokens ACTION` on the config file `file`.
+/// Runs `tokens ACTION` on the config file `file`, holding a lock beside it while it reads
+/// and replaces the file, so two changes at once do not undo each other.
 pub fn run(file: &Path, action: TokensAction) -> Result<Exit, Failure> {
+    let lock_path = file.with_file_name(format!(
+        ".{}.lock",
+        file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot lock {}: {e}", lock_path.display()));
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(cannot)?;
+    lock.lock().map_err(cannot)?;
     match action {
         TokensAction::Add { name, roles } => add(file, &name, &roles),
         TokensAction::List => list(file),
@@ -154,8 +162,9 @@ fn tokens_of<'a>(document: &'a mut DocumentMut, file: &Path) -> Result<&'a mut A
         .ok_or_else(not_a_table)
 }
 
-/// Replaces `file` with `text` at once (a synced file beside it, renamed over it; a new file
-/// only when none appeared meanwhile).
+/// Replaces `file` with `text` at once (a synced file beside it, renamed over it, with the old
+/// file's mode and owner; a new file only when none appeared meanwhile).
 fn write(file: &Path, text: &str, existed: bool) -> Result<(), Failure> {
-    super::ops::place(file, text, existed)
+    let like = std::fs::metadata(file).ok();
+    super::ops::place_like(file, text, existed, like.as_ref())
 }

@@ -390,6 +390,15 @@ pub enum IndexStore {
 }
 
 impl Config {
+    /// The folder the documents are read from: the docs folder given (alone, the workspace
+    /// itself), else the workspace's `docs/`.
+    pub fn docs_path(&self) -> PathBuf {
+        match &self.docs {
+            Some(docs) => docs.clone(),
+            None => self.workspace.join("docs"),
+        }
+    }
+
     /// The session log `serve` keeps: its own in the state folder (`serve-sessions.db`), apart
     /// from the command line's, unless `session.log_path` names one for both.
     pub fn serve_log_path(&self) -> PathBuf {

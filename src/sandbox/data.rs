@@ -61,26 +61,50 @@ pub fn folder_for(file: &Path, workspace: &Path) -> Result<Option<PathBuf>, Refu
     Ok(Some(real))
 }
 
-/// How the folder `file` lives in touches `protected`, as written (made absolute, `.` and `..`
-/// taken out): "is in" or "holds"; `None` when they are apart.
+/// How the folder `file` lives in touches `protected`: "is in" or "holds"; `None` when they
+/// are apart. Compared as written (made absolute, `.` and `..` taken out) and as real paths: a
+/// folder not made yet is resolved through its deepest existing parent, so a link on the way
+/// (`data/alias -> docs/sub`, then `data/alias/new/x.db`) is followed before anything is made.
 pub fn touches(file: &Path, protected: &Path) -> Option<&'static str> {
     let folder = match file.parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => Path::new("."),
     };
-    let folder = normal(&std::path::absolute(folder).ok()?);
-    let mut protected_as: Vec<PathBuf> = std::path::absolute(protected).ok().map(|p| normal(&p)).into_iter().collect();
-    protected_as.extend(std::fs::canonicalize(protected).ok());
-    let real = std::fs::canonicalize(&folder).ok();
-    protected_as.iter().find_map(|p| {
-        if folder.starts_with(p) || real.as_ref().is_some_and(|r| r.starts_with(p)) {
-            Some("is in")
-        } else if p.starts_with(&folder) {
-            Some("holds")
-        } else {
-            None
+    overlap(folder, protected)
+}
+
+/// How folder `a` touches folder `b`: "is in" (or is it) or "holds"; `None` when apart.
+pub fn overlap(a: &Path, b: &Path) -> Option<&'static str> {
+    let forms = |p: &Path| -> Vec<PathBuf> {
+        let written = std::path::absolute(p).ok().map(|p| normal(&p));
+        written.iter().cloned().chain(written.as_deref().and_then(real_through_parents)).collect()
+    };
+    let (a, b) = (forms(a), forms(b));
+    for a in &a {
+        for b in &b {
+            if a.starts_with(b) {
+                return Some("is in");
+            }
+            if b.starts_with(a) {
+                return Some("holds");
+            }
         }
-    })
+    }
+    None
+}
+
+/// `path` with its deepest existing parent resolved to its real path, and the rest (which does
+/// not exist, so holds no link) put back.
+fn real_through_parents(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return Some(rest.iter().rev().fold(real, |p: PathBuf, part| p.join(part)));
+        }
+        rest.push(at.file_name()?.to_os_string());
+        at = at.parent()?;
+    }
 }
 
 /// The checks on the path as written (made absolute, `.` and `..` taken out), before any
@@ -189,5 +213,10 @@ mod tests {
         assert_eq!(touches(&apart.join("alias/x.db"), &docs), Some("is in"), "through a link");
         assert_eq!(touches(&tmp.path().join("x.db"), &docs), Some("holds"));
         assert_eq!(touches(&apart.join("x.db"), &docs), None);
+        // A folder not made yet, through a link into the docs; a link to a parent of the docs.
+        assert_eq!(touches(&apart.join("alias/new/deeper/x.db"), &docs), Some("is in"), "not made yet");
+        std::os::unix::fs::symlink(tmp.path(), apart.join("up")).expect("link");
+        assert_eq!(touches(&apart.join("up/x.db"), &docs), Some("holds"), "through a link to a parent");
+        assert_eq!(overlap(&docs, &docs.join("sub")), Some("holds"));
     }
 }

@@ -123,8 +123,11 @@ impl Drop for Freshness {
 /// the server goes on with rescans, or with the index it has.
 pub fn start(state: Arc<Service>) -> Option<Freshness> {
     let index = &state.config.index;
-    let Some(docs) = docs_folder(&state.config.workspace) else {
-        tracing::warn!("the workspace has no docs/ folder; create it and restart to have docs indexed");
+    let Some(docs) = docs_folder(&state.config.docs_path()) else {
+        tracing::warn!(
+            "{} is not a folder; create it and restart to have docs indexed",
+            state.config.docs_path().display()
+        );
         return None;
     };
     if !index.watch && index.rescan_secs == 0 {
@@ -152,8 +155,8 @@ pub fn start(state: Arc<Service>) -> Option<Freshness> {
 }
 
 /// The workspace's `docs/`, resolved (events name paths under it), when it is a folder.
-fn docs_folder(workspace: &Path) -> Option<PathBuf> {
-    let docs = std::fs::canonicalize(workspace.join("docs")).ok()?;
+fn docs_folder(docs: &Path) -> Option<PathBuf> {
+    let docs = std::fs::canonicalize(docs).ok()?;
     docs.is_dir().then_some(docs)
 }
 
