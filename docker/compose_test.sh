@@ -107,6 +107,18 @@ until_ready() {
     done
     return 1
 }
+# The status of GET PATH on the api with TOKEN, asked each second until it is 200, for at most
+# SECONDS: until_200 TOKEN PATH SECONDS.
+until_200() {
+    local code=000
+    for _ in $(seq 1 "$3"); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $1" \
+            "http://127.0.0.1:$PORT$2") && [ "$code" = 200 ] && break
+        sleep 1
+    done
+    printf '%s' "$code"
+}
+
 healthy() {
     for _ in $(seq 1 90); do
         [ "$(docker inspect -f '{{.State.Health.Status}}' "$(compose ps -q "$1")" 2>/dev/null)" = healthy ] && return 0
@@ -249,12 +261,7 @@ new_token=$(compose run --rm -T init --replace 2> /dev/null) || fail "init --rep
 [ ${#new_token} -eq 48 ] && [ "$new_token" != "$token" ] || fail "init --replace printed no new token"
 compose restart api > /dev/null 2>&1
 healthy api
-code=000
-for _ in $(seq 1 60); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $new_token" \
-        "http://127.0.0.1:$PORT/metrics") && [ "$code" = 200 ] && break
-    sleep 1
-done
+code=$(until_200 "$new_token" /metrics 60)
 [ "$code" = 200 ] || fail "the replaced token after a restart: $code"
 old=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$PORT/metrics")
 [ "$old" = 401 ] || fail "the old token still works after init --replace: $old"
@@ -263,12 +270,7 @@ ok "init --replace: a new token works after a restart, the old one no longer doe
 say "tokens add: another caller, taken by the running api without a restart"
 added=$(compose run --rm -T tokens add bo --role ask 2> /dev/null) || fail "tokens add"
 [ ${#added} -eq 48 ] || fail "tokens add printed no token"
-code=000
-for _ in $(seq 1 30); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $added" \
-        "http://127.0.0.1:$PORT/v1/me") && [ "$code" = 200 ] && break
-    sleep 1
-done
+code=$(until_200 "$added" /v1/me 30)
 [ "$code" = 200 ] || fail "the added token on the running api: $code"
 ok "tokens add: the running api takes the new caller's token"
 
