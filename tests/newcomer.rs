@@ -53,8 +53,9 @@ fn a_newcomer_follows_the_readme_then_asks_their_own_docs() {
     // A fresh clone: only what is committed.
     let place = tempfile::tempdir().expect("temp dir");
     let clone = place.path().join("docs-agent");
+    // Whoever owns the checkout (CI may run as another user than the one who cloned it).
     let cloned = Command::new("git")
-        .args(["clone", "--quiet", "--no-hardlinks"])
+        .args(["-c", "safe.directory=*", "clone", "--quiet", "--no-hardlinks"])
         .arg(repository)
         .arg(&clone)
         .output()
