@@ -198,10 +198,6 @@ pub fn tool_line(call: &Call<'_>, result: &str, ms: u128, decision: Decision, re
     })
 }
 
-/// A fenced section's source in a tool's result (`<untrusted source="docs/a.md#b">`).
-static SOURCE: std::sync::LazyLock<regex::Regex> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r#"<untrusted source="([^"]{1,200})""#).expect("a constant pattern"));
-
 /// A tool call in one readable line: `  search_docs "refund window": 3 sections matched, best
 /// first: docs/refunds.md#window, ...` (a listing's first sources after its colon); every
 /// string cleaned as in a JSON line. (Also what an MCP client's progress shows.)
@@ -224,7 +220,8 @@ pub fn brief_tool_line(call: &Call<'_>, result: &str) -> String {
     // A listing's first line ends with a colon: what it lists follows (the sources found).
     let listed = match summary.strip_suffix(':') {
         Some(head) => {
-            let found: Vec<String> = SOURCE.captures_iter(result).take(3).map(|c| clean(&c[1], 80)).collect();
+            let found: Vec<String> =
+                crate::guard::fence::found_in(result).take(3).map(|f| clean(&f.source, 80)).collect();
             match found.as_slice() {
                 [] => head.to_string(),
                 found => format!("{head}: {}", found.join(", ")),
