@@ -96,11 +96,12 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
         Some(Command::Serve { listen, wait_for_config }) => {
             let (config, port) = serve::configured(&global, listen, wait_for_config)?;
             let cores = sandbox::cores();
-            // The config file's folder stays readable: a running serve takes changed tokens from it.
-            let plan =
-                sandbox::with_config_file(sandbox::for_workspace(&config, Use::Serve { port })?, &config_file(&global));
+            // The config file's folder stays readable where it may: a running serve takes changed
+            // tokens from it.
+            let plan = sandbox::for_workspace(&config, Use::Serve { port })?;
+            let (plan, watch_tokens) = sandbox::with_config_file(plan, &config_file(&global));
             let status = sandbox::enter(&global, &plan)?;
-            serve::serve(&global, config, status, cores)
+            serve::serve(&global, config, status, cores, watch_tokens)
         }
         Some(Command::Init { to, replace }) => {
             sandbox::enter(&global, &sandbox::for_new_file(&to)?)?;

@@ -137,11 +137,8 @@ fn is_root() -> bool {
 /// its folder (it holds the hashes of every caller's token, and is the deployment's, not the
 /// project's); what was done, for the person.
 fn ignored_by_git(file: &std::path::Path) -> Option<String> {
-    let folder = match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let real = std::fs::canonicalize(&folder).ok()?;
+    let folder = crate::sandbox::data::folder_of(file);
+    let real = std::fs::canonicalize(folder).ok()?;
     real.ancestors().find(|dir| dir.join(".git").exists())?;
     let name = file.file_name()?.to_string_lossy().into_owned();
     let ignore = folder.join(".gitignore");

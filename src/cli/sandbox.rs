@@ -238,10 +238,7 @@ pub fn for_eval(workspaces: &[PathBuf], scratch: &Path, base_url: Option<&str>) 
 
 /// The plan of `init`: making `file` in its folder (which must exist), nothing else.
 pub fn for_new_file(file: &Path) -> Result<Plan, Failure> {
-    let folder = match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    };
+    let folder = sandbox::data::folder_of(file);
     if !folder.is_dir() {
         return Err((Exit::Usage, format!("{}: the folder {} does not exist", file.display(), folder.display())));
     }
@@ -258,28 +255,21 @@ pub fn listen_port(listen: &str) -> Option<u16> {
     listen.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
-/// Adds reading the folder the config file `file` is in, when [`config_folder_readable`] says
-/// it may be (a file replaced by a rename is a new file, which a rule on the old one would not
-/// cover).
-pub fn with_config_file(plan: Plan, file: &Path) -> Plan {
-    if config_folder_readable(file) { plan.allow(folder_of(file), Grant::Read) } else { plan }
+/// Adds reading the folder the config file `file` is in, when `serve` may keep reading it for
+/// changed tokens (a file replaced by a rename is a new file, which a rule on the old one would
+/// not cover); and whether it may: the file exists, and its folder is neither `/` nor the home
+/// folder or one of its parents (a config in `~` must not open `~/.ssh` to the sandbox).
+pub fn with_config_file(plan: Plan, file: &Path) -> (Plan, bool) {
+    match config_folder_readable(file) {
+        true => (plan.allow(sandbox::data::folder_of(file), Grant::Read), true),
+        false => (plan, false),
+    }
 }
 
-/// True when `serve` may keep reading the folder of its config file `file`, for changed
-/// tokens: the file exists, and its folder is neither `/` nor the home folder or one of its
-/// parents (a config in `~` must not open `~/.ssh` to the sandbox).
-pub fn config_folder_readable(file: &Path) -> bool {
-    let Ok(folder) = std::fs::canonicalize(folder_of(file)) else { return false };
+fn config_folder_readable(file: &Path) -> bool {
+    let Ok(folder) = std::fs::canonicalize(sandbox::data::folder_of(file)) else { return false };
     let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| std::fs::canonicalize(h).ok());
     file.is_file() && folder.parent().is_some() && !home.is_some_and(|home| home.starts_with(&folder))
-}
-
-/// The folder `file` is in (`.` for a bare name).
-fn folder_of(file: &Path) -> &Path {
-    match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    }
 }
 
 /// Adds the folder `file` (the setting `what`) lives in, made first so the rule can name it,

@@ -81,7 +81,13 @@ fn usable(config: &Config, file: &std::path::Path) -> Result<u16, Failure> {
 
 /// Serves until a shutdown signal on `cores` workers, inside the kernel sandbox described by
 /// `sandbox` (entered by the caller; `/readyz` shows it to admins).
-pub fn serve(global: &Global, config: Config, sandbox: crate::sandbox::Status, cores: usize) -> Result<Exit, Failure> {
+pub fn serve(
+    global: &Global,
+    config: Config,
+    sandbox: crate::sandbox::Status,
+    cores: usize,
+    watch_tokens: bool,
+) -> Result<Exit, Failure> {
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
     let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
@@ -96,7 +102,7 @@ pub fn serve(global: &Global, config: Config, sandbox: crate::sandbox::Status, c
     if let Some(embeddings) = state.config.embeddings_llm() {
         runtime.spawn(pull_if_missing(embeddings));
     }
-    let _tokens = TokensWatch::start(global, &state);
+    let _tokens = TokensWatch::start(global, &state, watch_tokens);
     runtime.block_on(crate::serve::serve(state, &listen, shutdown_signal())).map_err(|e| (Exit::Failure, e))?;
     Ok(Exit::Ok)
 }
@@ -114,18 +120,18 @@ struct TokensWatch {
 }
 
 impl TokensWatch {
-    fn start(global: &Global, state: &Arc<crate::serve::AppState>) -> TokensWatch {
+    /// Watches the config file, unless `watch` is false (its folder may not be read: said once).
+    fn start(global: &Global, state: &Arc<crate::serve::AppState>, watch: bool) -> TokensWatch {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        if !super::sandbox::config_folder_readable(&super::config_file(global)) {
+        let file = super::config_file(global);
+        let shown = file.display().to_string();
+        if !watch {
             tracing::warn!(
-                "{} is not in a folder of its own, so serve does not read it again: token changes take a \
-                 restart (keep it in a folder that holds nothing else, as compose's /etc/docs-agent)",
-                super::config_file(global).display()
+                "{shown} is not in a folder of its own, so serve does not read it again: token changes take a \
+                 restart (keep it in a folder that holds nothing else, as compose's /etc/docs-agent)"
             );
             return TokensWatch { stop };
         }
-        let file = super::config_file(global);
-        let shown = file.display().to_string();
         let (global, weak, stopped) = (global.clone(), Arc::downgrade(state), stop.clone());
         // No version seen yet: the first look reads the file again, so a change made while
         // serve started (its index built after the config was read) is not missed.

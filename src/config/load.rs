@@ -57,41 +57,47 @@ impl Config {
             }
         }
         let mut config: Config = merged.try_deserialize().map_err(|e| ConfigError(format!("configuration: {e}")))?;
-        config.docs = config.docs.filter(|d| !d.as_os_str().is_empty());
-        let named = !config.workspace.as_os_str().is_empty();
-        // No workspace named: the sample beside the current folder, or the image's.
-        let workspace = match named {
-            true => config.workspace.clone(),
-            false if Path::new("./workspace").is_dir() => PathBuf::from("./workspace"),
-            false => PathBuf::from("/workspace"),
-        };
-        // The workspace's own docs/ given as the docs folder (compose mounts the sample's
-        // there unless DOCS_DIR names another) is that workspace, read whole.
-        if config.docs.as_deref().is_some_and(|docs| same_folder(docs, &workspace.join("docs"))) {
-            config.docs = None;
-        }
-        // Else a docs folder given with no workspace named is the whole workspace.
-        config.docs_alone = !named && config.docs.is_some();
-        config.workspace = match (&config.docs, config.docs_alone) {
-            (Some(docs), true) => docs.clone(),
-            _ => workspace,
-        };
-        if config.state_dir.as_os_str().is_empty() {
-            config.state_dir = match data_home(&sources.env) {
-                Some(home) => home.join("docs-agent").join(state_name(&config.workspace, config.docs.as_deref())),
-                None => PathBuf::from(".docs-agent"),
-            };
-        }
-        if config.session.log_path.as_os_str().is_empty() {
-            config.session.log_path = config.state_dir.join("sessions.db");
-            config.session.log_defaulted = true;
-        }
+        resolve_places(&mut config, &sources.env);
         config.validate()?;
         Ok(config)
     }
 }
 
 type Builder = config::ConfigBuilder<config::builder::DefaultState>;
+
+/// What follows from the merged settings where they were left empty: the workspace (named,
+/// the sample, or a docs folder alone), the state folder and the session log in it.
+fn resolve_places(config: &mut Config, env: &std::collections::HashMap<String, String>) {
+    config.docs = config.docs.take().filter(|d| !d.as_os_str().is_empty());
+    let named = !config.workspace.as_os_str().is_empty();
+    // No workspace named: the sample beside the current folder, or the image's.
+    let workspace = match named {
+        true => config.workspace.clone(),
+        false if Path::new("./workspace").is_dir() => PathBuf::from("./workspace"),
+        false => PathBuf::from("/workspace"),
+    };
+    // The workspace's own docs/ given as the docs folder (compose mounts the sample's
+    // there unless DOCS_DIR names another) is that workspace, read whole.
+    if config.docs.as_deref().is_some_and(|docs| same_folder(docs, &workspace.join("docs"))) {
+        config.docs = None;
+    }
+    // Else a docs folder given with no workspace named is the whole workspace.
+    config.docs_alone = !named && config.docs.is_some();
+    config.workspace = match (&config.docs, config.docs_alone) {
+        (Some(docs), true) => docs.clone(),
+        _ => workspace,
+    };
+    if config.state_dir.as_os_str().is_empty() {
+        config.state_dir = match data_home(env) {
+            Some(home) => home.join("docs-agent").join(state_name(&config.workspace, config.docs.as_deref())),
+            None => PathBuf::from(".docs-agent"),
+        };
+    }
+    if config.session.log_path.as_os_str().is_empty() {
+        config.session.log_path = config.state_dir.join("sessions.db");
+        config.session.log_defaulted = true;
+    }
+}
 
 /// The user's data folder, from the environment: `$XDG_DATA_HOME` (when absolute, as the XDG
 /// base directory rules say), else `$HOME/.local/share` (`$HOME/Library/Application Support`
@@ -114,14 +120,15 @@ fn state_name(workspace: &Path, docs: Option<&Path>) -> String {
     use sha2::{Digest, Sha256};
     let real =
         |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or(p.to_path_buf()));
+    let workspace = real(workspace);
     let mut hasher = Sha256::new();
-    hasher.update(real(workspace).as_os_str().as_encoded_bytes());
+    hasher.update(workspace.as_os_str().as_encoded_bytes());
     if let Some(docs) = docs {
         hasher.update(b"\0");
         hasher.update(real(docs).as_os_str().as_encoded_bytes());
     }
     let hash: String = hasher.finalize().iter().take(4).map(|b| format!("{b:02x}")).collect();
-    let name: String = real(workspace)
+    let name: String = workspace
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()

@@ -36,13 +36,18 @@ impl Refused {
     }
 }
 
+/// The folder `file` is in (`.` for a bare name).
+pub fn folder_of(file: &Path) -> &Path {
+    match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    }
+}
+
 /// The real folder to grant for `file` (made if missing, private), or `None` when it cannot be
 /// made: it then gets no rule, and the log or index says why it cannot open.
 pub fn folder_for(file: &Path, workspace: &Path) -> Result<Option<PathBuf>, Refused> {
-    let folder = match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    };
+    let folder = folder_of(file);
     let (Ok(written), Ok(workspace_written)) = (std::path::absolute(folder), std::path::absolute(workspace)) else {
         return Ok(None);
     };
@@ -66,11 +71,7 @@ pub fn folder_for(file: &Path, workspace: &Path) -> Result<Option<PathBuf>, Refu
 /// folder not made yet is resolved through its deepest existing parent, so a link on the way
 /// (`data/alias -> docs/sub`, then `data/alias/new/x.db`) is followed before anything is made.
 pub fn touches(file: &Path, protected: &Path) -> Option<&'static str> {
-    let folder = match file.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    };
-    overlap(folder, protected)
+    overlap(folder_of(file), protected)
 }
 
 /// How folder `a` touches folder `b`: "is in" (or is it) or "holds"; `None` when apart.

@@ -16,23 +16,23 @@ use crate::service::Principal;
 
 /// The tokens, by the hex SHA-256 of the token; replaced whole when the config file changes
 /// (`cli::serve` watches it), so a token added or revoked takes effect without a restart.
-pub struct Tokens(std::sync::RwLock<std::sync::Arc<HashMap<String, Principal>>>);
+pub struct Tokens(std::sync::RwLock<HashMap<String, Principal>>);
 
 impl Tokens {
     /// From the configuration.
     pub fn new(tokens: &[TokenConfig]) -> Tokens {
-        Tokens(std::sync::RwLock::new(std::sync::Arc::new(by_hash(tokens))))
+        Tokens(std::sync::RwLock::new(by_hash(tokens)))
     }
 
     /// The principal a presented token belongs to.
     pub fn find(&self, token: &str) -> Option<Principal> {
-        let current = self.0.read().unwrap_or_else(|p| p.into_inner()).clone();
-        current.get(&hash(token)).cloned()
+        let digest = hash(token);
+        self.0.read().unwrap_or_else(|p| p.into_inner()).get(&digest).cloned()
     }
 
     /// From now on, the tokens of `tokens` and no others; how many there are.
     pub fn replace(&self, tokens: &[TokenConfig]) -> usize {
-        let next = std::sync::Arc::new(by_hash(tokens));
+        let next = by_hash(tokens);
         let count = next.len();
         *self.0.write().unwrap_or_else(|p| p.into_inner()) = next;
         count
