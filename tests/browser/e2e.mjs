@@ -5,8 +5,8 @@
 // outside images inert; a source opened with its cited lines highlighted; an answer rated and
 // the admin's gaps view listing its question; an approval across two browser contexts that
 // updates the asker's page live; a session reopened after a reload, and sign-out; a turn that
-// streams, followed again after a reload and stopped with Esc; and the page at 375 px wide, in
-// light and dark colours.
+// streams, followed again after a reload and stopped with Esc; a question asked before the list
+// of conversations has loaded; and the page at 375 px wide, in light and dark colours.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -135,10 +135,12 @@ const browser = await chromium.launch({
 });
 const outside = [];
 const consoleErrors = [];
-// A new browser context (its own sessionStorage) signed in with `token`.
-async function open(token, options = {}, at = base) {
+// A new browser context (its own sessionStorage) signed in with `token`; `prepare(page)` runs
+// before the page loads.
+async function open(token, options = {}, at = base, prepare = async () => {}) {
   const context = await browser.newContext(options);
   const page = await context.newPage();
+  await prepare(page);
   // A request the CSP blocks is still announced, then fails; only a response means it left.
   page.on("response", (response) => { if (!response.url().startsWith(at)) outside.push(response.url()); });
   page.on("pageerror", (error) => consoleErrors.push(error.message));
@@ -326,6 +328,31 @@ try {
     assert(partial.includes("Still thinking"), "what it had said is kept: " + partial);
     assert(await page.locator("#stop").isHidden(), "no stop button once stopped");
     await shot(page, "stopped");
+    await page.context().close();
+  });
+
+  await check("a question asked before the list of conversations has loaded keeps its turn on the page", async () => {
+    // The page's first read of the list is held until the question streams: the conversation
+    // the question started must not be reopened (and its live turn wiped) when the list comes.
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    let first = true;
+    const page = await open(ASKER, {}, slowBase, (page) => page.route((url) => url.pathname === "/v1/sessions", async (route) => {
+      if (route.request().method() === "GET" && first) { first = false; await held; }
+      await route.continue();
+    }));
+    await page.fill("#question", "refund window, asked early?");
+    await page.press("#question", "Enter");
+    await page.waitForFunction(() => {
+      const answer = document.querySelector("#turns .answer[aria-busy=true]");
+      return answer && answer.textContent.includes("Still thinking");
+    }, null, { timeout: 15000 });
+    release();
+    await page.locator("#sessions button.session", { hasText: "asked early" }).waitFor({ timeout: 10000 });
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => (document.querySelector("#turns .stopped") || { textContent: "" }).textContent.includes("Stopped"), null, { timeout: 15000 });
+    const turns = await page.evaluate(() => [...document.querySelectorAll("#turns > li")].map((li) => li.querySelector(".question").textContent));
+    assert(turns.length === 1 && turns[0].includes("asked early"), "the one turn asked, shown once: " + JSON.stringify(turns));
     await page.context().close();
   });
 

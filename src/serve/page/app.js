@@ -69,9 +69,11 @@ async function signIn(token) {
     approvalsTimer = setInterval(poll, APPROVALS_EVERY_MS);
   }
   if (!me.may.ask) return;
-  await loadSessions();
+  // The conversation to reopen is the one stored before the list loads: a question asked
+  // meanwhile starts (and stores) a conversation of its own, which is never wiped under it.
   const reopen = stored.session();
-  if (reopen) await openSession(reopen);
+  await loadSessions();
+  if (reopen && !sessionId && !running) await openSession(reopen);
   $("question").focus();
 }
 
@@ -136,8 +138,8 @@ function newConversation() {
 
 // Opens session `id` with its history. A turn running on the server is followed live, one that
 // waits for an approver is followed until it is decided, and one a crash or shutdown left
-// unfinished can be resumed. Only the latest call shows (a slow reply to an earlier click is
-// dropped). `keepError`: an error already shown stays.
+// unfinished can be resumed. Only the latest call shows (a slow reply to an earlier click, or
+// one a question asked meanwhile overtook, is dropped). `keepError`: an error already shown stays.
 async function openSession(id, keepError) {
   if (!keepError) showError("");
   if (follower) follower.abort();
@@ -204,6 +206,8 @@ async function ask(event) {
   if (!question || running) return;
   // Taken before the first wait, so a second Enter does not ask twice.
   running = { id: "", stream: new AbortController() };
+  // A conversation still being opened is not shown over this question (see openSession).
+  opening++;
   busy(true);
   showError("");
   $("waiting").hidden = true;
