@@ -363,7 +363,7 @@ pub enum Command {
     /// Test builds only: enter the sandbox `serve` would (from the same configuration), then
     /// make each attempt with a plain system call and print one JSON line per attempt, after
     /// a first line with the sandbox's status. For tests that show the kernel refusing.
-    #[cfg(debug_assertions)]
+    #[cfg(all(debug_assertions, target_os = "linux"))]
     #[command(hide = true)]
     SandboxProbe {
         /// `read:PATH`, `write:PATH`, `connect:ADDR`, `bind:ADDR` or `exec:PATH [ARG...]`.

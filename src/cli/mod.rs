@@ -121,7 +121,7 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             let status = sandbox::enter(&global, &sandbox::for_url(&url))?;
             ops::health(&url, &status)
         }
-        #[cfg(debug_assertions)]
+        #[cfg(all(debug_assertions, target_os = "linux"))]
         Some(Command::SandboxProbe { attempts }) => sandbox::probe(&global, &load_config(&global)?, &attempts),
         None if question.is_empty() => Err((
             Exit::Usage,
@@ -194,7 +194,7 @@ pub fn config_file(global: &Global) -> std::path::PathBuf {
 /// fail (`ENOSYS`) for this process, as on a kernel without Landlock, so tests can show that
 /// every command enters the sandbox (with `--require-sandbox`, each exits 7) and what happens
 /// without it. A release binary ignores the variable.
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, target_os = "linux"))]
 fn hide_landlock_for_tests() -> Result<(), Failure> {
     match std::env::var("DOCS_AGENT_TEST_HIDE_LANDLOCK").as_deref() {
         Ok("1") => crate::sandbox::probe::hide_landlock().map_err(|e| (Exit::Failure, e.to_string())),
@@ -202,8 +202,8 @@ fn hide_landlock_for_tests() -> Result<(), Failure> {
     }
 }
 
-/// A release build has no test hooks.
-#[cfg(not(debug_assertions))]
+/// A release build has no test hooks (nor has a system without Landlock this one).
+#[cfg(not(all(debug_assertions, target_os = "linux")))]
 fn hide_landlock_for_tests() -> Result<(), Failure> {
     Ok(())
 }

@@ -94,8 +94,8 @@ pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
             status.describe()
         ),
         State::Unavailable => crate::guard::sink::err_line!(
-            "docs-agent: warning: no kernel sandbox: {}; going on with the container's confinement only \
-             (--require-sandbox makes this an error)",
+            "docs-agent: warning: no kernel sandbox: {}; going on without it (a container, if one runs \
+             this, still confines it; --require-sandbox makes this an error)",
             status.reason
         ),
     }
@@ -334,7 +334,7 @@ fn with_model(mut plan: Plan, url: &str) -> Plan {
 
 /// `docs-agent sandbox-probe` (test builds): enters the plan `serve` would have, then makes
 /// each attempt; one JSON line for the status, then one per attempt.
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, target_os = "linux"))]
 pub fn probe(global: &Global, config: &Config, attempts: &[String]) -> Result<Exit, Failure> {
     use crate::sandbox::probe::{self, Attempt};
     let attempts: Vec<Attempt> = attempts

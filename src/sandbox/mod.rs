@@ -9,16 +9,25 @@
 //!   returns the [`Status`] that `docs-agent health` and `/readyz` report;
 //! - `data`: which folder a session log or index may be written in (never one that would
 //!   open up the workspace or the whole filesystem);
-//! - `kernel`: the Landlock ruleset itself; `probe` (test builds only): the attempts the tests
+//! - `kernel`: the Landlock ruleset itself (on Linux; elsewhere `kernel_elsewhere`, which
+//!   restricts nothing and says so); `probe` (Linux test builds only): the attempts the tests
 //!   make from inside a sandboxed process.
 //!
 //! Landlock restricts the calling thread and the threads it starts later, so [`enter`] refuses
 //! to run once a second thread exists: a thread started earlier would stay unrestricted.
 
 pub mod data;
+#[cfg(target_os = "linux")]
 mod kernel;
-#[cfg(debug_assertions)]
+#[cfg(not(target_os = "linux"))]
+#[path = "kernel_elsewhere.rs"]
+mod kernel;
+#[cfg(all(debug_assertions, target_os = "linux"))]
 pub mod probe;
+// Compiled on Linux too when testing, so its report is tested where the tests run.
+#[cfg(all(test, target_os = "linux"))]
+#[path = "kernel_elsewhere.rs"]
+mod kernel_elsewhere;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -315,6 +324,19 @@ mod tests {
         let _ = other.join();
         assert!(matches!(result, Err(SandboxError::Threads(n)) if n >= 2), "{result:?}");
         assert_eq!(enter(&Plan::nothing(), Mode::Off).ok(), Some(Status::off("--no-sandbox")), "off is never refused");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn without_landlock_the_stand_in_restricts_nothing_and_says_why() {
+        let status = kernel_elsewhere::restrict(&Plan::nothing().allow("/etc/hosts", Grant::Read));
+        let status = status.ok();
+        assert!(status.as_ref().is_some_and(|s| s.state == State::Unavailable && !s.filesystem && !s.network));
+        let said = status.map(|s| s.describe()).unwrap_or_default();
+        assert!(
+            said.starts_with("unavailable (") && said.contains("only Linux has") && said.contains("linux"),
+            "{said}"
+        );
     }
 
     #[test]
