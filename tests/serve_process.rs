@@ -50,7 +50,11 @@ fn serve_refuses_to_start_without_tokens() {
     let ws = common::sample_workspace();
     let out = common::run(ws.path(), &[("LLM_MODEL", "scripted")], &["serve", "--listen", "127.0.0.1:0"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("[[serve.tokens]]") && out.stderr.contains("hash-token"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("docs-agent tokens add NAME --role ask") && out.stderr.contains("docs-agent init"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
@@ -143,7 +147,13 @@ async fn init_writes_a_config_serve_starts_with_and_prints_its_token_once() {
 
     let again = common::run(ws.path(), &[], &["init", "--to", &to]);
     assert_eq!(again.code, 1, "{}", again.stderr);
-    assert!(again.stderr.contains("already exists") && again.stderr.contains("--replace"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("already exists")
+            && again.stderr.contains("tokens add")
+            && again.stderr.contains("--replace"),
+        "{}",
+        again.stderr
+    );
     assert_eq!(std::fs::read_to_string(&file).expect("the file"), written, "left as it was");
 
     // --replace: a new token, the old one's hash gone; still private; no draft left behind.
@@ -203,7 +213,7 @@ async fn serve_waits_for_a_usable_config_then_starts() {
     let _ = child.wait();
     let text = log.text();
     assert!(missing && text.contains("does not exist"), "{text}");
-    assert!(no_tokens && text.contains("no API tokens"), "{text}");
+    assert!(no_tokens && text.contains("no API tokens") && text.contains("docs-agent tokens add"), "{text}");
     assert_eq!(init.code, 0, "{}", init.stderr);
     assert!(started && text.contains("is usable now; starting"), "{text}");
     assert_eq!(metrics, Some(Some(200)), "the new token works: {metrics:?}; {text}");

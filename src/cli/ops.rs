@@ -167,8 +167,8 @@ fn exists(to: &std::path::Path) -> Failure {
     (
         Exit::Failure,
         format!(
-            "{} already exists and is left as it is; to add a caller, add a [[serve.tokens]] entry \
-             (`docs-agent hash-token`); to start again with a new admin token, `docs-agent init --replace` \
+            "{} already exists and is left as it is; to add a caller, `docs-agent tokens add NAME --role ask` \
+             (in compose: `docker compose run --rm tokens add NAME --role ask`); to start again with a new admin token, `docs-agent init --replace` \
              (in compose: `docker compose run --rm init --replace`), which makes the old tokens stop working",
             to.display()
         ),

@@ -70,8 +70,8 @@ fn usable(config: &Config, file: &std::path::Path) -> Result<u16, Failure> {
         return Err((
             Exit::Usage,
             format!(
-                "no API tokens: add a [[serve.tokens]] entry (principal, sha256, roles) to {}; \
-                 `docs-agent hash-token` prints the sha256 of a token, and `docs-agent init` writes a new config",
+                "no API tokens in {}: `docs-agent tokens add NAME --role ask` adds a caller (it prints the token \
+                 once and writes only its hash), or `docs-agent init` writes a new config with an admin token",
                 file.display()
             ),
         ));
