@@ -1,6 +1,7 @@
 //! `docs-agent tokens add|list|revoke`: a caller added prints its token once and only its hash
 //! is written, the file's comments stay, a running serve takes an added token and refuses a
-//! revoked one without a restart; `init` keeps its config out of git.
+//! revoked one without a restart, ending the streams it holds open; `init` keeps its config out
+//! of git.
 
 mod common;
 
@@ -49,10 +50,33 @@ async fn tokens_are_added_and_revoked_while_serve_runs() {
     let mode = std::fs::metadata(&config).expect("config").permissions().mode() & 0o777;
     assert_eq!(mode, 0o644, "the file keeps its mode");
     let taken = until(&url, &token, 200).await;
+    // A session of ana's, followed as the page follows it: the stream outlives any request.
+    let client = reqwest::Client::new();
+    let created: serde_json::Value = match client.post(format!("{url}/v1/sessions")).bearer_auth(&token).send().await {
+        Ok(reply) => reply.json().await.unwrap_or_default(),
+        Err(e) => panic!("create a session: {e}"),
+    };
+    let id = created["id"].as_str().unwrap_or_default().to_string();
+    let followed = client
+        .get(format!("{url}/v1/sessions/{id}/events"))
+        .bearer_auth(&token)
+        .header("Accept", "text/event-stream")
+        .send()
+        .await;
+    let Ok(mut followed) = followed else { panic!("follow the session: {followed:?}") };
+    assert_eq!(followed.status(), 200, "the stream is open");
 
     let listed = run(ws.path(), &[], &["tokens", "list"]);
     let again = run(ws.path(), &[], &["tokens", "add", "ana"]);
     let revoked = run(ws.path(), &[], &["tokens", "revoke", "ana"]);
+    // The open stream ends with its reason once serve takes the change (at most 20 s here).
+    let mut told = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(chunk)) = followed.chunk().await {
+            told.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
     let refused = until(&url, &token, 401).await;
     let admin_still = me(&url, admin).await;
     let gone = run(ws.path(), &[], &["tokens", "revoke", "ana"]);
@@ -70,6 +94,8 @@ async fn tokens_are_added_and_revoked_while_serve_runs() {
     assert!(again.stderr.contains("tokens revoke ana"), "{}", again.stderr);
     assert_eq!(revoked.code, 0, "{}", revoked.stderr);
     assert_eq!(refused, 401, "a running serve refuses the revoked token");
+    assert!(ended.is_ok(), "the revoked token's open stream ended: {told}");
+    assert!(told.contains("event: error") && told.contains("token_revoked"), "and said why: {told}");
     assert_eq!(admin_still, 200, "the other callers keep working");
     assert_eq!(gone.code, 1, "{}", gone.stderr);
 }

@@ -15,27 +15,60 @@ use crate::config::{Role, TokenConfig};
 use crate::service::Principal;
 
 /// The tokens, by the hex SHA-256 of the token; replaced whole when the config file changes
-/// (`cli::serve` watches it), so a token added or revoked takes effect without a restart.
-pub struct Tokens(std::sync::RwLock<HashMap<String, Principal>>);
+/// (`cli::serve` watches it), so a token added or revoked takes effect without a restart. A
+/// watch channel holds them, so a stream already open learns of a revocation ([`Tokens::revoked`]).
+pub struct Tokens(tokio::sync::watch::Sender<HashMap<String, Principal>>);
+
+/// The token a request was admitted with (its hash) and whom it names: what a stream that
+/// outlives the request checks again when the tokens change.
+#[derive(Debug, Clone)]
+pub struct Credential {
+    digest: String,
+    principal: Principal,
+}
 
 impl Tokens {
     /// From the configuration.
     pub fn new(tokens: &[TokenConfig]) -> Tokens {
-        Tokens(std::sync::RwLock::new(by_hash(tokens)))
+        Tokens(tokio::sync::watch::Sender::new(by_hash(tokens)))
     }
 
     /// The principal a presented token belongs to.
     pub fn find(&self, token: &str) -> Option<Principal> {
+        self.admit(token).map(|c| c.principal)
+    }
+
+    /// The credential of a presented token, if it is one.
+    fn admit(&self, token: &str) -> Option<Credential> {
         let digest = hash(token);
-        self.0.read().unwrap_or_else(|p| p.into_inner()).get(&digest).cloned()
+        let principal = self.0.borrow().get(&digest).cloned()?;
+        Some(Credential { digest, principal })
     }
 
     /// From now on, the tokens of `tokens` and no others; how many there are.
     pub fn replace(&self, tokens: &[TokenConfig]) -> usize {
         let next = by_hash(tokens);
         let count = next.len();
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = next;
+        self.0.send_replace(next);
         count
+    }
+
+    /// Resolves once `credential`'s token no longer admits its principal as it did (revoked,
+    /// or given to another name or other roles); never while it does. A stream ends on it.
+    pub fn revoked(&self, credential: &Credential) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut tokens = self.0.subscribe();
+        let Credential { digest, principal } = credential.clone();
+        async move {
+            loop {
+                if tokens.borrow_and_update().get(&digest) != Some(&principal) {
+                    return;
+                }
+                // The sender lives as long as the server: closed, nothing can change any more.
+                if tokens.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
     }
 }
 
@@ -57,10 +90,11 @@ pub async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match authenticate(&state, request.headers()) {
-        Ok(principal) => principal,
+    let credential = match authenticate(&state, request.headers()) {
+        Ok(credential) => credential,
         Err(why) => return unauthorized(why),
     };
+    let principal = credential.principal.clone();
     if let Err(wait) = state.rate.check(&principal.name) {
         return ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -71,16 +105,17 @@ pub async fn require_token(
         .into_response();
     }
     request.extensions_mut().insert(principal);
+    request.extensions_mut().insert(credential);
     next.run(request).await
 }
 
-/// The principal of the bearer token `headers` carry, or why there is none (for a 401: no
+/// The credential of the bearer token `headers` carry, or why there is none (for a 401: no
 /// token, or one that is not valid).
-pub fn authenticate(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Principal, &'static str> {
+pub fn authenticate(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Credential, &'static str> {
     let presented = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
     match presented {
         None => Err("no bearer token: send `Authorization: Bearer <token>`"),
-        Some(token) => state.tokens.find(token).ok_or("the bearer token is not valid"),
+        Some(token) => state.tokens.admit(token).ok_or("the bearer token is not valid"),
     }
 }
 
@@ -163,6 +198,30 @@ mod tests {
         assert_eq!(tokens.replace(&next), 1);
         assert!(tokens.find("s3cret-token").is_none());
         assert_eq!(tokens.find("other-token").map(|p| p.name), Some("bo".to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_stream_learns_its_token_was_revoked_or_changed() {
+        use futures_util::FutureExt;
+        let ana = TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] };
+        let bo = TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] };
+        let tokens = Tokens::new(&[ana.clone(), bo.clone()]);
+        let Some(credential) = tokens.admit("s3cret-token") else { panic!("ana's token admits") };
+        let mut revoked = Box::pin(tokens.revoked(&credential));
+        assert!(revoked.as_mut().now_or_never().is_none(), "valid: the stream goes on");
+        // Another caller's change, or the same tokens read again, leave it be.
+        tokens.replace(std::slice::from_ref(&ana));
+        tokens.replace(&[ana.clone(), bo.clone()]);
+        assert!(revoked.as_mut().now_or_never().is_none(), "still valid after other changes");
+        tokens.replace(std::slice::from_ref(&bo));
+        assert_eq!(revoked.as_mut().now_or_never(), Some(()), "revoked: the stream ends");
+        // Fewer roles for the same token end a stream too.
+        let tokens = Tokens::new(&[TokenConfig { roles: vec![Role::Ask, Role::Approve], ..ana.clone() }]);
+        let Some(credential) = tokens.admit("s3cret-token") else { panic!("admits") };
+        let mut changed = Box::pin(tokens.revoked(&credential));
+        assert!(changed.as_mut().now_or_never().is_none());
+        tokens.replace(&[ana]);
+        assert_eq!(changed.as_mut().now_or_never(), Some(()), "its roles changed: the stream ends");
     }
 
     #[test]

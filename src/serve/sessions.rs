@@ -12,6 +12,7 @@ use serde_json::json;
 use tracing::Instrument;
 
 use super::AppState;
+use super::auth::Credential;
 use super::error::{ApiError, ErrorBody, respond};
 use super::stream;
 use crate::config::Role;
@@ -234,6 +235,7 @@ pub struct MessageBody {
 pub async fn message(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
     headers: axum::http::HeaderMap,
     body: Result<Json<MessageBody>, axum::extract::rejection::JsonRejection>,
@@ -263,6 +265,7 @@ pub async fn message(
         };
     }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let revoked = state.tokens.revoked(&credential);
     tokio::spawn(
         async move {
             // The turn's live events go out as they happen; its outcome follows them.
@@ -295,7 +298,7 @@ pub async fn message(
         }
         .in_current_span(),
     );
-    stream::from_channel(rx).into_response()
+    stream::from_channel(rx, revoked).into_response()
 }
 
 /// `POST /v1/sessions/{id}/resume`: finishes a turn a crash or a shutdown left unfinished.
@@ -388,6 +391,7 @@ pub struct Events {
 pub async fn events(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
     headers: axum::http::HeaderMap,
@@ -418,7 +422,8 @@ pub async fn events(
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
-        return stream::follow(state, id, cursor, (slot, share)).into_response();
+        let revoked = state.tokens.revoked(&credential);
+        return stream::follow(state, id, cursor, (slot, share), revoked).into_response();
     }
     let result = crate::runtime::blocking(|| {
         let all = owned(&state.log()?, &id, &principal)?;

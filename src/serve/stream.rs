@@ -5,12 +5,13 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
@@ -52,10 +53,39 @@ pub fn wants_stream(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("text/event-stream"))
 }
 
-/// The stream of events sent to `rx`, with keep-alive comments.
-pub fn from_channel(rx: mpsc::UnboundedReceiver<Event>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+/// The stream of events sent to `rx`, with keep-alive comments, until the caller's token is
+/// `revoked` (see [`until_revoked`]).
+pub fn from_channel(
+    rx: mpsc::UnboundedReceiver<Event>,
+    revoked: impl Future<Output = ()> + Send + 'static,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Sse::new(until_revoked(stream, revoked)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// `stream` until `revoked` resolves: then one `error` event (`token_revoked`) and the end. A
+/// token revoked (or its roles changed) while its stream is open stops what it receives at
+/// once, not at its next request; what the stream was about (a turn) goes on without it.
+pub fn until_revoked<S>(stream: S, revoked: impl Future<Output = ()> + Send + 'static) -> impl Stream<Item = S::Item>
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let start = Some((Box::pin(stream), Box::pin(revoked)));
+    futures_util::stream::unfold(start, |state| async move {
+        let (mut stream, mut revoked) = state?;
+        tokio::select! {
+            biased;
+            () = &mut revoked => {
+                let error = super::error::ApiError::new(
+                    axum::http::StatusCode::UNAUTHORIZED,
+                    "token_revoked",
+                    "the token this stream was opened with was revoked or changed; sign in again",
+                );
+                Some((Ok(error_event(error)), None))
+            }
+            item = stream.next() => item.map(|item| (item, Some((stream, revoked)))),
+        }
+    })
 }
 
 /// An event as it may leave over HTTP: the log holds model-written text scrubbed of secrets,
@@ -131,12 +161,13 @@ pub fn check_cursor(cursor: u64) -> Result<u64, String> {
 }
 
 /// Follows session `id`'s log after `cursor`: every event as it is committed, until the client
-/// goes away.
+/// goes away or its token is `revoked`.
 pub fn follow(
     state: Arc<AppState>,
     id: String,
     cursor: u64,
     slot: (tokio::sync::OwnedSemaphorePermit, crate::service::shares::Held),
+    revoked: impl Future<Output = ()> + Send + 'static,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);
@@ -194,7 +225,7 @@ pub fn follow(
             }
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Sse::new(until_revoked(stream, revoked)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
 #[cfg(test)]
