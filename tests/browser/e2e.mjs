@@ -170,6 +170,19 @@ async function ask(page, question) {
   return response.headers()["content-type"] || "";
 }
 const lastTurn = (page) => page.locator("#turns > li").last();
+// Asks the slow model's server `question` (Enter sends) and waits until its first words show
+// in the turn, still running.
+async function askSlowModel(page, question) {
+  await page.fill("#question", question);
+  await page.press("#question", "Enter");
+  await page.waitForFunction(() => {
+    const answer = document.querySelector("#turns .answer[aria-busy=true]");
+    return answer && answer.textContent.includes("Still thinking");
+  }, null, { timeout: 15000 });
+}
+// Waits until the page shows a turn as stopped.
+const untilStopped = (page) => page.waitForFunction(
+  () => (document.querySelector("#turns .stopped") || { textContent: "" }).textContent.includes("Stopped"), null, { timeout: 15000 });
 
 try {
   const asker = await open(ASKER);
@@ -307,12 +320,7 @@ try {
 
   await check("a streaming turn shows its text as it comes; reloaded, the page follows it, and Esc stops it", async () => {
     const page = await open(ASKER, {}, slowBase);
-    await page.fill("#question", "refund window?");
-    await page.press("#question", "Enter");
-    await page.waitForFunction(() => {
-      const answer = document.querySelector("#turns .answer[aria-busy=true]");
-      return answer && answer.textContent.includes("Still thinking");
-    }, null, { timeout: 15000 });
+    await askSlowModel(page, "refund window?");
     assert(await page.locator("#stop").isVisible(), "a stop button while it runs");
     // Reloaded mid-turn, the page finds the turn still running, follows it, and can stop it.
     await page.reload();
@@ -321,7 +329,7 @@ try {
     const status = await page.textContent("#status");
     assert(status.includes("running"), "the page says the turn runs: " + status);
     await page.keyboard.press("Escape");
-    await page.waitForFunction(() => (document.querySelector("#turns .stopped") || { textContent: "" }).textContent.includes("Stopped"), null, { timeout: 15000 });
+    await untilStopped(page);
     const said = await page.textContent("#turns .stopped");
     assert(said.includes("Stopped"), "the turn says it was stopped: " + said);
     const partial = await page.textContent("#turns .partial");
@@ -341,16 +349,11 @@ try {
       if (route.request().method() === "GET" && first) { first = false; await held; }
       await route.continue();
     }));
-    await page.fill("#question", "refund window, asked early?");
-    await page.press("#question", "Enter");
-    await page.waitForFunction(() => {
-      const answer = document.querySelector("#turns .answer[aria-busy=true]");
-      return answer && answer.textContent.includes("Still thinking");
-    }, null, { timeout: 15000 });
+    await askSlowModel(page, "refund window, asked early?");
     release();
     await page.locator("#sessions button.session", { hasText: "asked early" }).waitFor({ timeout: 10000 });
     await page.keyboard.press("Escape");
-    await page.waitForFunction(() => (document.querySelector("#turns .stopped") || { textContent: "" }).textContent.includes("Stopped"), null, { timeout: 15000 });
+    await untilStopped(page);
     const turns = await page.evaluate(() => [...document.querySelectorAll("#turns > li")].map((li) => li.querySelector(".question").textContent));
     assert(turns.length === 1 && turns[0].includes("asked early"), "the one turn asked, shown once: " + JSON.stringify(turns));
     await page.context().close();
