@@ -41,6 +41,8 @@ pub struct Harness {
     ephemeral: std::sync::Mutex<Vec<Log>>,
     /// The policy hooks (`[hooks]`), compiled.
     pub hooks: crate::hooks::Hooks,
+    /// The published docs site citations link to (`[site]`), when one is configured.
+    pub site: Option<crate::site::Site>,
 }
 
 /// One earlier exchange of a conversation a client keeps itself: what the user said, and what
@@ -127,6 +129,9 @@ pub enum OpenError {
     /// AGENTS.md cannot go in the prompt, and `prompt.agents_md_unusable = "error"`.
     #[error("{0}")]
     AgentsMd(String),
+    /// `[site]` does not read (a configuration read without its checks).
+    #[error(transparent)]
+    Site(crate::config::ConfigError),
 }
 
 /// The workspace's skills and the system prompt made from them and `AGENTS.md`.
@@ -316,7 +321,14 @@ impl Harness {
             system_prompt,
             ephemeral: Default::default(),
             hooks,
+            site: crate::site::Site::of(config).map_err(OpenError::Site)?,
         })
+    }
+
+    /// The public URL of section `anchor` of the document at `path` on the docs site
+    /// (`[site]`); `None` without one.
+    pub fn site_url(&self, path: &str, anchor: &str) -> Option<String> {
+        self.site.as_ref().and_then(|site| site.url(&self.workspace, path, anchor))
     }
 
     /// Brings the index up to date with `docs/` as it is now, leaving `held` documents (still
@@ -348,6 +360,7 @@ impl Harness {
             retrieval: &config.retrieval,
             budget: &config.budget,
             hooks: &self.hooks,
+            site: self.site.as_ref(),
         }
     }
 

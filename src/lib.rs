@@ -38,6 +38,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod service;
 pub mod session;
+pub mod site;
 pub mod skills;
 pub mod telemetry;
 pub mod tools;

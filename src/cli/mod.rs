@@ -311,15 +311,20 @@ fn with_sources(answer: &str, citations: &[crate::session::verify::Citation]) ->
     format!("{}\n\n{}", answer.trim_end(), sources(citations))
 }
 
-/// `Sources:` and a line per citation (its heading when verified, else why it is not).
+/// `Sources:` and a line per citation (its heading when verified, else why it is not), with
+/// its page on the docs site on the next line when `[site]` is configured.
 fn sources(citations: &[crate::session::verify::Citation]) -> String {
     let mut out = String::from("Sources:");
     for citation in citations {
-        let line = match (citation.verified, citation.heading.is_empty()) {
+        let mut line = match (citation.verified, citation.heading.is_empty()) {
             (true, false) => format!("\n- {} ({})", citation.source(), citation.heading),
             (true, true) => format!("\n- {}", citation.source()),
             (false, _) => format!("\n- {} (not verified: not retrieved for this question)", citation.source()),
         };
+        // The page on the docs site, to paste into a ticket.
+        if let Some(url) = &citation.url {
+            line.push_str(&format!("\n  {url}"));
+        }
         out.push_str(&crate::guard::scrub(&line));
     }
     out

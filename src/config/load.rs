@@ -172,6 +172,7 @@ fn file_source(path: &Path) -> config::File<config::FileSourceFile, config::File
 const CLOSED_SETS: &[(&str, &str, &[&str])] = &[
     ("llm.pull", "LLM_PULL", &["missing", "never"]),
     ("prompt.agents_md_unusable", "DOCS_AGENT_AGENTS_MD_UNUSABLE", &["warn", "error"]),
+    ("site.generator", "DOCS_AGENT_SITE_GENERATOR", &["files", "mkdocs", "docusaurus", "mdbook"]),
 ];
 
 fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
@@ -265,5 +266,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("prompt.agents_md_max_bytes", 65_536_i64.into()),
         ("prompt.agents_md_unusable", "warn".into()),
         ("prompt.skills_catalog_tokens", 2_000_i64.into()),
+        ("site.base_url", "".into()),
+        ("site.generator", "files".into()),
     ]
 }

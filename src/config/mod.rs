@@ -61,6 +61,56 @@ pub struct Config {
     /// What the system prompt holds besides the harness's rules: AGENTS.md and the skills
     /// catalog, each within a limit.
     pub prompt: PromptConfig,
+    /// Where the docs are published, so every citation carries its public URL.
+    pub site: SiteConfig,
+}
+
+/// The published docs site: a citation of `docs/guides/refunds.md#window` also carries its
+/// page's URL on the site, `https://docs.acme.com/guides/refunds/#window` for mkdocs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteConfig {
+    /// The URL the docs folder is published at (`https://docs.acme.com/`; Docusaurus: with
+    /// its docs route, `https://acme.com/docs/`); empty: citations carry no URL.
+    pub base_url: String,
+    /// What built the site, which decides each page's path and each heading's anchor.
+    pub generator: Generator,
+}
+
+impl SiteConfig {
+    /// True when a base URL is set: citations carry their URL.
+    pub fn enabled(&self) -> bool {
+        !self.base_url.trim().is_empty()
+    }
+}
+
+/// The site generators whose page paths and heading anchors are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Generator {
+    /// The files as they are (a file server, a repository's web view): `guides/refunds.md`,
+    /// GitHub's anchors.
+    Files,
+    /// MkDocs (and Material for MkDocs) with directory URLs: `guides/refunds/`, Python-Markdown's
+    /// anchors.
+    Mkdocs,
+    /// Docusaurus: `guides/refunds`, number prefixes and `index` pages as Docusaurus reads
+    /// them, a front matter `slug` or `id`; GitHub's anchors.
+    Docusaurus,
+    /// mdBook: `guides/refunds.html`, `README.md` as `index.html`; mdBook's anchors.
+    Mdbook,
+}
+
+impl Generator {
+    /// The name used in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Generator::Files => "files",
+            Generator::Mkdocs => "mkdocs",
+            Generator::Docusaurus => "docusaurus",
+            Generator::Mdbook => "mdbook",
+        }
+    }
 }
 
 /// The limits of what the workspace puts in the system prompt.
@@ -457,6 +507,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),
     ("DOCS_AGENT_AGENTS_MD_UNUSABLE", "prompt.agents_md_unusable"),
+    ("DOCS_AGENT_SITE_URL", "site.base_url"),
+    ("DOCS_AGENT_SITE_GENERATOR", "site.generator"),
 ];
 
 /// The longest an approval request may wait: 30 days.

@@ -76,8 +76,8 @@ pub fn chunk_text(source: &str, title: &str) -> Vec<Chunk> {
 /// front matter is never part of a body.
 #[must_use]
 pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
-    let bom = if source.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
-    let outline = parse_outline(source, bom);
+    let bom = bom_len(source);
+    let outline = parse_outline(source, bom, Reading::Plain);
     let lines = LineIndex::new(source);
     let mut chunks = Vec::with_capacity(outline.headings.len() + 1);
 
@@ -92,14 +92,10 @@ pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
         chunks.push(body.into_chunk(&lines, None, vec![title], String::new()));
     }
 
-    let mut slugs = Slugger::new();
+    let anchors = anchors(&outline.headings);
     let mut stack: Vec<(HeadingLevel, String)> = Vec::new();
-    for (i, heading) in outline.headings.iter().enumerate() {
+    for (i, (heading, anchor)) in outline.headings.iter().zip(anchors).enumerate() {
         let path = push_heading(&mut stack, heading);
-        let anchor = match &heading.id {
-            Some(id) => slugs.unique(id),
-            None => slugs.unique(&slugify(&heading.text)),
-        };
         let next = outline.headings.get(i + 1);
         let end = next.map_or(source.len(), |h| lines.line_start_of(h.range.start));
         let start = lines.next_line_start(heading.range.end.saturating_sub(1)).min(end);
@@ -109,6 +105,69 @@ pub fn chunk_markdown(source: &str, fallback_title: &str) -> Vec<Chunk> {
         }
     }
     chunks
+}
+
+/// The length of a leading byte order mark (0 without one).
+fn bom_len(source: &str) -> usize {
+    if source.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 }
+}
+
+/// Each heading's anchor, in file order: its `{#id}`, else its GitHub slug, unique in the file.
+fn anchors(headings: &[RawHeading]) -> Vec<String> {
+    let mut slugs = Slugger::new();
+    headings
+        .iter()
+        .map(|heading| match &heading.id {
+            Some(id) => slugs.unique(id),
+            None => slugs.unique(&slugify(&heading.text)),
+        })
+        .collect()
+}
+
+/// A heading as a site generator reads it, beside the anchor citations name it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteHeading {
+    /// The anchor a citation names this heading by (as [`Chunk::anchor`]).
+    pub anchor: String,
+    /// Its inline text as written: whitespace as it is, an image's alt text left out (a
+    /// rendered heading's text holds no `alt`).
+    pub text: String,
+    /// The same text read with smart punctuation (`--` an en dash, straight quotes curled),
+    /// as mdBook reads it.
+    pub smart_text: String,
+    /// Its `{#custom-id}`, which site generators take as the id too.
+    pub id: Option<String>,
+}
+
+/// What a site generator needs of a Markdown file: its headings in file order and its front
+/// matter's YAML (without the delimiters), if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteOutline {
+    /// Every heading, in file order.
+    pub headings: Vec<SiteHeading>,
+    /// The YAML block at the top of the file.
+    pub front_matter: Option<String>,
+}
+
+/// Reads `source` for a site generator (`site`): the same headings [`chunk_markdown`] splits
+/// at, each with its anchor here and its text as a generator sees it.
+#[must_use]
+pub fn site_outline(source: &str) -> SiteOutline {
+    let bom = bom_len(source);
+    let plain = parse_outline(source, bom, Reading::Plain);
+    let smart = parse_outline(source, bom, Reading::Smart);
+    let headings = anchors(&plain.headings)
+        .into_iter()
+        .zip(&plain.headings)
+        .zip(smart.headings)
+        .map(|((anchor, heading), smart)| SiteHeading {
+            anchor,
+            text: heading.written.clone(),
+            smart_text: smart.written,
+            id: heading.id.clone(),
+        })
+        .collect();
+    SiteOutline { headings, front_matter: plain.front_matter.map(|fm| fm.yaml) }
 }
 
 /// GitHub's slug: lowercase; keep letters, digits (Unicode-aware), spaces, hyphens and underscores; drop other punctuation; spaces become hyphens. ("How to issue?" -> "how-to-issue", "Q&A — FAQ" -> "qa--faq")
@@ -143,6 +202,8 @@ struct RawHeading {
     level: HeadingLevel,
     /// Its plain inline text, whitespace collapsed.
     text: String,
+    /// Its inline text as written (whitespace kept), without an image's alt text.
+    written: String,
     /// The `{#custom-id}` attribute, which wins over the slug.
     id: Option<String>,
     /// Byte range of the heading in the file, underline included for setext.
@@ -165,17 +226,31 @@ struct Outline {
     headings: Vec<RawHeading>,
 }
 
+/// How the inline text of headings is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// As written: what the index and its anchors use.
+    Plain,
+    /// With smart punctuation, as mdBook renders it.
+    Smart,
+}
+
 /// Parses `source` (skipping `bom` leading bytes) and keeps the front matter and headings.
-fn parse_outline(source: &str, bom: usize) -> Outline {
-    let options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+fn parse_outline(source: &str, bom: usize, reading: Reading) -> Outline {
+    let mut options = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
         | Options::ENABLE_TABLES
         | Options::ENABLE_HEADING_ATTRIBUTES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH;
+    if reading == Reading::Smart {
+        options |= Options::ENABLE_SMART_PUNCTUATION;
+    }
     let text = &source[bom..];
     let mut outline = Outline { front_matter: None, headings: Vec::new() };
     let mut heading: Option<RawHeading> = None;
     let mut yaml: Option<String> = None;
+    // Inside an image of a heading: its alt text is in the index's text, not in the written one.
+    let mut image = 0_usize;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let range = range.start + bom..range.end + bom;
         match event {
@@ -189,7 +264,7 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
             }
             Event::Start(Tag::Heading { level, id, .. }) => {
                 let id = id.map(|id| id.to_string());
-                heading = Some(RawHeading { level, text: String::new(), id, range });
+                heading = Some(RawHeading { level, text: String::new(), written: String::new(), id, range });
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some(mut done) = heading.take() {
@@ -197,9 +272,14 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
                     outline.headings.push(done);
                 }
             }
+            Event::Start(Tag::Image { .. }) => image += 1,
+            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
             Event::Text(t) | Event::Code(t) => {
                 if let Some(h) = heading.as_mut() {
                     h.text.push_str(&t);
+                    if image == 0 {
+                        h.written.push_str(&t);
+                    }
                 } else if let Some(y) = yaml.as_mut() {
                     y.push_str(&t);
                 }
@@ -207,6 +287,7 @@ fn parse_outline(source: &str, bom: usize) -> Outline {
             Event::SoftBreak | Event::HardBreak => {
                 if let Some(h) = heading.as_mut() {
                     h.text.push(' ');
+                    h.written.push('\n');
                 }
             }
             _ => {}

@@ -116,6 +116,9 @@ pub struct CitationOutput {
     pub heading: String,
     /// True when the run retrieved the cited section: a citation the harness checked.
     pub verified: bool,
+    /// The section's page on the published docs site (`[site]`), when one is configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// Why an MCP call has no result: an operator's rule refused it, or it failed. Either is the
@@ -427,6 +430,7 @@ fn answer_result(answered: &Answered) -> CallToolResult {
                 anchor: c.anchor.clone(),
                 heading: c.heading.clone(),
                 verified: c.verified,
+                url: c.url.clone(),
             })
             .collect(),
         degraded: answered.degraded,
@@ -447,7 +451,8 @@ fn answer_result(answered: &Answered) -> CallToolResult {
             let mark =
                 if citation.verified { "verified" } else { "NOT verified: the answer's citation was not retrieved" };
             let heading = if citation.heading.is_empty() { String::new() } else { format!(" ({})", citation.heading) };
-            text.push_str(&format!("\n- [{}]{heading}, {mark}", citation.source()));
+            let url = citation.url.as_deref().map(|u| format!(": {u}")).unwrap_or_default();
+            text.push_str(&format!("\n- [{}]{heading}, {mark}{url}", citation.source()));
         }
     }
     let mut result = CallToolResult::success(vec![ContentBlock::text(crate::guard::scrub(&text).into_owned())]);

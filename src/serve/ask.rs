@@ -128,6 +128,9 @@ pub struct Hit {
     score: f64,
     /// The words that matched, in context.
     excerpt: String,
+    /// The section's page on the published docs site (`[site]`), when one is configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
 }
 
 /// `GET /v1/search?q=...&k=...`
@@ -165,6 +168,7 @@ pub async fn search(
                 lines: [h.lines.0, h.lines.1],
                 score: h.score,
                 excerpt: shown(&h.excerpt),
+                url: state.harness.site_url(&h.path, &h.anchor),
             })
             .collect();
         Ok::<_, ApiError>(Hits { hits })
@@ -223,6 +227,9 @@ pub struct Section {
     cited_lines: Option<Vec<usize>>,
     /// The index generation the section was read from: the one search reads.
     generation: i64,
+    /// The section's page on the published docs site (`[site]`), when one is configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
 }
 
 /// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
@@ -290,6 +297,7 @@ pub async fn section(
             text,
             cited_lines: cited,
             generation: index.version.generation,
+            url: state.harness.site_url(&path.display(), &section.anchor),
         })
     });
     respond(result, StatusCode::OK)

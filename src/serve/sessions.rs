@@ -427,12 +427,9 @@ pub async fn events(
     }
     let result = crate::runtime::blocking(|| {
         let all = owned(&state.log()?, &id, &principal)?;
-        let events: Vec<_> = all
-            .iter()
-            .filter(|s| s.seq > after)
-            .take(MAX_EVENTS)
-            .map(|s| stream::outward(s, &state.config.allowed_link_hosts, &all))
-            .collect();
+        let view = stream::View::of(&state);
+        let events: Vec<_> =
+            all.iter().filter(|s| s.seq > after).take(MAX_EVENTS).map(|s| stream::outward(s, &view, &all)).collect();
         Ok(Events { session_id: id.clone(), events })
     });
     respond(result, StatusCode::OK)

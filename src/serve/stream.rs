@@ -88,16 +88,37 @@ where
     })
 }
 
+/// What an event leaving over HTTP is shaped by: the hosts its links may point to, and the
+/// published docs site its citations link to.
+pub struct View<'a> {
+    /// `allowed_link_hosts`.
+    pub hosts: &'a [String],
+    /// The docs site (`[site]`) and the workspace its pages' headings are read from.
+    pub site: Option<(&'a crate::site::Site, &'a crate::workspace::Workspace)>,
+}
+
+impl<'a> View<'a> {
+    /// The view of events served by `state`.
+    pub fn of(state: &'a AppState) -> View<'a> {
+        View {
+            hosts: &state.config.allowed_link_hosts,
+            site: state.harness.site.as_ref().map(|site| (site, &state.harness.workspace)),
+        }
+    }
+}
+
 /// An event as it may leave over HTTP: the log holds model-written text scrubbed of secrets,
 /// but with its links as the model wrote them; here they are neutralised like an answer's. An
 /// answer also comes as safe nodes and with its citations, checked against what its turn
-/// retrieved: `session` holds the session's events up to the answer at least.
+/// retrieved (`session` holds the session's events up to the answer at least), each with its
+/// page on the docs site.
 pub fn outward(
     stored: &crate::session::store::Stored,
-    allowed_hosts: &[String],
+    view: &View<'_>,
     session: &[crate::session::store::Stored],
 ) -> serde_json::Value {
     use crate::session::event::Event;
+    let allowed_hosts = view.hosts;
     let neutral = |t: &str| crate::guard::outbound(t, allowed_hosts);
     let event = match &stored.event {
         Event::AssistantMessage { text, tool_calls, usage, estimated, origin } => Event::AssistantMessage {
@@ -125,6 +146,10 @@ pub fn outward(
     if let Event::Answer { text } = &event {
         let nodes = crate::guard::markdown::render(text, allowed_hosts);
         let citations = crate::session::verify::answer_citations(session, stored.seq);
+        let citations = match view.site {
+            Some((site, workspace)) => crate::session::verify::linked(citations, Some(site), workspace),
+            None => citations,
+        };
         return serde_json::json!({
             "seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes, "citations": citations,
         });
@@ -171,13 +196,11 @@ pub fn follow(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first read, so an event committed in between still wakes us.
     let changes = state.watch(&id);
-    let hosts = Arc::new(state.config.allowed_link_hosts.clone());
     let stopping = state.stopping();
     let start = (state, id, cursor, changes, VecDeque::<Event>::new());
     let stream = futures_util::stream::unfold(start, move |(state, id, mut cursor, mut changes, mut ready)| {
         // The follower's slot and its principal's share are held for as long as the stream lives.
         let _held = &slot;
-        let hosts = hosts.clone();
         let mut stopping = stopping.clone();
         async move {
             loop {
@@ -203,7 +226,7 @@ pub fn follow(
                         };
                         for stored in events.into_iter().take(BATCH) {
                             cursor = stored.seq;
-                            let data = outward(&stored, &hosts, &whole);
+                            let data = outward(&stored, &View::of(&state), &whole);
                             ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
                         }
                         continue;
@@ -246,7 +269,8 @@ mod tests {
             Event::Interrupted { partial_text: link.to_string(), estimated: None },
         ];
         for event in events {
-            let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &[], &[]).to_string();
+            let view = super::View { hosts: &[], site: None };
+            let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &view, &[]).to_string();
             assert!(!out.contains("evil.example"), "{out}");
         }
     }

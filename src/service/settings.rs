@@ -20,6 +20,7 @@ fn checked(config: Config) -> Result<Config, ConfigError> {
     crate::session::store::check_config(&config.session)?;
     crate::hooks::Hooks::compile(&config.hooks).map_err(|e| ConfigError(e.to_string()))?;
     crate::model::check_config(&config)?;
+    crate::site::check_config(&config)?;
     // The model server's key is redacted wherever it shows, whatever its shape, and the
     // embedding server's, and the session database's password.
     for key in [&config.llm.api_key, &config.retrieval.embeddings.api_key].into_iter().flatten() {

@@ -23,4 +23,6 @@ pub struct Deps<'a> {
     pub budget: &'a crate::config::BudgetConfig,
     /// The policy hooks (`[hooks]`).
     pub hooks: &'a crate::hooks::Hooks,
+    /// The published docs site, whose URLs citations carry (`[site]`).
+    pub site: Option<&'a crate::site::Site>,
 }

@@ -45,6 +45,9 @@ pub struct Citation {
     pub heading: String,
     /// True when the cited section was retrieved in this turn.
     pub verified: bool,
+    /// The section's page on the published docs site (`[site]`), when one is configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Citation {
@@ -200,6 +203,20 @@ pub fn answer_citations(events: &[Stored], answer_seq: u64) -> Vec<Citation> {
     sources_of(text, question, super::state::this_turn(before))
 }
 
+/// `citations` with their pages on the published docs `site`, if one is configured.
+pub fn linked(
+    mut citations: Vec<Citation>,
+    site: Option<&crate::site::Site>,
+    workspace: &crate::workspace::Workspace,
+) -> Vec<Citation> {
+    if let Some(site) = site {
+        for citation in &mut citations {
+            citation.url = site.url(workspace, &citation.path, &citation.anchor);
+        }
+    }
+    citations
+}
+
 /// The citations of `answer` to `question`, checked against what `turn` retrieved: none for
 /// an answer that the docs do not cover the question, whose sections might help and are not
 /// its sources.
@@ -259,6 +276,7 @@ pub fn cited(answer: &str, sections: &[Section]) -> Vec<Citation> {
                 anchor: anchor.to_string(),
                 heading: backing.map(|s| s.heading.clone()).unwrap_or_default(),
                 verified: backing.is_some(),
+                url: None,
             }
         })
         .collect()

@@ -118,7 +118,9 @@ function serve(name, env) {
   });
 }
 const servers = [];
-const base = await serve("main", { LLM_MODEL: "scripted" });
+// Its citations link to the docs as an MkDocs site would publish them ([site]).
+const SITE = "https://docs.acme.test/help/";
+const base = await serve("main", { LLM_MODEL: "scripted", DOCS_AGENT_SITE_URL: SITE, DOCS_AGENT_SITE_GENERATOR: "mkdocs" });
 const slowBase = await serve("slow", { LLM_MODEL: "slow", LLM_BASE_URL: "http://127.0.0.1:" + slowModel.address().port + "/v1" });
 
 // GETs `route` from the server as `token`'s holder, as JSON.
@@ -208,7 +210,11 @@ try {
     await shot(asker, "conversation");
   });
 
-  await check("a source opens beside the conversation with its cited lines highlighted", async () => {
+  await check("a source opens beside the conversation with its cited lines highlighted, and links to its docs page", async () => {
+    const out = asker.locator("#turns > li").first().locator(".sources a.docs-link").first();
+    const link = { href: await out.getAttribute("href"), target: await out.getAttribute("target"), rel: await out.getAttribute("rel") };
+    assert(link.href === SITE + "refunds/#window" && link.target === "_blank" && link.rel.includes("noopener"),
+      "the source links to its page on the docs site: " + JSON.stringify(link));
     await asker.locator("#turns > li").first().locator(".sources button.source").first().click();
     await asker.waitForSelector("#section-panel:not([hidden])", { timeout: 10000 });
     const shown = await asker.evaluate(() => ({
@@ -219,6 +225,8 @@ try {
     assert(shown.source.startsWith("docs/refunds.md"), "the source is shown: " + shown.source);
     assert(shown.marked.length > 0 && shown.marked.length < shown.lines, "some lines highlighted: " + JSON.stringify(shown));
     assert(shown.marked.some((m) => m.includes("14 days")), "the answer's fact is highlighted: " + JSON.stringify(shown.marked));
+    const panelLink = await asker.locator("#section-source a.docs-link").getAttribute("href");
+    assert(panelLink === SITE + "refunds/#window", "the open section links out to its page: " + panelLink);
     await shot(asker, "source");
   });
 

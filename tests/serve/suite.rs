@@ -847,6 +847,46 @@ async fn the_page_loads_nothing_from_elsewhere_and_forbids_it() {
     assert!(!String::from_utf8_lossy(&html).contains("<script>"), "no inline script");
 }
 
+/// With `[site]`, every citation the API gives (a one-shot answer, a session's outcome and its
+/// recorded answer event), every search hit and every section opened carries its page on the
+/// docs site; without it, none does.
+#[tokio::test]
+async fn citations_hits_and_sections_carry_their_docs_page_when_a_site_is_set() {
+    let page = "https://docs.acme.test/help/refunds/#window";
+    let fake = fake::FakeServer::start(vec![fake::Canned::text("14 days [docs/refunds.md#window]."); 2]);
+    let site = [
+        ("llm.model", "test-model".to_string()),
+        ("llm.base_url", fake.base_url()),
+        ("site.base_url", "https://docs.acme.test/help".to_string()),
+        ("site.generator", "mkdocs".to_string()),
+    ];
+    let Some(s) = server_with(&site) else { return };
+    let question = json!({"question": "how long is the refund window"});
+    let (status, body) = call(&s, "POST", "/v1/ask", Some(ASKER), Some(question)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["citations"][0]["url"], page, "{body}");
+    let id = new_session(&s, ASKER).await;
+    let text = json!({"text": "how long is the refund window"});
+    let (status, outcome) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(text)).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["citations"][0]["url"], page, "{outcome}");
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let answer = events["events"].as_array().and_then(|e| e.iter().find(|e| e["event"]["type"] == "answer")).cloned();
+    assert_eq!(answer.map(|a| a["citations"][0]["url"].clone()), Some(json!(page)), "{events}");
+    let (_, hits) = call(&s, "GET", "/v1/search?q=refund%20window&k=3", Some(ASKER), None).await;
+    assert!(hits["hits"].as_array().is_some_and(|h| h.iter().any(|h| h["url"] == page)), "{hits}");
+    let (_, section) = call(&s, "GET", "/v1/sections?path=docs/refunds.md&anchor=window", Some(ASKER), None).await;
+    assert_eq!(section["url"], page, "{section}");
+
+    // Without a site: no URL anywhere.
+    let Some(s) = server() else { return };
+    let (_, body) =
+        call(&s, "POST", "/v1/ask", Some(ASKER), Some(json!({"question": "how long is the refund window"}))).await;
+    assert!(body["citations"][0].get("url").is_none() && body["citations"][0]["path"] == "docs/refunds.md", "{body}");
+    let (_, section) = call(&s, "GET", "/v1/sections?path=docs/refunds.md&anchor=window", Some(ASKER), None).await;
+    assert!(section.get("url").is_none(), "{section}");
+}
+
 #[tokio::test]
 async fn a_citation_opens_its_section_and_only_docs_are_readable() {
     let Some(s) = server() else { return };

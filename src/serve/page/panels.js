@@ -32,6 +32,17 @@ export function button(label, onClick, className) {
   return b;
 }
 
+// A link out to a page of the published docs (`url`, from the server's [site]), opened in a new
+// tab; null for anything but an http(s) URL.
+export function docsLink(url, label) {
+  if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
+  const a = el("a", label, "docs-link");
+  a.href = url;
+  a.target = "_blank";
+  a.rel = "noopener noreferrer";
+  return a;
+}
+
 // "3 min ago", "2 h ago", or the date.
 export function ago(ms) {
   const minutes = Math.round((Date.now() - ms) / 60000);
@@ -58,6 +69,8 @@ export async function showSection(path, anchor, from, onError) {
     $("section-heading").textContent = section.heading || section.path;
     $("section-source").textContent = section.path + (section.anchor ? "#" + section.anchor : "") +
       " (lines " + section.lines[0] + "-" + section.lines[1] + ")";
+    const out = docsLink(section.url, "Open on the docs site");
+    if (out) $("section-source").append(" ", out);
     const cited = new Set(section.cited_lines || []);
     const text = $("section-text");
     text.textContent = "";

@@ -4,7 +4,7 @@
 // {session, onSource(path, anchor, from), onError(message)}.
 import { json } from "/api.js";
 import { renderAnswer } from "/render.js";
-import { button, count, el } from "/panels.js";
+import { button, count, docsLink, el } from "/panels.js";
 
 // The session's turns, folded from its events: each question with its tool steps, answer
 // (text, nodes, sources, seq), how it stopped, and its latest rating.
@@ -128,7 +128,8 @@ export function addStep(item, step) {
   steps.hidden = false;
 }
 
-// The answer's sources: path, heading and whether the turn retrieved the section.
+// The answer's sources: path, heading, whether the turn retrieved the section, and a link to
+// its page on the docs site when the server has one.
 function sourcesOf(answer, ctx) {
   const box = el("div", null, "sources");
   if (answer.citations.length === 0) {
@@ -144,6 +145,11 @@ function sourcesOf(answer, ctx) {
     open.appendChild(el("span", c.path + (c.anchor ? "#" + c.anchor : ""), "path"));
     item.appendChild(open);
     item.appendChild(el("span", c.verified ? "✓ verified" : "✗ not retrieved", "mark"));
+    const out = docsLink(c.url, "docs page");
+    if (out) {
+      out.setAttribute("aria-label", "open " + (c.heading || c.path) + " on the docs site");
+      item.appendChild(out);
+    }
     list.appendChild(item);
   }
   box.appendChild(list);
