@@ -20,11 +20,12 @@ const BASE: &str = "http://site.test/help/";
 
 /// Headings that tell the generators' ids apart: repeats, punctuation, accents, code, a
 /// custom id, a double hyphen (an en dash to mdBook), a setext heading over two lines, an
-/// image and a link in a heading, and a heading named as another's repeat.
+/// image and a link in a heading, inline HTML, and a heading named as another's repeat.
 const REFUNDS: &str = "# Refunds\n\nIntro.\n\n## Window\n\n14 days.\n\n## Window\n\nAgain.\n\n\
     ## A -- B  c\n\nx\n\n## Ärger Über `code` spans\n\nx\n\n## Custom {#custom-id}\n\nx\n\n\
     ## Q&A: what's new?\n\nx\n\n## Window_1\n\nx\n\nTwo\nlines\n---\n\nx\n\n\
-    ## Pay ![card](card.png) by [card](cards.md) *now*\n\nx\n\n### Window\n\nthird\n";
+    ## Pay ![card](card.png) by [card](cards.md) *now*\n\nx\n\n### Window\n\nthird\n\n\
+    ## Save <kbd>Ctrl</kbd>+<kbd>S</kbd>\n\nx\n";
 
 /// The docs folder: pages at the top, in a folder, a folder's index, a name with a space.
 const DOCS: &[(&str, &str)] = &[
@@ -146,7 +147,7 @@ fn every_citation_lands_on_a_heading_of_the_book_mdbook_builds() {
     command.arg("build").arg(tmp.path()).arg("--dest-dir").arg(&built);
     run(command);
     let (site, workspace) = site(tmp.path(), "mdbook");
-    assert_eq!(every_citation_lands(&site, &workspace, &built, &[]), 21);
+    assert_eq!(every_citation_lands(&site, &workspace, &built, &[]), 22);
 }
 
 #[test]
@@ -173,7 +174,7 @@ fn every_citation_lands_on_a_heading_of_the_site_mkdocs_builds() {
     run(command);
     let (site, workspace) = site(tmp.path(), "mkdocs");
     // Python-Markdown reads a setext heading over two lines as a paragraph and a rule.
-    assert_eq!(every_citation_lands(&site, &workspace, &built, &["two-lines"]), 21);
+    assert_eq!(every_citation_lands(&site, &workspace, &built, &["two-lines"]), 22);
 }
 
 /// The command line's `Sources:` puts each citation's page on the docs site under it, to paste

@@ -168,7 +168,7 @@ pub async fn search(
                 lines: [h.lines.0, h.lines.1],
                 score: h.score,
                 excerpt: shown(&h.excerpt),
-                url: state.harness.site_url(&h.path, &h.anchor),
+                url: state.harness.site_url(&h.path, &h.anchor).filter(|url| shown(url) == *url),
             })
             .collect();
         Ok::<_, ApiError>(Hits { hits })
@@ -297,7 +297,7 @@ pub async fn section(
             text,
             cited_lines: cited,
             generation: index.version.generation,
-            url: state.harness.site_url(&path.display(), &section.anchor),
+            url: state.harness.site_url(&path.display(), &section.anchor).filter(|url| shown(url) == *url),
         })
     });
     respond(result, StatusCode::OK)

@@ -224,11 +224,14 @@ pub fn follow(
                                 return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                             }
                         };
-                        for stored in events.into_iter().take(BATCH) {
-                            cursor = stored.seq;
-                            let data = outward(&stored, &View::of(&state), &whole);
-                            ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
-                        }
+                        // An answer's citations may read their documents for the site's ids.
+                        crate::runtime::blocking(|| {
+                            for stored in events.into_iter().take(BATCH) {
+                                cursor = stored.seq;
+                                let data = outward(&stored, &View::of(&state), &whole);
+                                ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
+                            }
+                        });
                         continue;
                     }
                     Ok(_) => {}

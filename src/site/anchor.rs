@@ -137,9 +137,10 @@ mod tests {
     }
 
     /// Headings that tell the generators apart: repeats, punctuation, accents, code, a custom
-    /// id, a double hyphen (an en dash to mdBook), and a heading of punctuation alone.
+    /// id, a double hyphen (an en dash to mdBook), a heading of punctuation alone, a setext
+    /// heading over two lines (no heading to Python-Markdown) and inline HTML.
     const PAGE: &str = "# Refunds\n\n## Window\n\n## Window\n\n## A -- B  c\n\n## Ärger Über `code` spans\n\n\
-                        ## Custom {#window}\n\n## Q&A: what's new?\n\n## ???\n\n## Window_1\n\nTwo\nlines\n---\n";
+                        ## Custom {#window}\n\n## Q&A: what's new?\n\n## ???\n\n## Window_1\n\nTwo\nlines\n---\n\n## Save <kbd>Ctrl</kbd>+<kbd>S</kbd>\n";
 
     #[test]
     fn mkdocs_ids_are_python_markdowns() {
@@ -155,7 +156,8 @@ mod tests {
                 "qa-whats-new",
                 "_1",
                 "window_3",
-                "(none)"
+                "(none)",
+                "save-ctrls"
             ]
         );
     }
@@ -174,7 +176,8 @@ mod tests {
                 "qa-whats-new",
                 "",
                 "window_1",
-                "two-lines"
+                "two-lines",
+                "save-ctrls"
             ]
         );
     }

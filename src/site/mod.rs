@@ -72,9 +72,13 @@ impl Site {
     /// The public URL of the section `anchor` of the document at `path` (`docs/...`, as
     /// citations name it; an empty anchor is the page's top). The page alone when its heading
     /// cannot be found (the document changed or cannot be read); `None` for a path outside
-    /// `docs/` or a document the generator makes no page of.
+    /// `docs/`, a document the operator's rules hide, or one the generator makes no page of.
     pub fn url(&self, workspace: &Workspace, path: &str, anchor: &str) -> Option<String> {
         let inner = path.strip_prefix("docs/")?;
+        // What the operator's rules hide is not linked: a URL would say what it holds.
+        if workspace.hides(path) {
+            return None;
+        }
         let outline = self.outline(workspace, path);
         let page = page::of(self.generator, inner, outline.as_ref().and_then(|o| o.front_matter.as_deref()))?;
         let mut url = self.base.clone();
@@ -89,19 +93,18 @@ impl Site {
         let fragment = match (anchor, &outline) {
             ("", _) => None,
             (anchor, Some(outline)) => anchor::on_page(self.generator, &outline.headings, anchor),
-            // Not Markdown, or unread: the index's anchor where the site keeps it, else the
-            // page alone.
+            // A file published as it is, or a Docusaurus page unread: the index's anchor, as
+            // the site keeps it; else the page alone.
             (anchor, None) => self.keeps_anchors(inner).then(|| anchor.to_string()),
         };
         url.set_fragment(fragment.as_deref().filter(|f| !f.is_empty()));
         Some(url.into())
     }
 
-    /// The cited document's outline, when the generator's ids or its front matter matter and
-    /// it is Markdown that reads.
+    /// The cited document's outline, when the generator renders it and its ids or its front
+    /// matter matter, and it reads.
     fn outline(&self, workspace: &Workspace, path: &str) -> Option<SiteOutline> {
-        let markdown = matches!(DocKind::of(path), Some(DocKind::Markdown | DocKind::Mdx));
-        if !markdown || self.generator == Generator::Files {
+        if self.generator == Generator::Files || !page::renders(self.generator, path) {
             return None;
         }
         let model_path = policy::check_read(path).ok()?;
@@ -115,11 +118,10 @@ impl Site {
     }
 
     /// True when a citation's anchor is the page's id as it is: the files as they are,
-    /// Docusaurus (GitHub's slugs, as the index's), and documents the generator does not turn
-    /// into pages of its own.
+    /// Docusaurus (GitHub's slugs, as the index's), and documents the generator publishes as
+    /// they are.
     fn keeps_anchors(&self, inner: &str) -> bool {
-        matches!(self.generator, Generator::Files | Generator::Docusaurus)
-            || !matches!(DocKind::of(inner), Some(DocKind::Markdown | DocKind::Mdx))
+        matches!(self.generator, Generator::Files | Generator::Docusaurus) || !page::renders(self.generator, inner)
     }
 }
 

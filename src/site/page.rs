@@ -21,36 +21,48 @@ pub struct Page {
 pub fn of(generator: Generator, inner: &str, front_matter: Option<&str>) -> Option<Page> {
     let mut segments: Vec<String> = inner.split('/').filter(|s| !s.is_empty()).map(str::to_string).collect();
     let name = segments.pop()?;
-    // Only Markdown becomes a page; a text or HTML file is published as it is.
-    let (stem, markdown) = match DocKind::of(&name) {
-        Some(DocKind::Markdown | DocKind::Mdx) => (name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s), true),
-        _ => (name.as_str(), false),
-    };
-    if !markdown || generator == Generator::Files {
-        segments.push(name.clone());
-        return Some(Page { segments, folder: false });
-    }
-    let index = stem.eq_ignore_ascii_case("index") || stem.eq_ignore_ascii_case("readme");
+    let page = renders(generator, &name);
+    let stem = name.rsplit_once('.').map_or(name.as_str(), |(stem, _)| stem);
     match generator {
-        Generator::Files => None,
+        _ if !page => {
+            segments.push(name.clone());
+            Some(Page { segments, folder: false })
+        }
+        // MkDocs: `index`, or `README` (as written), is its folder's page.
         Generator::Mkdocs => {
-            if !index {
+            if stem != "index" && stem != "README" {
                 segments.push(stem.to_string());
             }
             Some(Page { segments, folder: true })
         }
+        // mdBook: `README` in any case is renamed `index`.
         Generator::Mdbook => {
-            segments.push(if index { "index.html".to_string() } else { format!("{stem}.html") });
+            let stem = if stem.eq_ignore_ascii_case("readme") { "index" } else { stem };
+            segments.push(format!("{stem}.html"));
             Some(Page { segments, folder: false })
         }
         Generator::Docusaurus => docusaurus(segments, stem, front_matter),
+        Generator::Files => None,
     }
 }
 
-/// Docusaurus's docs plugin: number prefixes (`01-intro`) stripped from every segment;
-/// `index`, `README` or a file named as its folder is the folder's page; a front matter `slug`
-/// (from the docs route when it starts with `/`, else from the file's folder) or `id` (in place
-/// of the file's name) wins; a file or folder starting with `_` is a partial, not a page.
+/// True when `generator` renders the document named `name` as a page of its own: Markdown
+/// (MDX for Docusaurus alone; MkDocs and mdBook copy it as it is). Any other file is published
+/// as it is.
+pub fn renders(generator: Generator, name: &str) -> bool {
+    let kind = DocKind::of(name);
+    match generator {
+        Generator::Files => false,
+        Generator::Docusaurus => matches!(kind, Some(DocKind::Markdown | DocKind::Mdx)),
+        Generator::Mkdocs | Generator::Mdbook => kind == Some(DocKind::Markdown),
+    }
+}
+
+/// Docusaurus's docs plugin: number prefixes (`01-intro`) stripped from every segment; a file
+/// named `index`, `README` or as its folder (in any case, prefixes and all) is the folder's
+/// page (`guides/`); a front matter `slug` (from the docs route when it starts with `/`, else
+/// from the file's folder) or `id` (in place of the file's name) wins otherwise; a file or
+/// folder starting with `_` is a partial, not a page.
 fn docusaurus(folders: Vec<String>, stem: &str, front_matter: Option<&str>) -> Option<Page> {
     if stem.starts_with('_') || folders.iter().any(|f| f.starts_with('_')) {
         return None;
@@ -64,15 +76,12 @@ fn docusaurus(folders: Vec<String>, stem: &str, front_matter: Option<&str>) -> O
         segments.extend(slug.split('/').filter(|s| !s.is_empty()).map(str::to_string));
         return Some(Page { segments, folder: false });
     }
-    let name = match field("id") {
-        Some(id) => id,
-        None => without_number_prefix(stem).to_string(),
-    };
-    let folder = segments.last().map(|f| f.to_lowercase());
-    let index = ["index", "readme"].contains(&name.to_lowercase().as_str()) || folder == Some(name.to_lowercase());
-    if !index {
-        segments.push(name);
+    let lower = stem.to_lowercase();
+    let index = lower == "index" || lower == "readme" || folders.last().is_some_and(|f| f.to_lowercase() == lower);
+    if index {
+        return Some(Page { folder: !segments.is_empty(), segments });
     }
+    segments.push(field("id").unwrap_or_else(|| without_number_prefix(stem).to_string()));
     Some(Page { segments, folder: false })
 }
 
@@ -133,13 +142,17 @@ mod tests {
             (Mkdocs, "guides/refunds.md", None, Some("guides/refunds/")),
             (Mkdocs, "guides/index.md", None, Some("guides/")),
             (Mkdocs, "guides/README.md", None, Some("guides/")),
+            (Mkdocs, "guides/readme.md", None, Some("guides/readme/")),
+            (Mkdocs, "guides/Index.md", None, Some("guides/Index/")),
             (Mkdocs, "index.md", None, Some("")),
             (Mkdocs, "guides/page.html", None, Some("guides/page.html")),
+            (Mkdocs, "guides/cards.mdx", None, Some("guides/cards.mdx")),
             (Mkdocs, "notes.txt", None, Some("notes.txt")),
             (Mdbook, "guides/refunds.md", None, Some("guides/refunds.html")),
             (Mdbook, "README.md", None, Some("index.html")),
-            (Mdbook, "guides/README.md", None, Some("guides/index.html")),
+            (Mdbook, "guides/readme.md", None, Some("guides/index.html")),
             (Mdbook, "guides/index.md", None, Some("guides/index.html")),
+            (Mdbook, "guides/Index.md", None, Some("guides/Index.html")),
             (Docusaurus, "guides/refunds.md", None, Some("guides/refunds")),
             (Docusaurus, "guides/refunds.mdx", None, Some("guides/refunds")),
             (Docusaurus, "01-guides/02-refunds.md", None, Some("guides/refunds")),
@@ -147,9 +160,13 @@ mod tests {
             (Docusaurus, "2021-01-31-notes.md", None, Some("2021-01-31-notes")),
             (Docusaurus, "1.2-notes.md", None, Some("1.2-notes")),
             (Docusaurus, "404.md", None, Some("404")),
-            (Docusaurus, "guides/index.md", None, Some("guides")),
-            (Docusaurus, "guides/README.md", None, Some("guides")),
-            (Docusaurus, "guides/Guides.md", None, Some("guides")),
+            (Docusaurus, "guides/index.md", None, Some("guides/")),
+            (Docusaurus, "guides/README.md", None, Some("guides/")),
+            (Docusaurus, "guides/Guides.md", None, Some("guides/")),
+            (Docusaurus, "01-guides/01-guides.md", None, Some("guides/")),
+            (Docusaurus, "01-guides/guides.md", None, Some("guides/guides")),
+            (Docusaurus, "guides/01-index.md", None, Some("guides/index")),
+            (Docusaurus, "guides/index.md", Some("id: overview"), Some("guides/")),
             (Docusaurus, "index.md", None, Some("")),
             (Docusaurus, "guides/_partial.md", None, None),
             (Docusaurus, "_drafts/a.md", None, None),

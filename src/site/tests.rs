@@ -74,7 +74,7 @@ fn a_citation_becomes_the_page_and_heading_each_generator_makes() {
             [
                 "https://docs.acme.test/help/guides/refunds/#window_1",
                 "https://docs.acme.test/help/guides/refunds/",
-                "https://docs.acme.test/help/guides/01-cards/#fees",
+                "https://docs.acme.test/help/guides/01-cards.mdx#fees",
                 "https://docs.acme.test/help/#home",
                 "https://docs.acme.test/help/faq%20page/#qa-whats-new",
             ],
@@ -84,7 +84,7 @@ fn a_citation_becomes_the_page_and_heading_each_generator_makes() {
             [
                 "https://docs.acme.test/help/guides/refunds.html#window-1",
                 "https://docs.acme.test/help/guides/refunds.html",
-                "https://docs.acme.test/help/guides/01-cards.html#fees",
+                "https://docs.acme.test/help/guides/01-cards.mdx#fees",
                 "https://docs.acme.test/help/index.html#home",
                 "https://docs.acme.test/help/faq%20page.html#qa-whats-new",
             ],
@@ -154,4 +154,32 @@ fn a_base_url_that_cannot_be_one_is_refused_by_name() {
     assert!(error.contains("site.generator (DOCS_AGENT_SITE_GENERATOR) must be `files` or `mkdocs`"), "{error}");
     let off = config(tmp.path(), "", "files").expect("empty is off");
     assert!(Site::of(&off).expect("site").is_none());
+}
+
+#[test]
+fn a_hidden_document_and_an_unverified_citation_get_no_link() {
+    let tmp = workspace(&[("refunds.md", REFUNDS), ("internal/plan.md", "# Plan\n\n## Acquisition\n\nx\n")]);
+    let config = config(tmp.path(), "https://docs.acme.test/", "mkdocs").expect("config");
+    let site = Site::of(&config).expect("site").expect("a base URL");
+    let workspace = Workspace::of(&config).expect("workspace");
+    let docs = workspace.docs().expect("docs/").try_clone().expect("a handle");
+    let hidden = crate::workspace::hidden::Hidden::new(&docs, |path| path.starts_with("docs/internal/"));
+    let workspace = workspace.hiding(hidden);
+    assert_eq!(site.url(&workspace, "docs/internal/plan.md", "acquisition"), None);
+    assert_eq!(
+        site.url(&workspace, "docs/refunds.md", "window"),
+        Some("https://docs.acme.test/refunds/#window".into())
+    );
+    // Only what the turn retrieved is linked: a citation the model made up gets no URL.
+    use crate::session::verify::{Citation, linked};
+    let cited = |path: &str, verified| Citation {
+        path: path.into(),
+        anchor: "window".into(),
+        heading: String::new(),
+        verified,
+        url: None,
+    };
+    let got = linked(vec![cited("docs/refunds.md", true), cited("docs/refunds.md", false)], Some(&site), &workspace);
+    let urls: Vec<Option<String>> = got.into_iter().map(|c| c.url).collect();
+    assert_eq!(urls, [Some("https://docs.acme.test/refunds/#window".to_string()), None]);
 }

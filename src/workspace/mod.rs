@@ -171,6 +171,12 @@ impl Workspace {
         self.notes.is_some()
     }
 
+    /// True when the operator's rules keep the document at `path` (`docs/…`) from being read,
+    /// by its name or where its links lead.
+    pub fn hides(&self, path: &str) -> bool {
+        self.hidden.hides(path)
+    }
+
     /// Reads a UTF-8 text file of at most `max_bytes` bytes, confined to its area.
     pub fn read_text(&self, path: &ModelPath, max_bytes: u64) -> Result<String, FileError> {
         let (dir, inner) = match path.area() {
