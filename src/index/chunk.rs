@@ -320,13 +320,19 @@ fn front_matter_title(yaml: &str) -> Option<String> {
         return Some(plain.to_string());
     }
     let value = yaml_serde::from_str::<yaml_serde::Value>(yaml).ok()?;
-    let title = match value.get("title")? {
+    front_matter_field(&value, "title")
+}
+
+/// A front matter's (read) scalar field `key` as text, trimmed; `None` when it is missing, empty
+/// or not a string, number or boolean.
+pub fn front_matter_field(front_matter: &yaml_serde::Value, key: &str) -> Option<String> {
+    let text = match front_matter.get(key)? {
         yaml_serde::Value::String(s) => s.trim().to_string(),
         yaml_serde::Value::Number(n) => n.to_string(),
         yaml_serde::Value::Bool(b) => b.to_string(),
         _ => return None,
     };
-    (!title.is_empty()).then_some(title)
+    (!text.is_empty()).then_some(text)
 }
 
 /// Puts `heading` on the stack of enclosing headings and returns the path down to it.

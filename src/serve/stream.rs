@@ -146,10 +146,7 @@ pub fn outward(
     if let Event::Answer { text } = &event {
         let nodes = crate::guard::markdown::render(text, allowed_hosts);
         let citations = crate::session::verify::answer_citations(session, stored.seq);
-        let citations = match view.site {
-            Some((site, workspace)) => crate::session::verify::linked(citations, Some(site), workspace),
-            None => citations,
-        };
+        let citations = crate::session::verify::linked(citations, view.site);
         return serde_json::json!({
             "seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes, "citations": citations,
         });
@@ -224,14 +221,20 @@ pub fn follow(
                                 return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                             }
                         };
-                        // An answer's citations may read their documents for the site's ids.
-                        crate::runtime::blocking(|| {
+                        let view = View::of(&state);
+                        let send = || {
                             for stored in events.into_iter().take(BATCH) {
                                 cursor = stored.seq;
-                                let data = outward(&stored, &View::of(&state), &whole);
+                                let data = outward(&stored, &view, &whole);
                                 ready.push_back(event(stored.event.kind(), &data).id(stored.seq.to_string()));
                             }
-                        });
+                        };
+                        // An answer's citations read their documents for the site's ids: off the
+                        // async workers, and only then.
+                        match answers && view.site.is_some() {
+                            true => crate::runtime::blocking(send),
+                            false => send(),
+                        }
                         continue;
                     }
                     Ok(_) => {}

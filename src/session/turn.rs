@@ -797,7 +797,7 @@ impl<'a> Turn<'a> {
         self.emit(TurnEvent::Answer(&answer));
         let question = state::latest_user_message(events).unwrap_or_default();
         let citations = verify::sources_of(&answer, question, state::this_turn(events));
-        let citations = verify::linked(citations, self.deps.site, self.deps.toolbox.workspace);
+        let citations = verify::linked(citations, self.deps.site.map(|site| (site, self.deps.toolbox.workspace)));
         Ok(TurnEnd::Answered { answer, steps, citations })
     }
 

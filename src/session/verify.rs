@@ -203,15 +203,15 @@ pub fn answer_citations(events: &[Stored], answer_seq: u64) -> Vec<Citation> {
     sources_of(text, question, super::state::this_turn(before))
 }
 
-/// `citations` with their pages on the published docs `site`, if one is configured: only the
+/// `citations` with their pages on the published docs `site` (read from its workspace), if one
+/// is configured: only the
 /// verified ones, whose sections the turn retrieved (so they exist and may be read); a
 /// citation the model made up gets no link to paste into a ticket.
 pub fn linked(
     mut citations: Vec<Citation>,
-    site: Option<&crate::site::Site>,
-    workspace: &crate::workspace::Workspace,
+    site: Option<(&crate::site::Site, &crate::workspace::Workspace)>,
 ) -> Vec<Citation> {
-    if let Some(site) = site {
+    if let Some((site, workspace)) = site {
         for citation in citations.iter_mut().filter(|c| c.verified) {
             citation.url = site.url(workspace, &citation.path, &citation.anchor);
         }

@@ -4,6 +4,7 @@
 
 use crate::config::Generator;
 use crate::doc_kind::DocKind;
+use crate::index::chunk::front_matter_field;
 
 /// A page's place on the site: its path segments, and whether it is a folder (its URL ends in
 /// `/`: `guides/refunds/`).
@@ -68,7 +69,9 @@ fn docusaurus(folders: Vec<String>, stem: &str, front_matter: Option<&str>) -> O
         return None;
     }
     let mut segments: Vec<String> = folders.iter().map(|f| without_number_prefix(f).to_string()).collect();
-    let field = |key: &str| front_matter.and_then(|yaml| front_matter_string(yaml, key));
+    // Read once, for its slug and its id.
+    let front_matter = front_matter.and_then(|yaml| yaml_serde::from_str::<yaml_serde::Value>(yaml).ok());
+    let field = |key: &str| front_matter.as_ref().and_then(|value| front_matter_field(value, key));
     if let Some(slug) = field("slug") {
         if slug.starts_with('/') {
             segments.clear();
@@ -108,17 +111,6 @@ fn without_number_prefix(name: &str) -> &str {
         Some(c) if !separator(c) && !c.is_whitespace() => suffix,
         _ => name,
     }
-}
-
-/// A front matter's string (or number) field, if the YAML reads.
-fn front_matter_string(yaml: &str, key: &str) -> Option<String> {
-    let value = yaml_serde::from_str::<yaml_serde::Value>(yaml).ok()?;
-    let text = match value.get(key)? {
-        yaml_serde::Value::String(s) => s.trim().to_string(),
-        yaml_serde::Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    (!text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]

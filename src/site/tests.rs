@@ -179,7 +179,7 @@ fn a_hidden_document_and_an_unverified_citation_get_no_link() {
         verified,
         url: None,
     };
-    let got = linked(vec![cited("docs/refunds.md", true), cited("docs/refunds.md", false)], Some(&site), &workspace);
+    let got = linked(vec![cited("docs/refunds.md", true), cited("docs/refunds.md", false)], Some((&site, &workspace)));
     let urls: Vec<Option<String>> = got.into_iter().map(|c| c.url).collect();
     assert_eq!(urls, [Some("https://docs.acme.test/refunds/#window".to_string()), None]);
 }

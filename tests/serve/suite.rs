@@ -807,11 +807,15 @@ async fn a_secret_anchor_never_leaves() {
     let doc = "# Rotation {#AKIAIOSFODNN7EXAMPLE}\n\nZebrakey rotation one.\n\n## AKIAIOSFODNN7EXAMPLE\n\nZebrakey rotation two.\n\n\
                ## ghp_abcdefghijklmnopqrstuvwxyz0123456789\n\nZebrakey rotation three.\n";
     std::fs::write(ws.path().join("docs/rotation.md"), doc).expect("write doc");
-    let Some(s) = server_in(ws, &[]) else { return };
+    // With a docs site too: a heading's id on it is made from the same text.
+    let site = [("site.base_url", "https://docs.acme.test/".to_string()), ("site.generator", "mkdocs".to_string())];
+    let Some(s) = server_in(ws, &site) else { return };
     let (status, found) = call(&s, "GET", "/v1/search?q=zebrakey+rotation&k=10", Some(ASKER), None).await;
     assert_eq!(status, StatusCode::OK, "{found}");
     let hits = found["hits"].as_array().cloned().unwrap_or_default();
     assert_eq!(hits.len(), 3, "{found}");
+    // A redacted anchor names no heading of the page: each links to the page alone.
+    assert!(hits.iter().all(|h| h["url"] == "https://docs.acme.test/rotation/"), "{found}");
     let mut shown = found.to_string();
     for hit in &hits {
         let anchor = hit["anchor"].as_str().unwrap_or_default();
@@ -873,6 +877,13 @@ async fn citations_hits_and_sections_carry_their_docs_page_when_a_site_is_set() 
     let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
     let answer = events["events"].as_array().and_then(|e| e.iter().find(|e| e["event"]["type"] == "answer")).cloned();
     assert_eq!(answer.map(|a| a["citations"][0]["url"].clone()), Some(json!(page)), "{events}");
+    // A follower of the session gets it too, in the answer event streamed to it.
+    let request = streamed("GET", &format!("/v1/sessions/{id}/events"), ASKER, None, None);
+    let body = app(s.state.clone()).oneshot(request).await.expect("response").into_body();
+    let followed = read_sse(body, |events| events.iter().any(|(kind, _, _)| kind == "answer")).await;
+    let answer =
+        followed.iter().find(|(kind, _, _)| kind == "answer").map(|(_, _, data)| data["citations"][0]["url"].clone());
+    assert_eq!(answer, Some(json!(page)), "{followed:?}");
     let (_, hits) = call(&s, "GET", "/v1/search?q=refund%20window&k=3", Some(ASKER), None).await;
     assert!(hits["hits"].as_array().is_some_and(|h| h.iter().any(|h| h["url"] == page)), "{hits}");
     let (_, section) = call(&s, "GET", "/v1/sections?path=docs/refunds.md&anchor=window", Some(ASKER), None).await;
