@@ -4,7 +4,7 @@
 //! | command | reads | writes | TCP |
 //! |---|---|---|---|
 //! | ask, chat, sessions | the workspace | `notes/`, the index and session folders | connect: the model server |
-//! | serve | the workspace; the config file's folder (changed tokens are read) | `notes/`, the index and session folders | connect: the model server; listen: its port |
+//! | serve | the workspace; the config file's folder (changed tokens are read) | `notes/`, the index and session folders | connect: the model server, the OpenID provider's issuer (its port: discovery, keys, tokens); listen: its port |
 //! | search, check, index | the workspace | the index folder | none (the embedding server, when `[retrieval.embeddings]` names a model: every command that searches does) |
 //! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
@@ -181,6 +181,11 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
     plan = with_model(plan, &config.llm.base_url);
     if let Use::Serve { port } = uses {
         plan = plan.bind(port);
+        // Sign-in asks the provider for its discovery document, keys, tokens and userinfo, all
+        // on the issuer's port as providers publish them.
+        if config.serve.oidc.enabled() {
+            plan = with_model(plan, config.serve.oidc.issuer.trim());
+        }
     }
     Ok(plan)
 }
@@ -306,7 +311,8 @@ fn with_folder_of(plan: Plan, file: &Path, what: &str, config: &Config) -> Resul
     }
 }
 
-/// Adds connecting to the server at `url` (its port, or the scheme's), and to a proxy the
+/// Adds connecting to the server at `url` (the model's, or another the process calls: its port,
+/// or the scheme's), and to a proxy the
 /// environment names for it (the HTTP client uses `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`).
 fn with_model(mut plan: Plan, url: &str) -> Plan {
     let Ok(url) = reqwest::Url::parse(url) else {

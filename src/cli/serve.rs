@@ -62,16 +62,18 @@ fn fingerprint(file: &std::path::Path) -> Option<(u64, u64, u64, std::time::Syst
 }
 
 /// Checks what `serve` needs beyond a valid configuration (read from `file`, when it exists):
-/// a port, and at least one token.
+/// a port, and at least one way in (a token, the OpenID provider, the proxy).
 fn usable(config: &Config, file: &std::path::Path) -> Result<u16, Failure> {
     let port = super::sandbox::listen_port(&config.serve.listen)
         .ok_or_else(|| (Exit::Usage, format!("serve.listen `{}` has no port; write HOST:PORT", config.serve.listen)))?;
-    if config.serve.tokens.is_empty() {
+    let signs_in = config.serve.oidc.enabled() || config.serve.proxy.enabled();
+    if config.serve.tokens.is_empty() && !signs_in {
         return Err((
             Exit::Usage,
             format!(
                 "no API tokens in {}: `docs-agent tokens add NAME --role ask` adds a caller (it prints the token \
-                 once and writes only its hash), or `docs-agent init` writes a new config with an admin token",
+                 once and writes only its hash), or `docs-agent init` writes a new config with an admin token; \
+                 or let people sign in through [serve.oidc] or [serve.proxy]",
                 file.display()
             ),
         ));

@@ -10,7 +10,9 @@ use serde::Deserialize;
 pub mod hooks;
 mod llm;
 mod load;
+mod signin;
 pub use load::keys;
+pub use signin::MIN_COOKIE_SECRET;
 mod validate;
 
 pub use llm::{LlmConfig, Pull};
@@ -209,6 +211,88 @@ pub struct ServeConfig {
     pub breaker_failures: u32,
     /// Seconds the breaker stays open before one request tries the model again.
     pub breaker_cooldown_secs: u64,
+    /// Sign-in with the company's OpenID Connect provider (the page's "Sign in" button); off
+    /// while `issuer` is empty.
+    pub oidc: OidcConfig,
+    /// An authenticating proxy in front (oauth2-proxy): who calls, from its headers; off while
+    /// `trusted` is empty.
+    pub proxy: ProxyConfig,
+    /// The roles that the groups of a person signed in through OIDC or the proxy give.
+    pub groups: GroupRoles,
+    /// The key that encrypts and authenticates sign-in cookies (`DOCS_AGENT_COOKIE_SECRET`), at
+    /// least 32 bytes; replicas share it. Empty: a random key per process (a restart signs
+    /// everyone out).
+    pub cookie_secret: String,
+}
+
+/// `[serve.oidc]`: the OpenID provider people sign in with (authorization code with PKCE).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The provider's issuer URL, as its discovery document names it
+    /// (`https://login.acme.com/realms/support`); empty: no OIDC sign-in.
+    pub issuer: String,
+    /// This service's client id at the provider; ID tokens must name it as their audience.
+    pub client_id: String,
+    /// The client's secret (`DOCS_AGENT_OIDC_CLIENT_SECRET`; keep it out of the file); empty: a
+    /// public client, PKCE alone.
+    pub client_secret: String,
+    /// The URL the provider sends people back to: this service's public address and
+    /// `/auth/callback`, registered at the provider as is. An `https` one makes the cookies
+    /// `Secure`.
+    pub redirect_url: String,
+    /// Scopes asked for; `openid` is always among them.
+    pub scopes: Vec<String>,
+    /// The claim whose value names the person (their sessions belong to it): `email`,
+    /// `preferred_username`, `sub` or another claim holding a string.
+    pub name_claim: String,
+    /// The claim listing the person's groups (a list of strings, or one string), read from
+    /// the ID token, else from the provider's userinfo.
+    pub groups_claim: String,
+    /// Hours a sign-in lasts; then the page asks to sign in again.
+    pub session_hours: u64,
+}
+
+impl OidcConfig {
+    /// True when an issuer is set.
+    pub fn enabled(&self) -> bool {
+        !self.issuer.trim().is_empty()
+    }
+}
+
+/// `[serve.proxy]`: identity from an authenticating proxy's headers, believed only from the
+/// proxy's own addresses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// The addresses the proxy connects from (`10.0.0.5`, `10.0.0.0/24`); a request from any
+    /// other address that carries the identity header is refused. Empty: no proxy sign-in.
+    pub trusted: Vec<String>,
+    /// The header naming the person (oauth2-proxy: `X-Forwarded-Email`, or
+    /// `X-Auth-Request-Email` behind nginx's auth_request).
+    pub user_header: String,
+    /// The header listing their groups, comma-separated (oauth2-proxy: `X-Forwarded-Groups`).
+    pub groups_header: String,
+}
+
+impl ProxyConfig {
+    /// True when proxy addresses are set.
+    pub fn enabled(&self) -> bool {
+        !self.trusted.is_empty()
+    }
+}
+
+/// `[serve.groups]`: for each role, the groups that give it (`ask = ["support"]`); `*` gives it
+/// to everyone who signs in. A person with none of these groups is refused.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRoles {
+    /// Groups whose members ask, search and hold sessions.
+    pub ask: Vec<String>,
+    /// Groups whose members decide pending writes.
+    pub approve: Vec<String>,
+    /// Groups whose members read metrics and the gaps report (and ask).
+    pub admin: Vec<String>,
 }
 
 /// One API token.
@@ -509,6 +593,11 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_AGENTS_MD_UNUSABLE", "prompt.agents_md_unusable"),
     ("DOCS_AGENT_SITE_URL", "site.base_url"),
     ("DOCS_AGENT_SITE_GENERATOR", "site.generator"),
+    ("DOCS_AGENT_OIDC_ISSUER", "serve.oidc.issuer"),
+    ("DOCS_AGENT_OIDC_CLIENT_ID", "serve.oidc.client_id"),
+    ("DOCS_AGENT_OIDC_CLIENT_SECRET", "serve.oidc.client_secret"),
+    ("DOCS_AGENT_OIDC_REDIRECT_URL", "serve.oidc.redirect_url"),
+    ("DOCS_AGENT_COOKIE_SECRET", "serve.cookie_secret"),
 ];
 
 /// The longest an approval request may wait: 30 days.

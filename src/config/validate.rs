@@ -91,6 +91,7 @@ impl Config {
             )));
         }
         self.validate_budget()?;
+        self.validate_sign_in()?;
         for (i, token) in self.serve.tokens.iter().enumerate() {
             let hex = token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
             if !hex {

@@ -39,8 +39,8 @@ pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, n
     if body.is_end_stream() {
         return run(parts, Vec::new(), next).await;
     }
-    if let Err(why) = super::auth::authenticate(&state, &parts.headers) {
-        return closing(super::auth::unauthorized(why));
+    if let Err(refusal) = super::auth::authenticate(&state, &parts.headers, &parts.extensions) {
+        return closing(refusal.into_response());
     }
     let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > serve.max_body_bytes as u64) {

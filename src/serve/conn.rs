@@ -88,8 +88,8 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(_) => {
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
@@ -119,6 +119,8 @@ pub async fn serve(
         // The request is marked as arrived once its body is in (`body::read_within`).
         let app = app.clone().map_request(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(super::body::Arrived(mark.clone()));
+            // Whom the connection is from: a proxy's identity header is believed only from its addresses.
+            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             request
         });
         let service = TowerToHyperService::new(app);

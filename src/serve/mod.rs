@@ -1,7 +1,8 @@
 //! `docs-agent serve`: the harness as an HTTP service for support teams. `app(state)` builds
 //! the router, so tests drive it without a socket; `serve` binds it and shuts down gracefully.
 //!
-//! - `auth`: bearer tokens (kept as SHA-256), principals and roles; `limits`: per-principal
+//! - `auth`: who calls: bearer tokens (kept as SHA-256), an OpenID provider's sign-in cookies, an
+//!   authenticating proxy's header; roles, CSRF; `limits`: per-principal
 //!   rate; body size, timeout and load shedding are tower layers here;
 //! - `ask`: one-shot questions and search; `sessions`: durable sessions over HTTP; `turns`:
 //!   running a session's turn in its own task; `approvals`: deciding writes;
@@ -48,8 +49,10 @@ use error::ApiError;
 pub struct AppState {
     /// The service core, shared with the MCP server at `/mcp`.
     pub service: Arc<Service>,
-    /// Who may call.
+    /// Who may call with a bearer token.
     pub tokens: auth::Tokens,
+    /// Who may call signed in otherwise: the OpenID provider, the proxy, their cookies.
+    pub sign_in: auth::SignInSetup,
     /// Requests per principal.
     pub rate: limits::RateLimiter,
     /// The last reason `/readyz` said not ready, logged once (empty when ready).
@@ -87,6 +90,7 @@ impl AppState {
         let serve = &service.config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
+            sign_in: auth::SignInSetup::new(serve),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
             readiness_error: Mutex::new(String::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
@@ -147,6 +151,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/openapi.json", get(openapi::document));
+    let public = auth::routes::routes().into_iter().fold(public, |router, (path, route)| router.route(path, route));
     page::routes()
         .into_iter()
         .fold(public, |router, (path, route)| router.route(path, route))

@@ -19,6 +19,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("/render.js", "text/javascript; charset=utf-8", include_str!("page/render.js")),
     ("/panels.js", "text/javascript; charset=utf-8", include_str!("page/panels.js")),
     ("/turns.js", "text/javascript; charset=utf-8", include_str!("page/turns.js")),
+    ("/copy.js", "text/javascript; charset=utf-8", include_str!("page/copy.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("page/app.css")),
 ];
 

@@ -265,7 +265,7 @@ pub async fn message(
         };
     }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let revoked = state.tokens.revoked(&credential);
+    let revoked = super::auth::revoked(&state, &credential);
     tokio::spawn(
         async move {
             // The turn's live events go out as they happen; its outcome follows them.
@@ -422,7 +422,7 @@ pub async fn events(
         let Ok(slot) = state.follower_slots.clone().try_acquire_owned() else {
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
-        let revoked = state.tokens.revoked(&credential);
+        let revoked = super::auth::revoked(&state, &credential);
         return stream::follow(state, id, cursor, (slot, share), revoked).into_response();
     }
     let result = crate::runtime::blocking(|| {

@@ -1503,7 +1503,11 @@ async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines()
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
     let (_, me) = call(&s, "GET", "/v1/me", Some(APPROVER), None).await;
-    assert_eq!(me, json!({"principal": "cy", "may": {"ask": true, "approve": true, "admin": false}}));
+    assert_eq!(
+        me,
+        json!({"principal": "cy", "may": {"ask": true, "approve": true, "admin": false}, "signed_in_with": "token"}),
+        "a token needs no CSRF token and never ends on its own"
+    );
     let (_, me) = call(&s, "GET", "/v1/me", Some(ADMIN), None).await;
     assert_eq!(me["may"], json!({"ask": true, "approve": false, "admin": true}));
 

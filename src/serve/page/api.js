@@ -1,6 +1,7 @@
 // The API as the page uses it: the token kept for this browser session only (sessionStorage,
-// gone when the tab closes), JSON calls that raise the server's own error message, and a reader
-// of server-sent events from a fetch response.
+// gone when the tab closes) or, signed in through the company's provider or proxy, the browser's
+// own cookie with the CSRF token the server gave; JSON calls that raise the server's own error
+// message, and a reader of server-sent events from a fetch response.
 
 const TOKEN = "docs-agent-token";
 const SESSION = "docs-agent-session";
@@ -14,6 +15,13 @@ export const stored = {
   forget: () => { sessionStorage.removeItem(TOKEN); sessionStorage.removeItem(SESSION); },
 };
 
+// The CSRF token of a cookie or proxy sign-in (GET /v1/me gives it), sent with every call that
+// changes something; none with a token.
+let csrf = "";
+export function keepCsrf(token) {
+  csrf = token || "";
+}
+
 // An error the server answered with: its status, code and message.
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -25,7 +33,9 @@ export class ApiError extends Error {
 
 // `fetch` with the token; a response that is not 2xx becomes an ApiError with the server's message.
 export async function call(method, path, body, { accept, signal } = {}) {
-  const headers = { Authorization: "Bearer " + stored.token() };
+  const headers = {};
+  if (stored.token()) headers.Authorization = "Bearer " + stored.token();
+  else if (csrf && method !== "GET") headers["X-CSRF-Token"] = csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (accept) headers.Accept = accept;
   const response = await fetch(path, { method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body) });

@@ -1,8 +1,9 @@
-// docs-agent's web page: sign in with a token (kept for this browser session only), keep a
+// docs-agent's web page: sign in through the company's identity provider (a cookie), behind an
+// authenticating proxy, or with a token (kept for this browser session only); keep a
 // conversation with the docs (turns streamed as they run, tool steps, sources, ratings), reopen
 // earlier conversations, and, for approvers and admins, the pending writes and the docs' gaps.
 // Everything the server sends is shown as text or built from safe nodes; nothing is parsed as HTML.
-import { ApiError, json, sessionEvents, stream, stored } from "/api.js";
+import { ApiError, call, json, keepCsrf, sessionEvents, stream, stored } from "/api.js";
 import { renderAnswer } from "/render.js";
 import { $, ago, button, count, el, refreshApprovals, showGaps, showSection, words } from "/panels.js";
 import { addStep, argumentOf, firstLine, turnElement, turnsOf } from "/turns.js";
@@ -37,18 +38,27 @@ function ctx(session) {
 
 // ---- signing in and out ----
 
+// Signs in with `token`, or with none: then the browser's own sign-in (a cookie from the
+// identity provider, or the proxy in front), quietly, showing the sign-in form if there is none.
 async function signIn(token) {
   showError("");
-  stored.keepToken(token);
+  if (token) stored.keepToken(token);
   try {
     me = await json("GET", "/v1/me");
   } catch (error) {
     me = null;
     // Only a refused token is forgotten: a server that is restarting keeps it for a retry.
-    if (error.status === 401) stored.forget();
-    showError(error.status === 401 ? "That token is not valid: check it, or ask your admin for one." : "Cannot sign in: " + error.message);
+    if (token && error.status === 401) stored.forget();
+    if (token) showError(error.status === 401 ? "That token is not valid: check it, or ask your admin for one." : "Cannot sign in: " + error.message);
+    // Signed in elsewhere but given no role (a proxy's sign-in): say so; not signed in: the form.
+    else if (error.status !== 401) showError(error.message);
+    $("sign-in").hidden = false;
+    if (!$("sso").hidden) $("sso").focus(); else $("token").focus();
     return;
   }
+  keepCsrf(me.csrf);
+  // A proxy's sign-in ends at the proxy, not here.
+  $("sign-out").hidden = me.signed_in_with === "proxy";
   $("token").value = "";
   $("who").textContent = me.principal;
   $("sign-in").hidden = true;
@@ -77,8 +87,13 @@ async function signIn(token) {
   $("question").focus();
 }
 
-// Forgets the token and everything shown: the next person at this browser sees nothing of it.
-function signOut() {
+// Forgets the token (or ends the provider's sign-in) and everything shown: the next person at
+// this browser sees nothing of it.
+async function signOut() {
+  if (me && me.signed_in_with === "oidc") {
+    try { await call("POST", "/auth/logout"); } catch (error) { showError("Signing out failed: " + error.message); return; }
+  }
+  keepCsrf("");
   if (follower) follower.abort();
   if (running && running.stream) running.stream.abort();
   running = null;
@@ -95,7 +110,7 @@ function signOut() {
   $("sign-in").hidden = false;
   setStatus("");
   showError("");
-  $("token").focus();
+  if (!$("sso").hidden) $("sso").focus(); else $("token").focus();
 }
 
 // ---- the list of conversations ----
@@ -382,6 +397,15 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const close of document.querySelectorAll("button.close")) {
     close.addEventListener("click", () => { close.closest("section").hidden = true; });
   }
-  if (stored.token()) signIn(stored.token());
-  else $("token").focus();
+  start();
 });
+
+// Offers the provider's sign-in when the server has one, then signs in with the stored token
+// or the browser's own sign-in.
+async function start() {
+  try {
+    const methods = await (await fetch("/auth/methods")).json();
+    $("sso").hidden = !methods.oidc;
+  } catch (_) { /* an older server: tokens only */ }
+  await signIn(stored.token());
+}

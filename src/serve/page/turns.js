@@ -4,6 +4,7 @@
 // {session, onSource(path, anchor, from), onError(message)}.
 import { json } from "/api.js";
 import { renderAnswer } from "/render.js";
+import { asMarkdown, asText } from "/copy.js";
 import { button, count, docsLink, el } from "/panels.js";
 
 // The session's turns, folded from its events: each question with its tool steps, answer
@@ -93,6 +94,7 @@ export function turnElement(turn, live, ctx) {
   if (turn.answer) {
     const from = { session: ctx.session, seq: turn.answer.seq };
     renderAnswer(answer, turn.answer.text, turn.answer.nodes, (path, anchor) => ctx.onSource(path, anchor, from));
+    item.appendChild(copyOf(turn.answer, ctx));
     item.appendChild(sourcesOf(turn.answer, ctx));
     item.appendChild(ratingOf(turn, ctx));
   } else if (!live) {
@@ -154,6 +156,27 @@ function sourcesOf(answer, ctx) {
   }
   box.appendChild(list);
   return box;
+}
+
+// Copy the answer, as Markdown or as plain text, its citations as the docs site's URLs.
+function copyOf(answer, ctx) {
+  const row = el("div", null, "copy");
+  const said = el("span", "", "said");
+  said.setAttribute("role", "status");
+  const copy = async (text, what) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      said.textContent = "Copied " + what + ".";
+    } catch (error) {
+      ctx.onError("Cannot copy: " + error.message);
+    }
+  };
+  const markdown = button("Copy", () => copy(asMarkdown(answer), "as Markdown"), "copy-markdown");
+  markdown.setAttribute("aria-label", "copy the answer as Markdown");
+  const text = button("Copy as text", () => copy(asText(answer), "as plain text"), "copy-text");
+  text.setAttribute("aria-label", "copy the answer as plain text");
+  row.append(markdown, text, said);
+  return row;
 }
 
 // "Was this answer helpful?": recorded as the answer's feedback event.

@@ -1,0 +1,122 @@
+//! Bearer tokens: each maps to a principal and its roles. Only the SHA-256 of a token is kept
+//! (in the configuration and in memory); the token itself is never stored or logged.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+use super::{Credential, Via};
+use crate::config::TokenConfig;
+use crate::service::Principal;
+
+/// The tokens, by the hex SHA-256 of the token; replaced whole when the config file changes
+/// (`cli::serve` watches it), so a token added or revoked takes effect without a restart. A
+/// watch channel holds them, so a stream already open learns of a revocation ([`Tokens::revoked`]).
+pub struct Tokens(tokio::sync::watch::Sender<HashMap<String, Principal>>);
+
+impl Tokens {
+    /// From the configuration.
+    pub fn new(tokens: &[TokenConfig]) -> Tokens {
+        Tokens(tokio::sync::watch::Sender::new(by_hash(tokens)))
+    }
+
+    /// The principal a presented token belongs to.
+    pub fn find(&self, token: &str) -> Option<Principal> {
+        self.admit(token).map(|c| c.principal)
+    }
+
+    /// The credential of a presented token, if it is one.
+    pub(super) fn admit(&self, token: &str) -> Option<Credential> {
+        let digest = hash(token);
+        let principal = self.0.borrow().get(&digest).cloned()?;
+        Some(Credential { principal, via: Via::Token { digest } })
+    }
+
+    /// From now on, the tokens of `tokens` and no others; how many there are.
+    pub fn replace(&self, tokens: &[TokenConfig]) -> usize {
+        let next = by_hash(tokens);
+        let count = next.len();
+        self.0.send_replace(next);
+        count
+    }
+
+    /// Resolves once the token of `digest` no longer admits `principal` as it did (revoked, or
+    /// given to another name or other roles); never while it does.
+    pub(super) fn revoked(
+        &self,
+        digest: &str,
+        principal: &Principal,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut tokens = self.0.subscribe();
+        let (digest, principal) = (digest.to_string(), principal.clone());
+        async move {
+            loop {
+                if tokens.borrow_and_update().get(&digest) != Some(&principal) {
+                    return;
+                }
+                // The sender lives as long as the server: closed, nothing can change any more.
+                if tokens.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+fn by_hash(tokens: &[TokenConfig]) -> HashMap<String, Principal> {
+    tokens
+        .iter()
+        .map(|t| (t.sha256.to_ascii_lowercase(), Principal { name: t.principal.clone(), roles: t.roles.clone() }))
+        .collect()
+}
+
+/// The hex SHA-256 of a token, as the configuration stores it.
+pub fn hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Role;
+
+    #[test]
+    fn tokens_are_found_by_their_hash_only() {
+        let config = [TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] }];
+        let tokens = Tokens::new(&config);
+        assert_eq!(tokens.find("s3cret-token").map(|p| p.name), Some("ana".to_string()));
+        assert!(tokens.find("s3cret-token ").is_none());
+        assert!(tokens.find(&hash("s3cret-token")).is_none(), "the hash itself is not a token");
+        assert_eq!(hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        // Replaced whole: the old token stops working, the new one works.
+        let next = [TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] }];
+        assert_eq!(tokens.replace(&next), 1);
+        assert!(tokens.find("s3cret-token").is_none());
+        assert_eq!(tokens.find("other-token").map(|p| p.name), Some("bo".to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_stream_learns_its_token_was_revoked_or_changed() {
+        use futures_util::FutureExt;
+        let ana = TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] };
+        let bo = TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] };
+        let tokens = Tokens::new(&[ana.clone(), bo.clone()]);
+        let Some(principal) = tokens.find("s3cret-token") else { panic!("ana's token admits") };
+        let digest = hash("s3cret-token");
+        let mut revoked = Box::pin(tokens.revoked(&digest, &principal));
+        assert!(revoked.as_mut().now_or_never().is_none(), "valid: the stream goes on");
+        // Another caller's change, or the same tokens read again, leave it be.
+        tokens.replace(std::slice::from_ref(&ana));
+        tokens.replace(&[ana.clone(), bo.clone()]);
+        assert!(revoked.as_mut().now_or_never().is_none(), "still valid after other changes");
+        tokens.replace(std::slice::from_ref(&bo));
+        assert_eq!(revoked.as_mut().now_or_never(), Some(()), "revoked: the stream ends");
+        // Fewer roles for the same token end a stream too.
+        let tokens = Tokens::new(&[TokenConfig { roles: vec![Role::Ask, Role::Approve], ..ana.clone() }]);
+        let Some(principal) = tokens.find("s3cret-token") else { panic!("admits") };
+        let mut changed = Box::pin(tokens.revoked(&digest, &principal));
+        assert!(changed.as_mut().now_or_never().is_none());
+        tokens.replace(&[ana]);
+        assert_eq!(changed.as_mut().now_or_never(), Some(()), "its roles changed: the stream ends");
+    }
+}
