@@ -6,7 +6,9 @@
 // the admin's gaps view listing its question; an approval across two browser contexts that
 // updates the asker's page live; a session reopened after a reload, and sign-out; a turn that
 // streams, followed again after a reload and stopped with Esc; a question asked before the list
-// of conversations has loaded; and the page at 375 px wide, in light and dark colours.
+// of conversations has loaded; and the page at 375 px wide, in light and dark colours: the
+// answer first, the composer in the window, a source opened in view; and axe-core finds no
+// serious or critical accessibility violation in those states.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -381,9 +383,62 @@ try {
       assert(shown.send <= 375, colorScheme + ": the send button is in view");
       const dark = shown.background === "rgb(18, 20, 23)";
       assert(dark === (colorScheme === "dark"), colorScheme + ": the background is " + shown.background);
+      // The conversation comes before the list of conversations, the composer stays in the
+      // window, and a source opens where it is seen without scrolling.
+      const order = await page.evaluate(() => ({
+        chat: document.getElementById("chat").getBoundingClientRect().top,
+        nav: document.getElementById("sidebar").getBoundingClientRect().top,
+        composer: document.getElementById("ask-form").getBoundingClientRect().bottom,
+        height: window.innerHeight,
+      }));
+      assert(order.chat < order.nav, colorScheme + ": the answer comes first: " + JSON.stringify(order));
+      assert(order.composer <= order.height + 1, colorScheme + ": the composer is in the window: " + JSON.stringify(order));
+      await page.locator("#turns > li").first().locator(".sources button.source").first().click();
+      await page.waitForSelector("#section-panel:not([hidden])", { timeout: 10000 });
+      const sheet = await page.evaluate(() => {
+        const box = document.getElementById("section-panel").getBoundingClientRect();
+        return { top: box.top, bottom: box.bottom, height: window.innerHeight };
+      });
+      assert(sheet.top >= 0 && sheet.top < sheet.height && sheet.bottom <= sheet.height + 1, colorScheme + ": the source is in view: " + JSON.stringify(sheet));
+      await shot(page, "narrow-source-" + colorScheme);
+      await page.click("#section-panel button.close");
       await shot(page, "narrow-" + colorScheme);
       await page.context().close();
     }
+  });
+
+  await check("no serious or critical accessibility violations (axe-core) on the sign-in, a conversation with its source, the gaps view, and a phone in dark colours", async () => {
+    const axe = fs.readFileSync(path.join(root, "tests/browser/node_modules/axe-core/axe.min.js"), "utf8");
+    // axe-core's serious and critical findings on the page as it is now.
+    const audit = async (page, state) => {
+      await page.evaluate(axe);
+      const { violations } = await page.evaluate(() => axe.run(document, { resultTypes: ["violations"] }));
+      const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+      assert(bad.length === 0, state + ": " + JSON.stringify(bad.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }))));
+    };
+    const context = await browser.newContext();
+    const signedOut = await context.newPage();
+    await signedOut.goto(base + "/");
+    await signedOut.waitForSelector("#sign-in:not([hidden])");
+    await audit(signedOut, "the sign-in");
+    await context.close();
+    const wide = await open(ASKER);
+    await wide.locator("#sessions button.session", { hasText: REFUND }).click();
+    await wide.waitForFunction(() => document.querySelectorAll("#turns > li").length === 2, null, { timeout: 10000 });
+    await wide.locator("#turns > li").first().locator(".sources button.source").first().click();
+    await wide.waitForSelector("#section-panel:not([hidden])", { timeout: 10000 });
+    await audit(wide, "a conversation with its source open");
+    await wide.context().close();
+    const admin = await open(ADMIN);
+    await admin.click("#show-gaps");
+    await admin.waitForSelector("#gaps-panel:not([hidden]) .gap", { timeout: 10000 });
+    await audit(admin, "the gaps view");
+    await admin.context().close();
+    const phone = await open(ASKER, { viewport: { width: 375, height: 800 }, colorScheme: "dark" });
+    await phone.locator("#sessions button.session", { hasText: REFUND }).click();
+    await phone.waitForFunction(() => document.querySelectorAll("#turns > li").length === 2, null, { timeout: 10000 });
+    await audit(phone, "a phone in dark colours");
+    await phone.context().close();
   });
 
   await check("nothing was fetched from anywhere but the server, and no script error", async () => {

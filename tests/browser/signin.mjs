@@ -7,7 +7,8 @@
 // - an ID token for another audience, an expired one, a tampered state and a person none of
 //   whose groups has a role are each refused with a page that says why, and sign nobody in;
 // - a state-changing request the page did not send (no CSRF token) is refused, and signing out
-//   ends the cookie's session.
+//   ends the cookie's session;
+// - axe-core finds no serious or critical accessibility violation on those pages.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -39,6 +40,14 @@ async function check(name, body) {
 }
 function assert(condition, message) {
   if (!condition) throw new Error(message);
+}
+const axe = fs.readFileSync(path.join(root, "tests/browser/node_modules/axe-core/axe.min.js"), "utf8");
+// axe-core's serious and critical findings on the page as it is now: none allowed.
+async function audit(page, state) {
+  await page.evaluate(axe);
+  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert(bad.length === 0, state + ": " + JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(" ")) }))));
 }
 const shot = (page, name) => page.screenshot({ path: path.join(shots, "signin-" + name + ".png"), fullPage: true });
 fs.mkdirSync(shots, { recursive: true });
@@ -206,6 +215,7 @@ try {
     assert(!session.value.includes("ana"), "the cookie does not show who it is: " + session.value);
     await ask(page, REFUND);
     await shot(page, "asked");
+    await audit(page, "signed in through the provider, with an answer");
     const turn = page.locator("#turns > li").last();
     await turn.locator("button.copy-markdown").click();
     const markdown = await page.evaluate(() => navigator.clipboard.readText());
@@ -237,6 +247,7 @@ try {
     await shot(page, name);
     assert(said.includes(expect), "the page says why (" + expect + "): " + said.slice(0, 300));
     assert(status === "401" || status === "403" || status === "400", "refused with a status: " + status);
+    await audit(page, "the refusal page (" + name + ")");
     const asked = await me(page);
     assert(asked.status === 401, "nobody is signed in: " + JSON.stringify(asked));
     await page.context().close();

@@ -268,6 +268,9 @@ pub struct Me {
     /// When an OpenID sign-in ends, in milliseconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     ends_ms: Option<u64>,
+    /// Whether this deployment can write at all (the workspace has `notes/`): without, there
+    /// are never pending writes to show.
+    writes: bool,
 }
 
 /// How a caller signed in.
@@ -323,6 +326,7 @@ pub async fn me(
         signed_in_with,
         csrf,
         ends_ms,
+        writes: state.harness.workspace.has_notes(),
     })
     .into_response()
 }

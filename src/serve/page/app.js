@@ -64,13 +64,20 @@ async function signIn(token) {
   $("sign-in").hidden = true;
   $("signed-in").hidden = false;
   $("app").hidden = false;
-  $("show-approvals").hidden = !me.may.approve;
+  // Pending writes mean something only where writes can happen at all.
+  const approves = me.may.approve && me.writes !== false;
+  $("show-approvals").hidden = !approves;
   $("show-gaps").hidden = !me.may.admin;
   // A token that may not ask (an approver only) sees no conversations.
   for (const id of ["chat", "new-session", "history"]) $(id).hidden = !me.may.ask;
-  if (me.may.approve) {
-    const told = (n) => { $("approvals-count").textContent = n > 0 ? " (" + n + ")" : ""; };
-    $("approvals-panel").hidden = false;
+  if (approves) {
+    // The panel shows once something waits (or at once for an approver who does not ask, who
+    // has nothing else to see); the button opens it any time.
+    const told = (n) => {
+      $("approvals-count").textContent = n > 0 ? " (" + n + ")" : "";
+      if (n > 0) $("approvals-panel").hidden = false;
+    };
+    $("approvals-panel").hidden = me.may.ask;
     const poll = async () => {
       if (document.visibilityState !== "visible") return;
       if (!(await refreshApprovals(showError, told))) clearInterval(approvalsTimer);
@@ -200,7 +207,7 @@ async function openSession(id, keepError) {
 
 // Changes the conversation without a screen reader announcing all of it again.
 function quietly(change) {
-  const log = $("turns");
+  const log = $("log");
   log.setAttribute("aria-live", "off");
   try { change(); } finally { log.setAttribute("aria-live", "polite"); }
 }

@@ -149,7 +149,7 @@ function sourcesOf(answer, ctx) {
     item.appendChild(el("span", c.verified ? "✓ verified" : "✗ not retrieved", "mark"));
     const out = docsLink(c.url, "docs page");
     if (out) {
-      out.setAttribute("aria-label", "open " + (c.heading || c.path) + " on the docs site");
+      out.setAttribute("aria-label", "docs page of " + (c.heading || c.path) + ", on the docs site");
       item.appendChild(out);
     }
     list.appendChild(item);
@@ -172,9 +172,9 @@ function copyOf(answer, ctx) {
     }
   };
   const markdown = button("Copy", () => copy(asMarkdown(answer), "as Markdown"), "copy-markdown");
-  markdown.setAttribute("aria-label", "copy the answer as Markdown");
+  markdown.setAttribute("aria-label", "Copy the answer as Markdown");
   const text = button("Copy as text", () => copy(asText(answer), "as plain text"), "copy-text");
-  text.setAttribute("aria-label", "copy the answer as plain text");
+  text.setAttribute("aria-label", "Copy as text: the answer in plain text");
   row.append(markdown, text, said);
   return row;
 }
