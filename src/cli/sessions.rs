@@ -466,6 +466,7 @@ fn describe(event: &Event) -> String {
         Event::Correction { kind, text } => format!("{}: {}", kind.as_str(), one(text)),
         Event::ModelPinned { model } => model.clone(),
         Event::SessionClosed { by } => format!("closed by {by}"),
+        Event::SessionRenamed { title } => format!("renamed “{}”", one(title)),
         Event::Hook { stage, rule, decision, call_id } => {
             let about = call_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
             format!("{} {rule}: {}{about}", stage.as_str(), one(decision))

@@ -1,6 +1,9 @@
 //! A person's earlier sessions, for the page's list: `GET /v1/sessions` gives the caller's own,
-//! the most recently active first, each with its first question as a title. Only sessions made
-//! over HTTP have an owner, so the CLI's sessions never show here.
+//! the most recently active first, each titled by its first question or the name its owner gave
+//! it (`PATCH /v1/sessions/{id}`, a `session_renamed` event), searchable by words (`?q=`).
+//! A closed session (deleted from the list: `DELETE /v1/sessions/{id}`, a `session_closed` event)
+//! is left out; its log stays for an admin's audit. Only sessions made over HTTP have an owner,
+//! so the CLI's sessions never show here.
 
 use std::sync::Arc;
 
@@ -22,8 +25,10 @@ use crate::session::store::Stored;
 const DEFAULT_LIMIT: usize = 30;
 /// Most sessions one call lists.
 const MAX_LIMIT: usize = 100;
-/// A title longer than this is cut (with an ellipsis).
+/// A title longer than this is cut (with an ellipsis); a name given longer is refused.
 const TITLE_CHARS: usize = 120;
+/// Sessions read when searching: a person's latest this many, newest first.
+const SEARCH_SESSIONS: usize = 500;
 
 /// `GET /v1/sessions` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -32,6 +37,8 @@ pub struct ListQuery {
     /// How many sessions, 1 to 100 (default 30).
     #[param(minimum = 1, maximum = 100, default = 30)]
     pub limit: Option<usize>,
+    /// Words every listed session must hold, in its title or its questions (any case).
+    pub q: Option<String>,
 }
 
 /// What `GET /v1/sessions` answers.
@@ -47,9 +54,11 @@ pub struct Sessions {
 pub struct Summary {
     /// The session's id.
     pub id: String,
-    /// Its first question, on one line, cut to 120 characters (`TITLE_CHARS`); empty before
-    /// the first one.
+    /// The name its owner gave it, else its first question, on one line, cut to 120 characters
+    /// (`TITLE_CHARS`); empty before the first question.
     pub title: String,
+    /// True when its owner named it.
+    pub renamed: bool,
     /// How many questions it holds.
     pub turns: usize,
     /// `idle`, `in_turn` or `awaiting_approval`.
@@ -71,15 +80,36 @@ impl Summary {
                 _ => None,
             })
             .collect();
+        let named = events.iter().rev().find_map(|s| match &s.event {
+            Event::SessionRenamed { title } => Some(title.as_str()),
+            _ => None,
+        });
         Summary {
             id: id.to_string(),
-            title: questions.first().map(|q| title(q)).unwrap_or_default(),
+            title: named.or(questions.first().copied()).map(title).unwrap_or_default(),
+            renamed: named.is_some(),
             turns: questions.len(),
             status: state::status(events).as_str(),
             started_ms: events.first().map_or(0, |s| s.at_ms),
             last_ms: events.last().map_or(0, |s| s.at_ms),
         }
     }
+}
+
+/// True when the session's name or questions hold every one of `words` (lower-cased).
+fn holds(events: &[Stored], words: &[String]) -> bool {
+    if words.is_empty() {
+        return true;
+    }
+    let text: String = events
+        .iter()
+        .filter_map(|s| match &s.event {
+            Event::UserMessage { text } | Event::SessionRenamed { title: text } => Some(text.to_lowercase()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    words.iter().all(|w| text.contains(w.as_str()))
 }
 
 /// A question as a one-line title.
@@ -98,7 +128,7 @@ fn title(question: &str) -> String {
     path = "/v1/sessions",
     operation_id = "list_sessions",
     tag = "sessions",
-    summary = "The caller's own sessions, the most recently active first, each titled by its first question",
+    summary = "The caller's own open sessions, the most recently active first, each titled by its name or first question; ?q= searches",
     params(ListQuery),
     responses(
         (status = 200, description = "the sessions", body = Sessions),
@@ -119,12 +149,22 @@ pub async fn list(
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ApiError::bad_request(format!("limit must be 1 to {MAX_LIMIT}")));
         }
+        let words: Vec<String> =
+            query.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
         let log = state.log()?;
         let mut sessions = Vec::new();
-        for id in log.started_by(&principal.name, limit)? {
+        // Closed ones are skipped, so more are read than listed.
+        let read = if words.is_empty() { limit.saturating_mul(2) } else { SEARCH_SESSIONS };
+        for id in log.started_by(&principal.name, read)? {
+            if sessions.len() == limit {
+                break;
+            }
             let events = log.events_after(&id, 0)?;
             // The owner is checked again on the events themselves, as every session route does.
-            if state::owner(&events) == Some(principal.name.as_str()) {
+            if state::owner(&events) == Some(principal.name.as_str())
+                && !state::closed(&events)
+                && holds(&events, &words)
+            {
                 let mut summary = Summary::of(&id, &events);
                 // A write past its TTL is expired now: its turn goes on.
                 if crate::service::waiting::hand_over_if_due(&state, &id, &events) {
@@ -134,6 +174,72 @@ pub async fn list(
             }
         }
         Ok(Sessions { sessions })
+    });
+    respond(result, StatusCode::OK)
+}
+
+/// `PATCH /v1/sessions/{id}` body.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct RenameBody {
+    /// The session's new name, 1 to 120 characters, on one line (spaces are folded).
+    pub title: String,
+}
+
+/// What a rename answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Renamed {
+    /// The session.
+    session_id: String,
+    /// The `session_renamed` event's seq.
+    seq: u64,
+    /// The name, as the list shows it.
+    title: String,
+}
+
+/// `PATCH /v1/sessions/{id}`: its owner names the session; the list shows the name in place of
+/// its first question. Recorded as a `session_renamed` event, so the log keeps every name.
+#[utoipa::path(
+    patch,
+    path = "/v1/sessions/{id}",
+    operation_id = "rename_session",
+    tag = "sessions",
+    summary = "Name a session (its owner): the list shows the name in place of its first question",
+    params(("id" = String, Path, description = "the session")),
+    request_body = RenameBody,
+    responses(
+        (status = 200, description = "renamed", body = Renamed),
+        (status = 400, description = "no title, or one longer than 120 characters (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "no such session, or not the caller's (not_found)", body = ErrorBody),
+        (status = 409, description = "the session is closed (session_closed), or a turn is writing to it", body = ErrorBody),
+    )
+)]
+pub async fn rename(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    body: Result<axum::Json<RenameBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let result = crate::runtime::blocking(|| {
+        principal.require(Role::Ask).map_err(ApiError::from)?;
+        // Whose session first: for anyone else it does not exist, whatever the body says.
+        let mut log = state.log()?;
+        let events = crate::service::owner::owned(&log, &id, &principal)?;
+        let axum::Json(body) = body.map_err(|e| ApiError::body(e, "{\"title\": \"Refunds for annual plans\"}"))?;
+        let name = body.title.split_whitespace().collect::<Vec<_>>().join(" ");
+        if name.is_empty() || name.chars().count() > TITLE_CHARS {
+            return Err(ApiError::bad_request(format!("title must be 1 to {TITLE_CHARS} characters")));
+        }
+        if state::closed(&events) {
+            return Err(ApiError::from(crate::service::Refused::conflict(
+                crate::service::Conflict::SessionClosed,
+                format!("session {id} is closed: it is no longer listed, and keeps its name"),
+            )));
+        }
+        // Appended as the session's one writer: not while a turn runs.
+        let _lock = log.lock(&id)?;
+        let seq = log.append(&id, Event::SessionRenamed { title: name.clone() })?;
+        Ok(Renamed { session_id: id.clone(), seq, title: name })
     });
     respond(result, StatusCode::OK)
 }

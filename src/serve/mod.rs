@@ -118,7 +118,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/sections", get(ask::section)),
         ("/v1/sessions", post(sessions::create).get(history::list)),
         ("/v1/me", get(auth::me)),
-        ("/v1/sessions/{id}", get(sessions::show).delete(sessions::close)),
+        ("/v1/sessions/{id}", get(sessions::show).delete(sessions::close).patch(history::rename)),
         ("/v1/sessions/{id}/messages", post(sessions::message)),
         ("/v1/sessions/{id}/events", get(sessions::events)),
         ("/v1/sessions/{id}/cancel", post(sessions::cancel)),

@@ -55,6 +55,7 @@ pub async fn document() -> HttpResponse {
         ask::section,
         sessions::create,
         history::list,
+        history::rename,
         auth::me,
         sessions::show,
         sessions::close,

@@ -20,6 +20,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("/panels.js", "text/javascript; charset=utf-8", include_str!("page/panels.js")),
     ("/turns.js", "text/javascript; charset=utf-8", include_str!("page/turns.js")),
     ("/copy.js", "text/javascript; charset=utf-8", include_str!("page/copy.js")),
+    ("/history.js", "text/javascript; charset=utf-8", include_str!("page/history.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("page/app.css")),
 ];
 

@@ -182,6 +182,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             }
             Event::SessionStarted { .. }
             | Event::SessionClosed { .. }
+            | Event::SessionRenamed { .. }
             | Event::ApprovalRequested { .. }
             | Event::Correction { .. }
             | Event::Compaction { .. }

@@ -168,6 +168,12 @@ pub enum Event {
         /// Who closed it: its owner, or an admin.
         by: String,
     },
+    /// The session's owner named it (`PATCH /v1/sessions/{id}`): the list of conversations shows
+    /// this title in place of its first question. Never shown to the model.
+    SessionRenamed {
+        /// The title, one line.
+        title: String,
+    },
     /// A policy hook (`[hooks]`) decided or changed something.
     Hook {
         /// Where: before a tool call, after one, or before an answer is taken.
@@ -366,6 +372,7 @@ impl Event {
             }
             other @ Event::ApprovalExpired { .. } => other,
             Event::SessionClosed { by } => Event::SessionClosed { by: s(by) },
+            Event::SessionRenamed { title } => Event::SessionRenamed { title: s(title) },
         }
     }
 
@@ -374,6 +381,7 @@ impl Event {
         match self {
             Event::SessionStarted { .. } => "session_started",
             Event::SessionClosed { .. } => "session_closed",
+            Event::SessionRenamed { .. } => "session_renamed",
             Event::UserMessage { .. } => "user_message",
             Event::AssistantMessage { .. } => "assistant_message",
             Event::ToolResult { .. } => "tool_result",

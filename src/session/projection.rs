@@ -88,6 +88,7 @@ pub fn projected(system_prompt: &str, events: &[Stored]) -> Projected {
             }
             Event::SessionStarted { .. }
             | Event::SessionClosed { .. }
+            | Event::SessionRenamed { .. }
             | Event::ApprovalRequested { .. }
             | Event::ApprovalGranted { .. }
             | Event::Compaction { .. }

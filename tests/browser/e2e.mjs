@@ -7,7 +7,8 @@
 // updates the asker's page live; a session reopened after a reload, and sign-out; a turn that
 // streams, followed again after a reload and stopped with Esc; a question asked before the list
 // of conversations has loaded; and the page at 375 px wide, in light and dark colours: the
-// answer first, the composer in the window, a source opened in view; and axe-core finds no
+// answer first, the composer in the window, a source opened in view; the history searched, a
+// conversation renamed and deleted (kept in the log); and axe-core finds no
 // serious or critical accessibility violation in those states.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
@@ -439,6 +440,34 @@ try {
     await phone.waitForFunction(() => document.querySelectorAll("#turns > li").length === 2, null, { timeout: 10000 });
     await audit(phone, "a phone in dark colours");
     await phone.context().close();
+  });
+
+  await check("the history is searched, a conversation renamed in place and deleted from the list, kept in the log", async () => {
+    const page = await open(ASKER);
+    const zebra = page.locator("#sessions li.listed", { hasText: "zebra" }).first();
+    const id = await zebra.locator("button.session").getAttribute("data-id");
+    await zebra.locator("button.rename").click();
+    await page.fill("#sessions .rename-form input", "Zebra codes for the Acme ticket");
+    await page.press("#sessions .rename-form input", "Enter");
+    await page.locator("#sessions button.session", { hasText: "Zebra codes for the Acme ticket" }).waitFor({ timeout: 10000 });
+    await page.fill("#history-search", "ACME ticket");
+    await page.waitForFunction(() => {
+      const found = [...document.querySelectorAll("#sessions button.session")];
+      return found.length === 1 && found[0].textContent.includes("Acme ticket");
+    }, null, { timeout: 10000 });
+    await shot(page, "history-search");
+    await page.fill("#history-search", "");
+    await page.waitForFunction(() => document.querySelectorAll("#sessions button.session").length > 1, null, { timeout: 10000 });
+    page.once("dialog", (dialog) => dialog.accept());
+    await page.locator("#sessions li.listed", { hasText: "Acme ticket" }).locator("button.delete").click();
+    await page.locator("#sessions li.listed", { hasText: "Acme ticket" }).waitFor({ state: "detached", timeout: 10000 });
+    const listed = await api(ASKER, "/v1/sessions");
+    assert(!listed.sessions.some((s) => s.id === id), "gone from the list: " + JSON.stringify(listed));
+    const kept = await api(ASKER, "/v1/sessions/" + id + "/events");
+    const kinds = kept.events.map((e) => e.event.type);
+    assert(kinds.includes("user_message") && kinds.includes("session_renamed") && kinds.includes("session_closed"),
+      "the log keeps it, its name and its deletion: " + kinds.join(", "));
+    await page.context().close();
   });
 
   await check("nothing was fetched from anywhere but the server, and no script error", async () => {

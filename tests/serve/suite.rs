@@ -1896,3 +1896,89 @@ async fn a_citation_of_an_unretrieved_section_of_a_retrieved_file_is_not_verifie
         "{body}"
     );
 }
+
+/// The page's history: a session its owner renames shows the name (a `session_renamed` event),
+/// `?q=` finds sessions by their name or questions, and a closed one leaves the list but not the
+/// log, where an admin still reads it (`docs-agent sessions show ID`).
+#[tokio::test]
+async fn history_is_renamed_searched_and_a_closed_session_leaves_it() {
+    let Some(s) = server() else { return };
+    let refund = new_session(&s, ASKER).await;
+    let invoices = new_session(&s, ASKER).await;
+    for (id, text) in [(&refund, "How long is the refund window?"), (&invoices, "when are invoices due")] {
+        let (status, body) =
+            call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(json!({"text": text}))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let titles = |listed: &Value| -> Vec<(String, String, bool)> {
+        listed["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap_or_default().to_string(),
+                    s["title"].as_str().unwrap_or_default().to_string(),
+                    s["renamed"] == true,
+                )
+            })
+            .collect()
+    };
+
+    let rename = format!("/v1/sessions/{refund}");
+    let (status, renamed) =
+        call(&s, "PATCH", &rename, Some(ASKER), Some(json!({"title": "  Refunds for\n  Acme  "}))).await;
+    assert_eq!(status, StatusCode::OK, "{renamed}");
+    assert_eq!(renamed["title"], "Refunds for Acme", "folded to one line");
+    let (_, listed) = call(&s, "GET", "/v1/sessions", Some(ASKER), None).await;
+    let shown = titles(&listed);
+    assert!(shown.contains(&(refund.clone(), "Refunds for Acme".to_string(), true)), "{listed}");
+    assert!(shown.contains(&(invoices.clone(), "when are invoices due".to_string(), false)), "{listed}");
+    // Only its owner renames it; a name is 1 to 120 characters.
+    let (status, _) = call(&s, "PATCH", &rename, Some(OTHER), Some(json!({"title": "mine now"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another's session does not exist for them");
+    for title in [json!(" \n "), json!("x".repeat(121))] {
+        let (status, _) = call(&s, "PATCH", &rename, Some(ASKER), Some(json!({ "title": title }))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{title}");
+    }
+
+    // Search: every word, any case, in the name or the questions.
+    for (q, expected) in [
+        ("ACME", vec![&refund]),
+        ("invoices due", vec![&invoices]),
+        ("refund window", vec![&refund]),
+        ("refund invoices", vec![]),
+    ] {
+        let (status, found) =
+            call(&s, "GET", &format!("/v1/sessions?q={}", q.replace(' ', "+")), Some(ASKER), None).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        let ids: Vec<String> = titles(&found).into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(ids, expected.into_iter().cloned().collect::<Vec<_>>(), "?q={q}: {found}");
+    }
+    let (_, theirs) = call(&s, "GET", "/v1/sessions?q=refund", Some(OTHER), None).await;
+    assert_eq!(titles(&theirs), vec![], "a search finds only the caller's own: {theirs}");
+
+    // Deleted from the list: closed, recorded, still in the log for an admin.
+    let (status, _) = call(&s, "DELETE", &format!("/v1/sessions/{invoices}"), Some(ASKER), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = call(&s, "GET", "/v1/sessions", Some(ASKER), None).await;
+    assert_eq!(titles(&listed).into_iter().map(|(id, _, _)| id).collect::<Vec<_>>(), vec![refund.clone()], "{listed}");
+    let events = s.log().events_after(&invoices, 0).expect("events");
+    assert!(events.iter().any(|e| e.event.kind() == "user_message"), "nothing of it was destroyed");
+    assert!(events.iter().any(|e| e.event.kind() == "session_closed"), "the deletion is an event");
+    let (status, refused) =
+        call(&s, "PATCH", &format!("/v1/sessions/{invoices}"), Some(ASKER), Some(json!({"title": "x"}))).await;
+    assert_eq!(
+        (status, refused["error"]["code"].clone()),
+        (StatusCode::CONFLICT, json!("session_closed")),
+        "{refused}"
+    );
+    let renames = s
+        .log()
+        .events_after(&refund, 0)
+        .expect("events")
+        .iter()
+        .filter(|e| e.event.kind() == "session_renamed")
+        .count();
+    assert_eq!(renames, 1, "the name is an event in the log");
+}

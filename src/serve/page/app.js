@@ -5,7 +5,8 @@
 // Everything the server sends is shown as text or built from safe nodes; nothing is parsed as HTML.
 import { ApiError, call, json, keepCsrf, sessionEvents, stream, stored } from "/api.js";
 import { renderAnswer } from "/render.js";
-import { $, ago, button, count, el, refreshApprovals, showGaps, showSection, words } from "/panels.js";
+import { $, refreshApprovals, showGaps, showSection, words } from "/panels.js";
+import { loadHistory, searchHistory } from "/history.js";
 import { addStep, argumentOf, firstLine, turnElement, turnsOf } from "/turns.js";
 
 // How often an approver's list of pending writes is read again (while the page is visible).
@@ -110,6 +111,7 @@ async function signOut() {
   me = null;
   sessionId = "";
   opening++;
+  $("history-search").value = "";
   for (const id of ["turns", "sessions", "approvals", "gaps", "section-text", "section-heading", "section-source", "gaps-summary"]) $(id).textContent = "";
   delete $("approvals").dataset.ids;
   $("question").value = "";
@@ -122,26 +124,17 @@ async function signOut() {
 
 // ---- the list of conversations ----
 
+// The list of earlier conversations (history.js), with what its items do here.
+const history = {
+  current: () => sessionId,
+  open: (id) => openSession(id),
+  deleted: (id) => { if (id === sessionId) newConversation(); },
+  error: (message) => showError(message),
+};
+
 async function loadSessions() {
   if (!me || !me.may.ask) return;
-  try {
-    const { sessions } = await json("GET", "/v1/sessions");
-    const list = $("sessions");
-    list.textContent = "";
-    if (sessions.length === 0) list.appendChild(el("li", "No conversations yet.", "empty"));
-    for (const s of sessions) {
-      const item = el("li");
-      const open = button(s.title || "(no question yet)", () => openSession(s.id), "session");
-      open.dataset.id = s.id;
-      if (s.id === sessionId) open.setAttribute("aria-current", "true");
-      const note = count(s.turns, "question") + " · " + ago(s.last_ms) + (s.status !== "idle" ? " · " + words(s.status) : "");
-      open.appendChild(el("small", note));
-      item.appendChild(open);
-      list.appendChild(item);
-    }
-  } catch (error) {
-    showError(error.message);
-  }
+  await loadHistory(history);
 }
 
 function newConversation() {
@@ -396,6 +389,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("stop").addEventListener("click", stop);
   $("resume").addEventListener("click", resume);
   $("new-session").addEventListener("click", newConversation);
+  $("history-search").addEventListener("input", () => searchHistory(history));
   $("show-approvals").addEventListener("click", () => {
     $("approvals-panel").hidden = false;
     $("approvals-panel").scrollIntoView({ block: "nearest" });
