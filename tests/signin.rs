@@ -110,6 +110,19 @@ async fn a_proxy_names_people_only_from_its_own_addresses() {
         send(&proxy, "GET", &format!("{url}/v1/me"), &[("Authorization", "Bearer wrong"), ana[0], ana[1]], None).await;
     assert_eq!(status, 401, "a wrong token is not rescued by the proxy's header");
 
+    // A header sent twice (a client's value beside the proxy's) names nobody; another scheme of
+    // Authorization (oauth2-proxy's Basic) is passed over, not refused.
+    let twice = [ana[0], ana[1], ("X-Forwarded-Groups", "docs-admins")];
+    let (status, refused) = send(&proxy, "GET", &format!("{url}/v1/me"), &twice, None).await;
+    assert_eq!(status, 401, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("more than once"), "{refused}");
+    let spoofed = [("X-Forwarded-Email", "ceo@acme.test"), ana[0], ana[1]];
+    let (status, _) = send(&proxy, "GET", &format!("{url}/v1/me"), &spoofed, None).await;
+    assert_eq!(status, 401, "the client's name beside the proxy's is believed for neither");
+    let basic = [("Authorization", "Basic YW5hOng="), ana[0], ana[1]];
+    let (status, me) = send(&proxy, "GET", &format!("{url}/v1/me"), &basic, None).await;
+    assert_eq!((status, me["principal"].clone()), (200, json!("ana@acme.test")), "{me}");
+
     // Nothing at all: 401, as before.
     let (status, _) = send(&proxy, "GET", &format!("{url}/v1/me"), &[], None).await;
     assert_eq!(status, 401);

@@ -27,7 +27,8 @@ const DEFAULT_LIMIT: usize = 30;
 const MAX_LIMIT: usize = 100;
 /// A title longer than this is cut (with an ellipsis); a name given longer is refused.
 const TITLE_CHARS: usize = 120;
-/// Sessions read when searching: a person's latest this many, newest first.
+/// Sessions looked at for the list (closed ones skipped) or a search: a person's latest this
+/// many, newest first.
 const SEARCH_SESSIONS: usize = 500;
 
 /// `GET /v1/sessions` query.
@@ -153,9 +154,9 @@ pub async fn list(
             query.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
         let log = state.log()?;
         let mut sessions = Vec::new();
-        // Closed ones are skipped, so more are read than listed.
-        let read = if words.is_empty() { limit.saturating_mul(2) } else { SEARCH_SESSIONS };
-        for id in log.started_by(&principal.name, read)? {
+        // Closed ones and those a search passes over are skipped, so more ids are read than
+        // listed; each session's events are read only until the list is full.
+        for id in log.started_by(&principal.name, SEARCH_SESSIONS)? {
             if sessions.len() == limit {
                 break;
             }
@@ -224,20 +225,21 @@ pub async fn rename(
         principal.require(Role::Ask).map_err(ApiError::from)?;
         // Whose session first: for anyone else it does not exist, whatever the body says.
         let mut log = state.log()?;
-        let events = crate::service::owner::owned(&log, &id, &principal)?;
+        crate::service::owner::owned(&log, &id, &principal)?;
         let axum::Json(body) = body.map_err(|e| ApiError::body(e, "{\"title\": \"Refunds for annual plans\"}"))?;
         let name = body.title.split_whitespace().collect::<Vec<_>>().join(" ");
         if name.is_empty() || name.chars().count() > TITLE_CHARS {
             return Err(ApiError::bad_request(format!("title must be 1 to {TITLE_CHARS} characters")));
         }
-        if state::closed(&events) {
+        // Appended as the session's one writer: not while a turn runs, nor a close between the
+        // check and the append.
+        let _lock = log.lock(&id)?;
+        if state::closed(&log.events_after(&id, 0)?) {
             return Err(ApiError::from(crate::service::Refused::conflict(
                 crate::service::Conflict::SessionClosed,
                 format!("session {id} is closed: it is no longer listed, and keeps its name"),
             )));
         }
-        // Appended as the session's one writer: not while a turn runs.
-        let _lock = log.lock(&id)?;
         let seq = log.append(&id, Event::SessionRenamed { title: name.clone() })?;
         Ok(Renamed { session_id: id.clone(), seq, title: name })
     });

@@ -55,7 +55,7 @@ fs.mkdirSync(shots, { recursive: true });
 // ---- the OpenID provider ----
 
 // Who can sign in at the provider (any password), and the groups it reports for each.
-const GROUPS = { ana: ["support"], adam: ["docs-admins", "support"], carol: ["marketing"] };
+const GROUPS = { ana: ["support"], adam: ["docs-admins", "support"], carol: ["marketing"], eve: ["support"] };
 // How the provider's next ID tokens are spoiled: "" (not at all), "audience" or "expired".
 let spoil = "";
 
@@ -82,7 +82,7 @@ const provider = new Provider(issuer, {
   cookies: { keys: ["signin-test-cookie-key"] },
   findAccount: async (_ctx, id) => ({
     accountId: id,
-    claims: async () => ({ sub: id, email: id + "@acme.test", email_verified: true, name: id, preferred_username: id, groups: GROUPS[id] || [] }),
+    claims: async () => ({ sub: id, email: id + "@acme.test", email_verified: id !== "eve", name: id, preferred_username: id, groups: GROUPS[id] || [] }),
   }),
   features: { devInteractions: { enabled: true } },
   ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600 },
@@ -298,6 +298,10 @@ try {
 
   await check("a person none of whose groups has a role signs in to nothing, told whom to ask", async () => {
     await refused("carol", "marketing", "no-role");
+  });
+
+  await check("an email the provider says is unverified names nobody", async () => {
+    await refused("eve", "not verified", "unverified");
   });
 
   await check("a state-changing request without the page's CSRF token is refused; signing out ends the session", async () => {

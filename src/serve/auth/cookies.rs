@@ -17,10 +17,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Role;
 
-/// The sign-in session's cookie.
+/// The sign-in session's cookie; over https `__Host-` prefixed, so no sibling subdomain can
+/// plant one (browsers take such a cookie only Secure, from this host, for path `/`).
 pub const SESSION: &str = "docs_agent_session";
-/// The cookie of a sign-in in progress.
+const SESSION_SECURE: &str = "__Host-docs_agent_session";
+/// The cookie of a sign-in in progress; over https `__Secure-` prefixed (its path is `/auth`).
 pub const LOGIN: &str = "docs_agent_login";
+const LOGIN_SECURE: &str = "__Secure-docs_agent_login";
 /// How long a sign-in in progress may take at the provider.
 pub const LOGIN_SECS: u64 = 600;
 
@@ -98,13 +101,13 @@ impl SignIns {
             csrf: random_hex(32)?,
         };
         let value = serde_json::to_string(&sign_in).unwrap_or_default();
-        let jar = jar.remove(self.cookie(LOGIN, String::new(), "/auth")).add(self.cookie(SESSION, value, "/"));
+        let jar = self.forget_pending(jar).add(self.cookie(self.session(), value, "/"));
         Ok((sign_in, jar))
     }
 
     /// The sign-in whose cookie `headers` carry, while it lasts and was not signed out.
     pub fn current(&self, headers: &HeaderMap) -> Option<SignIn> {
-        let cookie = self.jar(headers).get(SESSION)?;
+        let cookie = self.jar(headers).get(self.session())?;
         let sign_in: SignIn = serde_json::from_str(cookie.value()).ok()?;
         let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&sign_in.id);
         (sign_in.expires > now() && !ended).then_some(sign_in)
@@ -119,7 +122,7 @@ impl SignIns {
             ended.insert(sign_in.id.clone(), sign_in.expires);
         }
         self.signed_out.send_modify(|n| *n = n.wrapping_add(1));
-        jar.remove(self.cookie(SESSION, String::new(), "/"))
+        jar.remove(self.cookie(self.session(), String::new(), "/"))
     }
 
     /// Resolves when `sign_in` ends: its time is up, or it was signed out.
@@ -146,12 +149,12 @@ impl SignIns {
     /// The jar that sets the cookie of a sign-in in progress.
     pub fn pending(&self, jar: PrivateCookieJar, pending: &Pending) -> PrivateCookieJar {
         let value = serde_json::to_string(pending).unwrap_or_default();
-        jar.add(self.cookie(LOGIN, value, "/auth"))
+        jar.add(self.cookie(self.login(), value, "/auth"))
     }
 
     /// The sign-in in progress `headers` carry, if it is still within its time.
     pub fn pending_of(&self, headers: &HeaderMap) -> Option<Pending> {
-        let pending: Pending = serde_json::from_str(self.jar(headers).get(LOGIN)?.value()).ok()?;
+        let pending: Pending = serde_json::from_str(self.jar(headers).get(self.login())?.value()).ok()?;
         (now().saturating_sub(pending.started) <= LOGIN_SECS).then_some(pending)
     }
 
@@ -161,6 +164,19 @@ impl SignIns {
         let Ok(mut mac) = Hmac::<sha2::Sha256>::new_from_slice(self.key.signing()) else { return String::new() };
         mac.update(text.as_bytes());
         mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// `jar` without the sign-in in progress: it is used once.
+    pub fn forget_pending(&self, jar: PrivateCookieJar) -> PrivateCookieJar {
+        jar.remove(self.cookie(self.login(), String::new(), "/auth"))
+    }
+
+    fn session(&self) -> &'static str {
+        if self.secure { SESSION_SECURE } else { SESSION }
+    }
+
+    fn login(&self) -> &'static str {
+        if self.secure { LOGIN_SECURE } else { LOGIN }
     }
 
     /// The jar of the cookies `headers` carry, read with this key.

@@ -154,9 +154,9 @@ pub async fn require_token(
 /// address) is admitted as, or why it is not.
 pub fn authenticate(state: &AppState, headers: &HeaderMap, extensions: &Extensions) -> Result<Credential, Refusal> {
     // A bearer token, when one is sent, decides alone: a wrong one is never rescued by a cookie.
-    if let Some(value) = headers.get(header::AUTHORIZATION) {
-        let token = value.to_str().ok().and_then(bearer_token);
-        return match token.and_then(|t| state.tokens.admit(t)) {
+    // Another scheme (a proxy's `Basic`) is not ours to judge, and is passed over.
+    if let Some(token) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token) {
+        return match state.tokens.admit(token) {
             Some(credential) => Ok(credential),
             None => Err(Refusal::unauthorized("the bearer token is not valid")),
         };
@@ -175,7 +175,10 @@ pub fn authenticate(state: &AppState, headers: &HeaderMap, extensions: &Extensio
                 )));
             }
             proxy::Said::Unusable { header } => {
-                return Err(Refusal::unauthorized(format!("the proxy's {header} header names nobody")));
+                tracing::warn!("refused a request whose {header} header is empty or comes more than once");
+                return Err(Refusal::unauthorized(format!(
+                    "the proxy's {header} header is empty or comes more than once; the proxy must set it, once"
+                )));
             }
             proxy::Said::Person { name, groups } => {
                 let roles = groups::roles(&setup.groups, &groups);

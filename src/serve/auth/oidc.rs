@@ -26,6 +26,10 @@ use crate::config::OidcConfig;
 const MAX_REPLY_BYTES: usize = 1024 * 1024;
 /// How long one call to the provider may take.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the provider's discovery document and keys are kept before they are read again
+/// (a key the provider rotates is taken within this time; a flood of sign-ins costs the
+/// provider nothing more).
+const METADATA_FOR: Duration = Duration::from_secs(300);
 
 /// The claims beyond the standard ones (the groups claim, a custom name claim), as they came.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -91,6 +95,9 @@ pub enum SignInError {
     /// Another check of the ID token failed (signature, issuer, nonce).
     #[error("the identity provider's ID token did not pass its checks ({0}); sign in again")]
     Token(String),
+    /// The email that names the person is not verified by the provider.
+    #[error("the identity provider says your email address is not verified; verify it there, then sign in again")]
+    Unverified,
     /// The name claim is missing.
     #[error(
         "the identity provider did not say who you are: its answer has no `{0}` claim (serve.oidc.name_claim); tell whoever runs docs-agent"
@@ -114,6 +121,8 @@ pub struct Person {
 pub struct Oidc {
     config: OidcConfig,
     http: reqwest::Client,
+    /// The discovery document and keys last read, and when.
+    metadata: tokio::sync::Mutex<Option<(std::time::Instant, CoreProviderMetadata)>>,
 }
 
 impl Oidc {
@@ -131,7 +140,7 @@ impl Oidc {
         if !config.client_secret.is_empty() {
             crate::guard::redact::remember(&config.client_secret);
         }
-        Ok(Oidc { config: config.clone(), http })
+        Ok(Oidc { config: config.clone(), http, metadata: tokio::sync::Mutex::new(None) })
     }
 
     /// Where to send the browser to sign in, and what to keep for the callback.
@@ -171,7 +180,12 @@ impl Oidc {
             )?;
         let id_token = openidconnect::TokenResponse::id_token(&response)
             .ok_or_else(|| SignInError::Token("the provider sent no ID token; is `openid` among the scopes?".into()))?;
-        let claims = id_token.claims(&client.id_token_verifier(), &Nonce::new(pending.nonce)).map_err(|e| match e {
+        let checked = id_token.claims(&client.id_token_verifier(), &Nonce::new(pending.nonce));
+        if let Err(ClaimsVerificationError::SignatureVerification(_)) = &checked {
+            // Perhaps a key the provider rotated since its keys were read: read them again next time.
+            *self.metadata.lock().await = None;
+        }
+        let claims = checked.map_err(|e| match e {
             ClaimsVerificationError::InvalidAudience(_) => SignInError::Audience,
             ClaimsVerificationError::Expired(_) => SignInError::Expired,
             other => SignInError::Token(other.to_string()),
@@ -181,6 +195,7 @@ impl Oidc {
             &self.config,
             claims.subject(),
             claims.email(),
+            claims.email_verified(),
             claims.preferred_username(),
             &claims.additional_claims().0,
         );
@@ -195,22 +210,39 @@ impl Oidc {
                         &self.config,
                         standard.subject(),
                         standard.email(),
+                        standard.email_verified(),
                         standard.preferred_username(),
                         &info.additional_claims().0,
                     );
                 }
             }
         }
-        let name = found.name.ok_or_else(|| SignInError::NoName(self.config.name_claim.clone()))?;
+        let name = match found.name {
+            Some(name) => name,
+            None if found.unverified => return Err(SignInError::Unverified),
+            None => return Err(SignInError::NoName(self.config.name_claim.clone())),
+        };
         Ok(Person { name, groups: found.groups.unwrap_or_default() })
     }
 
-    /// The client for the provider as its discovery document describes it now (read on every
-    /// sign-in: a few per person per day, and a rotated key is never stale).
+    /// The client for the provider as its discovery document describes it (read again after
+    /// [`METADATA_FOR`]).
     async fn client(&self) -> Result<ProviderClient, SignInError> {
-        let issuer = IssuerUrl::new(self.config.issuer.trim().to_string()).map_err(|e| self.unreachable(e))?;
-        let metadata =
-            CoreProviderMetadata::discover_async(issuer, &self.caller()).await.map_err(|e| self.unreachable(e))?;
+        let metadata = {
+            let mut kept = self.metadata.lock().await;
+            match kept.as_ref() {
+                Some((read, metadata)) if read.elapsed() < METADATA_FOR => metadata.clone(),
+                _ => {
+                    let issuer =
+                        IssuerUrl::new(self.config.issuer.trim().to_string()).map_err(|e| self.unreachable(e))?;
+                    let metadata = CoreProviderMetadata::discover_async(issuer, &self.caller())
+                        .await
+                        .map_err(|e| self.unreachable(e))?;
+                    *kept = Some((std::time::Instant::now(), metadata.clone()));
+                    metadata
+                }
+            }
+        };
         let secret =
             Some(self.config.client_secret.trim()).filter(|s| !s.is_empty()).map(|s| ClientSecret::new(s.to_string()));
         let redirect =
@@ -246,6 +278,8 @@ impl Oidc {
 struct Found {
     name: Option<String>,
     groups: Option<Vec<String>>,
+    /// The name would have been an email the provider says is not verified.
+    unverified: bool,
 }
 
 impl Found {
@@ -255,12 +289,19 @@ impl Found {
         config: &OidcConfig,
         subject: &SubjectIdentifier,
         email: Option<&openidconnect::EndUserEmail>,
+        email_verified: Option<bool>,
         username: Option<&openidconnect::EndUserUsername>,
         extra: &serde_json::Map<String, serde_json::Value>,
     ) {
         if self.name.is_none() {
             self.name = match config.name_claim.trim() {
                 "sub" => Some(subject.to_string()),
+                // An email is believed as a name only if the provider has not said it is
+                // unverified (some let people type any address; Entra ID sends no such claim).
+                "email" if email.is_some() && email_verified == Some(false) => {
+                    self.unverified = true;
+                    None
+                }
                 "email" => email.map(|e| e.to_string()),
                 "preferred_username" => username.map(|u| u.to_string()),
                 other => extra.get(other).and_then(|v| v.as_str()).map(str::to_string),

@@ -31,7 +31,8 @@ pub enum Said {
         /// Where the connection came from, when known.
         from: Option<IpAddr>,
     },
-    /// The identity header is present but unusable (empty, not text, too long).
+    /// The identity header is present but unusable (empty, not text, too long), or a header
+    /// comes more than once (a client's value beside the proxy's, when a proxy appends).
     Unusable {
         /// The header's name.
         header: String,
@@ -65,14 +66,21 @@ impl Proxy {
         if !from.is_some_and(|ip| self.networks.iter().any(|net| net.contains(&ip))) {
             return Said::Untrusted { header: self.user.to_string(), from };
         }
+        // One value each, or none believed: a proxy that appends to a header the client sent
+        // (rather than replacing it) would otherwise let the client's value through.
+        for header in [&self.user, &self.groups] {
+            if headers.get_all(header).iter().count() > 1 {
+                return Said::Unusable { header: header.to_string() };
+            }
+        }
         let name = value.to_str().map(str::trim).unwrap_or_default();
         if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
             return Said::Unusable { header: self.user.to_string() };
         }
         let groups = headers
-            .get_all(&self.groups)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
+            .get(&self.groups)
+            .and_then(|v| v.to_str().ok())
+            .into_iter()
             .flat_map(|v| v.split(','))
             .map(str::trim)
             .filter(|g| !g.is_empty())
@@ -106,15 +114,16 @@ mod tests {
     #[test]
     fn the_header_is_believed_only_from_the_proxy() {
         let said = |peer: &str, pairs: &[(&str, &str)]| proxy().said(peer.parse().ok(), &headers(pairs));
-        let ana = [
-            ("x-forwarded-email", "ana@acme.test"),
-            ("x-forwarded-groups", "support, leads"),
-            ("x-forwarded-groups", "x"),
-        ];
+        let ana = [("x-forwarded-email", "ana@acme.test"), ("x-forwarded-groups", "support, leads")];
         assert_eq!(
             said("10.0.0.5:5000", &ana),
-            Said::Person { name: "ana@acme.test".into(), groups: vec!["support".into(), "leads".into(), "x".into()] }
+            Said::Person { name: "ana@acme.test".into(), groups: vec!["support".into(), "leads".into()] }
         );
+        // A header twice (the client's value beside the proxy's) is believed for neither.
+        let twice = [("x-forwarded-email", "ceo@acme.test"), ("x-forwarded-email", "ana@acme.test")];
+        assert!(matches!(said("10.0.0.5:1", &twice), Said::Unusable { .. }));
+        let groups_twice = [ana[0], ana[1], ("x-forwarded-groups", "docs-admins")];
+        assert!(matches!(said("10.0.0.5:1", &groups_twice), Said::Unusable { .. }));
         assert!(matches!(said("192.168.1.77:1", &ana), Said::Person { .. }), "any address of a trusted network");
         assert!(
             matches!(said("[::ffff:10.0.0.5]:1", &ana), Said::Person { .. }),

@@ -14,7 +14,6 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{MethodRouter, get, post};
 
-use super::cookies::LOGIN;
 use super::oidc::SignInError;
 use super::{AppState, Refusal, Via, authenticate, check_csrf, groups};
 
@@ -70,26 +69,29 @@ struct Callback {
 async fn callback(State(state): State<Arc<AppState>>, headers: HeaderMap, Query(back): Query<Callback>) -> Response {
     let cookies = &state.sign_in.cookies;
     // The sign-in in progress is used once, whatever happens next.
-    let jar = cookies.jar(&headers).remove(axum_extra::extract::cookie::Cookie::build(LOGIN).path("/auth"));
+    let jar = cookies.forget_pending(cookies.jar(&headers));
     let Some(oidc) = &state.sign_in.oidc else {
         return page(StatusCode::NOT_FOUND, "Sign-in with an identity provider is not set up here ([serve.oidc]).");
     };
-    if let Some(error) = back.error {
-        let said = back.error_description.map(|d| format!(": {d}")).unwrap_or_default();
-        let text = format!("The identity provider did not sign you in ({error}{said}).");
-        return (jar, page(StatusCode::UNAUTHORIZED, &text)).into_response();
-    }
     let Some(pending) = cookies.pending_of(&headers) else {
         let text = "This browser has no sign-in in progress to finish (it began in another browser, took longer than \
                     10 minutes, or was finished already). Nobody was signed in; sign in again.";
         return (jar, page(StatusCode::BAD_REQUEST, text)).into_response();
     };
+    // The state first: what the provider is said to have answered is shown only for the
+    // sign-in this browser began (no page of someone else's words behind a link).
     let sent = back.state.unwrap_or_default();
     if !super::constant_time_eq(sent.as_bytes(), pending.state.as_bytes()) {
         tracing::warn!("a sign-in came back with a state that does not match the browser's; refused");
         let text = "This sign-in's state does not match the one this browser sent to the identity provider (the link \
                     was altered, or came from somewhere else). Nobody was signed in; sign in again.";
         return (jar, page(StatusCode::BAD_REQUEST, text)).into_response();
+    }
+    if let Some(error) = back.error {
+        let said = back.error_description.map(|d| format!(": {}", crate::guard::clip(&d, 200))).unwrap_or_default();
+        tracing::info!("the identity provider did not sign someone in: {error}{said}");
+        let text = format!("The identity provider did not sign you in ({}{said}).", crate::guard::clip(&error, 60));
+        return (jar, page(StatusCode::UNAUTHORIZED, &text)).into_response();
     }
     let Some(code) = back.code.filter(|c| !c.is_empty()) else {
         return (jar, page(StatusCode::BAD_REQUEST, "The identity provider sent no code back; sign in again."))
@@ -110,19 +112,17 @@ async fn callback(State(state): State<Arc<AppState>>, headers: HeaderMap, Query(
             tracing::info!(principal = %sign_in.name, roles = %roles_said, "signed in through the OpenID provider");
             (jar, Redirect::to("/")).into_response()
         }
-        Err(e) => page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => (cookies.forget_pending(cookies.jar(&headers)), failed(e.into())).into_response(),
     }
 }
 
 async fn logout(State(state): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
     let jar = state.sign_in.cookies.jar(request.headers());
-    let Ok(credential) = authenticate(&state, request.headers(), request.extensions()) else {
-        // Nobody signed in: nothing to end, and the cookie (if any) is cleared anyway.
-        return (
-            jar.remove(axum_extra::extract::cookie::Cookie::build(super::cookies::SESSION).path("/")),
-            StatusCode::NO_CONTENT,
-        )
-            .into_response();
+    // Nobody signed in: nothing to end, and no cookie is touched (a form on another site must
+    // not be able to clear one).
+    let credential = match authenticate(&state, request.headers(), request.extensions()) {
+        Ok(credential) => credential,
+        Err(refusal) => return refusal.into_response(),
     };
     if let Err(refusal) = check_csrf(&state, &credential, &Method::POST, request.headers()) {
         return refusal.into_response();
@@ -151,7 +151,15 @@ fn failed(error: SignInError) -> Response {
         _ => StatusCode::UNAUTHORIZED,
     };
     tracing::warn!("a sign-in failed: {error}");
-    page(status, &(capitalised(&error.to_string()) + "."))
+    // What went wrong between this server and the provider (addresses, network errors) is the
+    // operator's to read, in the log; the person is told what to do.
+    let said = match &error {
+        SignInError::Provider { .. } => "The identity provider could not be reached or answered something unusable; \
+                                         try again shortly. If it goes on, tell whoever runs docs-agent (its log says why)."
+            .to_string(),
+        other => capitalised(&other.to_string()) + ".",
+    };
+    page(status, &said)
 }
 
 fn capitalised(text: &str) -> String {
