@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{MethodRouter, get, post};
 
 use super::oidc::SignInError;
-use super::{AppState, Refusal, Via, authenticate, check_csrf, groups};
+use super::{AppState, Via, authenticate, check_csrf, groups};
 
 /// The sign-in routes, for the public router.
 pub fn routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
@@ -132,13 +132,10 @@ async fn logout(State(state): State<Arc<AppState>>, request: axum::extract::Requ
             tracing::info!(principal = %sign_in.name, "signed out");
             (state.sign_in.cookies.end(sign_in, jar), StatusCode::NO_CONTENT).into_response()
         }
-        Via::Token { .. } | Via::Proxy => Refusal {
-            status: StatusCode::BAD_REQUEST,
-            code: "bad_request",
-            message: "only a sign-in through the identity provider is signed out here: a token is forgotten by the \
-                      page, a proxy's sign-in ends at the proxy"
-                .into(),
-        }
+        Via::Token { .. } | Via::Proxy => super::super::error::ApiError::bad_request(
+            "only a sign-in through the identity provider is signed out here: a token is forgotten by the page, a \
+             proxy's sign-in ends at the proxy",
+        )
         .into_response(),
     }
 }
@@ -178,8 +175,9 @@ fn page(status: StatusCode, text: &str) -> Response {
          <main class=\"auth-result\">\n<h1>{title}</h1>\n<p>{text}</p>\n\
          <p><a href=\"/\">Back to docs-agent</a></p>\n</main>\n</body>\n</html>\n",
         code = status.as_u16(),
-        // What the provider said (an error description, group names) is never markup here.
-        text = crate::guard::fence::escape_attr(text),
+        // What the provider said (an error description, group names) leaves redacted, and is
+        // never markup here.
+        text = crate::guard::fence::escape_attr(&crate::guard::redact::redact(text)),
     );
     (
         status,
@@ -199,10 +197,16 @@ fn page(status: StatusCode, text: &str) -> Response {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_failure_page_has_its_status() {
-        let shown = page(StatusCode::FORBIDDEN, "<script>alert(1)</script> & co");
+    #[tokio::test]
+    async fn a_failure_page_has_its_status_and_shows_what_the_provider_said_inert_and_redacted() {
+        let key = format!("sk_live_{}", "4eC39HqLyjWDarjtT1zdp7dc");
+        let shown = page(StatusCode::FORBIDDEN, &format!("<script>alert(1)</script> & co, groups {key}"));
         assert_eq!(shown.status(), StatusCode::FORBIDDEN);
+        let body = axum::body::to_bytes(shown.into_body(), 1 << 20).await.unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"), "{body}");
+        assert!(!body.contains("<script>"), "{body}");
+        assert!(!body.contains(&key) && body.contains("REDACTED"), "a secret the provider echoed is redacted: {body}");
         assert_eq!(capitalised("the state"), "The state");
     }
 }
