@@ -18,6 +18,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { assert, audit, check, finish } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const binary = process.env.DOCS_AGENT_BIN || path.join(root, "target/debug/docs-agent");
@@ -30,20 +31,6 @@ const sha = (t) => createHash("sha256").update(t).digest("hex");
 const REFUND = "how long is the refund window";
 const WRITE = "what is in the onboarding integrations";
 
-let passed = 0, failed = 0;
-async function check(name, body) {
-  try {
-    await body();
-    passed++;
-    console.log("ok   " + name);
-  } catch (error) {
-    failed++;
-    console.log("FAIL " + name + "\n     " + (error && error.stack ? error.stack.split("\n").slice(0, 3).join("\n     ") : error));
-  }
-}
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 const shot = (page, name) => page.screenshot({ path: path.join(shots, name + ".png"), fullPage: true });
 
 // A private workspace and config.
@@ -409,14 +396,6 @@ try {
   });
 
   await check("no serious or critical accessibility violations (axe-core) on the sign-in, a conversation with its source, the gaps view, and a phone in dark colours", async () => {
-    const axe = fs.readFileSync(path.join(root, "tests/browser/node_modules/axe-core/axe.min.js"), "utf8");
-    // axe-core's serious and critical findings on the page as it is now.
-    const audit = async (page, state) => {
-      await page.evaluate(axe);
-      const { violations } = await page.evaluate(() => axe.run(document, { resultTypes: ["violations"] }));
-      const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-      assert(bad.length === 0, state + ": " + JSON.stringify(bad.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }))));
-    };
     const context = await browser.newContext();
     const signedOut = await context.newPage();
     await signedOut.goto(base + "/");
@@ -480,5 +459,4 @@ try {
   slowModel.close();
   slowModel.closeAllConnections();
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -18,6 +18,7 @@ import path from "node:path";
 import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from "jose";
 import Provider from "oidc-provider";
 import { chromium } from "playwright-core";
+import { assert, audit, check, finish } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const binary = process.env.DOCS_AGENT_BIN || path.join(root, "target/debug/docs-agent");
@@ -27,28 +28,6 @@ const REFUND = "how long is the refund window";
 const SITE = "https://docs.acme.test/help/";
 const CLIENT_SECRET = "signin-test-client-secret-0123456789";
 
-let passed = 0, failed = 0;
-async function check(name, body) {
-  try {
-    await body();
-    passed++;
-    console.log("ok   " + name);
-  } catch (error) {
-    failed++;
-    console.log("FAIL " + name + "\n     " + (error && error.stack ? error.stack.split("\n").slice(0, 3).join("\n     ") : error));
-  }
-}
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-const axe = fs.readFileSync(path.join(root, "tests/browser/node_modules/axe-core/axe.min.js"), "utf8");
-// axe-core's serious and critical findings on the page as it is now: none allowed.
-async function audit(page, state) {
-  await page.evaluate(axe);
-  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
-  const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  assert(bad.length === 0, state + ": " + JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(" ")) }))));
-}
 const shot = (page, name) => page.screenshot({ path: path.join(shots, "signin-" + name + ".png"), fullPage: true });
 fs.mkdirSync(shots, { recursive: true });
 
@@ -340,5 +319,4 @@ try {
   providerServer.close();
   providerServer.closeAllConnections();
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
