@@ -225,6 +225,10 @@ pub struct Section {
     /// With session and seq: the lines of `text` (from 0) the answer draws on, for
     /// highlighting; a heuristic for the eye, not a check.
     cited_lines: Option<Vec<usize>>,
+    /// `text` as safe Markdown nodes (as an answer's `answer_nodes`): its relative links are
+    /// sections of the docs, and the blocks holding `cited_lines` are `cited` nodes. A text or
+    /// HTML page's section is paragraphs of its lines.
+    nodes: Vec<crate::guard::markdown::Node>,
     /// The index generation the section was read from: the one search reads.
     generation: i64,
     /// The section's page on the published docs site (`[site]`), when one is configured.
@@ -232,7 +236,7 @@ pub struct Section {
     url: Option<String>,
 }
 
-/// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text (what a citation in
+/// `GET /v1/sections?path=docs/x.md&anchor=y`: the cited section, as text and safe nodes (what a citation in
 /// an answer points to), from the index generation searched now. Only docs/ is readable here,
 /// through the same policy as `read_file`. With `&session=ID&seq=SEQ` (an answer of the
 /// caller's), `cited_lines` lists the lines of `text` (from 0) that answer draws on.
@@ -289,6 +293,12 @@ pub async fn section(
             (None, None) => None,
             _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
         };
+        let nodes = crate::guard::markdown::render_source(
+            &text,
+            &path.display(),
+            &state.config.allowed_link_hosts,
+            cited.as_deref().unwrap_or_default(),
+        );
         Ok(Section {
             path: shown(&query.path),
             anchor: shown(&section.anchor),
@@ -296,6 +306,7 @@ pub async fn section(
             lines: [section.lines.0, section.lines.1],
             text,
             cited_lines: cited,
+            nodes,
             generation: index.version.generation,
             url: state.harness.site_url(&path.display(), &section.anchor).filter(|url| shown(url) == *url),
         })

@@ -200,7 +200,7 @@ try {
     await shot(asker, "conversation");
   });
 
-  await check("a source opens beside the conversation with its cited lines highlighted, and links to its docs page", async () => {
+  await check("a source opens beside the conversation rendered, its cited lines highlighted, linking to its docs page and on to other sections", async () => {
     const out = asker.locator("#turns > li").first().locator(".sources a.docs-link").first();
     const link = { href: await out.getAttribute("href"), target: await out.getAttribute("target"), rel: await out.getAttribute("rel") };
     assert(link.href === SITE + "refunds/#window" && link.target === "_blank" && link.rel.includes("noopener"),
@@ -209,15 +209,29 @@ try {
     await asker.waitForSelector("#section-panel:not([hidden])", { timeout: 10000 });
     const shown = await asker.evaluate(() => ({
       source: document.getElementById("section-source").textContent,
-      marked: [...document.querySelectorAll("#section-text mark")].map((m) => m.textContent),
-      lines: document.querySelectorAll("#section-text .line").length,
+      marked: [...document.querySelectorAll("#section-text mark.cited")].map((m) => m.textContent),
+      paragraphs: [...document.querySelectorAll("#section-text p")].map((p) => p.textContent),
+      text: document.getElementById("section-text").textContent,
+      cited: document.getElementById("section-cited").textContent,
     }));
     assert(shown.source.startsWith("docs/refunds.md"), "the source is shown: " + shown.source);
-    assert(shown.marked.length > 0 && shown.marked.length < shown.lines, "some lines highlighted: " + JSON.stringify(shown));
+    // Rendered, not raw: paragraphs of joined lines, no Markdown syntax shown.
+    assert(shown.paragraphs.length >= 2 && !shown.text.includes("](") && !shown.text.includes("##"),
+      "the section is rendered Markdown: " + JSON.stringify(shown));
+    assert(shown.paragraphs.some((p) => p.includes("refund window. It starts on the date")), "a wrapped paragraph is one paragraph: " + JSON.stringify(shown.paragraphs));
+    // Line by line, as the answer drew on them: some of the section, not all of it.
+    const markedLength = shown.marked.join("").length;
+    assert(markedLength > 0 && markedLength < shown.text.length * 0.9, "some lines highlighted: " + JSON.stringify(shown));
     assert(shown.marked.some((m) => m.includes("14 days")), "the answer's fact is highlighted: " + JSON.stringify(shown.marked));
+    assert(/highlighted/.test(shown.cited), "the panel says what is highlighted: " + shown.cited);
     const panelLink = await asker.locator("#section-source a.docs-link").getAttribute("href");
     assert(panelLink === SITE + "refunds/#window", "the open section links out to its page: " + panelLink);
     await shot(asker, "source");
+    // The section's own relative link ([disputes](disputes.md)) opens that section here.
+    await asker.locator("#section-text button.cite", { hasText: "disputes" }).click();
+    await asker.waitForFunction(() => document.getElementById("section-source").textContent.startsWith("docs/disputes.md"), null, { timeout: 10000 });
+    const next = await asker.evaluate(() => document.querySelectorAll("#section-text mark").length);
+    assert(next === 0, "a section opened from another has nothing highlighted: " + next);
   });
 
   await check("an answer rated not helpful shows in the admin's docs-gaps view", async () => {
@@ -310,8 +324,11 @@ try {
     assert(rated.includes("not helpful"), "its rating is shown: " + rated);
     await shot(asker, "reopened");
     await asker.click("#sign-out");
+    // Signing out is a call to the server: the form shows when it is done, and again after a reload.
+    await asker.waitForSelector("#sign-in", { state: "visible", timeout: 10000 });
     await asker.reload();
-    assert(await asker.locator("#sign-in").isVisible(), "signed out: the token is gone");
+    const back = await asker.waitForSelector("#sign-in", { state: "visible", timeout: 10000 }).then(() => true, () => false);
+    assert(back, "signed out: the token is gone");
     assert(await asker.locator("#app").isHidden(), "nothing of the conversation shows");
     await signIn(asker, ASKER);
   });

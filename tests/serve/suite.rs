@@ -1545,6 +1545,15 @@ async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines()
         .collect();
     assert!(!marked.is_empty() && marked.len() < lines.len(), "some lines, not all: {section}");
     assert!(marked.iter().any(|&n| lines[n].contains("14 days")), "the answer's fact is marked: {section}");
+    // The same section as safe nodes for the page: rendered, with those lines marked, and the
+    // section's relative link ([disputes](disputes.md)) a section of the docs.
+    let nodes = section["nodes"].to_string();
+    assert!(nodes.contains(r#""t":"cited""#) && nodes.contains(r#""t":"paragraph""#), "{nodes}");
+    assert!(nodes.contains(r#""target":"docs/disputes.md""#), "{nodes}");
+    assert!(!nodes.contains("](") && !nodes.contains("<"), "no Markdown or HTML source: {nodes}");
+    let (_, plain) =
+        call(&s, "GET", &format!("/v1/sections?path=docs/refunds.md&anchor={anchor}"), Some(ASKER), None).await;
+    assert!(!plain["nodes"].to_string().contains(r#""t":"cited""#), "nothing marked without an answer: {plain}");
     // Someone else's session, a seq that is no answer, or a session without a seq is refused.
     let (status, _) = call(&s, "GET", &uri, Some(OTHER), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);

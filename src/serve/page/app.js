@@ -29,7 +29,8 @@ function setStatus(text) {
 
 // Opens a cited section; `from` is the answer ({session, seq}) whose lines are highlighted.
 function openSource(path, anchor, from) {
-  showSection(path, anchor, from, showError);
+  // a link in the section to another opens that one, with nothing highlighted
+  showSection(path, anchor, from, showError, (to, at) => openSource(to, at));
 }
 
 // What a turn's elements need to know: the session they belong to, what a source click does.

@@ -2,6 +2,7 @@
 // highlighted, the pending writes an approver decides (with the conversation each came from),
 // and the admin's docs-gaps report. Everything is built with createElement and textContent.
 import { json } from "/api.js";
+import { renderNodes } from "/render.js";
 
 // The element with this id.
 export const $ = (id) => document.getElementById(id);
@@ -59,9 +60,10 @@ function reveal(id) {
   panel.scrollIntoView({ block: "nearest" });
 }
 
-// Opens section path#anchor beside the conversation; with `from` ({session, seq} of an answer),
-// the lines that answer draws on are highlighted and the first is scrolled to.
-export async function showSection(path, anchor, from, onError) {
+// Opens section path#anchor beside the conversation, rendered from the server's safe nodes; with
+// `from` ({session, seq} of an answer), the blocks holding the lines that answer draws on are
+// highlighted and the first is scrolled to. A link in the section to another calls `onCite`.
+export async function showSection(path, anchor, from, onError, onCite) {
   try {
     let query = "path=" + encodeURIComponent(path) + "&anchor=" + encodeURIComponent(anchor || "");
     if (from) query += "&session=" + encodeURIComponent(from.session) + "&seq=" + from.seq;
@@ -71,15 +73,14 @@ export async function showSection(path, anchor, from, onError) {
       " (lines " + section.lines[0] + "-" + section.lines[1] + ")";
     const out = docsLink(section.url, "Open on the docs site");
     if (out) $("section-source").append(" ", out);
-    const cited = new Set(section.cited_lines || []);
+    const cited = (section.cited_lines || []).length;
     const text = $("section-text");
-    text.textContent = "";
-    section.text.split("\n").forEach((line, n) => {
-      const row = el(cited.has(n) ? "mark" : "span", line + "\n", "line");
-      text.appendChild(row);
-    });
-    $("section-cited").textContent = cited.size > 0
-      ? count(cited.size, "line") + " the answer draws on " + (cited.size === 1 ? "is" : "are") + " highlighted."
+    // The panel's title is the heading: the section's own first heading is not shown twice.
+    const nodes = section.nodes || [];
+    const shown = nodes.length > 1 && nodes[0].t === "heading" ? nodes.slice(1) : nodes;
+    renderNodes(text, shown, onCite);
+    $("section-cited").textContent = cited > 0
+      ? "What the answer draws on (" + count(cited, "line") + ") is highlighted."
       : "";
     reveal("section-panel");
     const first = text.querySelector("mark");

@@ -1,16 +1,25 @@
-// Answers as elements: an answer's Markdown comes from the server as safe nodes
+// Answers and docs sections as elements: their Markdown comes from the server as safe nodes
 // (guard::markdown), and every node becomes elements made here, with text set as textContent;
 // nothing is ever parsed as HTML. A citation in text ([docs/x.md#anchor]) becomes a button that
-// calls onCite(path, anchor).
+// calls onCite(path, anchor); a `cited` node (in a section, what an answer draws on) a <mark>.
 
 // The document types the index reads (doc_kind::EXTENSIONS), longest first.
 const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
+
+// Node kinds that are blocks of their own.
+const BLOCKS = new Set(["heading", "paragraph", "quote", "list", "code", "table", "rule"]);
 
 // The answer into `box`: from the server's nodes when it sent them, else as text.
 export function renderAnswer(box, text, nodes, onCite) {
   box.textContent = "";
   if (Array.isArray(nodes) && (nodes.length > 0 || !text)) build(nodes, box, false, onCite);
   else appendText(box, text || "", onCite);
+}
+
+// A docs section's nodes into `box` (the source panel).
+export function renderNodes(box, nodes, onCite) {
+  box.textContent = "";
+  build(nodes, box, false, onCite);
 }
 
 // Text, with each citation a button.
@@ -51,6 +60,12 @@ function build(nodes, into, plain, onCite) {
       case "strong": make("strong", node.children); break;
       case "em": make("em", node.children); break;
       case "del": make("del", node.children); break;
+      case "cited": {
+        // around a block (a heading, code, a loose item's paragraph) or a line of text
+        const around = node.children && node.children[0] && BLOCKS.has(node.children[0].t);
+        make("mark", node.children).className = around ? "cited block" : "cited";
+        break;
+      }
       case "break": into.appendChild(document.createElement("br")); break;
       case "rule": into.appendChild(document.createElement("hr")); break;
       case "inline_code": { const code = document.createElement("code"); code.textContent = node.text; into.appendChild(code); break; }

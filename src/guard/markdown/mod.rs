@@ -1,0 +1,192 @@
+//! Markdown as a tree of safe nodes, for the web page to build DOM nodes from (`textContent`
+//! and `createElement`, never `innerHTML`): headings, paragraphs, lists, quotes, tables, code,
+//! emphasis and links, parsed by pulldown-cmark, the parser the link guard uses. Two texts are
+//! rendered: an answer ([`render`]), and a docs section opened from a citation
+//! ([`render_source`]), whose relative links lead to other sections and whose blocks holding
+//! the lines an answer draws on are marked.
+//!
+//! What is inert by construction:
+//! * raw HTML, inline or as a block, is a [`Node::Text`] of its source: shown, never parsed;
+//! * an image is its alt text in a [`Node::Image`], never a URL the page could fetch;
+//! * a link is a [`Node::Section`] (a section of the workspace's docs, opened beside the
+//!   conversation), a [`Node::Link`] (http or https to an allowed host, the same allowlist as
+//!   the link guard's, `allowed_link_hosts`; or a `mailto:` without a query, as the guard keeps
+//!   it), or else its text with the URL shown as text in a [`Node::Blocked`];
+//! * every string is scrubbed after parsing, and nodes nest at most [`MAX_DEPTH`] deep (and a
+//!   leaf block once more, in a [`Node::Cited`]).
+//!
+//! Architecture invariant: this module does no IO.
+
+mod parse;
+mod source;
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+use super::links::Allowlist;
+pub use source::render_source;
+
+/// One node of a rendered answer; `t` is its kind. (In the API: an answer's `answer_nodes`,
+/// and the `nodes` of an `answer` event.)
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(tag = "t", rename_all = "snake_case")]
+#[schema(no_recursion)]
+pub enum Node {
+    /// A heading, level 1 to 6.
+    Heading {
+        /// Its level.
+        #[schema(minimum = 1, maximum = 6)]
+        level: u8,
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// A paragraph.
+    Paragraph {
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// A quoted block.
+    Quote {
+        /// What is quoted.
+        children: Vec<Node>,
+    },
+    /// A list.
+    List {
+        /// The first number of a numbered list; none for bullets.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        start: Option<u64>,
+        /// Its items.
+        items: Vec<Vec<Node>>,
+    },
+    /// A code block.
+    Code {
+        /// The language named after the fence (may be empty).
+        lang: String,
+        /// The code.
+        text: String,
+    },
+    /// A table: the head's cells, then each row's cells.
+    Table {
+        /// The head row.
+        head: Vec<Vec<Node>>,
+        /// The body rows.
+        rows: Vec<Vec<Vec<Node>>>,
+    },
+    /// A horizontal rule.
+    Rule,
+    /// Plain text (raw HTML included, as its source).
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Code inside a line.
+    InlineCode {
+        /// The code.
+        text: String,
+    },
+    /// Strong emphasis.
+    Strong {
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// Emphasis.
+    Em {
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// Struck-through text.
+    Del {
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// A line break.
+    Break,
+    /// A link to a section of the workspace's docs: `docs/refunds.md#window`.
+    Section {
+        /// `path#anchor` (the anchor may be absent).
+        target: String,
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// A link outside, to an allowed host.
+    Link {
+        /// The URL (http, https or mailto).
+        href: String,
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// A link that is not allowed: its text, and the URL shown as text only.
+    Blocked {
+        /// The URL, as written.
+        url: String,
+        /// Its text.
+        children: Vec<Node>,
+    },
+    /// An image: never loaded, its alt text shown.
+    Image {
+        /// The alt text.
+        alt: String,
+    },
+    /// Blocks (or a list item's or table cell's content) holding lines an answer draws on:
+    /// only in a docs section opened from an answer's citation.
+    Cited {
+        /// What is marked.
+        children: Vec<Node>,
+    },
+}
+
+/// Nodes nest at most this deep; deeper content joins its parent (a reply of a thousand `>`
+/// must not recurse a thousand times when the tree is sent or dropped).
+const MAX_DEPTH: usize = 32;
+
+/// Parses `answer` into safe nodes; links are kept only to the workspace's docs and to
+/// `allowed_hosts`. Every string in the tree is scrubbed once more: the parser decodes escapes
+/// and entities (`ghp\_…`, `&lowbar;`), which can make a secret the answer's redaction did not
+/// see.
+pub fn render(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
+    let reading = parse::Reading { allow: Allowlist::new(allowed_hosts), document: None, marks: None };
+    let mut nodes = parse::parse(answer, &reading);
+    scrub_all(&mut nodes);
+    nodes
+}
+
+/// Scrubs every string of the tree (text, code, alt text, URLs and targets).
+fn scrub_all(nodes: &mut [Node]) {
+    let scrub = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = super::scrub(text) {
+            *text = clean;
+        }
+    };
+    for node in nodes {
+        match node {
+            Node::Text { text } | Node::InlineCode { text } | Node::Code { text, .. } => scrub(text),
+            Node::Image { alt } => scrub(alt),
+            Node::Heading { children, .. }
+            | Node::Paragraph { children }
+            | Node::Quote { children }
+            | Node::Strong { children }
+            | Node::Em { children }
+            | Node::Del { children }
+            | Node::Cited { children } => scrub_all(children),
+            Node::Section { target, children } => {
+                scrub(target);
+                scrub_all(children);
+            }
+            Node::Link { href, children } => {
+                scrub(href);
+                scrub_all(children);
+            }
+            Node::Blocked { url, children } => {
+                scrub(url);
+                scrub_all(children);
+            }
+            Node::List { items, .. } => items.iter_mut().for_each(|item| scrub_all(item)),
+            Node::Table { head, rows } => {
+                head.iter_mut().for_each(|cell| scrub_all(cell));
+                rows.iter_mut().flatten().for_each(|cell| scrub_all(cell));
+            }
+            Node::Rule | Node::Break => {}
+        }
+    }
+}
