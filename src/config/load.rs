@@ -261,6 +261,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("serve.max_turns_per_principal", 4_i64.into()),
         ("serve.max_followers_per_principal", 16_i64.into()),
         ("serve.allow_self_approval", false.into()),
+        ("serve.suggest_asked_by", 3_i64.into()),
         ("serve.breaker_failures", 3_i64.into()),
         ("serve.breaker_cooldown_secs", 30_i64.into()),
         ("serve.oidc.issuer", "".into()),

@@ -207,6 +207,10 @@ pub struct ServeConfig {
     pub max_followers_per_principal: usize,
     /// May an approver decide a write asked for in their own session?
     pub allow_self_approval: bool,
+    /// The page suggests a question from the session log only once this many different people
+    /// asked it in the same words (and the docs answered it); 0: only topics from the docs'
+    /// headings, never people's questions.
+    pub suggest_asked_by: usize,
     /// Model failures in a row that open the circuit breaker (answers become retrieval-only).
     pub breaker_failures: u32,
     /// Seconds the breaker stays open before one request tries the model again.

@@ -88,6 +88,21 @@ pub struct Page {
 }
 
 impl Index {
+    /// Every section `shown` keeps, in the order of [`Index::sections_after`], read a page at a
+    /// time.
+    pub fn all_sections(&self, shown: &dyn Fn(&Listed) -> bool) -> Result<Vec<Listed>, IndexError> {
+        let mut out: Vec<Listed> = Vec::new();
+        loop {
+            let after = out.last().map(|s| (s.path.clone(), s.anchor.clone()));
+            let page = self.sections_after(after.as_ref().map(|(p, a)| (p.as_str(), a.as_str())), 1000, shown)?;
+            let more = page.more && !page.sections.is_empty();
+            out.extend(page.sections);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
     /// Up to `limit` sections after the section `after` (a path and an anchor; `None` for the
     /// first page), each once however many windows it was indexed as: files in path order,
     /// each file's sections in order. The position is the section itself, not a row, so it

@@ -25,6 +25,7 @@ pub mod page;
 pub mod requests;
 pub mod sessions;
 pub mod stream;
+pub mod suggest;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,6 +67,8 @@ pub struct AppState {
     pub body_slots: Arc<tokio::sync::Semaphore>,
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
+    /// The suggested questions last worked out (`GET /v1/suggestions`).
+    pub suggestions: Mutex<Option<suggest::Cached>>,
 }
 
 /// The handlers reach the service core through the state: `state.config`, `state.harness`,
@@ -97,6 +100,7 @@ impl AppState {
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
+            suggestions: Mutex::new(None),
             service: Arc::new(service),
         }
     }
@@ -116,6 +120,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<Arc<AppState>>)> {
         ("/v1/ask", post(ask::ask)),
         ("/v1/search", get(ask::search)),
         ("/v1/sections", get(ask::section)),
+        ("/v1/suggestions", get(suggest::suggestions)),
         ("/v1/sessions", post(sessions::create).get(history::list)),
         ("/v1/me", get(auth::me)),
         ("/v1/sessions/{id}", get(sessions::show).delete(sessions::close).patch(history::rename)),

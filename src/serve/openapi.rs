@@ -14,7 +14,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self, RefOr, Response, ResponseBuilder, header::HeaderBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{approvals, ask, auth, completions, error, history, mcp, ops, sessions};
+use super::{approvals, ask, auth, completions, error, history, mcp, ops, sessions, suggest};
 
 /// The document, as JSON, built on first use.
 pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
@@ -53,6 +53,7 @@ pub async fn document() -> HttpResponse {
         ask::ask,
         ask::search,
         ask::section,
+        suggest::suggestions,
         sessions::create,
         history::list,
         history::rename,

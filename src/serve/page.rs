@@ -21,6 +21,7 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
     ("/turns.js", "text/javascript; charset=utf-8", include_str!("page/turns.js")),
     ("/copy.js", "text/javascript; charset=utf-8", include_str!("page/copy.js")),
     ("/history.js", "text/javascript; charset=utf-8", include_str!("page/history.js")),
+    ("/suggest.js", "text/javascript; charset=utf-8", include_str!("page/suggest.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("page/app.css")),
 ];
 

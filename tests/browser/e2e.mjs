@@ -179,8 +179,17 @@ const untilStopped = (page) => page.waitForFunction(
 try {
   const asker = await open(ASKER);
 
+  await check("an empty conversation suggests topics from the docs' headings, gone once a question is asked", async () => {
+    await asker.waitForSelector("#suggestions:not([hidden]) button.suggestion", { timeout: 10000 });
+    const offered = await asker.evaluate(() => [...document.querySelectorAll("#suggestion-list li")].map((li) => li.textContent));
+    assert(offered.length >= 1 && offered.length <= 4 && offered.every((o) => o.includes(" > ") && o.includes("from the docs")),
+      "headings of the docs, marked so: " + JSON.stringify(offered));
+    await shot(asker, "suggestions");
+  });
+
   await check("a two-turn conversation streams in, in order, with tool steps and sources", async () => {
     const first = await ask(asker, REFUND);
+    assert(await asker.locator("#suggestions").isHidden(), "the suggestions are gone once a question is asked");
     assert(first.startsWith("text/event-stream"), "the turn was streamed: " + first);
     await ask(asker, "and what about annual plans");
     const turns = await asker.evaluate(() => [...document.querySelectorAll("#turns > li")].map((li) => ({
@@ -463,6 +472,30 @@ try {
     const kinds = kept.events.map((e) => e.event.type);
     assert(kinds.includes("user_message") && kinds.includes("session_renamed") && kinds.includes("session_closed"),
       "the log keeps it, its name and its deletion: " + kinds.join(", "));
+    await page.context().close();
+  });
+
+  await check("a suggestion picked on a new conversation is asked and answered", async () => {
+    const page = await open(ASKER);
+    await page.click("#new-session");
+    const first = page.locator("#suggestion-list button.suggestion").first();
+    await first.waitFor({ timeout: 10000 });
+    await audit(page, "an empty conversation with suggestions");
+    const label = await first.textContent();
+    await first.click();
+    await page.waitForFunction(() => {
+      const turn = document.querySelector("#turns > li");
+      return turn && turn.querySelector(".answer").textContent.length > 0 && !turn.querySelector(".answer[aria-busy]");
+    }, null, { timeout: 20000 });
+    const turn = await page.evaluate(() => ({
+      question: document.querySelector("#turns > li .question").textContent,
+      sources: document.querySelectorAll("#turns > li .sources button.source").length,
+    }));
+    const heading = label.split(" > ");
+    assert(turn.question === heading[0] + ": " + heading[heading.length - 1],
+      "the picked topic is asked: " + JSON.stringify({ label, turn }));
+    assert(turn.sources > 0, "and answered from the docs: " + JSON.stringify(turn));
+    assert(await page.locator("#suggestions").isHidden(), "the suggestions are gone");
     await page.context().close();
   });
 

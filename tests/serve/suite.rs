@@ -1991,3 +1991,72 @@ async fn history_is_renamed_searched_and_a_closed_session_leaves_it() {
         .count();
     assert_eq!(renames, 1, "the name is an event in the log");
 }
+
+/// Suggested questions: a question three people asked in the same words (case, spacing and the
+/// `?` aside) and the docs answered comes first, with how many asked it; one only two asked, or
+/// one the docs could not answer, never shows; topics from the docs' headings fill the rest.
+/// With `suggest_asked_by = 0`, nobody's question is offered.
+#[tokio::test]
+async fn suggestions_offer_what_several_people_asked_then_the_docs_topics() {
+    for asked_by in [3, 0] {
+        let Some(s) = server_with(&[("serve.suggest_asked_by", asked_by.to_string())]) else { return };
+        let asks = [
+            (ASKER, "how long is the refund window"),
+            (OTHER, "How long is the  refund window?"),
+            (APPROVER, "  HOW LONG IS THE REFUND WINDOW "),
+            // two people, one of them three times
+            (ASKER, "what are the plan prices"),
+            (OTHER, "what are the plan prices"),
+            (OTHER, "what are the plan prices"),
+            (OTHER, "what are the plan prices"),
+            (ASKER, "xylophone quasar nebula"),
+            (OTHER, "xylophone quasar nebula"),
+            (APPROVER, "xylophone quasar nebula"),
+        ];
+        for (token, text) in asks {
+            let id = new_session(&s, token).await;
+            let (status, body) =
+                call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(token), Some(json!({"text": text})))
+                    .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+        // The nonsense question is a gap (the docs' search found nothing): not a suggestion.
+        let (_, gaps) = call(&s, "GET", "/v1/reports/gaps", Some(ADMIN), None).await;
+        assert!(gaps.to_string().contains("xylophone"), "{gaps}");
+
+        let (status, body) = call(&s, "GET", "/v1/suggestions?limit=12", Some(OTHER), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let list = body["suggestions"].as_array().expect("suggestions");
+        let asked: Vec<(&str, u64)> = list
+            .iter()
+            .filter(|s| s["origin"] == "asked")
+            .map(|s| (s["question"].as_str().unwrap_or(""), s["people"].as_u64().unwrap_or(0)))
+            .collect();
+        if asked_by == 3 {
+            assert_eq!(asked, [("how long is the refund window", 3)], "{body}");
+            assert_eq!(list[0]["origin"], "asked", "asked first: {body}");
+        } else {
+            assert!(asked.is_empty(), "{body}");
+        }
+        let topics: Vec<&Value> = list.iter().filter(|s| s["origin"] == "docs").collect();
+        assert!(!topics.is_empty() && list.len() <= 12, "{body}");
+        for topic in topics {
+            let section = topic["section"].as_str().expect("a topic names its section");
+            let (path, anchor) = section.split_once('#').expect("path#anchor");
+            let (status, opened) =
+                call(&s, "GET", &format!("/v1/sections?path={path}&anchor={anchor}"), Some(OTHER), None).await;
+            assert_eq!(status, StatusCode::OK, "{section}: {opened}");
+            assert_eq!(opened["heading"], topic["label"], "the label is the section's heading: {opened}");
+            let last = opened["heading"].as_str().and_then(|h| h.rsplit(" > ").next()).unwrap_or_default();
+            assert!(topic["question"].as_str().is_some_and(|q| q.ends_with(last)), "asks the heading: {topic}");
+        }
+        let (status, _) = call(&s, "GET", "/v1/suggestions?limit=4", Some(OTHER), None).await;
+        assert_eq!(status, StatusCode::OK);
+        for bad in ["limit=0", "limit=13", "top=3"] {
+            let (status, body) = call(&s, "GET", &format!("/v1/suggestions?{bad}"), Some(OTHER), None).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        }
+        let (status, _) = call(&s, "GET", "/v1/suggestions", None, None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+}

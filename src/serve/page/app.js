@@ -6,6 +6,7 @@
 import { ApiError, call, json, keepCsrf, sessionEvents, stream, stored } from "/api.js";
 import { renderAnswer } from "/render.js";
 import { $, refreshApprovals, showGaps, showSection, words } from "/panels.js";
+import { forgetSuggestions, hideSuggestions, showSuggestions } from "/suggest.js";
 import { loadHistory, searchHistory } from "/history.js";
 import { addStep, argumentOf, firstLine, turnElement, turnsOf } from "/turns.js";
 
@@ -93,7 +94,15 @@ async function signIn(token) {
   const reopen = stored.session();
   await loadSessions();
   if (reopen && !sessionId && !running) await openSession(reopen);
+  if (!sessionId && !running) showSuggestions(askThis);
   $("question").focus();
+}
+
+// Asks `question` as if typed (a suggestion picked).
+function askThis(question) {
+  if (running) return;
+  $("question").value = question;
+  ask();
 }
 
 // Forgets the token (or ends the provider's sign-in) and everything shown: the next person at
@@ -103,6 +112,7 @@ async function signOut() {
     try { await call("POST", "/auth/logout"); } catch (error) { showError("Signing out failed: " + error.message); return; }
   }
   keepCsrf("");
+  forgetSuggestions();
   if (follower) follower.abort();
   if (running && running.stream) running.stream.abort();
   running = null;
@@ -149,6 +159,7 @@ function newConversation() {
   $("resume").hidden = true;
   setStatus("");
   document.querySelectorAll("#sessions [aria-current]").forEach((b) => b.removeAttribute("aria-current"));
+  showSuggestions(askThis);
   $("question").focus();
 }
 
@@ -165,6 +176,7 @@ async function openSession(id, keepError) {
     const shown = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
     if (mine !== opening) return;
     if (id !== sessionId) $("section-panel").hidden = true;
+    hideSuggestions();
     sessionId = id;
     stored.keepSession(id);
     quietly(() => {
@@ -238,6 +250,7 @@ async function ask(event) {
     return;
   }
   running.id = id;
+  hideSuggestions();
   const item = turnElement({ question, steps: [] }, true, ctx(id));
   $("turns").appendChild(item);
   item.scrollIntoView({ block: "end" });

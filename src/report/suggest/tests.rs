@@ -1,0 +1,101 @@
+use super::*;
+use crate::session::event::{CallRecord, Origin as CallOrigin, StopReason};
+use crate::tools::Decision;
+
+fn stored(seq: u64, event: Event) -> Stored {
+    Stored { seq, at_ms: seq * 1000, event }
+}
+
+/// A session of `principal`: each question answered from a search that found a section,
+/// but for those in `unfound`, whose search found nothing.
+fn session(principal: Option<&str>, questions: &[&str], unfound: &[&str]) -> Vec<Stored> {
+    let mut events = vec![stored(
+        1,
+        Event::SessionStarted {
+            model: "m".into(),
+            workspace: "w".into(),
+            config_fingerprint: "f".into(),
+            principal: principal.map(String::from),
+        },
+    )];
+    for question in questions {
+        let seq = events.len() as u64 + 1;
+        let result = if unfound.contains(question) {
+            format!("{} Try other words.", crate::tools::NO_HITS)
+        } else {
+            "1 sections matched:\n<untrusted source=\"docs/refunds.md#window\">\n14 days\n</untrusted>".to_string()
+        };
+        let call = CallRecord { id: format!("c{seq}"), name: "search_docs".into(), arguments: "{}".into() };
+        events.extend([
+            stored(seq, Event::UserMessage { text: (*question).into() }),
+            stored(
+                seq + 1,
+                Event::AssistantMessage {
+                    text: String::new(),
+                    tool_calls: vec![call],
+                    usage: None,
+                    estimated: None,
+                    origin: CallOrigin::Harness,
+                },
+            ),
+            stored(
+                seq + 2,
+                Event::ToolResult { call_id: format!("c{}", seq), text: result, decision: Decision::Allowed },
+            ),
+            stored(seq + 3, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
+            stored(seq + 4, Event::Stopped { reason: StopReason::Answered, detail: String::new() }),
+        ]);
+    }
+    events
+}
+
+/// A session's answered questions, with its owner; a gap's question is not one.
+#[test]
+fn answered_questions_are_those_that_are_no_gap() {
+    let events = session(Some("ana"), &["How long is the refund window?", "export to Xero"], &["export to Xero"]);
+    assert_eq!(answered("s", &events, 0), vec![("How long is the refund window?".to_string(), "ana".to_string())]);
+    // Too old for the window: none.
+    assert!(answered("s", &events, u64::MAX).is_empty());
+    // The local CLI's sessions are one person.
+    let local = session(None, &["refund window"], &[]);
+    assert_eq!(answered("s", &local, 0)[0].1, "");
+}
+
+/// The same words, whatever the case, spacing or closing punctuation.
+#[test]
+fn questions_match_on_their_words() {
+    assert_eq!(key("  How long is the   REFUND window?? "), "how long is the refund window");
+    assert_eq!(key("how long is the refund window"), key("How long is the refund window!"));
+    assert_ne!(key("refund window for ACME"), key("refund window"));
+}
+
+/// A topic per file: its first section under the title, top-level files first.
+#[test]
+fn topics_are_each_files_first_nested_heading() {
+    let listed = |path: &str, anchor: &str, heading: &str| Listed {
+        path: path.into(),
+        anchor: anchor.into(),
+        heading: heading.into(),
+    };
+    let sections = vec![
+        listed("docs/admin/roles.md", "roles", "Roles"),
+        listed("docs/admin/roles.md", "refunds", "Roles > Refunds"),
+        listed("docs/faq.txt", "", "faq.txt"),
+        listed("docs/refunds.md", "refunds", "Refunds"),
+        listed("docs/refunds.md", "window", "Refunds > Window"),
+        listed("docs/refunds.md", "how-to-issue", "Refunds > How to issue"),
+    ];
+    let found = topics(&sections, 5);
+    let shown: Vec<(&str, Option<&str>)> = found.iter().map(|s| (s.label.as_str(), s.section.as_deref())).collect();
+    assert_eq!(
+        shown,
+        [
+            ("Refunds > Window", Some("docs/refunds.md#window")),
+            ("Roles > Refunds", Some("docs/admin/roles.md#refunds"))
+        ]
+    );
+    assert_eq!(found[0].question, "Refunds: Window");
+    assert_eq!(topic("API keys > Key types > Secret keys"), "API keys: Secret keys");
+    assert_eq!(found[0].origin, Origin::Docs);
+    assert_eq!(topics(&sections, 1).len(), 1);
+}

@@ -1,0 +1,118 @@
+//! `GET /v1/suggestions`: what the page offers to ask on an empty conversation
+//! (`report::suggest`): questions several people asked that the docs answered, then topics from
+//! the docs' headings. Worked out at most once per [`FRESH`] and index generation, and shared
+//! by every caller: reading the log's last 30 days is not a per-page-load cost.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Extension;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody, respond};
+use crate::config::Role;
+use crate::report::suggest::{self, Suggestion};
+use crate::service::Principal;
+
+/// How long a worked-out list is served before the log is read again.
+const FRESH: Duration = Duration::from_secs(300);
+/// The log's window: questions of the last 30 days.
+const DAYS: u64 = 30;
+/// Most suggestions kept (and the most `limit` may ask for).
+const MOST: usize = 12;
+
+/// The list last worked out: when, for which index generation.
+pub struct Cached {
+    at: Instant,
+    generation: i64,
+    list: Vec<Suggestion>,
+}
+
+/// `GET /v1/suggestions` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestQuery {
+    /// How many (default 4, at most 12).
+    #[param(minimum = 1, maximum = 12, default = 4)]
+    limit: Option<usize>,
+}
+
+/// What `GET /v1/suggestions` answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Suggestions {
+    /// Asked questions first (most people first), then topics from the docs' headings.
+    suggestions: Vec<Suggestion>,
+}
+
+/// `GET /v1/suggestions`: questions to offer on an empty conversation.
+#[utoipa::path(
+    get,
+    path = "/v1/suggestions",
+    summary = "Questions to offer on an empty conversation: those several people asked in the same words and the docs answered (serve.suggest_asked_by), then topics from the docs' headings",
+    params(SuggestQuery),
+    responses(
+        (status = 200, description = "the suggestions", body = Suggestions),
+        (status = 400, description = "limit out of range, or an unknown parameter (bad_request)", body = ErrorBody),
+        (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+    )
+)]
+pub async fn suggestions(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    query: Result<Query<SuggestQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let result = crate::runtime::blocking(|| -> Result<Suggestions, ApiError> {
+        principal.require(Role::Ask).map_err(ApiError::from)?;
+        let Query(query) =
+            query.map_err(|e| ApiError::bad_request(format!("{}; the form is ?limit=4", e.body_text())))?;
+        let limit = query.limit.unwrap_or(4);
+        if !(1..=MOST).contains(&limit) {
+            return Err(ApiError::bad_request(format!("limit must be 1 to {MOST}, got {limit}")));
+        }
+        let mut list = current(&state)?;
+        list.truncate(limit);
+        Ok(Suggestions { suggestions: list })
+    });
+    respond(result, StatusCode::OK)
+}
+
+/// The list, worked out again when it is older than [`FRESH`] or the index changed.
+fn current(state: &AppState) -> Result<Vec<Suggestion>, ApiError> {
+    let index = state.harness.index.current();
+    let generation = index.version.generation;
+    let cached = |c: &Option<Cached>| {
+        c.as_ref().filter(|c| c.generation == generation && c.at.elapsed() < FRESH).map(|c| c.list.clone())
+    };
+    if let Some(list) = cached(&state.suggestions.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(list);
+    }
+    let hooks = &state.harness.hooks;
+    // As every reading route shows text: scrubbed, then the operator's redaction; whatever
+    // either would change is left out rather than shown cut.
+    let clean = |text: &str| hooks.redacted(&crate::guard::scrub(text)) == text;
+    let mut list: Vec<Suggestion> = suggest::asked(&state.log()?, DAYS, state.config.serve.suggest_asked_by, MOST)?
+        .into_iter()
+        .filter(|s| clean(&s.question))
+        .collect();
+    if list.len() < MOST {
+        // Sections a read_file rule keeps from being read, or whose names the rules redact,
+        // are not offered (as MCP's list of resources).
+        let readable = |s: &crate::index::section::Listed| {
+            clean(&crate::index::source(&s.path, &s.anchor))
+                && clean(&s.heading)
+                && hooks
+                    .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
+                    .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
+        };
+        let sections = index.all_sections(&readable).map_err(|e| ApiError::internal(e.to_string()))?;
+        list.extend(suggest::topics(&sections, MOST - list.len()));
+    }
+    *state.suggestions.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(Cached { at: Instant::now(), generation, list: list.clone() });
+    Ok(list)
+}
