@@ -685,7 +685,22 @@ impl SessionConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::SessionConfig;
+    use super::{Config, SessionConfig, Sources};
+
+    /// `serve.suggest_asked_by = 1` would offer anyone's question to everyone: refused, naming
+    /// the setting; 0 and 2 are fine.
+    #[test]
+    fn suggesting_one_persons_questions_is_refused() {
+        let load = |n: &str| {
+            let flags = vec![("workspace", ".".to_string()), ("serve.suggest_asked_by", n.to_string())];
+            Config::load(&Sources { file: None, env: Default::default(), flags })
+        };
+        let refused = load("1").expect_err("1 is refused");
+        assert!(refused.0.contains("serve.suggest_asked_by") && refused.0.contains("at least 2"), "{refused}");
+        for fine in ["0", "2", "3"] {
+            assert!(load(fine).is_ok(), "{fine}");
+        }
+    }
 
     /// The session settings' debug form (in a log, a panic) never holds `log_url`, which may
     /// hold a password: only whether it is set.

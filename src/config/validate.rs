@@ -126,6 +126,13 @@ impl Config {
                 return Err(ConfigError(format!("{key} must be at least 1, got 0")));
             }
         }
+        if self.serve.suggest_asked_by == 1 {
+            return Err(ConfigError(
+                "serve.suggest_asked_by must be 0 (suggest no one's questions) or at least 2: at 1, every question \
+                 anyone asked would be offered to everyone"
+                    .into(),
+            ));
+        }
         let embeddings = &self.retrieval.embeddings;
         if !(0.0..=1.0).contains(&embeddings.weight) {
             return Err(ConfigError(format!(

@@ -48,6 +48,10 @@ pub struct Asked {
     pub session: String,
     /// When it was asked (ms since the epoch).
     pub at_ms: u64,
+    /// The seq of its `user_message` event in its session.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub seq: u64,
     /// Why it is a gap (one or more).
     pub reasons: Vec<Reason>,
     /// What the person said when rating it, if anything.
@@ -211,6 +215,7 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
                 question: text.trim().to_string(),
                 session: session.to_string(),
                 at_ms: events[start].at_ms,
+                seq: events[start].seq,
                 reasons,
                 comment,
                 found,
@@ -435,6 +440,7 @@ mod tests {
             question: q.into(),
             session: "s".into(),
             at_ms: at,
+            seq: at,
             reasons: vec![Reason::NoHits],
             comment: String::new(),
             found: found.iter().map(|s| s.to_string()).collect(),
@@ -493,6 +499,7 @@ mod tests {
                 question: words.join(" "),
                 session: "s".into(),
                 at_ms: at,
+                seq: at,
                 reasons: vec![Reason::NoHits],
                 comment: String::new(),
                 found: Vec::new(),

@@ -299,6 +299,7 @@ pub async fn section(
             &state.config.allowed_link_hosts,
             cited.as_deref().unwrap_or_default(),
         );
+        let nodes = crate::guard::markdown::redacted(nodes, &|text| shown(text));
         Ok(Section {
             path: shown(&query.path),
             anchor: shown(&section.anchor),

@@ -68,7 +68,7 @@ pub struct AppState {
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
     /// The suggested questions last worked out (`GET /v1/suggestions`).
-    pub suggestions: Mutex<Option<suggest::Cached>>,
+    pub suggestions: suggest::SuggestionCache,
 }
 
 /// The handlers reach the service core through the state: `state.config`, `state.harness`,
@@ -100,7 +100,7 @@ impl AppState {
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
-            suggestions: Mutex::new(None),
+            suggestions: suggest::SuggestionCache::default(),
             service: Arc::new(service),
         }
     }

@@ -95,6 +95,8 @@ pub struct View<'a> {
     pub hosts: &'a [String],
     /// The docs site (`[site]`) and the workspace its pages' headings are read from.
     pub site: Option<(&'a crate::site::Site, &'a crate::workspace::Workspace)>,
+    /// The operator's redaction, applied to an answer's nodes once parsed.
+    pub hooks: Option<&'a crate::hooks::Hooks>,
 }
 
 impl<'a> View<'a> {
@@ -103,6 +105,7 @@ impl<'a> View<'a> {
         View {
             hosts: &state.config.allowed_link_hosts,
             site: state.harness.site.as_ref().map(|site| (site, &state.harness.workspace)),
+            hooks: Some(&state.harness.hooks),
         }
     }
 }
@@ -144,7 +147,10 @@ pub fn outward(
     };
     // An answer also comes as safe nodes, for the page to build from (never as HTML).
     if let Event::Answer { text } = &event {
-        let nodes = crate::guard::markdown::render(text, allowed_hosts);
+        let mut nodes = crate::guard::markdown::render(text, allowed_hosts);
+        if let Some(hooks) = view.hooks {
+            nodes = crate::guard::markdown::redacted(nodes, &|t| hooks.redacted(t).into_owned());
+        }
         let citations = crate::session::verify::answer_citations(session, stored.seq);
         let citations = crate::session::verify::linked(citations, view.site);
         return serde_json::json!({
@@ -275,7 +281,7 @@ mod tests {
             Event::Interrupted { partial_text: link.to_string(), estimated: None },
         ];
         for event in events {
-            let view = super::View { hosts: &[], site: None };
+            let view = super::View { hosts: &[], site: None, hooks: None };
             let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &view, &[]).to_string();
             assert!(!out.contains("evil.example"), "{out}");
         }

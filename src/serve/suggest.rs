@@ -1,7 +1,8 @@
 //! `GET /v1/suggestions`: what the page offers to ask on an empty conversation
 //! (`report::suggest`): questions several people asked that the docs answered, then topics from
 //! the docs' headings. Worked out at most once per [`FRESH`] and index generation, and shared
-//! by every caller: reading the log's last 30 days is not a per-page-load cost.
+//! by every caller (each caller's list leaves the caller out): reading the log's last 30 days
+//! is not a per-page-load cost.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,11 +26,22 @@ const DAYS: u64 = 30;
 /// Most suggestions kept (and the most `limit` may ask for).
 const MOST: usize = 12;
 
-/// The list last worked out: when, for which index generation.
+/// What was last worked out, when, for which index generation: the popular questions (each
+/// caller's list is picked from them, without the caller) and the docs' topics.
 pub struct Cached {
     at: Instant,
     generation: i64,
-    list: Vec<Suggestion>,
+    popular: Arc<Vec<suggest::Popular>>,
+    topics: Arc<Vec<Suggestion>>,
+}
+
+/// The suggestions last worked out, and a lock held while they are worked out again, so that
+/// requests arriving as they go stale wait for one reading of the log instead of each making
+/// their own.
+#[derive(Default)]
+pub struct SuggestionCache {
+    cached: std::sync::Mutex<Option<Cached>>,
+    working: std::sync::Mutex<()>,
 }
 
 /// `GET /v1/suggestions` query.
@@ -74,45 +86,56 @@ pub async fn suggestions(
         if !(1..=MOST).contains(&limit) {
             return Err(ApiError::bad_request(format!("limit must be 1 to {MOST}, got {limit}")));
         }
-        let mut list = current(&state)?;
-        list.truncate(limit);
+        let (popular, topics) = current(&state)?;
+        let asked_by = state.config.serve.suggest_asked_by;
+        let mut list = suggest::asked(&popular, &principal.name, asked_by, limit);
+        list.extend(topics.iter().take(limit.saturating_sub(list.len())).cloned());
         Ok(Suggestions { suggestions: list })
     });
     respond(result, StatusCode::OK)
 }
 
-/// The list, worked out again when it is older than [`FRESH`] or the index changed.
-fn current(state: &AppState) -> Result<Vec<Suggestion>, ApiError> {
+type Lists = (Arc<Vec<suggest::Popular>>, Arc<Vec<Suggestion>>);
+
+/// The popular questions and the topics, worked out again when older than [`FRESH`] or the
+/// index changed.
+fn current(state: &AppState) -> Result<Lists, ApiError> {
     let index = state.harness.index.current();
     let generation = index.version.generation;
-    let cached = |c: &Option<Cached>| {
-        c.as_ref().filter(|c| c.generation == generation && c.at.elapsed() < FRESH).map(|c| c.list.clone())
+    let cache = &state.suggestions;
+    let fresh = || {
+        let cached = cache.cached.lock().unwrap_or_else(|e| e.into_inner());
+        cached
+            .as_ref()
+            .filter(|c| c.generation == generation && c.at.elapsed() < FRESH)
+            .map(|c| (c.popular.clone(), c.topics.clone()))
     };
-    if let Some(list) = cached(&state.suggestions.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(list);
+    if let Some(lists) = fresh() {
+        return Ok(lists);
+    }
+    let _working = cache.working.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(lists) = fresh() {
+        return Ok(lists); // another request worked them out meanwhile
     }
     let hooks = &state.harness.hooks;
     // As every reading route shows text: scrubbed, then the operator's redaction; whatever
     // either would change is left out rather than shown cut.
     let clean = |text: &str| hooks.redacted(&crate::guard::scrub(text)) == text;
-    let mut list: Vec<Suggestion> = suggest::asked(&state.log()?, DAYS, state.config.serve.suggest_asked_by, MOST)?
-        .into_iter()
-        .filter(|s| clean(&s.question))
-        .collect();
-    if list.len() < MOST {
-        // Sections a read_file rule keeps from being read, or whose names the rules redact,
-        // are not offered (as MCP's list of resources).
-        let readable = |s: &crate::index::section::Listed| {
-            clean(&crate::index::source(&s.path, &s.anchor))
-                && clean(&s.heading)
-                && hooks
-                    .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
-                    .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
-        };
-        let sections = index.all_sections(&readable).map_err(|e| ApiError::internal(e.to_string()))?;
-        list.extend(suggest::topics(&sections, MOST - list.len()));
-    }
-    *state.suggestions.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some(Cached { at: Instant::now(), generation, list: list.clone() });
-    Ok(list)
+    let mut popular = suggest::popular(&state.log()?, DAYS, state.config.serve.suggest_asked_by)?;
+    popular.retain(|p| p.words().all(clean));
+    // Sections a read_file rule keeps from being read, or whose names the rules redact, are
+    // not offered (as MCP's list of resources).
+    let readable = |s: &crate::index::section::Listed| {
+        clean(&crate::index::source(&s.path, &s.anchor))
+            && clean(&s.heading)
+            && hooks
+                .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
+                .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
+    };
+    let sections = index.all_sections(&|_| true).map_err(|e| ApiError::internal(e.to_string()))?;
+    let topics = suggest::topics(&sections, MOST, &readable);
+    let lists = (Arc::new(popular), Arc::new(topics));
+    *cache.cached.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(Cached { at: Instant::now(), generation, popular: lists.0.clone(), topics: lists.1.clone() });
+    Ok(lists)
 }

@@ -482,6 +482,7 @@ try {
     await first.waitFor({ timeout: 10000 });
     await audit(page, "an empty conversation with suggestions");
     const label = await first.textContent();
+    await page.fill("#question", "a draft of my own");
     await first.click();
     await page.waitForFunction(() => {
       const turn = document.querySelector("#turns > li");
@@ -496,6 +497,7 @@ try {
       "the picked topic is asked: " + JSON.stringify({ label, turn }));
     assert(turn.sources > 0, "and answered from the docs: " + JSON.stringify(turn));
     assert(await page.locator("#suggestions").isHidden(), "the suggestions are gone");
+    assert(await page.inputValue("#question") === "a draft of my own", "what was typed stays in the box");
     await page.context().close();
   });
 

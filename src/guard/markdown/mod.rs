@@ -151,6 +151,54 @@ pub fn render(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
     nodes
 }
 
+/// The tree with `redact` (the operator's patterns, `[hooks.post_tool] redact`) applied to
+/// every string. The parser decodes entities and escapes (`Proj&#101;ct`) and a docs section's
+/// relative links are resolved into new paths, so a pattern that did not match the source text
+/// may match here. A link or section whose target `redact` changes is a link no more: its text
+/// (redacted) stays, its target goes.
+pub fn redacted(nodes: Vec<Node>, redact: &dyn Fn(&str) -> String) -> Vec<Node> {
+    let all = |nodes: Vec<Node>| redacted(nodes, redact);
+    let mut out = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        out.push(match node {
+            Node::Text { text } => Node::Text { text: redact(&text) },
+            Node::InlineCode { text } => Node::InlineCode { text: redact(&text) },
+            Node::Code { lang, text } => Node::Code { lang: redact(&lang), text: redact(&text) },
+            Node::Image { alt } => Node::Image { alt: redact(&alt) },
+            Node::Heading { level, children } => Node::Heading { level, children: all(children) },
+            Node::Paragraph { children } => Node::Paragraph { children: all(children) },
+            Node::Quote { children } => Node::Quote { children: all(children) },
+            Node::Strong { children } => Node::Strong { children: all(children) },
+            Node::Em { children } => Node::Em { children: all(children) },
+            Node::Del { children } => Node::Del { children: all(children) },
+            Node::Cited { children } => Node::Cited { children: all(children) },
+            Node::List { start, items } => Node::List { start, items: items.into_iter().map(all).collect() },
+            Node::Table { head, rows } => Node::Table {
+                head: head.into_iter().map(all).collect(),
+                rows: rows.into_iter().map(|row| row.into_iter().map(all).collect()).collect(),
+            },
+            Node::Section { target, children } => {
+                if redact(&target) != target {
+                    out.extend(all(children));
+                    continue;
+                }
+                Node::Section { target, children: all(children) }
+            }
+            Node::Link { href, children } => {
+                if redact(&href) != href {
+                    out.extend(all(children));
+                    continue;
+                }
+                Node::Link { href, children: all(children) }
+            }
+            Node::Blocked { url, children } => Node::Blocked { url: redact(&url), children: all(children) },
+            Node::Rule => Node::Rule,
+            Node::Break => Node::Break,
+        });
+    }
+    out
+}
+
 /// Scrubs every string of the tree (text, code, alt text, URLs and targets).
 fn scrub_all(nodes: &mut [Node]) {
     let scrub = |text: &mut String| {

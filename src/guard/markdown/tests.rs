@@ -1,4 +1,4 @@
-use super::{Node, render, render_source};
+use super::{Node, redacted, render, render_source};
 
 fn text(t: &str) -> Node {
     Node::Text { text: t.into() }
@@ -245,4 +245,25 @@ fn plain_text_sections_are_paragraphs_of_lines() {
     );
     let shown = serde_json::to_string(&nodes).expect("json");
     assert!(shown.contains("<b>Contact</b>") && !shown.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{shown}");
+}
+
+/// The operator's patterns apply to what the parser decoded and to the paths relative links
+/// resolve to: a link whose target they change keeps only its text.
+#[test]
+fn redaction_reaches_decoded_text_and_resolved_links() {
+    let source =
+        "Proj&#101;ct Falcon ships soon. See [the plan](../falcon/plan.md) and [web](https://intra&#46;corp/x).";
+    let nodes = render_source(source, "docs/billing/refunds.md", &["intra.corp".to_string()], &[]);
+    let before = serde_json::to_string(&nodes).expect("json");
+    assert!(before.contains("Project Falcon") && before.contains("docs/falcon/plan.md"), "{before}");
+    let redact = |text: &str| {
+        text.replace("Project Falcon", "[REDACTED]").replace("falcon", "[REDACTED]").replace("intra.corp", "[REDACTED]")
+    };
+    let after = serde_json::to_string(&redacted(nodes, &redact)).expect("json");
+    assert!(!after.contains("Falcon") && !after.contains("falcon") && !after.contains("intra.corp"), "{after}");
+    assert!(
+        after.contains("the plan") && after.contains("web") && !after.contains("\"t\":\"section\""),
+        "the links' text stays: {after}"
+    );
+    assert!(!after.contains("\"t\":\"link\""), "{after}");
 }

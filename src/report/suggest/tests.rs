@@ -56,9 +56,9 @@ fn answered_questions_are_those_that_are_no_gap() {
     assert_eq!(answered("s", &events, 0), vec![("How long is the refund window?".to_string(), "ana".to_string())]);
     // Too old for the window: none.
     assert!(answered("s", &events, u64::MAX).is_empty());
-    // The local CLI's sessions are one person.
+    // The local CLI's sessions are nobody's: they never count as a person.
     let local = session(None, &["refund window"], &[]);
-    assert_eq!(answered("s", &local, 0)[0].1, "");
+    assert!(answered("s", &local, 0).is_empty());
 }
 
 /// The same words, whatever the case, spacing or closing punctuation.
@@ -85,7 +85,7 @@ fn topics_are_each_files_first_nested_heading() {
         listed("docs/refunds.md", "window", "Refunds > Window"),
         listed("docs/refunds.md", "how-to-issue", "Refunds > How to issue"),
     ];
-    let found = topics(&sections, 5);
+    let found = topics(&sections, 5, &|_| true);
     let shown: Vec<(&str, Option<&str>)> = found.iter().map(|s| (s.label.as_str(), s.section.as_deref())).collect();
     assert_eq!(
         shown,
@@ -97,5 +97,46 @@ fn topics_are_each_files_first_nested_heading() {
     assert_eq!(found[0].question, "Refunds: Window");
     assert_eq!(topic("API keys > Key types > Secret keys"), "API keys: Secret keys");
     assert_eq!(found[0].origin, Origin::Docs);
-    assert_eq!(topics(&sections, 1).len(), 1);
+    assert_eq!(topics(&sections, 1, &|_| true).len(), 1);
+    // A section the rules hide is passed over, and the next file's taken.
+    let shown = topics(&sections, 5, &|s| s.path != "docs/refunds.md");
+    assert_eq!(shown.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["Roles > Refunds"]);
+}
+
+/// A popular question as `people` asked it: (who, wording) pairs.
+fn popular(asked: &[(&str, &str)]) -> Popular {
+    let mut p = Popular { key: key(asked[0].1), people: BTreeSet::new(), wordings: BTreeMap::new() };
+    for (who, wording) in asked {
+        p.people.insert((*who).to_string());
+        p.wordings.entry((*wording).to_string()).or_default().insert((*who).to_string());
+    }
+    p
+}
+
+/// A question shows only when enough people besides the caller asked it, in a wording that
+/// many typed, else in its key's words; most people first.
+#[test]
+fn a_caller_sees_what_others_asked_in_shared_words() {
+    let refund = popular(&[
+        ("ana", "How long is the refund window?"),
+        ("bo", "How long is the refund window?"),
+        ("cy", "How long is the refund window?"),
+        ("di", "how long is the REFUND window"),
+    ]);
+    let fees = popular(&[("ana", "Fees for ACME GmbH?"), ("bo", "fees for acme gmbh"), ("cy", "FEES FOR ACME GMBH")]);
+    let all = [fees, refund];
+    let shown = |caller: &str, asked_by: usize| -> Vec<(String, Option<usize>)> {
+        asked(&all, caller, asked_by, 10).into_iter().map(|s| (s.question, s.people)).collect()
+    };
+    // Someone outside both groups: the refund question in the words three typed, then the fees
+    // one in its key's words (nobody's wording was shared by three).
+    assert_eq!(
+        shown("eve", 3),
+        [("How long is the refund window?".to_string(), Some(4)), ("fees for acme gmbh".to_string(), Some(3))]
+    );
+    // One of the askers needs three others: only the refund question, counted without them,
+    // and in the key's words when their leaving makes the shared wording one of two.
+    assert_eq!(shown("ana", 3), [("how long is the refund window".to_string(), Some(3))]);
+    assert!(shown("eve", 0).is_empty(), "0 suggests no one's questions");
+    assert_eq!(shown("eve", 5), []);
 }

@@ -94,15 +94,20 @@ async function signIn(token) {
   const reopen = stored.session();
   await loadSessions();
   if (reopen && !sessionId && !running) await openSession(reopen);
-  if (!sessionId && !running) showSuggestions(askThis);
+  offerSuggestions();
   $("question").focus();
 }
 
-// Asks `question` as if typed (a suggestion picked).
+// Offers suggested questions while the conversation on the page is empty.
+function offerSuggestions() {
+  showSuggestions(askThis, () => !sessionId && !running && $("turns").children.length === 0);
+}
+
+// Asks a picked suggestion; whatever was typed in the box stays there.
 function askThis(question) {
   if (running) return;
-  $("question").value = question;
-  ask();
+  $("question").focus();
+  ask(null, question);
 }
 
 // Forgets the token (or ends the provider's sign-in) and everything shown: the next person at
@@ -159,7 +164,7 @@ function newConversation() {
   $("resume").hidden = true;
   setStatus("");
   document.querySelectorAll("#sessions [aria-current]").forEach((b) => b.removeAttribute("aria-current"));
-  showSuggestions(askThis);
+  offerSuggestions();
   $("question").focus();
 }
 
@@ -171,12 +176,12 @@ async function openSession(id, keepError) {
   if (!keepError) showError("");
   if (follower) follower.abort();
   const mine = ++opening;
+  hideSuggestions();
   try {
     const events = await sessionEvents(id);
     const shown = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
     if (mine !== opening) return;
     if (id !== sessionId) $("section-panel").hidden = true;
-    hideSuggestions();
     sessionId = id;
     stored.keepSession(id);
     quietly(() => {
@@ -228,9 +233,10 @@ async function ensureSession() {
   return sessionId;
 }
 
-async function ask(event) {
+// Asks what is typed in the box, or `picked` (a suggestion), leaving the box as it is.
+async function ask(event, picked) {
   if (event) event.preventDefault();
-  const question = $("question").value.trim();
+  const question = picked || $("question").value.trim();
   if (!question || running) return;
   // Taken before the first wait, so a second Enter does not ask twice.
   running = { id: "", stream: new AbortController() };
@@ -261,7 +267,7 @@ async function ask(event) {
     let streamed = "";
     await stream("POST", "/v1/sessions/" + encodeURIComponent(id) + "/messages", { text: question }, (kind, data) => {
       // The question is cleared once the server has it.
-      if (!opened) { opened = true; $("question").value = ""; }
+      if (!opened) { opened = true; if (!picked) $("question").value = ""; }
       if (kind === "tool") {
         // Text the model wrote before a tool call is not part of the answer.
         streamed = "";

@@ -77,7 +77,8 @@ export async function showSection(path, anchor, from, onError, onCite) {
     const text = $("section-text");
     // The panel's title is the heading: the section's own first heading is not shown twice.
     const nodes = section.nodes || [];
-    const shown = nodes.length > 1 && nodes[0].t === "heading" ? nodes.slice(1) : nodes;
+    const lead = nodes[0] && nodes[0].t === "cited" ? (nodes[0].children || [])[0] : nodes[0];
+    const shown = nodes.length > 1 && lead && lead.t === "heading" ? nodes.slice(1) : nodes;
     renderNodes(text, shown, onCite);
     $("section-cited").textContent = cited > 0
       ? "What the answer draws on (" + count(cited, "line") + ") is highlighted."

@@ -5,19 +5,25 @@ import { $, el, button } from "/panels.js";
 
 // The list, fetched once per sign-in.
 let loaded = null;
+// Bumped whenever the suggestions stop being wanted (hidden, forgotten): a reply that arrives
+// after that shows nothing.
+let wanted = 0;
 
-// Shows the suggestions while the conversation is empty; `onPick(question)` asks one.
-export async function showSuggestions(onPick) {
+// Shows the suggestions while the conversation is empty (`isEmpty()`); `onPick(question)` asks one.
+export async function showSuggestions(onPick, isEmpty) {
   const box = $("suggestions");
-  const empty = () => $("turns").children.length === 0;
-  if (!empty()) { box.hidden = true; return; }
+  const mine = ++wanted;
+  if (!isEmpty()) { box.hidden = true; return; }
+  let offered;
   try {
-    if (!loaded) loaded = (await json("GET", "/v1/suggestions?limit=4")).suggestions || [];
+    offered = loaded || (await json("GET", "/v1/suggestions?limit=4")).suggestions || [];
   } catch (_) {
-    box.hidden = true; // an older server, or none to offer: the page works without
+    if (mine === wanted) box.hidden = true; // an older server: the page works without
     return;
   }
-  if (!empty() || loaded.length === 0) { box.hidden = true; return; }
+  if (mine !== wanted) return; // signed out, or a conversation opened, meanwhile
+  loaded = offered;
+  if (!isEmpty() || loaded.length === 0) { box.hidden = true; return; }
   const list = $("suggestion-list");
   list.textContent = "";
   for (const s of loaded) {
@@ -31,6 +37,7 @@ export async function showSuggestions(onPick) {
 
 // Hides them (a question was asked, or a conversation opened).
 export function hideSuggestions() {
+  wanted++;
   $("suggestions").hidden = true;
 }
 
