@@ -12,7 +12,7 @@
 //!   conversation), a [`Node::Link`] (http or https to an allowed host, the same allowlist as
 //!   the link guard's, `allowed_link_hosts`; or a `mailto:` without a query, as the guard keeps
 //!   it), or else its text with the URL shown as text in a [`Node::Blocked`];
-//! * every string is scrubbed after parsing, and nodes nest at most [`MAX_DEPTH`] deep (and a
+//! * every string is scrubbed after parsing (a link whose target holds a secret is its text), and nodes nest at most [`MAX_DEPTH`] deep (and a
 //!   leaf block once more, in a [`Node::Cited`]).
 //!
 //! Architecture invariant: this module does no IO.
@@ -146,9 +146,33 @@ const MAX_DEPTH: usize = 32;
 /// see.
 pub fn render(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
     let reading = parse::Reading { allow: Allowlist::new(allowed_hosts), document: None, marks: None };
-    let mut nodes = parse::parse(answer, &reading);
-    scrub_all(&mut nodes);
-    nodes
+    scrubbed(parse::parse(answer, &reading))
+}
+
+/// Every string of the tree scrubbed (text, code, alt text; a link or section whose target
+/// holds a secret keeps only its text).
+fn scrubbed(nodes: Vec<Node>) -> Vec<Node> {
+    redacted(nodes, &|text| super::scrub(text).into_owned())
+}
+
+impl Node {
+    /// The nodes inside a node of text and marks (not a list's items or a table's cells).
+    #[must_use]
+    pub fn children(&self) -> &[Node] {
+        match self {
+            Node::Heading { children, .. }
+            | Node::Paragraph { children }
+            | Node::Quote { children }
+            | Node::Strong { children }
+            | Node::Em { children }
+            | Node::Del { children }
+            | Node::Cited { children }
+            | Node::Section { children, .. }
+            | Node::Link { children, .. }
+            | Node::Blocked { children, .. } => children,
+            _ => &[],
+        }
+    }
 }
 
 /// The tree with `redact` (the operator's patterns, `[hooks.post_tool] redact`) applied to
@@ -197,44 +221,4 @@ pub fn redacted(nodes: Vec<Node>, redact: &dyn Fn(&str) -> String) -> Vec<Node> 
         });
     }
     out
-}
-
-/// Scrubs every string of the tree (text, code, alt text, URLs and targets).
-fn scrub_all(nodes: &mut [Node]) {
-    let scrub = |text: &mut String| {
-        if let std::borrow::Cow::Owned(clean) = super::scrub(text) {
-            *text = clean;
-        }
-    };
-    for node in nodes {
-        match node {
-            Node::Text { text } | Node::InlineCode { text } | Node::Code { text, .. } => scrub(text),
-            Node::Image { alt } => scrub(alt),
-            Node::Heading { children, .. }
-            | Node::Paragraph { children }
-            | Node::Quote { children }
-            | Node::Strong { children }
-            | Node::Em { children }
-            | Node::Del { children }
-            | Node::Cited { children } => scrub_all(children),
-            Node::Section { target, children } => {
-                scrub(target);
-                scrub_all(children);
-            }
-            Node::Link { href, children } => {
-                scrub(href);
-                scrub_all(children);
-            }
-            Node::Blocked { url, children } => {
-                scrub(url);
-                scrub_all(children);
-            }
-            Node::List { items, .. } => items.iter_mut().for_each(|item| scrub_all(item)),
-            Node::Table { head, rows } => {
-                head.iter_mut().for_each(|cell| scrub_all(cell));
-                rows.iter_mut().flatten().for_each(|cell| scrub_all(cell));
-            }
-            Node::Rule | Node::Break => {}
-        }
-    }
 }

@@ -378,17 +378,7 @@ fn plain_text(nodes: &[Node]) -> String {
         match node {
             Node::Text { text } | Node::InlineCode { text } | Node::Code { text, .. } => out.push_str(text),
             Node::Image { alt } => out.push_str(alt),
-            Node::Heading { children, .. }
-            | Node::Paragraph { children }
-            | Node::Quote { children }
-            | Node::Strong { children }
-            | Node::Em { children }
-            | Node::Del { children }
-            | Node::Cited { children }
-            | Node::Section { children, .. }
-            | Node::Link { children, .. }
-            | Node::Blocked { children, .. } => out.push_str(&plain_text(children)),
-            Node::List { .. } | Node::Table { .. } | Node::Rule | Node::Break => {}
+            other => out.push_str(&plain_text(other.children())),
         }
     }
     out

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::parse::{Reading, parse};
-use super::{Node, scrub_all};
+use super::{Node, scrubbed};
 use crate::doc_kind::DocKind;
 use crate::guard::links::Allowlist;
 
@@ -15,7 +15,7 @@ use crate::guard::links::Allowlist;
 /// `text` (from 0) to mark. Scrubbed as answers are.
 pub fn render_source(text: &str, document: &str, allowed_hosts: &[String], cited: &[usize]) -> Vec<Node> {
     let marks = Marks::new(text, cited);
-    let mut nodes = match DocKind::of(document) {
+    let nodes = match DocKind::of(document) {
         Some(DocKind::Markdown | DocKind::Mdx) => {
             let marks = (!cited.is_empty()).then_some(&marks);
             let reading = Reading { allow: Allowlist::new(allowed_hosts), document: Some(document), marks };
@@ -23,8 +23,7 @@ pub fn render_source(text: &str, document: &str, allowed_hosts: &[String], cited
         }
         Some(DocKind::Text | DocKind::Html) | None => paragraphs(text, &marks),
     };
-    scrub_all(&mut nodes);
-    nodes
+    scrubbed(nodes)
 }
 
 /// Lines to mark, found by byte offset.

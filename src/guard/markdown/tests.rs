@@ -153,16 +153,7 @@ fn cited(nodes: &[Node]) -> Vec<String> {
                 Node::Table { head, rows } => {
                     head.iter().chain(rows.iter().flatten()).for_each(|cell| walk(cell, inside, out));
                 }
-                Node::Heading { children, .. }
-                | Node::Paragraph { children }
-                | Node::Quote { children }
-                | Node::Strong { children }
-                | Node::Em { children }
-                | Node::Del { children }
-                | Node::Section { children, .. }
-                | Node::Link { children, .. }
-                | Node::Blocked { children, .. } => walk(children, inside, out),
-                _ => {}
+                other => walk(other.children(), inside, out),
             }
         }
     }
