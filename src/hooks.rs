@@ -330,6 +330,18 @@ impl Hooks {
         self.before(Tool::ReadFile.name(), &arguments).is_some_and(|ruled| ruled.decision != RuleDecision::Allow)
     }
 
+    /// Whether the section `anchor` of `path` (`docs/…`) may be listed where nobody approves a
+    /// read (MCP's resources, the page's suggested topics): its name (`path#anchor`) is shown as
+    /// it is, unchanged by scrubbing and the extra patterns, and a `read_file` of it is allowed.
+    pub fn lists(&self, path: &str, anchor: &str) -> bool {
+        let source = crate::index::source(path, anchor);
+        crate::guard::scrub(&source) == source.as_str()
+            && self.redacted(&source) == source.as_str()
+            && self
+                .before(Tool::ReadFile.name(), &serde_json::json!({"path": path, "anchor": anchor}).to_string())
+                .is_none_or(|ruled| ruled.decision == RuleDecision::Allow)
+    }
+
     /// `text` with the extra redaction patterns applied, and nothing cut: for the short texts
     /// shown beside a result (a hit's path or heading in an MCP client's structured content).
     pub fn redacted<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {

@@ -121,14 +121,7 @@ pub fn list(front: &Front, cursor: Option<&str>) -> Result<ListResourcesResult, 
     let hooks = &front.harness().hooks;
     // Not listed: a name with a secret in it (a file's path is indexed as it is), a name the
     // operator's patterns redact, a section a `read_file` rule keeps from being read.
-    let shown = |s: &crate::index::section::Listed| {
-        let source = source(&s.path, &s.anchor);
-        crate::guard::scrub(&source) == source.as_str()
-            && hooks.redacted(&source) == source.as_str()
-            && hooks
-                .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
-                .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
-    };
+    let shown = |s: &crate::index::section::Listed| hooks.lists(&s.path, &s.anchor);
     let index = front.harness().index.current();
     let from = after.as_ref().map(|(p, a)| (p.as_str(), a.as_str()));
     let page = crate::runtime::blocking(|| index.sections_after(from, PAGE, &shown))

@@ -124,14 +124,8 @@ fn current(state: &AppState) -> Result<Lists, ApiError> {
     let mut popular = suggest::popular(&state.log()?, DAYS, state.config.serve.suggest_asked_by)?;
     popular.retain(|p| p.words().all(clean));
     // Sections a read_file rule keeps from being read, or whose names the rules redact, are
-    // not offered (as MCP's list of resources).
-    let readable = |s: &crate::index::section::Listed| {
-        clean(&crate::index::source(&s.path, &s.anchor))
-            && clean(&s.heading)
-            && hooks
-                .before("read_file", &serde_json::json!({"path": s.path, "anchor": s.anchor}).to_string())
-                .is_none_or(|ruled| ruled.decision == crate::hooks::RuleDecision::Allow)
-    };
+    // not offered (as MCP's list of resources), nor one whose heading they would change.
+    let readable = |s: &crate::index::section::Listed| hooks.lists(&s.path, &s.anchor) && clean(&s.heading);
     let sections = index.all_sections(&|_| true).map_err(|e| ApiError::internal(e.to_string()))?;
     let topics = suggest::topics(&sections, MOST, &readable);
     let lists = (Arc::new(popular), Arc::new(topics));
