@@ -298,8 +298,8 @@ pub async fn section(
             &path.display(),
             &state.config.allowed_link_hosts,
             cited.as_deref().unwrap_or_default(),
+            &|text| hooks.redacted(text).into_owned(),
         );
-        let nodes = crate::guard::markdown::redacted(nodes, &|text| shown(text));
         Ok(Section {
             path: shown(&query.path),
             anchor: shown(&section.anchor),

@@ -147,10 +147,9 @@ pub fn outward(
     };
     // An answer also comes as safe nodes, for the page to build from (never as HTML).
     if let Event::Answer { text } = &event {
-        let mut nodes = crate::guard::markdown::render(text, allowed_hosts);
-        if let Some(hooks) = view.hooks {
-            nodes = crate::guard::markdown::redacted(nodes, &|t| hooks.redacted(t).into_owned());
-        }
+        let redact =
+            |text: &str| view.hooks.map_or_else(|| text.to_string(), |hooks| hooks.redacted(text).into_owned());
+        let nodes = crate::guard::markdown::render(text, allowed_hosts, &redact);
         let citations = crate::session::verify::answer_citations(session, stored.seq);
         let citations = crate::session::verify::linked(citations, view.site);
         return serde_json::json!({

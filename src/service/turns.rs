@@ -334,9 +334,10 @@ async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>
             outcome.answer_seq =
                 turn_events.iter().rev().find(|s| matches!(s.event, Event::Answer { .. })).map(|s| s.seq);
             outcome.citations = citations;
-            let nodes = crate::guard::markdown::render(&answer, &state.config.allowed_link_hosts);
             let hooks = &state.harness.hooks;
-            outcome.answer_nodes = Some(crate::guard::markdown::redacted(nodes, &|t| hooks.redacted(t).into_owned()));
+            let redact = |text: &str| hooks.redacted(text).into_owned();
+            outcome.answer_nodes =
+                Some(crate::guard::markdown::render(&answer, &state.config.allowed_link_hosts, &redact));
             outcome.answer = Some(answer);
         }
         Ok(TurnEnd::Stopped { reason, message, .. }) => {

@@ -141,18 +141,17 @@ pub enum Node {
 const MAX_DEPTH: usize = 32;
 
 /// Parses `answer` into safe nodes; links are kept only to the workspace's docs and to
-/// `allowed_hosts`. Every string in the tree is scrubbed once more: the parser decodes escapes
-/// and entities (`ghp\_…`, `&lowbar;`), which can make a secret the answer's redaction did not
-/// see.
-pub fn render(answer: &str, allowed_hosts: &[String]) -> Vec<Node> {
+/// `allowed_hosts`. Every string in the tree is scrubbed once more, then given to `redact` (the
+/// operator's patterns, `Hooks::redacted`): the parser decodes escapes and entities (`ghp\_…`,
+/// `&lowbar;`), which can make a secret the answer's redaction did not see.
+pub fn render(answer: &str, allowed_hosts: &[String], redact: &dyn Fn(&str) -> String) -> Vec<Node> {
     let reading = parse::Reading { allow: Allowlist::new(allowed_hosts), document: None, marks: None };
-    scrubbed(parse::parse(answer, &reading))
+    guarded(parse::parse(answer, &reading), redact)
 }
 
-/// Every string of the tree scrubbed (text, code, alt text; a link or section whose target
-/// holds a secret keeps only its text).
-fn scrubbed(nodes: Vec<Node>) -> Vec<Node> {
-    redacted(nodes, &|text| super::scrub(text).into_owned())
+/// Every string of the tree scrubbed, then given to `redact`, in one walk ([`redacted`]).
+fn guarded(nodes: Vec<Node>, redact: &dyn Fn(&str) -> String) -> Vec<Node> {
+    redacted(nodes, &|text| redact(&super::scrub(text)))
 }
 
 impl Node {
@@ -175,12 +174,11 @@ impl Node {
     }
 }
 
-/// The tree with `redact` (the operator's patterns, `[hooks.post_tool] redact`) applied to
-/// every string. The parser decodes entities and escapes (`Proj&#101;ct`) and a docs section's
+/// The tree with `redact` (scrubbing, then the operator's patterns) applied to every string. The parser decodes entities and escapes (`Proj&#101;ct`) and a docs section's
 /// relative links are resolved into new paths, so a pattern that did not match the source text
 /// may match here. A link or section whose target `redact` changes is a link no more: its text
 /// (redacted) stays, its target goes.
-pub fn redacted(nodes: Vec<Node>, redact: &dyn Fn(&str) -> String) -> Vec<Node> {
+fn redacted(nodes: Vec<Node>, redact: &dyn Fn(&str) -> String) -> Vec<Node> {
     let all = |nodes: Vec<Node>| redacted(nodes, redact);
     let mut out = Vec::with_capacity(nodes.len());
     for node in nodes {

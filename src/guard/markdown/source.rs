@@ -7,13 +7,19 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::parse::{Reading, parse};
-use super::{Node, scrubbed};
+use super::{Node, guarded};
 use crate::doc_kind::DocKind;
 use crate::guard::links::Allowlist;
 
 /// The section `text` of the docs file `document` (`docs/…`) as nodes; `cited` are lines of
-/// `text` (from 0) to mark. Scrubbed as answers are.
-pub fn render_source(text: &str, document: &str, allowed_hosts: &[String], cited: &[usize]) -> Vec<Node> {
+/// `text` (from 0) to mark. Scrubbed and given to `redact` as answers are.
+pub fn render_source(
+    text: &str,
+    document: &str,
+    allowed_hosts: &[String],
+    cited: &[usize],
+    redact: &dyn Fn(&str) -> String,
+) -> Vec<Node> {
     let marks = Marks::new(text, cited);
     let nodes = match DocKind::of(document) {
         Some(DocKind::Markdown | DocKind::Mdx) => {
@@ -23,7 +29,7 @@ pub fn render_source(text: &str, document: &str, allowed_hosts: &[String], cited
         }
         Some(DocKind::Text | DocKind::Html) | None => paragraphs(text, &marks),
     };
-    scrubbed(nodes)
+    guarded(nodes, redact)
 }
 
 /// Lines to mark, found by byte offset.

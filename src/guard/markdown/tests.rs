@@ -1,4 +1,14 @@
-use super::{Node, redacted, render, render_source};
+use super::Node;
+
+/// An answer's nodes, with no operator patterns.
+fn render(answer: &str, hosts: &[String]) -> Vec<Node> {
+    super::render(answer, hosts, &|t| t.to_string())
+}
+
+/// A section's nodes, with no operator patterns.
+fn render_source(text: &str, document: &str, hosts: &[String], cited: &[usize]) -> Vec<Node> {
+    super::render_source(text, document, hosts, cited, &|t| t.to_string())
+}
 
 fn text(t: &str) -> Node {
     Node::Text { text: t.into() }
@@ -250,11 +260,16 @@ fn redaction_reaches_decoded_text_and_resolved_links() {
     let redact = |text: &str| {
         text.replace("Project Falcon", "[REDACTED]").replace("falcon", "[REDACTED]").replace("intra.corp", "[REDACTED]")
     };
-    let after = serde_json::to_string(&redacted(nodes, &redact)).expect("json");
+    let nodes =
+        super::render_source(source, "docs/billing/refunds.md", &["intra.corp".to_string()], &[], &|t| redact(t));
+    let after = serde_json::to_string(&nodes).expect("json");
     assert!(!after.contains("Falcon") && !after.contains("falcon") && !after.contains("intra.corp"), "{after}");
     assert!(
         after.contains("the plan") && after.contains("web") && !after.contains("\"t\":\"section\""),
         "the links' text stays: {after}"
     );
     assert!(!after.contains("\"t\":\"link\""), "{after}");
+    // An answer's nodes get the same.
+    let answer = serde_json::to_string(&super::render("Proj&#101;ct Falcon", &[], &|t| redact(t))).expect("json");
+    assert!(!answer.contains("Falcon"), "{answer}");
 }
