@@ -21,7 +21,7 @@ pub fn render_source(text: &str, document: &str, allowed_hosts: &[String], cited
             let reading = Reading { allow: Allowlist::new(allowed_hosts), document: Some(document), marks };
             parse(text, &reading)
         }
-        Some(DocKind::Text | DocKind::Html) | None => paragraphs(text, &marks),
+        Some(DocKind::Text | DocKind::Html | DocKind::Pdf) | None => paragraphs(text, &marks),
     };
     scrubbed(nodes)
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::pdf::{Entry, Extracted};
 
 fn entry(level: usize, title: &str, page: usize) -> Entry {
     Entry { level, title: title.into(), page }
