@@ -13,7 +13,7 @@ use unicode_normalization::UnicodeNormalization;
 const MAX_INFLATED: usize = 64 * 1024 * 1024;
 
 /// Why a PDF gives no text.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PdfError {
     /// It does not parse as a PDF (or needs a password).
     #[error("not a PDF that can be read ({0})")]
@@ -21,6 +21,9 @@ pub enum PdfError {
     /// No page has text: its pages are images.
     #[error("no text layer (a scanned PDF?); its pages would need OCR")]
     NoText,
+    /// The process reading it crashed or ran out of time (`worker`).
+    #[error("{0}")]
+    Crashed(String),
 }
 
 /// The pages' text and the outline of the PDF `bytes`, read with lopdf. A page whose text
@@ -53,7 +56,7 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, PdfError> {
 }
 
 /// What a PDF holds: its pages' text, in order, and its outline.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Extracted {
     /// Each page's text (page 1 first).
     pub pages: Vec<String>,
@@ -62,7 +65,7 @@ pub struct Extracted {
 }
 
 /// One outline entry (a bookmark).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// Its depth, 1 for the top.
     pub level: usize,
@@ -139,6 +142,15 @@ fn clean_title(title: &str) -> String {
     title.split_whitespace().collect::<Vec<_>>().join(" ").replace(" > ", " - ")
 }
 
+/// The pages and outline of the PDF `bytes`, read in a worker process of their own when the
+/// zygote runs (`worker`), else here.
+pub fn read(bytes: &[u8]) -> Result<Extracted, PdfError> {
+    #[cfg(unix)]
+    return worker::extract(bytes);
+    #[cfg(not(unix))]
+    return extract(bytes);
+}
+
 /// A marker line's page number and outline path (`None` for any other line).
 #[must_use]
 pub fn marker(line: &str) -> Option<(usize, &str)> {
@@ -151,3 +163,5 @@ pub fn marker(line: &str) -> Option<(usize, &str)> {
 pub mod fixtures;
 #[cfg(test)]
 mod tests;
+#[cfg(unix)]
+pub mod worker;

@@ -68,3 +68,32 @@ fn a_real_manual_is_found_on_its_page() {
     assert!(cited.contains("Function reference"), "{}", out.stdout);
     assert!(out.stdout.contains("asn1_der_coding"), "{}", out.stdout);
 }
+
+/// PDFs are read in worker processes: one whose reading aborts (as a parser's panic does in
+/// the release build), loops or runs out of memory is skipped with what happened, and the
+/// command goes on to read the rest. (Debug builds read these bytes as those failures.)
+#[test]
+fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
+    let ws = sample_workspace();
+    let docs = ws.path().join("docs");
+    for (name, bytes) in [
+        ("abort.pdf", &b"%docs-agent-test: abort"[..]),
+        ("loop.pdf", b"%docs-agent-test: loop"),
+        ("memory.pdf", b"%docs-agent-test: memory"),
+    ] {
+        std::fs::write(docs.join(name), bytes).expect("write");
+    }
+    std::fs::write(docs.join("bluebird.pdf"), docs_agent::pdf::fixtures::manual(true)).expect("write");
+    let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["check"]);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("docs/abort.pdf: the PDF reader gave up on it (it aborted"), "{said}");
+    assert!(said.contains("docs/loop.pdf: the PDF reader took longer than 2 s on it"), "{said}");
+    assert!(
+        said.contains("docs/memory.pdf: the PDF reader gave up on it")
+            || said.contains("docs/memory.pdf: the PDF reader was killed"),
+        "{said}"
+    );
+    // (Files this fresh are read again by the next command: it too gets the short limit.)
+    let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["search", "proxy.url bluebird.toml"]);
+    assert!(out.stdout.starts_with("docs/bluebird.pdf#page=2"), "the rest is read: {}", out.stdout);
+}
