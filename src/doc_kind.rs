@@ -12,10 +12,12 @@ pub enum DocKind {
     Text,
     /// `.html`, `.htm`: the page's main text, split at its `h1`–`h6` headings.
     Html,
+    /// `.pdf`: its text layer, a section per page titled by its outline, cited `#page=N`.
+    Pdf,
 }
 
 /// Every extension read, lower-case, without the dot: for messages and the citation pattern.
-pub const EXTENSIONS: [&str; 6] = ["md", "markdown", "mdx", "txt", "html", "htm"];
+pub const EXTENSIONS: [&str; 7] = ["md", "markdown", "mdx", "txt", "html", "htm", "pdf"];
 
 impl DocKind {
     /// The kind of the file at `path` (or a bare name), by its extension in any case; `None`
@@ -29,6 +31,7 @@ impl DocKind {
             "mdx" => Some(DocKind::Mdx),
             "txt" => Some(DocKind::Text),
             "html" | "htm" => Some(DocKind::Html),
+            "pdf" => Some(DocKind::Pdf),
             _ => None,
         }
     }
@@ -53,6 +56,7 @@ mod tests {
             ("notes.TXT", Some(DocKind::Text)),
             ("docs/a.html", Some(DocKind::Html)),
             ("docs/a.Htm", Some(DocKind::Html)),
+            ("docs/manual.PDF", Some(DocKind::Pdf)),
             ("docs/logo.png", None),
             ("docs/README", None),
             ("docs/.md/x", None),
@@ -60,7 +64,7 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(DocKind::of(path), want, "{path}");
         }
-        assert_eq!(extensions_listed(), ".md, .markdown, .mdx, .txt, .html, .htm");
+        assert_eq!(extensions_listed(), ".md, .markdown, .mdx, .txt, .html, .htm, .pdf");
     }
 
     #[test]

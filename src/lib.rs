@@ -31,6 +31,7 @@ pub mod hooks;
 pub mod index;
 pub mod mcp;
 pub mod model;
+pub mod pdf;
 pub mod prompt;
 pub mod report;
 pub mod runtime;

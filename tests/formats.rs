@@ -66,7 +66,7 @@ fn check_lists_skipped_files_and_invalid_mdx() {
     assert_eq!(out.code, 0, "stdout: {}", out.stdout);
     assert!(
         out.stdout
-            .contains("docs/logo.png: not a type the index reads (.md, .markdown, .mdx, .txt, .html, .htm); skipped"),
+            .contains("docs/logo.png: not a type the index reads (.md, .markdown, .mdx, .txt, .html, .htm, .pdf); skipped"),
         "{}",
         out.stdout
     );

@@ -38,7 +38,7 @@ pub fn check_docs(files: &[DocFile]) -> Vec<Problem> {
                     message: format!("{e}; it is indexed as Markdown, JSX and all, until it is fixed"),
                 }),
             },
-            Some(DocKind::Text | DocKind::Html) => {}
+            Some(DocKind::Text | DocKind::Html | DocKind::Pdf) => {}
         }
     }
     problems

@@ -17,7 +17,8 @@ pub const UNVERIFIED: &str = " [unverified citation]";
 static CITATION: LazyLock<Regex> = LazyLock::new(|| {
     let mut extensions = crate::doc_kind::EXTENSIONS.to_vec();
     extensions.sort_by_key(|e| std::cmp::Reverse(e.len()));
-    let pattern = format!(r"docs/[A-Za-z0-9_./-]+\.(?:{})(?:#[A-Za-z0-9_-]*)?", extensions.join("|"));
+    // An anchor is a heading's slug, or `page=N` in a PDF.
+    let pattern = format!(r"docs/[A-Za-z0-9_./-]+\.(?:{})(?:#[A-Za-z0-9_=-]*)?", extensions.join("|"));
     Regex::new(&pattern).expect("the citation pattern is built from constant extensions")
 });
 

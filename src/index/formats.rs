@@ -22,6 +22,8 @@ pub fn chunk_file(path: &str, source: &str) -> Vec<Chunk> {
         },
         Some(DocKind::Text) => chunk::chunk_text(source, stem),
         Some(DocKind::Html) => html::chunk_html(source, stem),
+        // A PDF is read as its rendition (`pdf`): a marker line before each page's text.
+        Some(DocKind::Pdf) => super::pdf::chunk_pdf(source, stem),
         Some(DocKind::Markdown) | None => chunk::chunk_markdown(source, stem),
     }
 }

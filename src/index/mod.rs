@@ -14,6 +14,7 @@ mod image;
 pub mod live;
 pub mod mdx;
 pub mod passage;
+pub mod pdf;
 pub mod progress;
 mod prune;
 pub mod query;

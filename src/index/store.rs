@@ -32,9 +32,9 @@ use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
 pub const FORMAT: &str = concat!(
-    "docs-agent index 5 (docs-agent ",
+    "docs-agent index 6 (docs-agent ",
     env!("CARGO_PKG_VERSION"),
-    "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes; text hash"
+    "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes; text hash; PDFs read"
 );
 /// A file modified this close to the moment it was read may change again within the same
 /// timestamp tick; it is recorded with no time, so the next update reads it again.
@@ -562,8 +562,8 @@ fn refresh(
         for (done, listed) in todo.iter().enumerate() {
             progress(done, todo.len());
             let before = known.get(&listed.path);
-            let text = match walk::read_listed(docs, &listed.path, max_file_bytes) {
-                Ok(text) => text,
+            let (text, size_read) = match walk::read_listed(docs, &listed.path, max_file_bytes) {
+                Ok(read) => read,
                 Err(unreadable) => {
                     let warning = unreadable.to_string();
                     // Recorded with its warning, so it is not read again until it changes.
@@ -577,7 +577,7 @@ fn refresh(
                     continue;
                 }
             };
-            if text.len() as u64 != listed.size {
+            if size_read != listed.size {
                 // Written to since it was listed: left as it was, for the next update.
                 update.held += 1;
                 continue;
@@ -679,7 +679,7 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
             continue;
         }
         match walk::read_listed(docs, &listed.path, max_file_bytes) {
-            Ok(text) if content_hash(&text) == k.hash => {}
+            Ok((text, _)) if content_hash(&text) == k.hash => {}
             Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
             Err(unreadable) => problems.push(unreadable.to_string()),
         }

@@ -8,7 +8,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
 use crate::doc_kind::{DocKind, extensions_listed};
-use crate::workspace::{FileError, read_confined};
+use crate::workspace::{FileError, read_confined, read_confined_sized};
 
 /// Folders deeper than this are not entered (guards against pathological trees).
 const MAX_DEPTH: usize = 32;
@@ -82,10 +82,11 @@ pub fn list_docs(docs: &Dir) -> Listing {
     Listing { files, warnings, ignored }
 }
 
-/// Reads `path` (as listed: `docs/…`) inside `docs`, with the walk's rules.
-pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<String, Unreadable> {
+/// Reads `path` (as listed: `docs/…`) inside `docs`, with the walk's rules: its text, and how
+/// many bytes the file held (a PDF's text is not its size).
+pub fn read_listed(docs: &Dir, path: &str, max_bytes: u64) -> Result<(String, u64), Unreadable> {
     let inner = path.strip_prefix("docs/").unwrap_or(path);
-    read_confined(docs, inner, max_bytes).map_err(|cause| Unreadable { path: path.to_string(), cause })
+    read_confined_sized(docs, inner, max_bytes).map_err(|cause| Unreadable { path: path.to_string(), cause })
 }
 
 /// A document that cannot be read: its message is the warning the walk and the index record.

@@ -183,3 +183,14 @@ fn a_hidden_document_and_an_unverified_citation_get_no_link() {
     let urls: Vec<Option<String>> = got.into_iter().map(|c| c.url).collect();
     assert_eq!(urls, [Some("https://docs.acme.test/refunds/#window".to_string()), None]);
 }
+
+/// A PDF is published as it is, under every generator, and its page anchor is the one a
+/// browser's PDF viewer opens.
+#[test]
+fn a_pdf_citation_opens_its_page() {
+    let tmp = workspace(&[("manuals/bluebird.pdf", "not read for its URL")]);
+    for generator in ["files", "mkdocs", "mdbook", "docusaurus"] {
+        let got = urls(&tmp, "https://docs.acme.test/help", generator, &[("docs/manuals/bluebird.pdf", "page=3")]);
+        assert_eq!(got, [Some("https://docs.acme.test/help/manuals/bluebird.pdf#page=3".to_string())], "{generator}");
+    }
+}

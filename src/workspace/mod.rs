@@ -300,8 +300,15 @@ fn refuse_links(dir: &Dir, name: &str) -> Result<(), FileError> {
     }
 }
 
-/// Opens and reads a regular file inside `dir` without following links out of it or blocking.
+/// Opens and reads a regular file inside `dir` without following links out of it or blocking;
+/// a PDF is read as its text, the rendition `crate::pdf` makes.
 pub fn read_confined(dir: &Dir, inner: &str, max_bytes: u64) -> Result<String, FileError> {
+    read_confined_sized(dir, inner, max_bytes).map(|(text, _)| text)
+}
+
+/// [`read_confined`], with how many bytes the file held when read (a PDF's text is not its
+/// size: an index update compares this with the size it listed).
+pub fn read_confined_sized(dir: &Dir, inner: &str, max_bytes: u64) -> Result<(String, u64), FileError> {
     let mut options = OpenOptions::new();
     options.read(true).custom_flags(NONBLOCKING);
     let file = dir.open_with(inner, &options).map_err(|e| confine_error(e, "cannot open"))?;
@@ -314,10 +321,18 @@ pub fn read_confined(dir: &Dir, inner: &str, max_bytes: u64) -> Result<String, F
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| FileError::Failed(e.to_string()))?;
+    // A PDF is read as its text (`crate::pdf`): what the index, read_file and check see.
+    let size = bytes.len() as u64;
+    if crate::doc_kind::DocKind::of(inner) == Some(crate::doc_kind::DocKind::Pdf) {
+        return crate::pdf::read(&bytes)
+            .map(|pdf| (pdf.rendition(), size))
+            .map_err(|e| FileError::Failed(e.to_string()));
+    }
     if bytes.contains(&0) {
         return Err(FileError::Failed("binary file (contains NUL bytes)".into()));
     }
     String::from_utf8(bytes)
+        .map(|text| (text, size))
         .map_err(|e| FileError::Failed(format!("not UTF-8 text (invalid byte at {})", e.utf8_error().valid_up_to())))
 }
 

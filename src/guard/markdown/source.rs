@@ -27,7 +27,7 @@ pub fn render_source(
             let reading = Reading { allow: Allowlist::new(allowed_hosts), document: Some(document), marks };
             parse(text, &reading)
         }
-        Some(DocKind::Text | DocKind::Html) | None => paragraphs(text, &marks),
+        Some(DocKind::Text | DocKind::Html | DocKind::Pdf) | None => paragraphs(text, &marks),
     };
     guarded(nodes, redact)
 }

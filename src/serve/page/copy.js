@@ -3,7 +3,7 @@
 // its path. Built from the answer's text and the server's safe nodes; nothing is parsed as HTML.
 
 // The document types the index reads, as render.js finds citations in text.
-const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
+const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|pdf|md)(?:#[A-Za-z0-9_=-]*)?/g;
 
 // The citation a target (`docs/x.md#anchor`) names, among the answer's.
 function cited(citations, target) {
@@ -19,11 +19,11 @@ function placeOf(citation, target) {
 // The answer as Markdown: `[docs/x.md#a]` becomes `[heading](url)`, and a list of sources ends it.
 export function asMarkdown(answer) {
   const citations = answer.citations || [];
-  const linked = String(answer.text || "").replace(/\]\((docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?)\)/g, (whole, target) => {
+  const linked = String(answer.text || "").replace(/\]\((docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|pdf|md)(?:#[A-Za-z0-9_=-]*)?)\)/g, (whole, target) => {
     const c = cited(citations, target);
     return c && c.url ? "](" + c.url + ")" : whole;
   });
-  const text = linked.replace(/\[?(docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?)\]?/g, (whole, target) => {
+  const text = linked.replace(/\[?(docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|pdf|md)(?:#[A-Za-z0-9_=-]*)?)\]?/g, (whole, target) => {
     const c = cited(citations, target);
     return c && c.url ? "[" + (c.heading || target) + "](" + c.url + ")" : whole;
   });

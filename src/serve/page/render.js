@@ -4,7 +4,7 @@
 // calls onCite(path, anchor); a `cited` node (in a section, what an answer draws on) a <mark>.
 
 // The document types the index reads (doc_kind::EXTENSIONS), longest first.
-const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|md)(?:#[A-Za-z0-9_-]*)?/g;
+const CITATION = /docs\/[A-Za-z0-9_.\/-]+\.(?:markdown|html|mdx|htm|txt|pdf|md)(?:#[A-Za-z0-9_=-]*)?/g;
 
 // Node kinds that are blocks of their own.
 const BLOCKS = new Set(["heading", "paragraph", "quote", "list", "code", "table", "rule"]);

@@ -1,0 +1,167 @@
+//! A PDF's text: its pages and its outline (bookmarks), read with lopdf, as a *rendition*, the
+//! text everything else reads as the document's text (the index, `read_file`, `check`): each
+//! page begins with a marker line, a form feed and `[page N]`, then the outline's heading path
+//! at that page; then the page's text. A form feed inside a page's text is a line break, so a
+//! marker is only ever the harness's own. `index::pdf` cuts a rendition into sections, one per
+//! page, anchored `page=N` (what a browser's PDF viewer opens).
+//!
+//! Architecture invariant: this module does no IO; it reads the bytes it is given.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Most bytes one stream of a PDF may inflate to (a decompression bomb stops here).
+const MAX_INFLATED: usize = 64 * 1024 * 1024;
+
+/// Why a PDF gives no text.
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum PdfError {
+    /// It does not parse as a PDF (or needs a password).
+    #[error("not a PDF that can be read ({0})")]
+    Unreadable(String),
+    /// No page has text: its pages are images.
+    #[error("no text layer (a scanned PDF?); its pages would need OCR")]
+    NoText,
+    /// The process reading it crashed or ran out of time (`worker`).
+    #[error("{0}")]
+    Crashed(String),
+}
+
+/// The pages' text and the outline of the PDF `bytes`, read with lopdf. A page whose text
+/// cannot be read is left empty, and the others are kept; a PDF without an outline has none.
+/// Ligatures and other compatibility forms are folded (NFKC: "ﬁ" is "fi").
+pub fn extract(bytes: &[u8]) -> Result<Extracted, PdfError> {
+    let options = lopdf::LoadOptions { max_decompressed_size: Some(MAX_INFLATED), ..Default::default() };
+    let doc = lopdf::Document::load_mem_with_options(bytes, options)
+        .map_err(|e| PdfError::Unreadable(e.to_string().chars().take(200).collect()))?;
+    let numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    let pages: Vec<String> = numbers
+        .iter()
+        .map(|&n| doc.extract_text(&[n]).map(|text| text.nfkc().collect::<String>()).unwrap_or_default())
+        .collect();
+    // A PDF without an outline is an error to lopdf: it simply has none.
+    let outline = doc
+        .get_toc()
+        .map(|toc| {
+            toc.toc
+                .into_iter()
+                .map(|e| Entry { level: e.level, title: e.title.nfkc().collect(), page: e.page })
+                .collect()
+        })
+        .unwrap_or_default();
+    let extracted = Extracted { pages, outline };
+    if extracted.is_blank() {
+        return Err(PdfError::NoText);
+    }
+    Ok(extracted)
+}
+
+/// What a PDF holds: its pages' text, in order, and its outline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Extracted {
+    /// Each page's text (page 1 first).
+    pub pages: Vec<String>,
+    /// The outline's entries, in the document's order.
+    pub outline: Vec<Entry>,
+}
+
+/// One outline entry (a bookmark).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// Its depth, 1 for the top.
+    pub level: usize,
+    /// Its title.
+    pub title: String,
+    /// The page it points to, from 1.
+    pub page: usize,
+}
+
+/// What begins a page's marker line.
+pub const MARK: &str = "\u{c}[page ";
+
+/// Anchor of page `n`: what a browser's PDF viewer reads after `#`.
+#[must_use]
+pub fn anchor(page: usize) -> String {
+    format!("page={page}")
+}
+
+impl Extracted {
+    /// Whether no page has text: a scanned PDF, whose pages are images.
+    #[must_use]
+    pub fn is_blank(&self) -> bool {
+        self.pages.iter().all(|page| page.trim().is_empty())
+    }
+
+    /// The rendition: each page's marker line (with its outline path), then its text.
+    #[must_use]
+    pub fn rendition(&self) -> String {
+        let paths = self.paths();
+        let mut out = String::new();
+        for (n, text) in self.pages.iter().enumerate() {
+            out.push_str(MARK);
+            out.push_str(&(n + 1).to_string());
+            out.push(']');
+            if let Some(path) = paths.get(n).filter(|p| !p.is_empty()) {
+                out.push(' ');
+                out.push_str(&path.join(" > "));
+            }
+            out.push('\n');
+            let text = text.replace('\u{c}', "\n");
+            let text = text.trim_matches('\n');
+            if !text.is_empty() {
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// For each page, the outline's path at it: the titles of the deepest entry that points to
+    /// it or to a page before it, and of that entry's parents.
+    fn paths(&self) -> Vec<Vec<String>> {
+        let mut entries: Vec<&Entry> = self.outline.iter().filter(|e| e.page >= 1).collect();
+        // by page, the document's order kept within a page
+        entries.sort_by_key(|e| e.page);
+        let mut stack: Vec<&Entry> = Vec::new();
+        let mut next = entries.into_iter().peekable();
+        let mut out = Vec::with_capacity(self.pages.len());
+        for page in 1..=self.pages.len() {
+            while let Some(entry) = next.next_if(|e| e.page <= page) {
+                while stack.last().is_some_and(|top| top.level >= entry.level) {
+                    stack.pop();
+                }
+                stack.push(entry);
+            }
+            out.push(stack.iter().map(|e| clean_title(&e.title)).filter(|t| !t.is_empty()).collect());
+        }
+        out
+    }
+}
+
+/// An outline title on one line.
+fn clean_title(title: &str) -> String {
+    title.split_whitespace().collect::<Vec<_>>().join(" ").replace(" > ", " - ")
+}
+
+/// The pages and outline of the PDF `bytes`, read in a worker process of their own when the
+/// zygote runs (`worker`), else here.
+pub fn read(bytes: &[u8]) -> Result<Extracted, PdfError> {
+    #[cfg(unix)]
+    return worker::extract(bytes);
+    #[cfg(not(unix))]
+    return extract(bytes);
+}
+
+/// A marker line's page number and outline path (`None` for any other line).
+#[must_use]
+pub fn marker(line: &str) -> Option<(usize, &str)> {
+    let rest = line.strip_prefix(MARK)?;
+    let (number, path) = rest.split_once(']')?;
+    Some((number.parse().ok()?, path.trim()))
+}
+
+#[cfg(any(test, debug_assertions))]
+pub mod fixtures;
+#[cfg(test)]
+mod tests;
+#[cfg(unix)]
+pub mod worker;

@@ -1,0 +1,122 @@
+//! PDFs made for tests (debug builds only, as `sandbox::probe`): a three-page manual with or
+//! without an outline, and a scan, written with lopdf.
+
+use lopdf::content::{Content, Operation};
+use lopdf::{Document, Object, ObjectId, Stream, StringFormat, dictionary};
+
+/// A page of `lines` in Helvetica, under `pages`.
+fn text_page(doc: &mut Document, pages: ObjectId, font: ObjectId, lines: &[&str]) -> ObjectId {
+    let mut ops = vec![
+        Operation::new("BT", vec![]),
+        Operation::new("Tf", vec!["F1".into(), 12.into()]),
+        Operation::new("TL", vec![16.into()]),
+        Operation::new("Td", vec![72.into(), 720.into()]),
+    ];
+    for line in lines {
+        ops.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
+        ops.push(Operation::new("T*", vec![]));
+    }
+    ops.push(Operation::new("ET", vec![]));
+    let content = doc.add_object(Stream::new(dictionary! {}, Content { operations: ops }.encode().expect("content")));
+    doc.add_object(dictionary! {
+        "Type" => "Page", "Parent" => pages, "Contents" => content,
+        "Resources" => dictionary! { "Font" => dictionary! { "F1" => font } },
+    })
+}
+
+/// An outline entry titled `title` pointing at `page`.
+fn outline_item(doc: &mut Document, title: &str, page: ObjectId) -> ObjectId {
+    doc.add_object(dictionary! {
+        "Title" => Object::String(title.as_bytes().to_vec(), StringFormat::Literal),
+        "Dest" => vec![page.into(), "XYZ".into(), Object::Null, Object::Null, Object::Null],
+    })
+}
+
+/// Links `kids` under `parent` (Parent, Prev, Next; First, Last, Count).
+fn link(doc: &mut Document, parent: ObjectId, kids: &[ObjectId]) {
+    for (i, kid) in kids.iter().enumerate() {
+        let entry = doc.get_object_mut(*kid).and_then(Object::as_dict_mut).expect("an outline item");
+        entry.set("Parent", parent);
+        if i > 0 {
+            entry.set("Prev", kids[i - 1]);
+        }
+        if i + 1 < kids.len() {
+            entry.set("Next", kids[i + 1]);
+        }
+    }
+    let parent = doc.get_object_mut(parent).and_then(Object::as_dict_mut).expect("an outline parent");
+    parent.set("First", kids[0]);
+    parent.set("Last", kids[kids.len() - 1]);
+    parent.set("Count", kids.len() as i64);
+}
+
+/// A three-page manual with an outline: Guide (Installing p1, Configuring the proxy p2),
+/// Troubleshooting p3; or, `with_outline` false, the same pages without one.
+pub fn manual(with_outline: bool) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let pages = doc.new_object_id();
+    let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+    let kids = [
+        text_page(&mut doc, pages, font, &["Installing", "Run the installer and follow the prompts."]),
+        text_page(&mut doc, pages, font, &["Configuring the proxy", "Set proxy.url in bluebird.toml."]),
+        text_page(&mut doc, pages, font, &["Troubleshooting", "Error E42 means the token expired."]),
+    ];
+    doc.objects.insert(
+        pages,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages",
+            "Kids" => kids.iter().map(|k| Object::from(*k)).collect::<Vec<_>>(),
+            "Count" => kids.len() as i64,
+            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+        }),
+    );
+    let mut catalog = dictionary! { "Type" => "Catalog", "Pages" => pages };
+    if with_outline {
+        let outlines = doc.add_object(dictionary! { "Type" => "Outlines" });
+        let guide = outline_item(&mut doc, "Guide", kids[0]);
+        let install = outline_item(&mut doc, "Installing", kids[0]);
+        let proxy = outline_item(&mut doc, "Configuring the proxy", kids[1]);
+        let trouble = outline_item(&mut doc, "Troubleshooting", kids[2]);
+        link(&mut doc, outlines, &[guide, trouble]);
+        link(&mut doc, guide, &[install, proxy]);
+        catalog.set("Outlines", outlines);
+    }
+    let catalog = doc.add_object(catalog);
+    doc.trailer.set("Root", catalog);
+    doc.compress();
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("the PDF is written");
+    out
+}
+
+/// A one-page PDF whose page is only an image: a scan.
+pub fn scanned() -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let pages = doc.new_object_id();
+    let image = doc.add_object(Stream::new(
+        dictionary! { "Type" => "XObject", "Subtype" => "Image", "Width" => 2, "Height" => 2,
+        "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8 },
+        vec![0, 255, 255, 0],
+    ));
+    let ops = vec![
+        Operation::new("q", vec![]),
+        Operation::new("cm", vec![500.into(), 0.into(), 0.into(), 700.into(), 50.into(), 50.into()]),
+        Operation::new("Do", vec!["Im1".into()]),
+        Operation::new("Q", vec![]),
+    ];
+    let content = doc.add_object(Stream::new(dictionary! {}, Content { operations: ops }.encode().expect("content")));
+    let page = doc.add_object(dictionary! {
+        "Type" => "Page", "Parent" => pages, "Contents" => content,
+        "Resources" => dictionary! { "XObject" => dictionary! { "Im1" => image } },
+    });
+    doc.objects.insert(
+        pages,
+        Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1,
+        "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()] }),
+    );
+    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
+    doc.trailer.set("Root", catalog);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("the PDF is written");
+    out
+}

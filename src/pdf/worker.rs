@@ -1,0 +1,209 @@
+//! PDFs are read in a process of their own, so that a PDF the parser panics on (the release
+//! build aborts), loops on, overflows its stack on or runs out of memory on costs that PDF, not
+//! the process that reads the docs.
+//!
+//! [`start`] forks a *zygote* right after a command enters its sandbox, while it still runs one
+//! thread (forking a process with other threads could leave a lock held forever in the child).
+//! For each PDF, [`extract`] sends the bytes to the zygote, which forks a worker: the worker
+//! limits its memory, gives up every file and network right (a Landlock ruleset that grants
+//! nothing; it reads only the bytes it was sent), parses, writes the result back and exits.
+//! The zygote waits at most [`TIME_LIMIT`], kills a worker that takes longer, reaps it, and
+//! answers with the result or what happened. The zygote dies with the process
+//! (`PR_SET_PDEATHSIG`).
+//!
+//! Without a zygote (tests, which run many threads and unwind; or a platform without `fork`),
+//! [`extract`] parses in the calling process.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::{Extracted, PdfError};
+
+/// Longest a worker may take over one PDF.
+pub const TIME_LIMIT: Duration = Duration::from_secs(60);
+/// Most memory (address space) a worker may map.
+const MEMORY_LIMIT: u64 = 1024 * 1024 * 1024;
+/// Largest reply a worker may send (a PDF's text, as JSON).
+const MAX_REPLY: usize = 256 * 1024 * 1024;
+
+/// The zygote's end of the socket, once started.
+static ZYGOTE: OnceLock<Mutex<UnixStream>> = OnceLock::new();
+
+/// What the zygote answers.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Reply {
+    /// The worker's result.
+    Done(Result<Extracted, PdfError>),
+    /// The worker died (a signal, or an exit without a reply).
+    Crashed(String),
+}
+
+/// Forks the zygote. Call once, right after the sandbox is entered and before any thread
+/// starts; a second call does nothing. On failure PDFs are read in this process.
+pub fn start() -> Result<(), String> {
+    if ZYGOTE.get().is_some() {
+        return Ok(());
+    }
+    let (parent, child) = UnixStream::pair().map_err(|e| format!("cannot make the PDF reader's socket: {e}"))?;
+    // SAFETY: the caller runs one thread (the sandbox refuses to start otherwise), so the
+    // child holds no lock another thread held; it runs only `zygote`, which never returns.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(format!("cannot start the PDF reader: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(parent);
+            zygote(child)
+        }
+        _ => {
+            drop(child);
+            let _ = ZYGOTE.set(Mutex::new(parent));
+            Ok(())
+        }
+    }
+}
+
+/// The pages and outline of the PDF `bytes`: in a worker process when the zygote runs, else
+/// here. A worker that crashes or runs out of time is [`PdfError::Crashed`].
+pub fn extract(bytes: &[u8]) -> Result<Extracted, PdfError> {
+    let Some(zygote) = ZYGOTE.get() else { return super::extract(bytes) };
+    let mut socket = zygote.lock().unwrap_or_else(|e| e.into_inner());
+    let asked = send(&mut socket, bytes).and_then(|()| {
+        socket.set_read_timeout(Some(time_limit() + Duration::from_secs(10)))?;
+        receive(&mut socket, MAX_REPLY)
+    });
+    let reply = asked.map_err(|e| PdfError::Crashed(format!("the PDF reader did not answer ({e})")))?;
+    match serde_json::from_slice::<Reply>(&reply) {
+        Ok(Reply::Done(result)) => result,
+        Ok(Reply::Crashed(why)) => Err(PdfError::Crashed(why)),
+        Err(e) => Err(PdfError::Crashed(format!("the PDF reader's reply did not read ({e})"))),
+    }
+}
+
+/// The zygote: one PDF at a time, each in a worker of its own.
+fn zygote(mut parent: UnixStream) -> ! {
+    // SAFETY: a plain system call on this process. (Elsewhere than Linux the zygote ends when
+    // it finds the socket closed.)
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL)
+    };
+    while let Ok(bytes) = receive(&mut parent, usize::MAX) {
+        let reply = serde_json::to_vec(&work(&bytes)).unwrap_or_default();
+        if send(&mut parent, &reply).is_err() {
+            break;
+        }
+    }
+    // SAFETY: ends this forked process without running the parent's exit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+/// One worker for `bytes`: its reply, or how it ended.
+fn work(bytes: &[u8]) -> Reply {
+    let Ok((mine, theirs)) = UnixStream::pair() else { return Reply::Crashed("no socket for the worker".into()) };
+    // SAFETY: the zygote runs one thread.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        drop(mine);
+        worker(theirs, bytes)
+    }
+    drop(theirs);
+    if pid < 0 {
+        return Reply::Crashed(format!("cannot start a worker: {}", std::io::Error::last_os_error()));
+    }
+    let mut mine = mine;
+    let answer = mine.set_read_timeout(Some(time_limit())).and_then(|()| receive(&mut mine, MAX_REPLY));
+    if answer.is_err() {
+        // SAFETY: `pid` is this process's own child, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let mut status = 0;
+    // SAFETY: reaps the child forked above.
+    unsafe { libc::waitpid(pid, &raw mut status, 0) };
+    match answer {
+        Ok(reply) => serde_json::from_slice(&reply)
+            .unwrap_or_else(|e| Reply::Crashed(format!("the worker's reply did not read ({e})"))),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            Reply::Crashed(format!("the PDF reader took longer than {} s on it", time_limit().as_secs()))
+        }
+        Err(_) if libc::WIFSIGNALED(status) => Reply::Crashed(signal(libc::WTERMSIG(status))),
+        Err(e) => Reply::Crashed(format!("the worker ended without a reply ({e})")),
+    }
+}
+
+/// A worker: limits itself, parses, answers, exits.
+fn worker(mut parent: UnixStream, bytes: &[u8]) -> ! {
+    let limit = libc::rlimit { rlim_cur: MEMORY_LIMIT, rlim_max: MEMORY_LIMIT };
+    // SAFETY: plain system calls on this process.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_AS, &raw const limit);
+    }
+    // No file and no network from here on (where Landlock is available): the bytes are all it reads.
+    let _ = crate::sandbox::enter(&crate::sandbox::Plan::nothing(), crate::sandbox::Mode::Auto);
+    #[cfg(debug_assertions)]
+    test_failures(bytes);
+    let result = super::extract(bytes);
+    let reply = serde_json::to_vec(&Reply::Done(result)).unwrap_or_default();
+    let _ = send(&mut parent, &reply);
+    // SAFETY: ends this forked process without running the parent's exit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+/// Debug builds only: bytes that make the worker fail as a hostile PDF could make the parser
+/// fail, so the tests see each failure contained. (A release build has no such bytes.)
+#[cfg(debug_assertions)]
+fn test_failures(bytes: &[u8]) {
+    match bytes {
+        b"%docs-agent-test: abort" => std::process::abort(),
+        b"%docs-agent-test: loop" => loop {
+            std::hint::spin_loop();
+        },
+        b"%docs-agent-test: memory" => {
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            loop {
+                held.push(vec![1u8; 64 << 20]);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The time limit: [`TIME_LIMIT`], or in a debug build `DOCS_AGENT_TEST_PDF_SECONDS`.
+fn time_limit() -> Duration {
+    #[cfg(debug_assertions)]
+    if let Some(seconds) = std::env::var("DOCS_AGENT_TEST_PDF_SECONDS").ok().and_then(|s| s.parse().ok()) {
+        return Duration::from_secs(seconds);
+    }
+    TIME_LIMIT
+}
+
+/// What a signal that ended a worker means.
+fn signal(number: i32) -> String {
+    match number {
+        libc::SIGABRT => "the PDF reader gave up on it (it aborted: a panic, a stack overflow or no memory)".into(),
+        libc::SIGSEGV => "the PDF reader crashed on it (SIGSEGV)".into(),
+        libc::SIGKILL => "the PDF reader was killed (out of time or memory)".into(),
+        n => format!("the PDF reader ended on signal {n}"),
+    }
+}
+
+/// Sends `bytes`, length first.
+fn send(socket: &mut UnixStream, bytes: &[u8]) -> std::io::Result<()> {
+    let length = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    socket.write_all(&length.to_le_bytes())?;
+    socket.write_all(bytes)
+}
+
+/// Receives what [`send`] sent, refusing more than `max` bytes.
+fn receive(socket: &mut UnixStream, max: usize) -> std::io::Result<Vec<u8>> {
+    let mut length = [0u8; 8];
+    socket.read_exact(&mut length)?;
+    let length = usize::try_from(u64::from_le_bytes(length)).unwrap_or(usize::MAX);
+    if length > max {
+        return Err(std::io::Error::other(format!("a message of {length} bytes is over {max}")));
+    }
+    let mut bytes = vec![0u8; length];
+    socket.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
