@@ -26,6 +26,7 @@ pub mod cli;
 pub mod config;
 pub mod doc_kind;
 pub mod eval;
+pub mod git;
 pub mod guard;
 pub mod hooks;
 pub mod index;

@@ -247,6 +247,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("budget.question_cost", 0.0_f64.into()),
         ("budget.session_cost", 0.0_f64.into()),
         ("serve.tokens", Vec::<config::Value>::new().into()),
+        ("sources", Vec::<config::Value>::new().into()),
         ("serve.max_body_bytes", 65_536_i64.into()),
         ("serve.request_timeout_secs", 120_i64.into()),
         ("serve.max_concurrent", 64_i64.into()),

@@ -11,7 +11,9 @@ pub mod hooks;
 mod llm;
 mod load;
 mod signin;
+mod sources;
 pub use load::keys;
+pub use sources::{MIN_EVERY_SECS, SourceConfig};
 pub use signin::MIN_COOKIE_SECRET;
 mod validate;
 
@@ -65,6 +67,10 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// Where the docs are published, so every citation carries its public URL.
     pub site: SiteConfig,
+    /// Git repositories the docs come from (`[[sources]]`), checked out into the state folder
+    /// and kept in sync; empty: the docs are the folder on disk.
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
 }
 
 /// The published docs site: a citation of `docs/guides/refunds.md#window` also carries its

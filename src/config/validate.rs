@@ -4,6 +4,28 @@
 use super::{Config, ConfigError, MAX_APPROVAL_TTL_SECS, MIN_CONTEXT_BUDGET};
 
 impl Config {
+    /// Each `[[sources]]` entry's own checks, and names that differ.
+    fn validate_sources(&self) -> Result<(), ConfigError> {
+        for (i, source) in self.sources.iter().enumerate() {
+            source.validate().map_err(ConfigError)?;
+            if self.sources[..i].iter().any(|s| s.name == source.name) {
+                return Err(ConfigError(format!("sources: the name {:?} is given twice; each source needs its own", source.name)));
+            }
+        }
+        if self.sources.len() > 1 {
+            return Err(ConfigError(format!(
+                "sources: {} sources are given, and one set of docs is served from one source; keep one [[sources]] entry",
+                self.sources.len()
+            )));
+        }
+        if !self.sources.is_empty() && self.docs.is_some() {
+            return Err(ConfigError(
+                "sources and docs are both given: the docs come from the [[sources]] entry, so leave --docs (DOCS_AGENT_DOCS) unset".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Cost caps and prices are numbers a price can reach: not negative. (That a capped model
     /// has a price is `model::check_config`'s: a built-in one costs nothing.)
     fn validate_budget(&self) -> Result<(), ConfigError> {
@@ -25,6 +47,7 @@ impl Config {
 
     /// Checks values the types alone cannot.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_sources()?;
         let positive = [
             ("limits.max_steps", self.limits.max_steps as u64),
             ("limits.max_tool_calls_per_step", self.limits.max_tool_calls_per_step as u64),

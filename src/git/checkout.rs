@@ -1,0 +1,246 @@
+//! A commit's tree (or one folder of it) written into a new folder. Written here rather than by
+//! gix's worktree checkout, which makes symbolic links as the tree says (`../../etc/passwd`
+//! included), has no size limit and runs filter programs: here no link is ever made, a link
+//! inside the folder is a copy of what it names, and what is left out is said.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+use gix::object::tree::EntryKind;
+
+use super::{Skipped, SyncError};
+
+/// A tree with more files than this is refused whole, rather than served in part.
+pub const MAX_FILES: usize = 200_000;
+
+/// How many levels of links are followed to find a file.
+const MAX_LINK_HOPS: usize = 8;
+
+/// One entry of the tree, by its path in the docs folder.
+#[derive(Clone, Copy)]
+struct Entry {
+    kind: EntryKind,
+    oid: gix::ObjectId,
+}
+
+/// Writes the docs folder of `commit` (`sub`, or the whole tree) as the new folder `dest`,
+/// linking the files `previous` (the tree served before) already has with the same content.
+/// Files over `max_bytes` are left out, and so are links that lead out of the folder and
+/// submodules: each is listed with its reason. `dest` appears whole or not at all.
+pub fn checkout(
+    repo: &gix::Repository,
+    commit: gix::ObjectId,
+    sub: &str,
+    dest: &Path,
+    previous: Option<&Path>,
+    max_bytes: u64,
+) -> Result<Vec<Skipped>, SyncError> {
+    let failed = |e: &dyn std::fmt::Display| SyncError::Checkout(format!("commit {commit}: {e}"));
+    let mut tree = repo.find_commit(commit).map_err(|e| failed(&e))?.tree().map_err(|e| failed(&e))?;
+    if !sub.is_empty() {
+        let entry = tree
+            .lookup_entry_by_path(sub)
+            .map_err(|e| failed(&e))?
+            .ok_or_else(|| failed(&format!("the folder {sub} is not in this commit; check the source's path")))?;
+        if !entry.mode().is_tree() {
+            return Err(failed(&format!("{sub} is not a folder; check the source's path")));
+        }
+        tree = entry.object().map_err(|e| failed(&e))?.into_tree();
+    }
+    let listed = tree.traverse().breadthfirst.files().map_err(|e| failed(&e))?;
+    if listed.len() > MAX_FILES {
+        return Err(failed(&format!("{} entries, more than the {MAX_FILES} a tree may hold", listed.len())));
+    }
+    let mut skipped = Vec::new();
+    let mut entries: Vec<(String, Entry)> = Vec::with_capacity(listed.len());
+    for e in listed {
+        let Ok(path) = e.filepath.to_str() else {
+            skipped.push(Skipped { path: e.filepath.to_str_lossy().into_owned(), why: "its name is not UTF-8".into() });
+            continue;
+        };
+        if !Path::new(path).components().all(|c| matches!(c, Component::Normal(_))) || path.contains('\\') {
+            skipped.push(Skipped { path: path.to_string(), why: "its name is not a plain path".into() });
+            continue;
+        }
+        entries.push((path.to_string(), Entry { kind: e.mode.kind(), oid: e.oid }));
+    }
+    let by_path: HashMap<&str, Entry> = entries.iter().map(|(p, e)| (p.as_str(), *e)).collect();
+    let old = previous.map(manifest_of).unwrap_or_default();
+
+    let trees = dest.parent().ok_or_else(|| failed(&"the tree has no parent folder"))?;
+    let name = dest.file_name().and_then(|n| n.to_str()).ok_or_else(|| failed(&"the tree's name"))?;
+    if dest.is_dir() {
+        // A commit served before and not pruned (a force-push back to it): its tree is whole.
+        return Ok(skipped);
+    }
+    let partial = trees.join(format!(".{name}.partial"));
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir(&partial).map_err(|e| failed(&format!("cannot create {}: {e}", partial.display())))?;
+    let written = (|| -> Result<Vec<(String, gix::ObjectId)>, SyncError> {
+        let mut manifest = Vec::new();
+        for (path, entry) in &entries {
+            let out = partial.join(path);
+            let blob = match entry.kind {
+                EntryKind::Tree => {
+                    std::fs::create_dir_all(&out).map_err(|e| failed(&format!("{path}: {e}")))?;
+                    continue;
+                }
+                EntryKind::Commit => {
+                    skipped.push(Skipped { path: path.clone(), why: "a submodule (another repository): not read".into() });
+                    continue;
+                }
+                EntryKind::Blob | EntryKind::BlobExecutable => entry.oid,
+                EntryKind::Link => match followed(repo, &by_path, path) {
+                    Ok(oid) => oid,
+                    Err(why) => {
+                        skipped.push(Skipped { path: path.clone(), why });
+                        continue;
+                    }
+                },
+            };
+            let size = repo.find_header(blob).map_err(|e| failed(&e))?.size();
+            if size > max_bytes {
+                skipped.push(Skipped {
+                    path: path.clone(),
+                    why: format!("{size} bytes, over index.max_file_bytes ({max_bytes})"),
+                });
+                continue;
+            }
+            if let Some(parent) = out.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| failed(&format!("{path}: {e}")))?;
+            }
+            let linked = match (previous, old.get(path.as_str())) {
+                (Some(previous), Some(was)) if *was == blob => std::fs::hard_link(previous.join(path), &out).is_ok(),
+                _ => false,
+            };
+            if !linked {
+                let data = repo.find_blob(blob).map_err(|e| failed(&e))?.detach().data;
+                write_new(&out, &data).map_err(|e| failed(&format!("{path}: {e}")))?;
+            }
+            manifest.push((path.clone(), blob));
+        }
+        Ok(manifest)
+    })();
+    let manifest = match written {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
+        }
+    };
+    let mut listing = String::new();
+    for (path, oid) in &manifest {
+        listing.push_str(&format!("{oid}\t{path}\n"));
+    }
+    let done = write_new(&trees.join(format!("{name}.files")), listing.as_bytes())
+        .and_then(|()| std::fs::rename(&partial, dest));
+    if let Err(e) = done {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(failed(&format!("cannot put the tree in place at {}: {e}", dest.display())));
+    }
+    Ok(skipped)
+}
+
+/// The blob a link at `path` leads to, following links within the folder; or why it is refused.
+fn followed(repo: &gix::Repository, by_path: &HashMap<&str, Entry>, path: &str) -> Result<gix::ObjectId, String> {
+    let mut at = path.to_string();
+    for _ in 0..MAX_LINK_HOPS {
+        let entry = by_path.get(at.as_str()).ok_or_else(|| format!("a link to {at}, which is not in the folder"))?;
+        match entry.kind {
+            EntryKind::Blob | EntryKind::BlobExecutable => return Ok(entry.oid),
+            EntryKind::Link => {
+                let target = repo.find_blob(entry.oid).map_err(|e| e.to_string())?.detach().data;
+                let target = String::from_utf8_lossy(&target).into_owned();
+                at = inside(Path::new(&at), Path::new(&target)).ok_or_else(|| {
+                    format!("a link to {target}, outside the docs folder: refused (links never lead out of the tree)")
+                })?;
+            }
+            EntryKind::Tree => return Err(format!("a link to the folder {at}: not followed")),
+            EntryKind::Commit => return Err(format!("a link to the submodule {at}: not followed")),
+        }
+    }
+    Err(format!("more than {MAX_LINK_HOPS} links in a row"))
+}
+
+/// Where `target`, written in the link at `link`, leads inside the folder (`None`: out of it).
+fn inside(link: &Path, target: &Path) -> Option<String> {
+    let mut parts: Vec<String> = link.parent().map(|p| p.components().filter_map(part).collect()).unwrap_or_default();
+    for c in target.components() {
+        match c {
+            Component::Normal(name) => parts.push(name.to_str()?.to_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+fn part(c: Component<'_>) -> Option<String> {
+    match c {
+        Component::Normal(name) => name.to_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// Creates `path` (never through a link: it must not exist) with `data`.
+fn write_new(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    file.write_all(data)
+}
+
+/// The manifest of the tree at `tree` (`trees/COMMIT.files` beside it): each file's blob.
+fn manifest_of(tree: &Path) -> HashMap<String, gix::ObjectId> {
+    let mut listing = tree.as_os_str().to_owned();
+    listing.push(".files");
+    let Ok(text) = std::fs::read_to_string(PathBuf::from(listing)) else {
+        return HashMap::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let (oid, path) = line.split_once('\t')?;
+            Some((path.to_string(), gix::ObjectId::from_hex(oid.as_bytes()).ok()?))
+        })
+        .collect()
+}
+
+/// Removes every tree in `trees` but the commits in `keep` (and their manifests).
+pub fn prune(trees: &Path, keep: &[Option<&str>]) {
+    let Ok(listing) = std::fs::read_dir(trees) else { return };
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let commit = name.strip_suffix(".files").unwrap_or(name);
+        if keep.iter().flatten().any(|k| *k == commit) {
+            continue;
+        }
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        if let Err(e) = removed {
+            tracing::warn!("cannot remove the old tree {}: {e}", path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inside;
+    use std::path::Path;
+
+    #[test]
+    fn a_link_stays_inside_or_is_refused() {
+        assert_eq!(inside(Path::new("a/b.md"), Path::new("c.md")).as_deref(), Some("a/c.md"));
+        assert_eq!(inside(Path::new("a/b.md"), Path::new("../c.md")).as_deref(), Some("c.md"));
+        assert_eq!(inside(Path::new("a/b.md"), Path::new("./x/../c.md")).as_deref(), Some("a/c.md"));
+        assert_eq!(inside(Path::new("a/b.md"), Path::new("../../etc/passwd")), None);
+        assert_eq!(inside(Path::new("b.md"), Path::new("/etc/passwd")), None);
+        assert_eq!(inside(Path::new("b.md"), Path::new("..")), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! Syncs of repositories on this machine, made in the test with the `git` program (the tests may
+//! run it; the code under test never does). Fetches over HTTP are `tests/git_sources.rs`'s.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+
+/// A work repository whose commits are pushed to a bare one, the source.
+pub(crate) struct Repos {
+    pub work: PathBuf,
+    pub bare: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "init.defaultBranch=main", "-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("the git program (tests make their repositories with it)");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Repos {
+    pub fn new() -> Repos {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let work = dir.path().join("work");
+        let bare = dir.path().join("docs.git");
+        std::fs::create_dir(&work).expect("work");
+        git(dir.path(), &["init", "-q", "--bare", "docs.git"]);
+        git(&work, &["init", "-q"]);
+        git(&work, &["remote", "add", "origin", bare.to_str().expect("utf-8")]);
+        Repos { work, bare, _dir: dir }
+    }
+
+    pub fn write(&self, path: &str, text: &str) {
+        let file = self.work.join(path);
+        std::fs::create_dir_all(file.parent().expect("a parent")).expect("folders");
+        std::fs::write(file, text).expect("a file");
+    }
+
+    /// Commits everything and pushes `branch` (forced); the commit's id.
+    pub fn push(&self, branch: &str) -> String {
+        git(&self.work, &["add", "-A"]);
+        git(&self.work, &["commit", "-q", "--allow-empty", "-m", "change"]);
+        git(&self.work, &["push", "-q", "--force", "origin", &format!("HEAD:refs/heads/{branch}")]);
+        git(&self.work, &["rev-parse", "HEAD"])
+    }
+}
+
+fn source(repos: &Repos, state: &Path, path: &str) -> Source {
+    let config = crate::config::SourceConfig {
+        name: "docs".into(),
+        git: repos.bare.display().to_string(),
+        branch: "main".into(),
+        path: path.into(),
+        every: String::new(),
+        token_file: None,
+        token_env: None,
+        username: "x-access-token".into(),
+        webhook_secret_file: None,
+        webhook_secret_env: None,
+    };
+    Source::of(&config, state, 1024, &|_| None).expect("a valid source")
+}
+
+fn read(dir: &Path, path: &str) -> String {
+    std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn a_branch_is_checked_out_whole_and_only_changed_files_are_written_again() {
+    let repos = Repos::new();
+    repos.write("docs/refunds.md", "# Refunds\n\nThirty days.\n");
+    repos.write("docs/guide/setup.md", "# Setup\n");
+    repos.write("README.md", "not docs\n");
+    let first = repos.push("main");
+    let state = tempfile::tempdir().expect("state");
+    let source = source(&repos, state.path(), "docs");
+    let stop = AtomicBool::new(false);
+
+    let synced = source.sync(&stop).expect("the first sync");
+    assert!(synced.changed);
+    assert_eq!(synced.commit, first);
+    assert_eq!(read(&synced.docs, "refunds.md"), "# Refunds\n\nThirty days.\n");
+    assert_eq!(read(&synced.docs, "guide/setup.md"), "# Setup\n");
+    assert!(!synced.docs.join("README.md").exists(), "only the source's folder");
+    assert_eq!(source.docs().expect("state"), Some(synced.docs.clone()));
+    let recorded = source.state().expect("state").expect("written");
+    assert_eq!(recorded.commit.as_deref(), Some(first.as_str()));
+    assert!(recorded.error.is_none() && recorded.synced_at.is_some());
+
+    let again = source.sync(&stop).expect("a sync with nothing new");
+    assert!(!again.changed);
+    assert_eq!(again.docs, synced.docs);
+
+    repos.write("docs/refunds.md", "# Refunds\n\nSixty days.\n");
+    let second = repos.push("main");
+    let next = source.sync(&stop).expect("the second sync");
+    assert!(next.changed);
+    assert_eq!(next.commit, second);
+    assert_ne!(next.docs, synced.docs, "a new folder per commit");
+    assert_eq!(read(&next.docs, "refunds.md"), "# Refunds\n\nSixty days.\n");
+    assert_eq!(read(&synced.docs, "refunds.md"), "# Refunds\n\nThirty days.\n", "the old tree is untouched");
+    let inode = |dir: &Path, p: &str| std::fs::metadata(dir.join(p)).expect("a file").ino();
+    assert_eq!(inode(&next.docs, "guide/setup.md"), inode(&synced.docs, "guide/setup.md"), "an unchanged file is linked");
+    assert_ne!(inode(&next.docs, "refunds.md"), inode(&synced.docs, "refunds.md"));
+
+    // A third commit prunes the first tree: the served one and the one before are kept.
+    repos.write("docs/new.md", "# New\n");
+    let third = source.sync(&stop).map(|s| s.commit);
+    assert_eq!(third.expect("a sync"), second, "nothing pushed yet");
+    repos.push("main");
+    let last = source.sync(&stop).expect("the third sync");
+    assert!(last.docs.join("new.md").is_file());
+    assert!(!synced.docs.exists(), "the first tree is pruned");
+    assert!(next.docs.exists(), "the one served before is kept");
+}
+
+#[test]
+fn a_force_push_is_taken_and_a_deleted_branch_keeps_the_last_good_tree() {
+    let repos = Repos::new();
+    repos.write("a.md", "# A\n\nfirst\n");
+    repos.push("main");
+    let state = tempfile::tempdir().expect("state");
+    let source = source(&repos, state.path(), "");
+    let stop = AtomicBool::new(false);
+    source.sync(&stop).expect("the first sync");
+
+    // History rewritten: an orphan commit replaces the branch.
+    git(&repos.work, &["checkout", "-q", "--orphan", "rewritten"]);
+    git(&repos.work, &["rm", "-q", "-rf", "."]);
+    repos.write("b.md", "# B\n\nrewritten\n");
+    let rewritten = repos.push("main");
+    let synced = source.sync(&stop).expect("the sync after a force-push");
+    assert_eq!(synced.commit, rewritten);
+    assert!(synced.docs.join("b.md").is_file() && !synced.docs.join("a.md").exists());
+
+    git(&repos.bare, &["update-ref", "-d", "refs/heads/main"]);
+    let gone = source.sync(&stop).expect_err("the branch is gone");
+    assert!(matches!(gone, SyncError::BranchGone { .. }), "{gone}");
+    assert!(gone.to_string().contains("last good tree keeps serving"), "{gone}");
+    let recorded = source.state().expect("state").expect("written");
+    assert_eq!(recorded.commit.as_deref(), Some(rewritten.as_str()), "still served");
+    assert!(recorded.error.as_deref().is_some_and(|e| e.contains("main")), "{recorded:?}");
+    assert_eq!(source.docs().expect("state"), Some(synced.docs.clone()));
+    assert!(synced.docs.join("b.md").is_file());
+
+    repos.push("main");
+    let back = source.sync(&stop).expect("the branch is back");
+    assert!(back.changed);
+    assert!(source.state().expect("state").expect("written").error.is_none(), "the failure is cleared");
+}
+
+#[test]
+fn huge_files_links_out_of_the_tree_and_submodules_are_left_out_and_said() {
+    let repos = Repos::new();
+    repos.write("docs/a.md", "# A\n");
+    repos.write("docs/huge.md", &"x".repeat(4096));
+    repos.write("secret.txt", "outside the docs folder\n");
+    let link = |target: &str, at: &str| {
+        std::os::unix::fs::symlink(target, repos.work.join(at)).expect("a link");
+    };
+    link("../../../etc/passwd", "docs/evil.md");
+    link("/etc/passwd", "docs/absolute.md");
+    link("../secret.txt", "docs/up.md");
+    link("a.md", "docs/same.md");
+    // A submodule: a commit of another repository recorded in the tree.
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    git(&repos.work, &["add", "-A"]);
+    git(&repos.work, &["update-index", "--add", "--cacheinfo", &format!("160000,{other},docs/vendor")]);
+    git(&repos.work, &["commit", "-q", "-m", "with a submodule"]);
+    git(&repos.work, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let state = tempfile::tempdir().expect("state");
+    let source = source(&repos, state.path(), "docs");
+    let synced = source.sync(&AtomicBool::new(false)).expect("a sync");
+    let why = |path: &str| synced.skipped.iter().find(|s| s.path == path).map(|s| s.why.clone());
+
+    assert!(why("huge.md").is_some_and(|w| w.contains("4096 bytes")), "{:?}", synced.skipped);
+    for refused in ["evil.md", "absolute.md", "up.md"] {
+        assert!(why(refused).is_some_and(|w| w.contains("outside the docs folder")), "{refused}: {:?}", synced.skipped);
+        assert!(!synced.docs.join(refused).exists(), "{refused}");
+    }
+    assert!(why("vendor").is_some_and(|w| w.contains("submodule")), "{:?}", synced.skipped);
+    assert_eq!(read(&synced.docs, "same.md"), "# A\n", "a link inside the folder is a copy");
+    assert!(!std::fs::symlink_metadata(synced.docs.join("same.md")).expect("a file").file_type().is_symlink());
+    assert!(!synced.docs.join("huge.md").exists());
+    let recorded = source.state().expect("state").expect("written");
+    assert_eq!(recorded.skipped, synced.skipped);
+}
+
+#[test]
+fn a_missing_repository_or_folder_fails_and_keeps_nothing_half_written() {
+    let repos = Repos::new();
+    repos.write("docs/a.md", "# A\n");
+    repos.push("main");
+    let state = tempfile::tempdir().expect("state");
+    let wrong_folder = source(&repos, state.path(), "handbook");
+    let e = wrong_folder.sync(&AtomicBool::new(false)).expect_err("no such folder");
+    assert!(e.to_string().contains("handbook is not in this commit"), "{e}");
+    let trees = state.path().join("sources/docs/trees");
+    assert_eq!(std::fs::read_dir(&trees).expect("trees").count(), 0, "nothing half written");
+    assert_eq!(wrong_folder.docs().expect("state"), None);
+
+    let mut missing = source(&repos, state.path(), "");
+    missing.remote = Remote::Local(state.path().join("nowhere.git"));
+    let e = missing.sync(&AtomicBool::new(false)).expect_err("no repository");
+    assert!(e.to_string().contains("cannot open the repository"), "{e}");
+}
+
+#[test]
+fn urls_are_read_and_credentials_stay_out_of_the_config() {
+    assert_eq!(Remote::parse("d", "https://git.example.com/d.git"), Ok(Remote::Http("https://git.example.com/d.git".into())));
+    assert_eq!(Remote::parse("d", "file:///srv/d.git"), Ok(Remote::Local("/srv/d.git".into())));
+    assert_eq!(Remote::parse("d", "/srv/d.git"), Ok(Remote::Local("/srv/d.git".into())));
+    for refused in ["https://me:hunter2@git.example.com/d.git", "ssh://git@example.com/d.git", "git@example.com:d.git"] {
+        assert!(Remote::parse("d", refused).is_err(), "{refused}");
+    }
+    assert_eq!(Remote::parse("d", "https://git.example.com:8443/d.git").map(|r| r.port()), Ok(Some(8443)));
+    assert_eq!(Remote::parse("d", "https://git.example.com/d.git").map(|r| r.port()), Ok(Some(443)));
+
+    let dir = tempfile::tempdir().expect("a folder");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "ghp_tokenfromafile0123456789\n").expect("a token");
+    let mut config = crate::config::SourceConfig {
+        name: "d".into(),
+        git: "https://git.example.com/d.git".into(),
+        branch: "main".into(),
+        path: String::new(),
+        every: "5m".into(),
+        token_file: Some(token_file),
+        token_env: None,
+        username: "oauth2".into(),
+        webhook_secret_file: None,
+        webhook_secret_env: Some("HOOK".into()),
+    };
+    let env = |var: &str| (var == "HOOK").then(|| "a-webhook-secret-value".to_string());
+    let source = Source::of(&config, dir.path(), 1024, &env).expect("a source");
+    assert_eq!(source.credentials, Some(("oauth2".into(), "ghp_tokenfromafile0123456789".into())));
+    assert_eq!(source.webhook_secret(), Some("a-webhook-secret-value"));
+    assert_eq!(source.every, Some(std::time::Duration::from_secs(300)));
+    assert!(!format!("{source:?}").contains("ghp_tokenfromafile"), "Debug hides the token");
+    let said = crate::guard::redact::redact("the token ghp_tokenfromafile0123456789 leaked");
+    assert!(!said.contains("ghp_tokenfromafile0123456789"), "{said}");
+
+    config.webhook_secret_env = Some("UNSET".into());
+    let e = Source::of(&config, dir.path(), 1024, &env).expect_err("an unset variable");
+    assert!(e.contains("UNSET is not set"), "{e}");
+}
