@@ -243,6 +243,15 @@ pub enum Command {
         #[command(subcommand)]
         action: IndexAction,
     },
+    /// Bring the git sources (`[[sources]]`) up to date, or show what each serves.
+    ///
+    /// Every command that reads the docs checks out a source's branch the first time by
+    /// itself, and `serve` keeps it in sync; this syncs by hand (from cron, or after a push).
+    Sources {
+        /// What to do.
+        #[command(subcommand)]
+        action: SourcesAction,
+    },
     /// Copy stdin to stdout with secrets replaced by [REDACTED].
     Redact,
     /// Ask Ollama to pull the configured model (llm.model, --model), with progress on stderr.
@@ -382,6 +391,20 @@ pub enum IndexAction {
     /// Check the file (SQLite's and FTS5's integrity checks) and every document's content
     /// against it; exit 1 with one line per problem.
     Verify,
+}
+
+/// `docs-agent sources ...`
+#[derive(Debug, Clone, Subcommand)]
+pub enum SourcesAction {
+    /// Fetch each source's branch (or the one named) and check out its tip when it moved; a
+    /// failure keeps the tree served before, and exits 1 saying why.
+    Sync {
+        /// Only this source.
+        name: Option<String>,
+    },
+    /// Each source's URL and branch, the commit served and when it was synced, what its tree
+    /// leaves out, and the last failure.
+    Status,
 }
 
 /// `docs-agent report ...`

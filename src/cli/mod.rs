@@ -23,12 +23,15 @@ pub mod report;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
+pub mod sources;
 pub mod tokens;
 
 use std::collections::HashMap;
 use std::io::Write;
 
-pub use args::{Cli, Command, Exit, Failure, Global, IndexAction, ScopeArg, SessionsAction, StreamWhen, TraceWhen};
+pub use args::{
+    Cli, Command, Exit, Failure, Global, IndexAction, ScopeArg, SessionsAction, SourcesAction, StreamWhen, TraceWhen,
+};
 
 use crate::agent::Harness;
 use crate::config::{Config, ENV_KEYS, Sources};
@@ -58,9 +61,11 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
     let Cli { global, command, question } = cli;
     hide_landlock_for_tests()?;
     // The configuration, then the sandbox of a command that works on the workspace.
+    // A git source's docs are the tree it serves, checked out first when there is none.
     let within = |uses: Use| -> Result<Config, Failure> {
-        let config = load_config(&global)?;
+        let mut config = load_config(&global)?;
         sandbox::enter(&global, &sandbox::for_workspace(&config, uses)?)?;
+        sources::serve_from(&mut config)?;
         Ok(config)
     };
     match command {
@@ -69,6 +74,11 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             ops::redact_stdin()
         }
         Some(Command::Index { action }) => index::run(within(Use::Look)?, action),
+        Some(Command::Sources { action }) => {
+            let config = load_config(&global)?;
+            sandbox::enter(&global, &sandbox::for_workspace(&config, Use::Look)?)?;
+            sources::run(&config, action)
+        }
         Some(Command::Pull) => {
             let config = load_config(&global)?;
             sandbox::enter(&global, &sandbox::for_url(&config.llm.base_url))?;
@@ -101,6 +111,8 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
             let plan = sandbox::for_workspace(&config, Use::Serve { port })?;
             let (plan, watch_tokens) = sandbox::with_config_file(plan, &config_file(&global));
             let status = sandbox::enter(&global, &plan)?;
+            let mut config = config;
+            sources::serve_from(&mut config)?;
             serve::serve(&global, config, status, cores, watch_tokens)
         }
         Some(Command::Init { to, replace }) => {
@@ -141,7 +153,10 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     };
     let env: HashMap<String, String> = std::env::vars().filter(|(k, _)| wanted(k)).collect();
     let sources = Sources { file: global.config.clone(), env, flags: global.overrides() };
-    crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))
+    let mut config = crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))?;
+    // A git source's token and webhook secret, from the file or variable its entry names.
+    crate::git::read_secrets(&mut config, &|var| std::env::var(var).ok()).map_err(|e| (Exit::Usage, e))?;
+    Ok(config)
 }
 
 /// The configuration of a command that reads the session log: serve's log when `serve`.

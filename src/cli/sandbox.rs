@@ -133,6 +133,16 @@ pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
         };
         plan = with_folder_of(plan, &file, what, config)?;
     }
+    // A git source's folder (its cache, trees and state) is written by its sync, which connects
+    // to the repository's port, or reads a repository on this machine.
+    for source in crate::git::check_config(config).map_err(|e| (Exit::Usage, e))? {
+        let _ = std::fs::DirBuilder::new().recursive(true).create(&source.home);
+        plan = plan.allow(&source.home, Grant::Write);
+        match &source.remote {
+            crate::git::Remote::Http(_) => plan = plan.connect(source.remote.port().unwrap_or(443), &[]),
+            crate::git::Remote::Local(path) => plan = plan.allow(path, Grant::Read),
+        }
+    }
     // Hybrid search asks the embedding server for every question's vector and for new sections'.
     if config.retrieval.embeddings.enabled() {
         plan = with_model(plan, config.embeddings_base_url());
@@ -287,8 +297,17 @@ fn config_folder_readable(file: &Path) -> bool {
 /// setting when that folder would open up the workspace or the whole filesystem.
 fn with_folder_of(plan: Plan, file: &Path, what: &str, config: &Config) -> Result<Plan, Failure> {
     let name = file.file_name().map_or("x.db".into(), |n| n.to_string_lossy());
-    // A docs folder given is protected as a workspace's docs/ is, alone or not.
-    if let Some(docs) = &config.docs
+    // The docs of a git source are a tree in the state folder, which its sync writes; with no
+    // workspace named there is no AGENTS.md, skills or notes to keep apart from the data either.
+    if !config.sources.is_empty() && config.docs_alone {
+        return Ok(match sandbox::data::folder_for(file, Path::new("/nonexistent")) {
+            Ok(Some(real)) => plan.allow_folder_not_link(real, Grant::Write),
+            _ => plan,
+        });
+    }
+    // A docs folder given is protected as a workspace's docs/ is, alone or not (not a git
+    // source's tree, which lives in the state folder and which only its sync writes).
+    if let Some(docs) = config.docs.as_ref().filter(|_| config.sources.is_empty())
         && let Some(why) = sandbox::data::touches(file, docs)
     {
         return Err((

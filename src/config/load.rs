@@ -87,11 +87,23 @@ fn resolve_places(config: &mut Config, env: &std::collections::HashMap<String, S
         (Some(docs), true) => docs.clone(),
         _ => workspace,
     };
+    // Docs from a git source with no workspace named: a docs folder alone, whose place (for the
+    // index and the sessions) is the source's folder in the state folder, the same whatever
+    // commit is served; `git::serve_from` points `docs` at the tree.
+    let sourced = config.sources.first().filter(|_| !named).map(|s| (s.name.clone(), format!("{}#{}:{}", s.git, s.branch, s.path)));
     if config.state_dir.as_os_str().is_empty() {
+        let name = match &sourced {
+            Some((name, origin)) => source_state_name(name, origin),
+            None => state_name(&config.workspace, config.docs.as_deref()),
+        };
         config.state_dir = match data_home(env) {
-            Some(home) => home.join("docs-agent").join(state_name(&config.workspace, config.docs.as_deref())),
+            Some(home) => home.join("docs-agent").join(name),
             None => PathBuf::from(".docs-agent"),
         };
+    }
+    if let Some((name, _)) = sourced {
+        config.docs_alone = true;
+        config.workspace = config.state_dir.join("sources").join(name);
     }
     if config.session.log_path.as_os_str().is_empty() {
         config.session.log_path = config.state_dir.join("sessions.db");
@@ -138,6 +150,13 @@ fn state_name(workspace: &Path, docs: Option<&Path>) -> String {
         .collect();
     let name = name.trim_matches(|c| c == '.' || c == '-');
     if name.is_empty() { format!("workspace-{hash}") } else { format!("{name}-{hash}") }
+}
+
+/// The state folder's name for the docs of a git source: its name and a hash of where it is.
+fn source_state_name(name: &str, origin: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hash: String = Sha256::digest(origin.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("source-{name}-{hash}")
 }
 
 /// True when `a` and `b` are one folder (one device and inode: the same folder reached by two

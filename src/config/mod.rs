@@ -13,7 +13,7 @@ mod load;
 mod signin;
 mod sources;
 pub use load::keys;
-pub use sources::{MIN_EVERY_SECS, SourceConfig};
+pub use sources::{MIN_EVERY_SECS, SourceConfig, SourceSecrets};
 pub use signin::MIN_COOKIE_SECRET;
 mod validate;
 

@@ -50,6 +50,26 @@ pub struct SourceConfig {
     /// An environment variable holding the webhook's secret.
     #[serde(default)]
     pub webhook_secret_env: Option<String>,
+    /// The token and the webhook secret once read from their files or variables (by the
+    /// command line, before its sandbox): never from the configuration itself.
+    #[serde(skip)]
+    pub secrets: SourceSecrets,
+}
+
+/// A source's secrets, read from where the configuration says they are.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SourceSecrets {
+    /// The HTTPS token.
+    pub token: Option<String>,
+    /// The webhook's secret.
+    pub webhook: Option<String>,
+}
+
+impl std::fmt::Debug for SourceSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |s: &Option<String>| if s.is_some() { "[set]" } else { "[unset]" };
+        f.debug_struct("SourceSecrets").field("token", &set(&self.token)).field("webhook", &set(&self.webhook)).finish()
+    }
 }
 
 fn main_branch() -> String {
@@ -152,6 +172,7 @@ mod tests {
             username: token_user(),
             webhook_secret_file: None,
             webhook_secret_env: None,
+            secrets: SourceSecrets::default(),
         }
     }
 

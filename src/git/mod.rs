@@ -139,28 +139,34 @@ fn secret(
     Ok(Some(value))
 }
 
+/// Reads every source's token and webhook secret from its file or `env`'s variable into the
+/// configuration (the command line does, before its sandbox), and checks each source whole.
+pub fn read_secrets(config: &mut crate::config::Config, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    for source in &mut config.sources {
+        let name = source.name.clone();
+        source.secrets.token = secret(&name, "token", source.token_file.as_deref(), source.token_env.as_deref(), env)?;
+        source.secrets.webhook = secret(
+            &name,
+            "webhook secret",
+            source.webhook_secret_file.as_deref(),
+            source.webhook_secret_env.as_deref(),
+            env,
+        )?;
+    }
+    check_config(config).map(|_| ())
+}
+
 impl Source {
-    /// The source `config` describes, its credentials read from their file or `env`'s variable.
-    pub fn of(
-        config: &SourceConfig,
-        state_dir: &Path,
-        max_file_bytes: u64,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Source, String> {
+    /// The source `config` describes (its secrets read by [`read_secrets`]).
+    pub fn of(config: &SourceConfig, state_dir: &Path, max_file_bytes: u64) -> Result<Source, String> {
         config.validate()?;
         let name = &config.name;
         let remote = Remote::parse(name, &config.git)?;
-        let token = secret(name, "token", config.token_file.as_deref(), config.token_env.as_deref(), env)?;
+        let token = config.secrets.token.clone();
         if token.is_some() && matches!(remote, Remote::Local(_)) {
             return Err(format!("sources.{name}: a token is given for a repository on this machine; it is read without one"));
         }
-        let webhook_secret = secret(
-            name,
-            "webhook secret",
-            config.webhook_secret_file.as_deref(),
-            config.webhook_secret_env.as_deref(),
-            env,
-        )?;
+        let webhook_secret = config.secrets.webhook.clone();
         Ok(Source {
             name: name.clone(),
             remote,
@@ -294,11 +300,7 @@ pub enum SyncError {
     Stopped,
 }
 
-/// Checks every `[[sources]]` entry: its URL and its credentials' file or variable.
-pub fn check_config(config: &crate::config::Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Source>, String> {
-    config
-        .sources
-        .iter()
-        .map(|s| Source::of(s, &config.state_dir, config.index.max_file_bytes, env))
-        .collect()
+/// The configuration's sources, each checked (its URL read).
+pub fn check_config(config: &crate::config::Config) -> Result<Vec<Source>, String> {
+    config.sources.iter().map(|s| Source::of(s, &config.state_dir, config.index.max_file_bytes)).collect()
 }

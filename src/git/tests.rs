@@ -67,8 +67,9 @@ fn source(repos: &Repos, state: &Path, path: &str) -> Source {
         username: "x-access-token".into(),
         webhook_secret_file: None,
         webhook_secret_env: None,
+        secrets: Default::default(),
     };
-    Source::of(&config, state, 1024, &|_| None).expect("a valid source")
+    Source::of(&config, state, 1024).expect("a valid source")
 }
 
 fn read(dir: &Path, path: &str) -> String {
@@ -240,9 +241,13 @@ fn urls_are_read_and_credentials_stay_out_of_the_config() {
         username: "oauth2".into(),
         webhook_secret_file: None,
         webhook_secret_env: Some("HOOK".into()),
+        secrets: Default::default(),
     };
     let env = |var: &str| (var == "HOOK").then(|| "a-webhook-secret-value".to_string());
-    let source = Source::of(&config, dir.path(), 1024, &env).expect("a source");
+    let mut whole = crate::config::Config::load_isolated(&crate::config::Sources::default()).expect("defaults");
+    whole.sources = vec![config.clone()];
+    read_secrets(&mut whole, &env).expect("secrets read");
+    let source = Source::of(&whole.sources[0], dir.path(), 1024).expect("a source");
     assert_eq!(source.credentials, Some(("oauth2".into(), "ghp_tokenfromafile0123456789".into())));
     assert_eq!(source.webhook_secret(), Some("a-webhook-secret-value"));
     assert_eq!(source.every, Some(std::time::Duration::from_secs(300)));
@@ -251,6 +256,7 @@ fn urls_are_read_and_credentials_stay_out_of_the_config() {
     assert!(!said.contains("ghp_tokenfromafile0123456789"), "{said}");
 
     config.webhook_secret_env = Some("UNSET".into());
-    let e = Source::of(&config, dir.path(), 1024, &env).expect_err("an unset variable");
+    whole.sources = vec![config];
+    let e = read_secrets(&mut whole, &env).expect_err("an unset variable");
     assert!(e.contains("UNSET is not set"), "{e}");
 }

@@ -46,8 +46,9 @@ pub enum Layout<'a> {
     Workspace,
     /// In this folder; `AGENTS.md`, `skills/` and `notes/` in the workspace.
     DocsAt(&'a Path),
-    /// The workspace's root is a plain docs folder: no `AGENTS.md`, skills or notes.
-    DocsAlone,
+    /// A plain docs folder, here: no `AGENTS.md`, skills or notes. The workspace's root is the
+    /// folder itself, or (for a git source) the folder its trees are kept in.
+    DocsAlone(&'a Path),
 }
 
 /// The workspace could not be opened at all. One message, written for the person who meets it: what failed, on which input,
@@ -85,7 +86,7 @@ impl Workspace {
     /// set (the whole workspace when no workspace was named).
     pub fn of(config: &crate::config::Config) -> Result<Workspace, WorkspaceError> {
         let layout = match &config.docs {
-            Some(_) if config.docs_alone => Layout::DocsAlone,
+            Some(docs) if config.docs_alone => Layout::DocsAlone(docs),
             Some(docs) => Layout::DocsAt(docs),
             None => Layout::Workspace,
         };
@@ -103,7 +104,7 @@ impl Workspace {
                 ))
             })
         };
-        let what = if matches!(layout, Layout::DocsAlone) { "the docs folder" } else { "workspace" };
+        let what = if matches!(layout, Layout::DocsAlone(_)) { "the docs folder" } else { "workspace" };
         let root = opened(path, what)?;
         // An area that is a symbolic link is not opened: `notes -> .` would make the whole
         // workspace writable, `docs -> ..` readable. `check` reports it.
@@ -111,7 +112,7 @@ impl Workspace {
         let (docs, skills, notes) = match layout {
             Layout::Workspace => (area("docs"), area("skills"), area("notes")),
             Layout::DocsAt(docs) => (Some(opened(docs, "the docs folder")?), area("skills"), area("notes")),
-            Layout::DocsAlone => (Some(opened(path, "the docs folder")?), None, None),
+            Layout::DocsAlone(docs) => (Some(opened(docs, "the docs folder")?), None, None),
         };
         Ok(Workspace {
             path: path.to_path_buf(),
@@ -120,7 +121,7 @@ impl Workspace {
             notes,
             root,
             hidden: hidden::Hidden::default(),
-            docs_alone: matches!(layout, Layout::DocsAlone),
+            docs_alone: matches!(layout, Layout::DocsAlone(_)),
         })
     }
 

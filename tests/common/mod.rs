@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod git_http;
 pub mod mcp;
 pub mod postgres;
 
@@ -62,6 +63,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// What one run of the binary produced.
+#[derive(Debug)]
 pub struct Run {
     pub code: i32,
     /// The signal that ended it, if one did.

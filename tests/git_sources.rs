@@ -1,0 +1,301 @@
+//! Git sources fetched over smart HTTP from a real git server on 127.0.0.1 (git's own
+//! `git-http-backend` behind `common::git_http`), with repositories made in the test: the first
+//! and later syncs, a force-push, a deleted branch, a server that goes away, a missing
+//! repository, and a token the server asks for. Syncs of repositories on this machine are
+//! `src/git/tests.rs`'s.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::git_http::GitHttp;
+use docs_agent::config::SourceConfig;
+use docs_agent::git::{Source, SyncError};
+
+const TOKEN: &str = "ghp_testtoken0123456789abcdef";
+/// `x-access-token:TOKEN` in base64, as a client sends it.
+const BASIC: &str = "eC1hY2Nlc3MtdG9rZW46Z2hwX3Rlc3R0b2tlbjAxMjM0NTY3ODlhYmNkZWY=";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "init.defaultBranch=main", "-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A served folder with `docs.git`, and a work repository that pushes to it.
+struct Served {
+    root: tempfile::TempDir,
+    work: PathBuf,
+}
+
+impl Served {
+    fn new() -> Option<Served> {
+        let present = Command::new("git").arg("--version").output().is_ok() && common::git_http::backend().is_some();
+        if !common::available("git and git-http-backend", present, "apt-get install git") {
+            return None;
+        }
+        let root = tempfile::tempdir().expect("a folder");
+        git(root.path(), &["init", "-q", "--bare", "docs.git"]);
+        // git-http-backend answers pushes and fetches of a repository it may export.
+        git(&root.path().join("docs.git"), &["config", "http.receivepack", "true"]);
+        let work = root.path().join("work");
+        std::fs::create_dir(&work).expect("work");
+        git(&work, &["init", "-q"]);
+        Some(Served { root, work })
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let file = self.work.join(path);
+        std::fs::create_dir_all(file.parent().expect("a parent")).expect("folders");
+        std::fs::write(file, text).expect("a file");
+    }
+
+    /// Commits and pushes (forced, straight into the bare repository) `branch`.
+    fn push(&self, branch: &str) -> String {
+        git(&self.work, &["add", "-A"]);
+        git(&self.work, &["commit", "-q", "--allow-empty", "-m", "change"]);
+        let bare = self.root.path().join("docs.git");
+        git(&self.work, &["push", "-q", "--force", bare.to_str().expect("utf-8"), &format!("HEAD:refs/heads/{branch}")]);
+        git(&self.work, &["rev-parse", "HEAD"])
+    }
+}
+
+fn source(url: &str, state: &Path, token_file: Option<PathBuf>) -> Source {
+    let token = token_file.as_ref().map(|f| std::fs::read_to_string(f).expect("a token file").trim().to_string());
+    let config = SourceConfig {
+        name: "billing".into(),
+        git: url.into(),
+        branch: "main".into(),
+        path: "docs".into(),
+        every: String::new(),
+        token_file,
+        token_env: None,
+        username: "x-access-token".into(),
+        webhook_secret_file: None,
+        webhook_secret_env: None,
+        secrets: docs_agent::config::SourceSecrets { token, webhook: None },
+    };
+    Source::of(&config, state, 1 << 20).expect("a valid source")
+}
+
+fn read(dir: &Path, path: &str) -> String {
+    std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(path).display()))
+}
+
+#[test]
+fn a_branch_is_fetched_over_http_followed_through_a_force_push_and_kept_when_the_server_goes() {
+    let Some(served) = Served::new() else { return };
+    served.write("docs/refunds.md", "# Refunds\n\nThirty days.\n");
+    served.write("docs/setup.md", "# Setup\n");
+    let first = served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let state = tempfile::tempdir().expect("state");
+    let source = source(&format!("{}/docs.git", server.base), state.path(), None);
+    let stop = AtomicBool::new(false);
+
+    let synced = source.sync(&stop).expect("the first fetch");
+    assert_eq!(synced.commit, first);
+    assert_eq!(read(&synced.docs, "refunds.md"), "# Refunds\n\nThirty days.\n");
+    assert!(!source.sync(&stop).expect("nothing new").changed);
+
+    served.write("docs/refunds.md", "# Refunds\n\nSixty days.\n");
+    let second = served.push("main");
+    let next = source.sync(&stop).expect("the second fetch");
+    assert_eq!(next.commit, second);
+    assert_eq!(read(&next.docs, "refunds.md"), "# Refunds\n\nSixty days.\n");
+
+    // A force-push to a commit with no common history.
+    git(&served.work, &["checkout", "-q", "--orphan", "rewritten"]);
+    git(&served.work, &["rm", "-q", "-rf", "."]);
+    served.write("docs/other.md", "# Other\n");
+    let rewritten = served.push("main");
+    let forced = source.sync(&stop).expect("the fetch after a force-push");
+    assert_eq!(forced.commit, rewritten);
+    assert!(forced.docs.join("other.md").is_file() && !forced.docs.join("refunds.md").exists());
+
+    // The branch deleted on the server: the last good tree keeps serving.
+    git(&served.root.path().join("docs.git"), &["update-ref", "-d", "refs/heads/main"]);
+    let gone = source.sync(&stop).expect_err("the branch is gone");
+    assert!(matches!(gone, SyncError::BranchGone { .. }), "{gone}");
+    assert_eq!(source.docs().expect("state"), Some(forced.docs.clone()));
+    served.push("main");
+    source.sync(&stop).expect("the branch is back");
+    let served_now = source.docs().expect("state").expect("a tree");
+
+    // The server goes away: the fetch fails, says so, and nothing changes.
+    server.go_down();
+    let down = source.sync(&stop).expect_err("the server is down");
+    assert!(matches!(down, SyncError::Fetch(_)), "{down}");
+    let recorded = source.state().expect("state").expect("written");
+    assert!(recorded.error.as_deref().is_some_and(|e| e.contains("cannot fetch main")), "{recorded:?}");
+    assert_eq!(source.docs().expect("state"), Some(served_now.clone()));
+    assert!(served_now.join("other.md").is_file());
+}
+
+#[test]
+fn a_missing_repository_and_a_refused_port_are_failures_that_say_so() {
+    let Some(served) = Served::new() else { return };
+    served.write("docs/a.md", "# A\n");
+    served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let state = tempfile::tempdir().expect("state");
+    let stop = AtomicBool::new(false);
+    let missing = source(&format!("{}/nope.git", server.base), state.path(), None);
+    let e = missing.sync(&stop).expect_err("no such repository");
+    assert!(e.to_string().contains("cannot fetch main"), "{e}");
+    assert_eq!(missing.docs().expect("state"), None);
+
+    // A port nobody listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("an address").port();
+    let refused = source(&format!("http://127.0.0.1:{port}/docs.git"), state.path(), None);
+    let e = refused.sync(&stop).expect_err("nothing listens");
+    assert!(e.to_string().contains("could not be reached"), "{e}");
+}
+
+#[test]
+fn a_token_is_sent_when_the_server_asks_and_never_written_down() {
+    let Some(served) = Served::new() else { return };
+    served.write("docs/private.md", "# Private\n\nOnly for staff.\n");
+    let commit = served.push("main");
+    let server = GitHttp::start(served.root.path(), Some(BASIC));
+    let state = tempfile::tempdir().expect("state");
+    let url = format!("{}/docs.git", server.base);
+    let stop = AtomicBool::new(false);
+
+    let without = source(&url, state.path(), None).sync(&stop).expect_err("no token");
+    assert!(without.to_string().contains("refused the credentials"), "{without}");
+
+    let secrets = tempfile::tempdir().expect("secrets");
+    let wrong_file = secrets.path().join("wrong");
+    std::fs::write(&wrong_file, "ghp_wrongtoken99999999999999").expect("a token");
+    let wrong = source(&url, state.path(), Some(wrong_file)).sync(&stop).expect_err("a wrong token");
+    assert!(wrong.to_string().contains("refused the credentials"), "{wrong}");
+    assert!(!wrong.to_string().contains("ghp_wrongtoken"), "{wrong}");
+
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).expect("a token");
+    let source = source(&url, state.path(), Some(token_file));
+    let synced = source.sync(&stop).expect("fetched with the token");
+    assert_eq!(synced.commit, commit);
+    assert_eq!(read(&synced.docs, "private.md"), "# Private\n\nOnly for staff.\n");
+    assert!(server.refused.load(Ordering::SeqCst) >= 2, "the server asked");
+
+    let mut written = String::new();
+    for entry in walk(state.path()) {
+        if let Ok(text) = std::fs::read(&entry) {
+            written.push_str(&String::from_utf8_lossy(&text));
+        }
+    }
+    assert!(!written.contains(TOKEN) && !written.contains(BASIC), "the token is in the state folder");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// `docs-agent` run in `dir` with only PATH and `env` (no workspace named, unless `env` names one).
+fn docs_agent(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> common::Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
+    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir).args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    common::finished(command.stdin(std::process::Stdio::null()).output().expect("run docs-agent"))
+}
+
+#[test]
+fn every_command_reads_the_docs_of_the_tree_served_and_sources_sync_moves_it() {
+    let Some(served) = Served::new() else { return };
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 45 days of purchase.\n");
+    served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let dir = tempfile::tempdir().expect("a folder");
+    std::fs::write(
+        dir.path().join("docs-agent.toml"),
+        format!("[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\n", server.base),
+    )
+    .expect("a config");
+    let state = dir.path().join("state");
+    let state_env = state.to_str().expect("utf-8");
+    let env = [("DOCS_AGENT_STATE_DIR", state_env), ("LLM_MODEL", "extractive")];
+
+    // The first command syncs, then answers from the tree.
+    let first = docs_agent(dir.path(), &env, &["how long is the refund window"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(first.stderr.contains("first sync of"), "{}", first.stderr);
+    assert!(first.stdout.contains("45 days") && first.stdout.contains("docs/refunds.md#window"), "{}", first.stdout);
+
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 60 days of purchase.\n");
+    let second = served.push("main");
+    let stale = docs_agent(dir.path(), &env, &["search", "refund", "window"]);
+    assert!(stale.stdout.contains("docs/refunds.md#window"), "{stale:?}");
+    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    assert!(synced.stdout.contains(&format!("now serving {}", &second[..12])), "{}", synced.stdout);
+    let now = docs_agent(dir.path(), &env, &["how long is the refund window"]);
+    assert!(now.stdout.contains("60 days") && !now.stdout.contains("45 days"), "{}", now.stdout);
+
+    // The server goes away: sync fails with exit 1 and says why; the tree keeps serving.
+    server.go_down();
+    let failed = docs_agent(dir.path(), &env, &["sources", "sync", "billing"]);
+    assert_eq!(failed.code, 1, "{failed:?}");
+    assert!(failed.stderr.contains("source billing: cannot fetch main"), "{}", failed.stderr);
+    let still = docs_agent(dir.path(), &env, &["how long is the refund window"]);
+    assert!(still.stdout.contains("60 days"), "{still:?}");
+    let status = docs_agent(dir.path(), &env, &["sources", "status"]);
+    assert!(status.stdout.contains(&format!("serving {}", &second[..12])), "{}", status.stdout);
+    assert!(status.stdout.contains("last sync failed"), "{}", status.stdout);
+    let unknown = docs_agent(dir.path(), &env, &["sources", "sync", "nope"]);
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    assert!(unknown.stderr.contains("the sources are: billing"), "{}", unknown.stderr);
+
+    // A workspace named beside the source: its AGENTS.md and notes/, the source's docs.
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(workspace.join("notes")).expect("notes");
+    std::fs::write(workspace.join("AGENTS.md"), "# Rules\n\nAnswer briefly.\n").expect("AGENTS.md");
+    let named = [("DOCS_AGENT_STATE_DIR", state_env), ("LLM_MODEL", "extractive"), ("WORKSPACE", workspace.to_str().expect("utf-8"))];
+    let from_workspace = docs_agent(dir.path(), &named, &["search", "refund", "window"]);
+    assert!(from_workspace.stdout.contains("docs/refunds.md#window"), "{from_workspace:?}");
+}
+
+#[test]
+fn a_first_sync_that_fails_says_there_is_nothing_to_answer_from() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("an address").port();
+    std::fs::write(
+        dir.path().join("docs-agent.toml"),
+        format!("[[sources]]\nname = \"billing\"\ngit = \"http://127.0.0.1:{port}/docs.git\"\n"),
+    )
+    .expect("a config");
+    let state = dir.path().join("state");
+    let run = docs_agent(dir.path(), &[("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8"))], &["search", "refunds"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("nothing was synced yet") && run.stderr.contains("docs-agent sources sync"), "{}", run.stderr);
+
+    std::fs::write(
+        dir.path().join("docs-agent.toml"),
+        "[[sources]]\nname = \"billing\"\ngit = \"https://me:hunter22@git.example.com/docs.git\"\n",
+    )
+    .expect("a config");
+    let run = docs_agent(dir.path(), &[], &["search", "refunds"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("holds credentials") && !run.stderr.contains("hunter22"), "{}", run.stderr);
+}
