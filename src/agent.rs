@@ -231,7 +231,7 @@ pub fn hidden_by(workspace: &Workspace, hooks: &crate::hooks::Hooks) -> crate::w
     match workspace.docs() {
         Some(docs) if hooks.has_rules() => {
             let rules = hooks.clone();
-            crate::workspace::hidden::Hidden::new(docs, move |path| rules.hides(path))
+            crate::workspace::hidden::Hidden::new(&docs, move |path| rules.hides(path))
         }
         _ => crate::workspace::hidden::Hidden::default(),
     }
@@ -303,7 +303,7 @@ impl Harness {
         let (opened, prompted) = std::thread::scope(|scope| {
             let prompted = scope.spawn(|| system_prompt(&workspace, config));
             let opened = match workspace.docs() {
-                Some(docs) => open_index(docs, config, readers, embed, &hidden).map_err(OpenError::Index),
+                Some(docs) => open_index(&docs, config, readers, embed, &hidden).map_err(OpenError::Index),
                 None => Index::empty()
                     .map(|index| (index, Source::Memory { built_from: Vec::new() }))
                     .map_err(OpenError::Index),
@@ -331,6 +331,15 @@ impl Harness {
         self.site.as_ref().and_then(|site| site.url(&self.workspace, path, anchor))
     }
 
+    /// Reads the docs from `folder` from now on (a git source's new tree, whole), and brings
+    /// the index up to date with it: the workspace switches first, so a section read meanwhile
+    /// is never missing, only newer than the search that found it; then only the documents that
+    /// changed are read (an unchanged one is the same file, linked).
+    pub fn switch_docs(&self, folder: &std::path::Path, max_file_bytes: u64) -> Result<Refreshed, String> {
+        self.workspace.switch_docs_to(folder).map_err(|e| e.to_string())?;
+        self.refresh_index(max_file_bytes, &|_| false).map_err(|e| e.to_string())
+    }
+
     /// Brings the index up to date with `docs/` as it is now, leaving `held` documents (still
     /// being written) as they are: a new generation replaces the one searched only when
     /// something changed. Nothing to do without `docs/`.
@@ -339,7 +348,7 @@ impl Harness {
             return Ok(Refreshed { version: self.index.current().version, ..Refreshed::default() });
         };
         let mut source = self.source.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        source.refresh(&self.index, docs, max_file_bytes, held)
+        source.refresh(&self.index, &docs, max_file_bytes, held)
     }
 
     /// What a turn needs from the harness and `config`: the one place it is put together.

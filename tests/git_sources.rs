@@ -299,3 +299,87 @@ fn a_first_sync_that_fails_says_there_is_nothing_to_answer_from() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("holds credentials") && !run.stderr.contains("hunter22"), "{}", run.stderr);
 }
+
+/// `(status, body)` of a request to a running serve.
+fn call(request: reqwest::blocking::RequestBuilder) -> (u16, String) {
+    let reply = request.timeout(std::time::Duration::from_secs(60)).send().expect("serve answers");
+    (reply.status().as_u16(), reply.text().unwrap_or_default())
+}
+
+#[test]
+fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
+    use hmac::Mac;
+    let Some(served) = Served::new() else { return };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 45 days of purchase.\n");
+    served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let dir = tempfile::tempdir().expect("a folder");
+    common::serve_config(
+        dir.path(),
+        &[("ann", "ann-token-0123456789abcdef", &["ask"])],
+        &format!(
+            "[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\nwebhook_secret_env = \"HOOK_SECRET\"\n",
+            server.base
+        ),
+    );
+    let state = dir.path().join("state");
+    let env = [
+        ("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8")),
+        ("LLM_MODEL", "extractive"),
+        ("HOOK_SECRET", "the-webhook-secret-0123"),
+    ];
+    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
+    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir.path()).arg("serve");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let (mut child, url, _stderr) = common::serve_child(command);
+    let client = reqwest::blocking::Client::new();
+    let ask = || {
+        let (status, body) = call(
+            client
+                .post(format!("{url}/v1/ask"))
+                .bearer_auth("ann-token-0123456789abcdef")
+                .json(&serde_json::json!({"question": "how long is the refund window"})),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    assert!(ask().contains("45 days"));
+
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 60 days of purchase.\n");
+    served.push("main");
+    let body = br#"{"ref":"refs/heads/main"}"#.to_vec();
+    let hook = format!("{url}/v1/sources/billing/sync");
+    let (status, said) = call(client.post(&hook).header("X-Hub-Signature-256", "sha256=00").body(body.clone()));
+    assert_eq!(status, 401, "{said}");
+    // A name that is no source with a secret takes no body without a token: 401, as for any route.
+    let (status, said) = call(client.post(format!("{url}/v1/sources/nope/sync")).body(body.clone()));
+    assert_eq!(status, 401, "{said}");
+    assert!(ask().contains("45 days"), "nothing moved without a signed call");
+
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"the-webhook-secret-0123").expect("a key");
+    mac.update(&body);
+    let signature: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let (status, said) =
+        call(client.post(&hook).header("X-Hub-Signature-256", format!("sha256={signature}")).body(body.clone()));
+    assert_eq!(status, 202, "{said}");
+    assert!(said.contains("queued"), "{said}");
+    // The sync runs on its own thread: the answer moves once it is done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut answer = ask();
+    while !answer.contains("60 days") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        answer = ask();
+    }
+    assert!(answer.contains("60 days") && !answer.contains("45 days"), "{answer}");
+
+    // GitLab's way: the secret itself in a header.
+    let (status, said) = call(client.post(&hook).header("X-Gitlab-Token", "the-webhook-secret-0123").body(body));
+    assert_eq!(status, 202, "{said}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -24,6 +24,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
     let docs = workspace
         .docs()
         .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;
+    let docs = &*docs;
     let id = crate::session::workspace_of(&config);
     let max = config.index.max_file_bytes;
     let mut out = crate::guard::sink::stdout();

@@ -6,8 +6,8 @@
 //! needs the room. A body over `serve.max_body_bytes` is answered 413 as soon as it is known to
 //! be.
 //!
-//! Only a caller with a valid token gets a body read (401 at once otherwise: no public route
-//! takes one), and at most `serve.max_connections` bodies are read at once (503 beyond), so the
+//! Only a caller with a valid token gets a body read (401 at once otherwise: the one public
+//! route that takes one is a git source's webhook, whose signature covers its body), and at most `serve.max_connections` bodies are read at once (503 beyond), so the
 //! memory bodies take is bounded by `max_connections × max_body_bytes` whatever HTTP/2's
 //! streams do.
 
@@ -39,7 +39,9 @@ pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, n
     if body.is_end_stream() {
         return run(parts, Vec::new(), next).await;
     }
-    if let Err(refusal) = super::auth::authenticate(&state, &parts.headers, &parts.extensions) {
+    // A git source's webhook proves itself by a signature of its body, not a token.
+    let webhook = parts.method == axum::http::Method::POST && super::sources::is_webhook(&state, parts.uri.path());
+    if !webhook && let Err(refusal) = super::auth::authenticate(&state, &parts.headers, &parts.extensions) {
         return closing(refusal.into_response());
     }
     let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());

@@ -24,6 +24,7 @@ pub mod ops;
 pub mod page;
 pub mod requests;
 pub mod sessions;
+pub mod sources;
 pub mod stream;
 pub mod suggest;
 
@@ -155,7 +156,9 @@ pub fn app(state: Arc<AppState>) -> Router {
     let public = Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/openapi.json", get(openapi::document));
+        .route("/openapi.json", get(openapi::document))
+        // A forge's webhook: signed with the source's secret, not a bearer token.
+        .route("/v1/sources/{name}/sync", post(sources::sync));
     let public = auth::routes::routes().into_iter().fold(public, |router, (path, route)| router.route(path, route));
     page::routes()
         .into_iter()
@@ -224,6 +227,9 @@ pub async fn serve(
     // Pending writes expire on time: the whole log is looked at once, then each at its TTL.
     let expiring = expiry::start(&state.service);
     tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
+    // A git source's branch: looked at now, every `every`, and when its webhook is called.
+    // Stopped when serving ends.
+    let _syncing = crate::service::sources::start(&state.service);
     let cancel_all = state.clone();
     let shutdown = async move {
         shutdown.await;

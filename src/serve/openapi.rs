@@ -14,7 +14,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self, RefOr, Response, ResponseBuilder, header::HeaderBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{approvals, ask, auth, completions, error, history, mcp, ops, sessions, suggest};
+use super::{approvals, ask, auth, completions, error, history, mcp, ops, sessions, sources, suggest};
 
 /// The document, as JSON, built on first use.
 pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
@@ -72,6 +72,7 @@ pub async fn document() -> HttpResponse {
         completions::models,
         ops::metrics,
         mcp::handle,
+        sources::sync,
     ),
     components(schemas(error::ErrorBody, crate::guard::markdown::Node)),
     modifiers(&Layers),

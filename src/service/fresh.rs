@@ -134,7 +134,10 @@ pub fn start(state: Arc<Service>) -> Option<Freshness> {
         return None;
     }
     let (wake, woken) = mpsc::channel();
-    let watcher = if index.watch { watch(&docs, wake.clone()) } else { None };
+    // A git source's trees never change once checked out: a new commit is a new tree, which
+    // its sync switches to (`service::sources`); nothing to watch.
+    let sourced = !state.config.sources.is_empty();
+    let watcher = if index.watch && !sourced { watch(&docs, wake.clone()) } else { None };
     state.index_status.with(|c| c.watching = watcher.is_some());
     let updater = Updater {
         state: state.clone(),
@@ -288,6 +291,9 @@ impl Updater {
     fn replaced_folder(&self) -> bool {
         use cap_std::fs::MetadataExt as _;
         use std::os::unix::fs::MetadataExt as _;
+        if !self.state.config.sources.is_empty() {
+            return false;
+        }
         let Some(opened) = self.state.harness.workspace.docs().and_then(|d| d.dir_metadata().ok()) else {
             return false;
         };

@@ -29,6 +29,7 @@ pub mod readers;
 pub mod replicas;
 pub mod settings;
 pub mod shares;
+pub mod sources;
 pub mod turns;
 pub mod waiting;
 pub mod watchers;
@@ -173,6 +174,8 @@ pub struct Service {
     pub expiry: waiting::Schedule,
     /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
     pub index_status: fresh::Status,
+    /// The git sources kept in sync (`[[sources]]`), and what their syncs did.
+    pub sources: sources::Sources,
     /// Set when the service stops: followers end, timers stop.
     stopping: tokio::sync::watch::Sender<bool>,
 }
@@ -195,6 +198,7 @@ impl Service {
             readers: readers::Readers::default(),
             expiry: waiting::Schedule::default(),
             index_status: fresh::Status::default(),
+            sources: sources::Sources::of(&config),
             stopping: tokio::sync::watch::channel(false).0,
             harness,
             config,

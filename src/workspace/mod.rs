@@ -26,8 +26,9 @@ pub struct Workspace {
     path: PathBuf,
     /// The workspace root, used only for `AGENTS.md` and to find the areas.
     root: Dir,
-    /// `docs/`, when present.
-    docs: Option<Dir>,
+    /// `docs/`, when present. Replaced whole when a git source moves to a new tree
+    /// ([`Workspace::switch_docs`]); a reader keeps the handle it took for all it does.
+    docs: std::sync::RwLock<Option<std::sync::Arc<Dir>>>,
     /// `skills/`, when present.
     skills: Option<Dir>,
     /// `notes/`, when present: writes are denied without it.
@@ -116,7 +117,7 @@ impl Workspace {
         };
         Ok(Workspace {
             path: path.to_path_buf(),
-            docs,
+            docs: std::sync::RwLock::new(docs.map(std::sync::Arc::new)),
             skills,
             notes,
             root,
@@ -147,8 +148,22 @@ impl Workspace {
     }
 
     /// The `docs/` handle, if the workspace has one.
-    pub fn docs(&self) -> Option<&Dir> {
-        self.docs.as_ref()
+    pub fn docs(&self) -> Option<std::sync::Arc<Dir>> {
+        self.docs.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Opens `folder` and reads the documents from it from now on ([`Workspace::switch_docs`]).
+    pub fn switch_docs_to(&self, folder: &Path) -> Result<(), WorkspaceError> {
+        let docs = Dir::open_ambient_dir(folder, ambient_authority())
+            .map_err(|e| WorkspaceError(format!("cannot open the docs folder {}: {e}", folder.display())))?;
+        self.switch_docs(docs);
+        Ok(())
+    }
+
+    /// Reads the documents from `docs` from now on (a git source's new tree); a reader that
+    /// took the old handle finishes with it.
+    pub fn switch_docs(&self, docs: Dir) {
+        *self.docs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(std::sync::Arc::new(docs));
     }
 
     /// The `skills/` handle, if the workspace has one.
@@ -180,10 +195,11 @@ impl Workspace {
 
     /// Reads a UTF-8 text file of at most `max_bytes` bytes, confined to its area.
     pub fn read_text(&self, path: &ModelPath, max_bytes: u64) -> Result<String, FileError> {
+        let docs = self.docs();
         let (dir, inner) = match path.area() {
             Area::AgentsMd if self.docs_alone => return Err(FileError::Failed("AGENTS.md: no such file".into())),
             Area::AgentsMd => (Some(&self.root), "AGENTS.md".to_string()),
-            Area::Docs => (self.docs.as_ref(), path.inner()),
+            Area::Docs => (docs.as_deref(), path.inner()),
             Area::Skills => (self.skills.as_ref(), path.inner()),
             Area::Notes => (self.notes.as_ref(), path.inner()),
         };

@@ -1159,14 +1159,21 @@ async fn the_openapi_document_and_the_router_agree_both_ways() {
     let paths = spec["paths"].as_object().expect("the document's paths");
     let api: Vec<&str> = docs_agent::serve::api_routes().into_iter().map(|(path, _)| path).collect();
     let public = ["/healthz", "/readyz", "/openapi.json", "/"];
-    for path in api.iter().chain(&public) {
+    // Public, but proven by a signature instead of a token: a git source's webhook (this
+    // server has no source, so it is 404).
+    let signed = ["/v1/sources/{name}/sync"];
+    for path in api.iter().chain(&public).chain(&signed) {
         assert!(paths.contains_key(*path), "{path} is served but not in the OpenAPI document");
     }
     let mut operations = 0;
     for (path, item) in paths {
         let is_api = api.contains(&path.as_str());
-        assert!(is_api || public.contains(&path.as_str()), "{path} is in the OpenAPI document but not served");
-        let uri = path.replace("{id}", "x");
+        let is_signed = signed.contains(&path.as_str());
+        assert!(
+            is_api || is_signed || public.contains(&path.as_str()),
+            "{path} is in the OpenAPI document but not served"
+        );
+        let uri = path.replace("{id}", "x").replace("{name}", "x");
         for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
             let (status, body) = call(&s, method, &uri, None, None).await;
             let Some(operation) = item.get(method.to_ascii_lowercase()) else {
@@ -1186,6 +1193,10 @@ async fn the_openapi_document_and_the_router_agree_both_ways() {
                 for code in ["401", "429"] {
                     assert!(responses.contains_key(code), "{what} documents {code}");
                 }
+            } else if is_signed {
+                assert_eq!(status, StatusCode::NOT_FOUND, "{what} with no such source: {body}");
+                assert!(security.contains(&json!({})), "{what} takes no token: {security:?}");
+                assert!(responses.contains_key("401"), "{what} documents 401 (a bad signature)");
             } else {
                 assert!(status.is_success(), "{what} is public: {status} {body}");
                 assert!(security.contains(&json!({})), "{what} is public: {security:?}");
@@ -1203,7 +1214,7 @@ async fn the_openapi_document_and_the_router_agree_both_ways() {
             }
         }
     }
-    assert!(operations > api.len() + public.len(), "DELETE /v1/sessions/{{id}} and GET+POST /v1/sessions count");
+    assert!(operations > api.len() + public.len() + signed.len(), "DELETE /v1/sessions/{{id}} and GET+POST /v1/sessions count");
     let error = &spec["components"]["schemas"]["Error"];
     assert_eq!(error["properties"]["error"]["$ref"], "#/components/schemas/ErrorDetail", "{error}");
 }
