@@ -81,7 +81,7 @@ fn turn(question: String, n: usize) -> Vec<Event> {
             text: format!("{} Try other words.", docs_agent::tools::NO_HITS),
             decision: Decision::Allowed,
         },
-        Event::Answer { text: "The docs do not say.".into() },
+        Event::Answer { text: "The docs do not say.".into(), revision: None },
         Event::Stopped { reason: StopReason::Answered, detail: String::new() },
     ]
 }

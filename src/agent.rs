@@ -67,7 +67,7 @@ impl Exchange {
                 estimated: None,
                 origin: session::event::Origin::Model,
             },
-            Event::Answer { text: self.assistant.clone() },
+            Event::Answer { text: self.assistant.clone(), revision: None },
             Event::Stopped { reason: Stop::Answered, detail: String::new() },
         ]
     }
@@ -311,7 +311,8 @@ impl Harness {
             (opened, prompted.join())
         });
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-        let (index, source) = opened?;
+        let (mut index, source) = opened?;
+        index.revision = config.docs_revision.clone();
         let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,
@@ -331,12 +332,19 @@ impl Harness {
         self.site.as_ref().and_then(|site| site.url(&self.workspace, path, anchor))
     }
 
-    /// Reads the docs from `folder` from now on (a git source's new tree, whole), and brings
-    /// the index up to date with it: the workspace switches first, so a section read meanwhile
+    /// Reads the docs from `folder` from now on (a git source's new tree, whole, of commit
+    /// `revision`), and brings the index up to date with it (each new generation stamped with
+    /// the commit): the workspace switches first, so a section read meanwhile
     /// is never missing, only newer than the search that found it; then only the documents that
     /// changed are read (an unchanged one is the same file, linked).
-    pub fn switch_docs(&self, folder: &std::path::Path, max_file_bytes: u64) -> Result<Refreshed, String> {
+    pub fn switch_docs(
+        &self,
+        folder: &std::path::Path,
+        revision: &str,
+        max_file_bytes: u64,
+    ) -> Result<Refreshed, String> {
         self.workspace.switch_docs_to(folder).map_err(|e| e.to_string())?;
+        self.index.set_revision(Some(revision.to_string()));
         self.refresh_index(max_file_bytes, &|_| false).map_err(|e| e.to_string())
     }
 

@@ -120,7 +120,7 @@ fn append(events: &mut Vec<Event>, plan: &TurnPlan, n: usize, last: bool) {
         }
     }
     if !last {
-        events.push(Event::Answer { text: "It is 30 days [docs/refunds.md#part-0].".into() });
+        events.push(Event::Answer { text: "It is 30 days [docs/refunds.md#part-0].".into(), revision: None });
         events.push(Event::Stopped { reason: StopReason::Answered, detail: String::new() });
     }
 }

@@ -312,7 +312,7 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     let Some(served) = Served::new() else { return };
     let _ = rustls::crypto::ring::default_provider().install_default();
     served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 45 days of purchase.\n");
-    served.push("main");
+    let first = served.push("main");
     let server = GitHttp::start(served.root.path(), None);
     let dir = tempfile::tempdir().expect("a folder");
     common::serve_config(
@@ -349,9 +349,30 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
         body
     };
     assert!(ask().contains("45 days"));
+    // A session's answer records the commit its docs came from.
+    let token = "ann-token-0123456789abcdef";
+    let (status, created) = call(client.post(format!("{url}/v1/sessions")).bearer_auth(token).json(&serde_json::json!({})));
+    assert_eq!(status, 201, "{created}");
+    let id = serde_json::from_str::<serde_json::Value>(&created).expect("json")["id"].as_str().expect("an id").to_string();
+    let say = |text: &str| {
+        let (status, body) = call(
+            client
+                .post(format!("{url}/v1/sessions/{id}/messages"))
+                .bearer_auth(token)
+                .json(&serde_json::json!({"text": text})),
+        );
+        assert_eq!(status, 200, "{body}");
+    };
+    let answers = || {
+        let (status, body) = call(client.get(format!("{url}/v1/sessions/{id}/events")).bearer_auth(token));
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    say("how long is the refund window");
+    assert!(answers().contains(&format!("\"revision\":\"{first}\"")), "{}", answers());
 
     served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 60 days of purchase.\n");
-    served.push("main");
+    let second = served.push("main");
     let body = br#"{"ref":"refs/heads/main"}"#.to_vec();
     let hook = format!("{url}/v1/sources/billing/sync");
     let (status, said) = call(client.post(&hook).header("X-Hub-Signature-256", "sha256=00").body(body.clone()));
@@ -376,6 +397,10 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
         answer = ask();
     }
     assert!(answer.contains("60 days") && !answer.contains("45 days"), "{answer}");
+    say("and the refund window now?");
+    let shown = answers();
+    assert!(shown.contains(&format!("\"revision\":\"{first}\"")), "the first answer keeps its commit: {shown}");
+    assert!(shown.contains(&format!("\"revision\":\"{second}\"")), "the second names the new one: {shown}");
 
     // GitLab's way: the secret itself in a header.
     let (status, said) = call(client.post(&hook).header("X-Gitlab-Token", "the-webhook-secret-0123").body(body));

@@ -200,7 +200,7 @@ fn turn(log: &mut Log, i: usize) {
             estimated: None,
             origin: Origin::Model,
         },
-        Event::Answer { text: format!("answer {i}") },
+        Event::Answer { text: format!("answer {i}"), revision: None },
         Event::Stopped { reason: StopReason::Answered, detail: String::new() },
     ] {
         log.append("s", event).expect("append");

@@ -448,7 +448,10 @@ fn describe(event: &Event) -> String {
         Event::SessionStarted { model, workspace, config_fingerprint, .. } => {
             format!("model {model}, workspace {workspace}, config {config_fingerprint}")
         }
-        Event::UserMessage { text } | Event::Answer { text } => one(text),
+        Event::UserMessage { text } | Event::Answer { text, revision: None } => one(text),
+        Event::Answer { text, revision: Some(commit) } => {
+            format!("{} (docs at commit {})", one(text), commit.get(..12).unwrap_or(commit))
+        }
         Event::AssistantMessage { text, tool_calls, .. } => {
             let calls: Vec<String> = tool_calls.iter().map(|c| format!("{} {}", c.name, one(&c.arguments))).collect();
             if calls.is_empty() { one(text) } else { format!("{} {}", one(text), calls.join("; ")).trim().to_string() }

@@ -27,9 +27,10 @@ fn origin(source: &Source) -> String {
 /// out first (with a line on stderr) when nothing was synced yet. Nothing to do without a source.
 pub fn serve_from(config: &mut Config) -> Result<(), Failure> {
     let Some(source) = sources(config)?.into_iter().next() else { return Ok(()) };
-    let served = source.docs().map_err(|e| (Exit::Failure, format!("source {}: {e}", source.name)))?;
-    let docs = match served.filter(|d| d.is_dir()) {
-        Some(docs) => docs,
+    let state = source.state().map_err(|e| (Exit::Failure, format!("source {}: {e}", source.name)))?;
+    let served = state.and_then(|s| s.commit).map(|commit| (source.tree(&commit), commit));
+    let (docs, commit) = match served.filter(|(tree, _)| tree.is_dir()) {
+        Some(served) => served,
         None => {
             crate::guard::sink::err_line!("docs-agent: source {}: first sync of {}", source.name, origin(&source));
             let synced = source.sync(&AtomicBool::new(false)).map_err(|e| {
@@ -42,10 +43,11 @@ pub fn serve_from(config: &mut Config) -> Result<(), Failure> {
                     ),
                 )
             })?;
-            synced.docs
+            (synced.docs, synced.commit)
         }
     };
     config.docs = Some(docs);
+    config.docs_revision = Some(commit);
     Ok(())
 }
 

@@ -71,6 +71,10 @@ pub struct Config {
     /// and kept in sync; empty: the docs are the folder on disk.
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    /// The commit of the git source whose tree `docs` is (set by the command line once it knows
+    /// the tree; never read from a file): answers record it.
+    #[serde(skip)]
+    pub docs_revision: Option<String>,
 }
 
 /// The published docs site: a citation of `docs/guides/refunds.md#window` also carries its

@@ -196,7 +196,7 @@ impl Source {
     }
 
     /// Where the tree of `commit` is.
-    fn tree(&self, commit: &str) -> PathBuf {
+    pub fn tree(&self, commit: &str) -> PathBuf {
         self.home.join("trees").join(commit)
     }
 

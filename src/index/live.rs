@@ -31,6 +31,8 @@ pub struct Live {
     retry: std::sync::Mutex<(std::time::Instant, std::time::Duration)>,
     /// What every generation keeps hidden ([`Index::hidden`]).
     hidden: crate::workspace::hidden::Hidden,
+    /// The git commit every new generation is stamped with ([`Index::revision`]).
+    revision: std::sync::Mutex<Option<String>>,
 }
 
 /// The first pause before a generation that lacks vectors is embedded again.
@@ -49,7 +51,9 @@ impl Live {
     /// generation.
     pub fn hiding(mut index: Index, readers: usize, hidden: crate::workspace::hidden::Hidden) -> Live {
         index.hidden = hidden.clone();
+        let revision = std::sync::Mutex::new(index.revision.clone());
         Live {
+            revision,
             current: RwLock::new(Arc::new(index)),
             readers: readers.max(1),
             embedder: None,
@@ -86,6 +90,12 @@ impl Live {
         true
     }
 
+    /// Stamps every generation made from now on with `revision` (a git source's new commit,
+    /// before the index is brought up to date with its tree).
+    pub fn set_revision(&self, revision: Option<String>) {
+        *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = revision;
+    }
+
     /// The generation to read from; it stays whole for as long as it is held.
     pub fn current(&self) -> Arc<Index> {
         self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
@@ -98,6 +108,7 @@ impl Live {
     pub fn replace(&self, mut index: Index, cache: Option<&Path>) -> Result<(), IndexError> {
         index.add_readers(self.readers)?;
         index.hidden = self.hidden.clone();
+        index.revision = self.revision.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(embedder) = &self.embedder {
             let current = self.current();
             let previous = current.semantic.as_ref().map(|s| &s.vectors);

@@ -147,6 +147,9 @@ pub struct Index {
     /// Documents the operator's rules keep from being read: never found, listed or read here
     /// (set by [`live::Live`] on every generation it searches).
     pub hidden: crate::workspace::hidden::Hidden,
+    /// The commit of the git source these docs came from (set by [`live::Live`]); none for
+    /// docs on disk.
+    pub revision: Option<String>,
 }
 
 /// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
@@ -237,6 +240,7 @@ impl Index {
             version: Version::default(),
             semantic: None,
             hidden: Default::default(),
+            revision: None,
         })
     }
 

@@ -259,6 +259,7 @@ impl Index {
             version,
             semantic: None,
             hidden: Default::default(),
+            revision: None,
         };
         Ok(Opened::Index(Box::new(index), update))
     }

@@ -194,7 +194,7 @@ pub fn unanswered(session: &str, events: &[Stored]) -> Vec<Asked> {
             reasons.push(Reason::NoHits);
         }
         let answer = turn.iter().find_map(|s| match &s.event {
-            Event::Answer { text } => Some((s.seq, text.as_str())),
+            Event::Answer { text, .. } => Some((s.seq, text.as_str())),
             _ => None,
         });
         let mut comment = String::new();
@@ -371,19 +371,19 @@ mod tests {
         // A fenced read of something else (a note) does not make the docs' search a hit.
         events.extend(called(4, "read_file", "<untrusted source=\"notes/xero.md\">\nxero\n</untrusted>"));
         events.extend([
-            stored(6, Event::Answer { text: "The docs do not say.".into() }),
+            stored(6, Event::Answer { text: "The docs do not say.".into(), revision: None }),
             stored(7, answered()),
             stored(8, Event::UserMessage { text: "how long is the refund window".into() }),
         ]);
         events.extend(called(9, "search_docs", hit));
         events.extend([
-            stored(11, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
+            stored(11, Event::Answer { text: "14 days [docs/refunds.md#window]".into(), revision: None }),
             stored(12, answered()),
             stored(13, Event::UserMessage { text: "what are the fees".into() }),
         ]);
         events.extend(called(14, "search_docs", hit));
         events.extend([
-            stored(16, Event::Answer { text: "none [docs/refunds.md#window]".into() }),
+            stored(16, Event::Answer { text: "none [docs/refunds.md#window]".into(), revision: None }),
             stored(17, answered()),
             stored(18, Event::Feedback { answer_seq: 11, helpful: false, comment: "annual plans?".into() }),
             stored(19, Event::Feedback { answer_seq: 16, helpful: false, comment: String::new() }),
@@ -418,7 +418,7 @@ mod tests {
         for header in [crate::model::builtin::UNCHECKED_HEADER, earlier] {
             let events = vec![
                 stored(1, Event::UserMessage { text: "refunds for annual plans".into() }),
-                stored(2, Event::Answer { text: format!("{header}\n> quoted") }),
+                stored(2, Event::Answer { text: format!("{header}\n> quoted"), revision: None }),
             ];
             let asked = unanswered("s-2", &events);
             assert_eq!(asked.len(), 1, "{header}");
@@ -427,7 +427,7 @@ mod tests {
         let extractive = crate::model::builtin::EXTRACTIVE_HEADER;
         let events = vec![
             stored(1, Event::UserMessage { text: "refunds for annual plans".into() }),
-            stored(2, Event::Answer { text: format!("{extractive}\n> quoted") }),
+            stored(2, Event::Answer { text: format!("{extractive}\n> quoted"), revision: None }),
         ];
         assert!(unanswered("s-3", &events).is_empty(), "no model was asked: no gap");
     }

@@ -146,7 +146,7 @@ pub fn outward(
         other => other.clone(),
     };
     // An answer also comes as safe nodes, for the page to build from (never as HTML).
-    if let Event::Answer { text } = &event {
+    if let Event::Answer { text, .. } = &event {
         let redact =
             |text: &str| view.hooks.map_or_else(|| text.to_string(), |hooks| hooks.redacted(text).into_owned());
         let nodes = crate::guard::markdown::render(text, allowed_hosts, &redact);

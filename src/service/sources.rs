@@ -179,7 +179,7 @@ fn sync_once(service: &super::Service, entry: &Entry, stopped: &AtomicBool) -> b
     let started = Instant::now();
     let outcome = source.sync(stopped).map_err(|e| e.to_string()).and_then(|synced| {
         if synced.changed {
-            let refreshed = service.harness.switch_docs(&synced.docs, service.config.index.max_file_bytes)?;
+            let refreshed = service.harness.switch_docs(&synced.docs, &synced.commit, service.config.index.max_file_bytes)?;
             tracing::info!(
                 "source {}: serving {} ({} documents added, {} changed, {} removed; {} ms)",
                 source.name,

@@ -78,7 +78,7 @@ fn conversation(events: &[Stored]) -> Vec<Said> {
         .iter()
         .filter_map(|s| match &s.event {
             Event::UserMessage { text } => Some(("user", text)),
-            Event::Answer { text } => Some(("assistant", text)),
+            Event::Answer { text, .. } => Some(("assistant", text)),
             _ => None,
         })
         .map(|(role, text)| Said { role, text: crate::guard::clip(text, CONTEXT_BYTES) })

@@ -175,7 +175,7 @@ pub fn summarise(covered: &[&Stored], from: u64, through: u64, max_bytes: usize)
             Event::ApprovalExpired { call_id } => {
                 decisions.push(format!("write to {} expired undecided", path_of(call_id, &calls)));
             }
-            Event::Answer { text } => answers.push(guard::clip(text, ANSWER_CHARS)),
+            Event::Answer { text, .. } => answers.push(guard::clip(text, ANSWER_CHARS)),
             Event::Interrupted { .. } => open_work = Some("the last request was interrupted before an answer".into()),
             Event::Stopped { reason, .. } if reason.as_str() != "answered" => {
                 open_work = Some(format!("the last request stopped without an answer ({})", reason.as_str()));

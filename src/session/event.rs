@@ -283,6 +283,10 @@ pub enum Event {
     Answer {
         /// What was shown.
         text: String,
+        /// The commit of the git source the docs it drew on came from (`[[sources]]`), so an
+        /// old answer says which revision it was drawn from; none for docs on disk.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<String>,
     },
     /// The user re-pinned the session to another model.
     ModelPinned {
@@ -353,7 +357,7 @@ impl Event {
                 };
                 Event::ApprovalGranted { call_id, scope, by: s(by) }
             }
-            Event::Answer { text } => Event::Answer { text: s(text) },
+            Event::Answer { text, revision } => Event::Answer { text: s(text), revision },
             Event::ModelPinned { model } => Event::ModelPinned { model: s(model) },
             Event::Stopped { reason, detail } => Event::Stopped { reason, detail: s(detail) },
             Event::ApprovalDenied { call_id, reason } => Event::ApprovalDenied { call_id, reason: s(reason) },

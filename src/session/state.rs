@@ -98,7 +98,7 @@ pub fn next(events: &[Stored]) -> Next<'_> {
             return Next::CallModel { steps };
         }
         let shown = after.iter().find_map(|s| match &s.event {
-            Event::Answer { text } => Some(text.as_str()),
+            Event::Answer { text, .. } => Some(text.as_str()),
             _ => None,
         });
         return Next::Finish { text, shown, steps };
@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn retrieve_first_searches_a_short_follow_up_with_the_question_before_it() {
-        let answered = |seq| Stored { seq, at_ms: 0, event: Event::Answer { text: "14 days".into() } };
+        let answered = |seq| Stored { seq, at_ms: 0, event: Event::Answer { text: "14 days".into(), revision: None } };
         let cases: &[(Vec<Stored>, Option<&str>)] = &[
             (vec![], None),
             (vec![user(1, "how long is the refund window")], Some("how long is the refund window")),

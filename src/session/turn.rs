@@ -790,7 +790,8 @@ impl<'a> Turn<'a> {
             }
             Answer::New(text) => {
                 let answer = guard::outbound_answer(text, self.deps.link_hosts, &retrieved(events));
-                self.append_all(vec![Event::Answer { text: answer.clone() }, stopped])?;
+                let revision = self.deps.toolbox.index.revision.clone();
+                self.append_all(vec![Event::Answer { text: answer.clone(), revision }, stopped])?;
                 answer
             }
         };

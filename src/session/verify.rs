@@ -186,7 +186,7 @@ pub fn check(answer: &str, question: &str, turn: &[Stored]) -> Verdict {
 pub fn answer_at(events: &[Stored], seq: u64) -> Option<(usize, &str)> {
     let at = events.iter().position(|s| s.seq == seq)?;
     match &events[at].event {
-        Event::Answer { text } => Some((at, text.as_str())),
+        Event::Answer { text, .. } => Some((at, text.as_str())),
         _ => None,
     }
 }

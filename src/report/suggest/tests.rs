@@ -42,7 +42,7 @@ fn session(principal: Option<&str>, questions: &[&str], unfound: &[&str]) -> Vec
                 seq + 2,
                 Event::ToolResult { call_id: format!("c{}", seq), text: result, decision: Decision::Allowed },
             ),
-            stored(seq + 3, Event::Answer { text: "14 days [docs/refunds.md#window]".into() }),
+            stored(seq + 3, Event::Answer { text: "14 days [docs/refunds.md#window]".into(), revision: None }),
             stored(seq + 4, Event::Stopped { reason: StopReason::Answered, detail: String::new() }),
         ]);
     }
