@@ -16,7 +16,7 @@
 mod git_http;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -26,16 +26,7 @@ use docs_agent::git::Source;
 type Result<T> = std::result::Result<T, String>;
 
 fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
-        .args(["-c", "init.defaultBranch=main", "-c", "user.name=b", "-c", "user.email=b@example.com"])
-        .args(["-c", "advice.detachedHead=false"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .map_err(|e| format!("git: {e}"))?;
-    if out.status.success() { Ok(()) } else { Err(format!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr))) }
+    git_http::git(dir, args).map(|_| ())
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<usize> {

@@ -19,16 +19,7 @@ const TOKEN: &str = "ghp_testtoken0123456789abcdef";
 const BASIC: &str = "eC1hY2Nlc3MtdG9rZW46Z2hwX3Rlc3R0b2tlbjAxMjM0NTY3ODlhYmNkZWY=";
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "init.defaultBranch=main", "-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    common::git_http::git(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A served folder with `docs.git`, and a work repository that pushes to it.

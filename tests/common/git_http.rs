@@ -25,6 +25,24 @@ impl Drop for GitHttp {
     }
 }
 
+/// Runs the `git` program in `dir`, isolated from the machine's and the user's configuration, as
+/// a test's or a bench's setup does (docs-agent itself never runs it); its stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(["-c", "init.defaultBranch=main", "-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(["-c", "advice.detachedHead=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// `git-http-backend`, found beside the `git` program the tests use.
 pub fn backend() -> Option<PathBuf> {
     let out = Command::new("git").arg("--exec-path").output().ok()?;
