@@ -312,7 +312,7 @@ impl Harness {
         });
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let (mut index, source) = opened?;
-        index.revision = config.docs_revision.clone();
+        index.revision = std::sync::Mutex::new(config.docs_revision.clone());
         let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,
@@ -335,7 +335,7 @@ impl Harness {
     /// Reads the docs from `folder` from now on (a git source's new tree, whole, of commit
     /// `revision`), and brings the index up to date with it (each new generation stamped with
     /// the commit): the workspace switches first, so a section read meanwhile
-    /// is never missing, only newer than the search that found it; then only the documents that
+    /// is the new tree's (one the new commit deleted is missing until the index catches up); then only the documents that
     /// changed are read (an unchanged one is the same file, linked).
     pub fn switch_docs(
         &self,
@@ -345,7 +345,11 @@ impl Harness {
     ) -> Result<Refreshed, String> {
         self.workspace.switch_docs_to(folder).map_err(|e| e.to_string())?;
         self.index.set_revision(Some(revision.to_string()));
-        self.refresh_index(max_file_bytes, &|_| false).map_err(|e| e.to_string())
+        let refreshed = self.refresh_index(max_file_bytes, &|_| false).map_err(|e| e.to_string())?;
+        if !refreshed.replaced {
+            self.index.restamp(Some(revision.to_string()));
+        }
+        Ok(refreshed)
     }
 
     /// Brings the index up to date with `docs/` as it is now, leaving `held` documents (still

@@ -288,7 +288,7 @@ fn a_first_sync_that_fails_says_there_is_nothing_to_answer_from() {
     .expect("a config");
     let run = docs_agent(dir.path(), &[], &["search", "refunds"]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("holds credentials") && !run.stderr.contains("hunter22"), "{}", run.stderr);
+    assert!(run.stderr.contains("has credentials") && !run.stderr.contains("hunter22"), "{}", run.stderr);
 }
 
 /// `(status, body)` of a request to a running serve.
@@ -308,7 +308,7 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     let dir = tempfile::tempdir().expect("a folder");
     common::serve_config(
         dir.path(),
-        &[("ann", "ann-token-0123456789abcdef", &["ask"])],
+        &[("ann", "ann-token-0123456789abcdef", &["ask"]), ("ops", "ops-token-0123456789abcdef", &["admin"])],
         &format!(
             "[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\nwebhook_secret_env = \"HOOK_SECRET\"\n",
             server.base
@@ -329,6 +329,19 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     }
     let (mut child, url, _stderr) = common::serve_child(command);
     let client = reqwest::blocking::Client::new();
+    // Serve looks at the branch once when it starts: wait for that look (an admin's /readyz
+    // says), so the push below is found by the webhook's sync, not by it.
+    let looked = || {
+        let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
+        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
+        let source = &ready["sources"][0];
+        source["moved"].as_u64().unwrap_or(0) + source["unchanged"].as_u64().unwrap_or(0) + source["failed"].as_u64().unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while looked() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(looked(), 1, "serve's first look at the branch");
     let ask = || {
         let (status, body) = call(
             client

@@ -46,6 +46,8 @@ pub fn serve_from(config: &mut Config) -> Result<(), Failure> {
             (synced.docs, synced.commit)
         }
     };
+    // Another process's sync leaves this tree in place while this one reads it.
+    source.hold(&commit);
     config.docs = Some(docs);
     config.docs_revision = Some(commit);
     Ok(())

@@ -90,7 +90,9 @@ fn resolve_places(config: &mut Config, env: &std::collections::HashMap<String, S
     // Docs from a git source with no workspace named: a docs folder alone, whose place (for the
     // index and the sessions) is the source's folder in the state folder, the same whatever
     // commit is served; `git::serve_from` points `docs` at the tree.
-    let sourced = config.sources.first().filter(|_| !named).map(|s| (s.name.clone(), format!("{}#{}:{}", s.git, s.branch, s.path)));
+    // Named by the source's name and repository: changing its branch or folder keeps the
+    // sessions and the index (which a changed tree updates).
+    let sourced = config.sources.first().filter(|_| !named).map(|s| (s.name.clone(), s.git.trim().to_string()));
     if config.state_dir.as_os_str().is_empty() {
         let name = match &sourced {
             Some((name, origin)) => source_state_name(name, origin),

@@ -15,6 +15,13 @@ use super::{Skipped, SyncError};
 /// A tree with more files than this is refused whole, rather than served in part.
 pub const MAX_FILES: usize = 200_000;
 
+/// A tree whose files (those under the size limit) add up to more is refused whole: a small
+/// pack can name the same large blob many times.
+pub const MAX_TREE_BYTES: u64 = 2 << 30;
+
+/// The largest link target read (a path).
+const MAX_LINK_BYTES: u64 = 4096;
+
 /// How many levels of links are followed to find a file.
 const MAX_LINK_HOPS: usize = 8;
 
@@ -49,23 +56,7 @@ pub fn checkout(
         }
         tree = entry.object().map_err(|e| failed(&e))?.into_tree();
     }
-    let listed = tree.traverse().breadthfirst.files().map_err(|e| failed(&e))?;
-    if listed.len() > MAX_FILES {
-        return Err(failed(&format!("{} entries, more than the {MAX_FILES} a tree may hold", listed.len())));
-    }
-    let mut skipped = Vec::new();
-    let mut entries: Vec<(String, Entry)> = Vec::with_capacity(listed.len());
-    for e in listed {
-        let Ok(path) = e.filepath.to_str() else {
-            skipped.push(Skipped { path: e.filepath.to_str_lossy().into_owned(), why: "its name is not UTF-8".into() });
-            continue;
-        };
-        if !Path::new(path).components().all(|c| matches!(c, Component::Normal(_))) || path.contains('\\') {
-            skipped.push(Skipped { path: path.to_string(), why: "its name is not a plain path".into() });
-            continue;
-        }
-        entries.push((path.to_string(), Entry { kind: e.mode.kind(), oid: e.oid }));
-    }
+    let (entries, mut skipped) = listing(repo, &tree).map_err(|e| failed(&e))?;
     let by_path: HashMap<&str, Entry> = entries.iter().map(|(p, e)| (p.as_str(), *e)).collect();
     let old = previous.map(manifest_of).unwrap_or_default();
 
@@ -80,6 +71,7 @@ pub fn checkout(
     std::fs::create_dir(&partial).map_err(|e| failed(&format!("cannot create {}: {e}", partial.display())))?;
     let written = (|| -> Result<Vec<(String, gix::ObjectId)>, SyncError> {
         let mut manifest = Vec::new();
+        let mut written_bytes = 0u64;
         for (path, entry) in &entries {
             let out = partial.join(path);
             let blob = match entry.kind {
@@ -101,6 +93,15 @@ pub fn checkout(
                 },
             };
             let size = repo.find_header(blob).map_err(|e| failed(&e))?.size();
+            if size <= max_bytes {
+                written_bytes += size;
+            }
+            if written_bytes > MAX_TREE_BYTES {
+                return Err(failed(&format!(
+                    "its files add up to more than {} GiB; the tree is refused whole rather than served in part",
+                    MAX_TREE_BYTES >> 30
+                )));
+            }
             if size > max_bytes {
                 skipped.push(Skipped {
                     path: path.clone(),
@@ -134,13 +135,65 @@ pub fn checkout(
     for (path, oid) in &manifest {
         listing.push_str(&format!("{oid}\t{path}\n"));
     }
-    let done = write_new(&trees.join(format!("{name}.files")), listing.as_bytes())
+    // The manifest goes in place first (a temporary name, renamed), then the tree: a manifest
+    // without its tree is harmless, replaced by the next checkout of that commit.
+    let manifest_temp = trees.join(format!(".{name}.files.partial"));
+    let _ = std::fs::remove_file(&manifest_temp);
+    let done = write_new(&manifest_temp, listing.as_bytes())
+        .and_then(|()| std::fs::rename(&manifest_temp, trees.join(format!("{name}.files"))))
         .and_then(|()| std::fs::rename(&partial, dest));
     if let Err(e) = done {
         let _ = std::fs::remove_dir_all(&partial);
+        let _ = std::fs::remove_file(&manifest_temp);
         return Err(failed(&format!("cannot put the tree in place at {}: {e}", dest.display())));
     }
     Ok(skipped)
+}
+
+/// A tree's entries by path, and the names left out with why.
+type Listing = (Vec<(String, Entry)>, Vec<Skipped>);
+
+/// Every entry under `root`, by its path, read folder by folder and stopped as soon as there are
+/// more than [`MAX_FILES`] (a tree of a few small folders named many times over would otherwise
+/// list billions of paths); and the entries whose names cannot be served, with why.
+fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, String> {
+    let mut entries = Vec::new();
+    let mut skipped = Vec::new();
+    let mut folders = vec![(String::new(), root.id)];
+    let mut seen = 0usize;
+    while let Some((prefix, id)) = folders.pop() {
+        let tree = repo.find_tree(id).map_err(|e| e.to_string())?;
+        for entry in tree.iter() {
+            let entry = entry.map_err(|e| e.to_string())?;
+            seen += 1;
+            if seen > MAX_FILES {
+                return Err(format!("more than {MAX_FILES} entries, more than a tree may hold"));
+            }
+            let name = entry.filename();
+            let path = match name.to_str() {
+                Ok(name) if prefix.is_empty() => name.to_string(),
+                Ok(name) => format!("{prefix}/{name}"),
+                Err(_) => {
+                    let shown = format!("{prefix}/{}", name.to_str_lossy());
+                    skipped.push(Skipped { path: shown.trim_start_matches('/').to_string(), why: "its name is not UTF-8".into() });
+                    continue;
+                }
+            };
+            let plain = !path.contains('\\') && Path::new(&path).components().all(|c| matches!(c, Component::Normal(_)));
+            if !plain {
+                skipped.push(Skipped { path, why: "its name is not a plain path".into() });
+                continue;
+            }
+            let kind = entry.mode().kind();
+            let oid = entry.oid().to_owned();
+            if kind == EntryKind::Tree {
+                folders.push((path.clone(), oid));
+            }
+            entries.push((path, Entry { kind, oid }));
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((entries, skipped))
 }
 
 /// The blob a link at `path` leads to, following links within the folder; or why it is refused.
@@ -151,6 +204,9 @@ fn followed(repo: &gix::Repository, by_path: &HashMap<&str, Entry>, path: &str) 
         match entry.kind {
             EntryKind::Blob | EntryKind::BlobExecutable => return Ok(entry.oid),
             EntryKind::Link => {
+                if repo.find_header(entry.oid).map_err(|e| e.to_string())?.size() > MAX_LINK_BYTES {
+                    return Err(format!("a link at {at} whose target is over {MAX_LINK_BYTES} bytes: refused"));
+                }
                 let target = repo.find_blob(entry.oid).map_err(|e| e.to_string())?.detach().data;
                 let target = String::from_utf8_lossy(&target).into_owned();
                 at = inside(Path::new(&at), Path::new(&target)).ok_or_else(|| {
@@ -208,14 +264,20 @@ fn manifest_of(tree: &Path) -> HashMap<String, gix::ObjectId> {
         .collect()
 }
 
-/// Removes every tree in `trees` but the commits in `keep` (and their manifests).
-pub fn prune(trees: &Path, keep: &[Option<&str>]) {
+/// Removes every tree in `trees` but those named in `keep` (and their manifests), and those a
+/// process still reads (its manifest locked shared: `Source::hold`).
+pub fn prune(trees: &Path, keep: &[Option<String>]) {
     let Ok(listing) = std::fs::read_dir(trees) else { return };
     for entry in listing.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let commit = name.strip_suffix(".files").unwrap_or(name);
-        if keep.iter().flatten().any(|k| *k == commit) {
+        let tree = name.strip_suffix(".files").unwrap_or(name);
+        if keep.iter().flatten().any(|k| k == tree) {
+            continue;
+        }
+        let in_use = std::fs::File::open(trees.join(format!("{tree}.files")))
+            .is_ok_and(|manifest| matches!(manifest.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
+        if in_use {
             continue;
         }
         let path = entry.path();

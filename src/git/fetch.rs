@@ -73,8 +73,15 @@ pub fn fetch(
         .with_refspecs([spec.as_str()], Direction::Fetch)
         .map_err(|e| SyncError::Fetch(format!("{url}: {e}")))?;
     let connection = remote.connect(Direction::Fetch).map_err(failed)?;
+    // The token goes only to the configured host and port, not to one a redirect leads to.
+    let origin = |url: &str| {
+        reqwest::Url::parse(url).ok().and_then(|u| Some((u.host_str()?.to_string(), u.port_or_known_default()?)))
+    };
+    let configured = origin(url);
     let connection = connection.with_credentials(move |action| match (action, &credentials) {
-        (gix::credentials::helper::Action::Get(context), Some((username, token))) => {
+        (gix::credentials::helper::Action::Get(context), Some((username, token)))
+            if configured.is_some() && context.url.as_ref().and_then(|u| origin(&u.to_string())) == configured =>
+        {
             Ok(Some(gix::credentials::protocol::Outcome {
                 credentials: gix::sec::identity::Credentials::UsernamePassword {
                     username: username.clone(),
@@ -125,7 +132,7 @@ fn described(e: &gix::Error) -> String {
         _ => "",
     };
     let message = e.to_string();
-    let hint = if message.contains("404") { "no such repository on the server (HTTP 404)" } else { hint };
+    let hint = if message.contains("status 404") { "no such repository on the server (HTTP 404)" } else { hint };
     match hint {
         "" => message,
         hint => format!("{hint}: {message}"),

@@ -48,9 +48,10 @@ impl Remote {
         }
         if git.starts_with("http://") || git.starts_with("https://") {
             let url = reqwest::Url::parse(git).map_err(|e| format!("sources.{name}.git: {e}"))?;
-            if !url.username().is_empty() || url.password().is_some() {
+            if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
                 return Err(format!(
-                    "sources.{name}.git holds credentials; remove them from the URL and give token_file or token_env"
+                    "sources.{name}.git has credentials, a query or a fragment in it; give the repository's URL alone, \
+                     and a token with token_file or token_env"
                 ));
             }
             if url.host_str().is_none_or(str::is_empty) {
@@ -195,9 +196,34 @@ impl Source {
         Ok(self.state()?.and_then(|s| s.commit.map(|commit| self.tree(&commit))))
     }
 
-    /// Where the tree of `commit` is.
+    /// Where the tree of `commit` is: its folder is named by the commit and by what decides
+    /// its contents besides it (the folder served, the size limit), so a change of either is a
+    /// new checkout, never an old tree served as if it were the new one.
     pub fn tree(&self, commit: &str) -> PathBuf {
-        self.home.join("trees").join(commit)
+        self.home.join("trees").join(self.tree_name(commit))
+    }
+
+    fn tree_name(&self, commit: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let key = Sha256::digest(format!("{}\0{}", self.path, self.max_file_bytes));
+        let key: String = key.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        format!("{commit}-{key}")
+    }
+
+    /// Keeps the tree of `commit` from being pruned while this process reads it (another
+    /// process's sync leaves it alone), in place of the tree it held before.
+    pub fn hold(&self, commit: &str) {
+        static HELD: std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
+        let mut manifest = self.tree(commit).into_os_string();
+        manifest.push(".files");
+        let Ok(file) = std::fs::File::open(&manifest) else { return };
+        if let Err(e) = file.lock_shared() {
+            tracing::warn!("cannot mark the tree of {commit} as in use ({e}); another sync may prune it");
+            return;
+        }
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        held.retain(|(home, _)| home != &self.home);
+        held.push((self.home.clone(), file));
     }
 
     /// Brings the branch's tip into a tree of its own, unless it is the one served; `stop` ends a
@@ -229,7 +255,8 @@ impl Source {
         if let Ok(synced) = &outcome
             && synced.changed
         {
-            checkout::prune(&self.home.join("trees"), &[Some(synced.commit.as_str()), before.commit.as_deref()]);
+            let keep = [Some(self.tree_name(&synced.commit)), before.commit.as_deref().map(|c| self.tree_name(c))];
+            checkout::prune(&self.home.join("trees"), &keep);
         }
         outcome
     }
@@ -282,7 +309,7 @@ pub enum SyncError {
     #[error("{0}")]
     Fetch(String),
     /// The branch is not in the repository (deleted, or misnamed).
-    #[error("the branch {branch} is not in {remote}; the last good tree keeps serving")]
+    #[error("the branch {branch} is not in {remote} (deleted, or misnamed); a tree synced before keeps serving")]
     BranchGone {
         /// The branch looked for.
         branch: String,

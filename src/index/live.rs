@@ -51,7 +51,7 @@ impl Live {
     /// generation.
     pub fn hiding(mut index: Index, readers: usize, hidden: crate::workspace::hidden::Hidden) -> Live {
         index.hidden = hidden.clone();
-        let revision = std::sync::Mutex::new(index.revision.clone());
+        let revision = std::sync::Mutex::new(index.revision());
         Live {
             revision,
             current: RwLock::new(Arc::new(index)),
@@ -96,6 +96,12 @@ impl Live {
         *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = revision;
     }
 
+    /// Stamps the generation searched now with `revision` too: the new commit changed nothing
+    /// this index reads, so its documents are that commit's as well.
+    pub fn restamp(&self, revision: Option<String>) {
+        *self.current().revision.lock().unwrap_or_else(|p| p.into_inner()) = revision;
+    }
+
     /// The generation to read from; it stays whole for as long as it is held.
     pub fn current(&self) -> Arc<Index> {
         self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
@@ -108,7 +114,7 @@ impl Live {
     pub fn replace(&self, mut index: Index, cache: Option<&Path>) -> Result<(), IndexError> {
         index.add_readers(self.readers)?;
         index.hidden = self.hidden.clone();
-        index.revision = self.revision.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        index.revision = std::sync::Mutex::new(self.revision.lock().unwrap_or_else(|p| p.into_inner()).clone());
         if let Some(embedder) = &self.embedder {
             let current = self.current();
             let previous = current.semantic.as_ref().map(|s| &s.vectors);

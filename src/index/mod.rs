@@ -126,6 +126,13 @@ pub struct Version {
     pub updated_at_ms: i64,
 }
 
+impl Index {
+    /// The commit of the git source these docs came from ([`Index::revision`]).
+    pub fn revision(&self) -> Option<String> {
+        self.revision.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// The built index.
 pub struct Index {
     /// In-memory databases holding the `sections` FTS5 table: the one built, or read-only
@@ -147,9 +154,9 @@ pub struct Index {
     /// Documents the operator's rules keep from being read: never found, listed or read here
     /// (set by [`live::Live`] on every generation it searches).
     pub hidden: crate::workspace::hidden::Hidden,
-    /// The commit of the git source these docs came from (set by [`live::Live`]); none for
-    /// docs on disk.
-    pub revision: Option<String>,
+    /// The commit of the git source these docs came from (set by [`live::Live`]; a commit that
+    /// changed nothing the index reads restamps the generation searched); none for docs on disk.
+    pub revision: Mutex<Option<String>>,
 }
 
 /// The index could not be built or queried. One message, written for the person who meets it: what failed, on which input,
@@ -240,7 +247,7 @@ impl Index {
             version: Version::default(),
             semantic: None,
             hidden: Default::default(),
-            revision: None,
+            revision: Mutex::new(None),
         })
     }
 

@@ -259,7 +259,7 @@ impl Index {
             version,
             semantic: None,
             hidden: Default::default(),
-            revision: None,
+            revision: Mutex::new(None),
         };
         Ok(Opened::Index(Box::new(index), update))
     }

@@ -51,6 +51,25 @@ pub struct Ready {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     sandbox: Option<serde_json::Value>,
+    /// The git sources (`[[sources]]`) and what their syncs did since start: for an admin's
+    /// token only, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sources: Option<Vec<ReadySource>>,
+}
+
+/// A git source as `/readyz` reports it to an admin.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReadySource {
+    /// Its name.
+    name: String,
+    /// The commit this server serves.
+    commit: Option<String>,
+    /// Syncs that moved to a new commit, found nothing new, failed.
+    moved: u64,
+    unchanged: u64,
+    failed: u64,
+    /// Why the last sync failed, when it did.
+    error: Option<String>,
 }
 
 /// The index generation `/readyz` reports.
@@ -119,6 +138,21 @@ fn ready_body(state: &AppState, index: &crate::index::Index, model: &str, admin:
             watching: state.index_status.counts().watching,
         },
         sandbox: admin.then(|| state.sandbox.to_json()),
+        sources: (admin && !state.sources.is_empty()).then(|| {
+            state
+                .sources
+                .statuses()
+                .into_iter()
+                .map(|(name, s)| ReadySource {
+                    name,
+                    commit: s.commit,
+                    moved: s.moved,
+                    unchanged: s.unchanged,
+                    failed: s.failed,
+                    error: s.error,
+                })
+                .collect()
+        }),
     };
     axum::Json(body).into_response()
 }

@@ -32,7 +32,7 @@ struct Entry {
 /// What one source's syncs did since `serve` started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
-    /// The commit served (hex).
+    /// The commit this process serves (hex): its tree is the one it reads.
     pub commit: Option<String>,
     /// Syncs that moved to a new commit.
     pub moved: u64,
@@ -76,7 +76,8 @@ impl Sources {
                 entries: sources
                     .into_iter()
                     .map(|source| {
-                        let commit = source.state().ok().flatten().and_then(|s| s.commit);
+                        // What serve reads at start: the tree the command line chose.
+                        let commit = config.docs_revision.clone();
                         Entry { source, wake: Mutex::new(None), status: Mutex::new(Status { commit, ..Status::default() }) }
                     })
                     .collect(),
@@ -173,13 +174,18 @@ fn run(service: &super::Service, index: usize, woken: &mpsc::Receiver<()>, stopp
     }
 }
 
-/// One sync; true when it did not fail.
+/// One sync; true when it did not fail. Whether the tree served moves is decided against the
+/// commit this process serves, not the state file: another process (`docs-agent sources sync`)
+/// may have moved the state already.
 fn sync_once(service: &super::Service, entry: &Entry, stopped: &AtomicBool) -> bool {
     let source = &entry.source;
     let started = Instant::now();
+    let serving = entry.status.lock().unwrap_or_else(|p| p.into_inner()).commit.clone();
     let outcome = source.sync(stopped).map_err(|e| e.to_string()).and_then(|synced| {
-        if synced.changed {
+        let moved = serving.as_deref() != Some(synced.commit.as_str());
+        if moved {
             let refreshed = service.harness.switch_docs(&synced.docs, &synced.commit, service.config.index.max_file_bytes)?;
+            source.hold(&synced.commit);
             tracing::info!(
                 "source {}: serving {} ({} documents added, {} changed, {} removed; {} ms)",
                 source.name,
@@ -190,12 +196,12 @@ fn sync_once(service: &super::Service, entry: &Entry, stopped: &AtomicBool) -> b
                 started.elapsed().as_millis()
             );
         }
-        Ok(synced)
+        Ok((synced, moved))
     });
     let mut status = entry.status.lock().unwrap_or_else(|p| p.into_inner());
     match outcome {
-        Ok(synced) => {
-            if synced.changed {
+        Ok((synced, moved)) => {
+            if moved {
                 status.moved += 1;
             } else {
                 status.unchanged += 1;

@@ -790,7 +790,7 @@ impl<'a> Turn<'a> {
             }
             Answer::New(text) => {
                 let answer = guard::outbound_answer(text, self.deps.link_hosts, &retrieved(events));
-                let revision = self.deps.toolbox.index.revision.clone();
+                let revision = self.deps.toolbox.index.revision();
                 self.append_all(vec![Event::Answer { text: answer.clone(), revision }, stopped])?;
                 answer
             }

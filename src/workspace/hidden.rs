@@ -13,12 +13,17 @@ use cap_std::fs::Dir;
 /// The question a rule answers: does it keep `path` (`docs/…`) from being read?
 type Rule = dyn Fn(&str) -> bool + Send + Sync;
 
+/// The docs folder links are resolved in, one for every copy of a [`Hidden`].
+type SharedDir = Arc<std::sync::RwLock<Arc<Dir>>>;
+
 /// The operator's reading rules and the `docs/` folder their paths are resolved in. The default
 /// hides nothing and asks the disk nothing.
 #[derive(Clone, Default)]
 pub struct Hidden {
     /// The rule and the folder; none when no rule could hide a document.
-    rule: Option<(Arc<Rule>, Arc<Dir>)>,
+    /// The docs folder is shared by every copy and replaced in all of them at once when a git
+    /// source's new tree is served ([`Hidden::switch`]).
+    rule: Option<(Arc<Rule>, SharedDir)>,
 }
 
 impl std::fmt::Debug for Hidden {
@@ -32,7 +37,7 @@ impl Hidden {
     /// the folder cannot be opened a second time (then nothing can be read through it either).
     pub fn new(docs: &Dir, hides: impl Fn(&str) -> bool + Send + Sync + 'static) -> Hidden {
         match docs.try_clone() {
-            Ok(dir) => Hidden { rule: Some((Arc::new(hides), Arc::new(dir))) },
+            Ok(dir) => Hidden { rule: Some((Arc::new(hides), Arc::new(std::sync::RwLock::new(Arc::new(dir))))) },
             Err(e) => {
                 tracing::warn!("docs/ could not be opened to resolve links for the operator's rules ({e})");
                 Hidden::default()
@@ -47,14 +52,25 @@ impl Hidden {
         let Some((rule, dir)) = &self.rule else {
             return false;
         };
-        rule(path) || resolved(dir, path).is_none_or(|to| to != path && rule(&to))
+        let dir = dir.read().unwrap_or_else(|p| p.into_inner()).clone();
+        rule(path) || resolved(&dir, path).is_none_or(|to| to != path && rule(&to))
+    }
+
+    /// Resolves links in `docs` from now on (a git source's new tree), in every copy.
+    pub fn switch(&self, docs: &Dir) {
+        let Some((_, dir)) = &self.rule else { return };
+        match docs.try_clone() {
+            Ok(docs) => *dir.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(docs),
+            Err(e) => tracing::warn!("the new docs folder could not be opened to resolve links ({e})"),
+        }
     }
 
     /// Where `path` leads through a link, when that is a document the rules hide though its
     /// own name is not: the reason to refuse reading it under this name.
     pub fn leads_to_hidden(&self, path: &str) -> Option<String> {
         let (rule, dir) = self.rule.as_ref()?;
-        let to = resolved(dir, path)?;
+        let dir = dir.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let to = resolved(&dir, path)?;
         (to != path && !rule(path) && rule(&to)).then_some(to)
     }
 }
@@ -102,5 +118,27 @@ mod tests {
         }
         assert!(hidden.hides("docs/gone.md"), "what cannot be resolved is hidden while there are rules");
         assert!(!Hidden::default().hides("docs/pub/plan.md"));
+    }
+}
+
+#[cfg(test)]
+mod switch_tests {
+    use super::*;
+
+    #[test]
+    fn a_switch_resolves_in_the_new_folder_for_every_copy() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for (tree, file) in [("a", "old.md"), ("b", "new.md")] {
+            std::fs::create_dir_all(tmp.path().join(tree)).expect("mkdir");
+            std::fs::write(tmp.path().join(tree).join(file), "# Doc\n").expect("write");
+        }
+        let open = |tree: &str| Dir::open_ambient_dir(tmp.path().join(tree), cap_std::ambient_authority()).expect("dir");
+        let hidden = Hidden::new(&open("a"), |path| path.contains("secret"));
+        let copy = hidden.clone();
+        assert!(!copy.hides("docs/old.md"));
+        assert!(copy.hides("docs/new.md"), "not in the old folder: failing closed");
+        hidden.switch(&open("b"));
+        assert!(!copy.hides("docs/new.md"), "the copy resolves in the new folder");
+        assert!(copy.hides("docs/old.md"));
     }
 }

@@ -156,6 +156,8 @@ impl Workspace {
     pub fn switch_docs_to(&self, folder: &Path) -> Result<(), WorkspaceError> {
         let docs = Dir::open_ambient_dir(folder, ambient_authority())
             .map_err(|e| WorkspaceError(format!("cannot open the docs folder {}: {e}", folder.display())))?;
+        // The operator's rules resolve links in the new folder too (every generation shares them).
+        self.hidden.switch(&docs);
         self.switch_docs(docs);
         Ok(())
     }
