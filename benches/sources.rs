@@ -79,7 +79,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run() -> Result<()> {
-    let corpora = std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(|| PathBuf::from("../shared/corpora"), PathBuf::from);
+    let corpora =
+        std::env::var_os("DOCS_AGENT_CORPORA").map_or_else(|| PathBuf::from("../shared/corpora"), PathBuf::from);
     let corpus = corpora.join("business-central-docs");
     let reps: usize = std::env::var("BENCH_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
     if !corpus.is_dir() {
@@ -100,7 +101,10 @@ fn run() -> Result<()> {
     git(&work, &["push", "-q", root.join("docs.git").to_str().ok_or("utf-8")?, "HEAD:refs/heads/main"])?;
     let server = git_http::GitHttp::start(root, None);
     let url = format!("{}/docs.git", server.base);
-    println!("sync of {} ({files} files) over HTTP from git-http-backend on 127.0.0.1, {reps} runs each", corpus.display());
+    println!(
+        "sync of {} ({files} files) over HTTP from git-http-backend on 127.0.0.1, {reps} runs each",
+        corpus.display()
+    );
 
     let (mut ours_first, mut git_first, mut ours_next, mut git_next, mut ours_same, mut git_same) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);

@@ -65,8 +65,9 @@ fn check_lists_skipped_files_and_invalid_mdx() {
     let out = run(ws.path(), &[], &["check"]);
     assert_eq!(out.code, 0, "stdout: {}", out.stdout);
     assert!(
-        out.stdout
-            .contains("docs/logo.png: not a type the index reads (.md, .markdown, .mdx, .txt, .html, .htm, .pdf); skipped"),
+        out.stdout.contains(
+            "docs/logo.png: not a type the index reads (.md, .markdown, .mdx, .txt, .html, .htm, .pdf); skipped"
+        ),
         "{}",
         out.stdout
     );

@@ -55,7 +55,10 @@ impl Served {
         git(&self.work, &["add", "-A"]);
         git(&self.work, &["commit", "-q", "--allow-empty", "-m", "change"]);
         let bare = self.root.path().join("docs.git");
-        git(&self.work, &["push", "-q", "--force", bare.to_str().expect("utf-8"), &format!("HEAD:refs/heads/{branch}")]);
+        git(
+            &self.work,
+            &["push", "-q", "--force", bare.to_str().expect("utf-8"), &format!("HEAD:refs/heads/{branch}")],
+        );
         git(&self.work, &["rev-parse", "HEAD"])
     }
 }
@@ -262,7 +265,11 @@ fn every_command_reads_the_docs_of_the_tree_served_and_sources_sync_moves_it() {
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(workspace.join("notes")).expect("notes");
     std::fs::write(workspace.join("AGENTS.md"), "# Rules\n\nAnswer briefly.\n").expect("AGENTS.md");
-    let named = [("DOCS_AGENT_STATE_DIR", state_env), ("LLM_MODEL", "extractive"), ("WORKSPACE", workspace.to_str().expect("utf-8"))];
+    let named = [
+        ("DOCS_AGENT_STATE_DIR", state_env),
+        ("LLM_MODEL", "extractive"),
+        ("WORKSPACE", workspace.to_str().expect("utf-8")),
+    ];
     let from_workspace = docs_agent(dir.path(), &named, &["search", "refund", "window"]);
     assert!(from_workspace.stdout.contains("docs/refunds.md#window"), "{from_workspace:?}");
 }
@@ -277,9 +284,14 @@ fn a_first_sync_that_fails_says_there_is_nothing_to_answer_from() {
     )
     .expect("a config");
     let state = dir.path().join("state");
-    let run = docs_agent(dir.path(), &[("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8"))], &["search", "refunds"]);
+    let run =
+        docs_agent(dir.path(), &[("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8"))], &["search", "refunds"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("nothing was synced yet") && run.stderr.contains("docs-agent sources sync"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("nothing was synced yet") && run.stderr.contains("docs-agent sources sync"),
+        "{}",
+        run.stderr
+    );
 
     std::fs::write(
         dir.path().join("docs-agent.toml"),
@@ -335,7 +347,9 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
         let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
         let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
         let source = &ready["sources"][0];
-        source["moved"].as_u64().unwrap_or(0) + source["unchanged"].as_u64().unwrap_or(0) + source["failed"].as_u64().unwrap_or(0)
+        source["moved"].as_u64().unwrap_or(0)
+            + source["unchanged"].as_u64().unwrap_or(0)
+            + source["failed"].as_u64().unwrap_or(0)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while looked() == 0 && std::time::Instant::now() < deadline {
@@ -355,9 +369,11 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     assert!(ask().contains("45 days"));
     // A session's answer records the commit its docs came from.
     let token = "ann-token-0123456789abcdef";
-    let (status, created) = call(client.post(format!("{url}/v1/sessions")).bearer_auth(token).json(&serde_json::json!({})));
+    let (status, created) =
+        call(client.post(format!("{url}/v1/sessions")).bearer_auth(token).json(&serde_json::json!({})));
     assert_eq!(status, 201, "{created}");
-    let id = serde_json::from_str::<serde_json::Value>(&created).expect("json")["id"].as_str().expect("an id").to_string();
+    let id =
+        serde_json::from_str::<serde_json::Value>(&created).expect("json")["id"].as_str().expect("an id").to_string();
     let say = |text: &str| {
         let (status, body) = call(
             client

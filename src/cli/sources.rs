@@ -80,7 +80,13 @@ pub fn run(config: &Config, action: SourcesAction) -> Result<Exit, Failure> {
                 let _ = writeln!(out, "{}: syncing {}", source.name, origin(source));
                 match source.sync(&AtomicBool::new(false)) {
                     Ok(synced) if synced.changed => {
-                        let _ = writeln!(out, "{}: now serving {} ({})", source.name, short(&synced.commit), synced.docs.display());
+                        let _ = writeln!(
+                            out,
+                            "{}: now serving {} ({})",
+                            source.name,
+                            short(&synced.commit),
+                            synced.docs.display()
+                        );
                         for skipped in &synced.skipped {
                             let _ = writeln!(out, "  left out {}: {}", skipped.path, skipped.why);
                         }

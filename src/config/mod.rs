@@ -13,8 +13,8 @@ mod load;
 mod signin;
 mod sources;
 pub use load::keys;
-pub use sources::{MIN_EVERY_SECS, SourceConfig, SourceSecrets};
 pub use signin::MIN_COOKIE_SECRET;
+pub use sources::{MIN_EVERY_SECS, SourceConfig, SourceSecrets};
 mod validate;
 
 pub use llm::{LlmConfig, Pull};

@@ -98,18 +98,22 @@ impl SourceConfig {
             "s" => 1,
             "m" => 60,
             "h" => 3600,
-            _ => return Err(format!("sources.{}.every: {text:?} is not a duration; write 30s, 5m, 1h or seconds", self.name)),
+            _ => {
+                return Err(format!(
+                    "sources.{}.every: {text:?} is not a duration; write 30s, 5m, 1h or seconds",
+                    self.name
+                ));
+            }
         };
-        let secs = digits
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(scale))
-            .ok_or_else(|| format!("sources.{}.every: {text:?} is not a duration; write 30s, 5m, 1h or seconds", self.name))?;
+        let secs = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(scale)).ok_or_else(|| {
+            format!("sources.{}.every: {text:?} is not a duration; write 30s, 5m, 1h or seconds", self.name)
+        })?;
         match secs {
             0 => Ok(None),
-            s if s < MIN_EVERY_SECS => {
-                Err(format!("sources.{}.every must be at least {MIN_EVERY_SECS}s (or 0: never polled), got {text}", self.name))
-            }
+            s if s < MIN_EVERY_SECS => Err(format!(
+                "sources.{}.every must be at least {MIN_EVERY_SECS}s (or 0: never polled), got {text}",
+                self.name
+            )),
             s => Ok(Some(s)),
         }
     }
@@ -204,10 +208,12 @@ mod tests {
         assert!(with(|s| s.path = "../etc".into()).is_err_and(|e| e.contains("inside the repository")));
         assert!(with(|s| s.path = "/etc".into()).is_err());
         assert!(with(|s| s.path = "site/docs".into()).is_ok());
-        assert!(with(|s| {
-            s.token_file = Some("/t".into());
-            s.token_env = Some("T".into());
-        })
-        .is_err_and(|e| e.contains("not both")));
+        assert!(
+            with(|s| {
+                s.token_file = Some("/t".into());
+                s.token_env = Some("T".into());
+            })
+            .is_err_and(|e| e.contains("not both"))
+        );
     }
 }

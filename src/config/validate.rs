@@ -9,7 +9,10 @@ impl Config {
         for (i, source) in self.sources.iter().enumerate() {
             source.validate().map_err(ConfigError)?;
             if self.sources[..i].iter().any(|s| s.name == source.name) {
-                return Err(ConfigError(format!("sources: the name {:?} is given twice; each source needs its own", source.name)));
+                return Err(ConfigError(format!(
+                    "sources: the name {:?} is given twice; each source needs its own",
+                    source.name
+                )));
             }
         }
         if self.sources.len() > 1 {

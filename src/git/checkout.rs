@@ -80,7 +80,8 @@ pub fn checkout(
                     continue;
                 }
                 EntryKind::Commit => {
-                    skipped.push(Skipped { path: path.clone(), why: "a submodule (another repository): not read".into() });
+                    skipped
+                        .push(Skipped { path: path.clone(), why: "a submodule (another repository): not read".into() });
                     continue;
                 }
                 EntryKind::Blob | EntryKind::BlobExecutable => entry.oid,
@@ -175,11 +176,15 @@ fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, Stri
                 Ok(name) => format!("{prefix}/{name}"),
                 Err(_) => {
                     let shown = format!("{prefix}/{}", name.to_str_lossy());
-                    skipped.push(Skipped { path: shown.trim_start_matches('/').to_string(), why: "its name is not UTF-8".into() });
+                    skipped.push(Skipped {
+                        path: shown.trim_start_matches('/').to_string(),
+                        why: "its name is not UTF-8".into(),
+                    });
                     continue;
                 }
             };
-            let plain = !path.contains('\\') && Path::new(&path).components().all(|c| matches!(c, Component::Normal(_)));
+            let plain =
+                !path.contains('\\') && Path::new(&path).components().all(|c| matches!(c, Component::Normal(_)));
             if !plain {
                 skipped.push(Skipped { path, why: "its name is not a plain path".into() });
                 continue;

@@ -127,7 +127,9 @@ fn described(e: &gix::Error) -> String {
     use gix::error::Class;
     let hint = match e.dominant_class() {
         Some(Class::Retryable) => "the server could not be reached (it is tried again at the next sync)",
-        Some(Class::Unauthenticated) => "the server refused the credentials: check token_file or token_env and username",
+        Some(Class::Unauthenticated) => {
+            "the server refused the credentials: check token_file or token_env and username"
+        }
         Some(Class::NotFound) => "not found",
         _ => "",
     };

@@ -48,7 +48,11 @@ impl Remote {
         }
         if git.starts_with("http://") || git.starts_with("https://") {
             let url = reqwest::Url::parse(git).map_err(|e| format!("sources.{name}.git: {e}"))?;
-            if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+            if !url.username().is_empty()
+                || url.password().is_some()
+                || url.query().is_some()
+                || url.fragment().is_some()
+            {
                 return Err(format!(
                     "sources.{name}.git has credentials, a query or a fragment in it; give the repository's URL alone, \
                      and a token with token_file or token_env"
@@ -127,9 +131,7 @@ fn secret(
     let value = match (file, var) {
         (Some(file), _) => std::fs::read_to_string(file)
             .map_err(|e| format!("sources.{name}: cannot read the {what} file {}: {e}", file.display()))?,
-        (None, Some(var)) => {
-            env(var).ok_or_else(|| format!("sources.{name}: the {what} variable {var} is not set"))?
-        }
+        (None, Some(var)) => env(var).ok_or_else(|| format!("sources.{name}: the {what} variable {var} is not set"))?,
         (None, None) => return Ok(None),
     };
     let value = value.trim().to_string();
@@ -165,7 +167,9 @@ impl Source {
         let remote = Remote::parse(name, &config.git)?;
         let token = config.secrets.token.clone();
         if token.is_some() && matches!(remote, Remote::Local(_)) {
-            return Err(format!("sources.{name}: a token is given for a repository on this machine; it is read without one"));
+            return Err(format!(
+                "sources.{name}: a token is given for a repository on this machine; it is read without one"
+            ));
         }
         let webhook_secret = config.secrets.webhook.clone();
         Ok(Source {
@@ -277,14 +281,7 @@ impl Source {
             return Ok(Synced { commit: commit_hex, docs: tree, changed: false, skipped: before.skipped.clone() });
         }
         let previous = before.commit.as_deref().map(|c| self.tree(c));
-        let skipped = checkout::checkout(
-            &repo,
-            commit,
-            &self.path,
-            &tree,
-            previous.as_deref(),
-            self.max_file_bytes,
-        )?;
+        let skipped = checkout::checkout(&repo, commit, &self.path, &tree, previous.as_deref(), self.max_file_bytes)?;
         Ok(Synced { commit: commit_hex, docs: tree, changed: true, skipped })
     }
 }

@@ -46,9 +46,9 @@ impl State {
     pub fn read(home: &Path) -> Result<Option<State>, SyncError> {
         let path = home.join(FILE);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                SyncError::Disk(format!("{} is damaged ({e}); remove it and sync again", path.display()))
-            }),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| SyncError::Disk(format!("{} is damaged ({e}); remove it and sync again", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(SyncError::Disk(format!("cannot read {}: {e}", path.display()))),
         }

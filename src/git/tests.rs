@@ -36,7 +36,10 @@ fn git_present() -> bool {
     }
     let required = std::env::var("DOCS_AGENT_TEST_REQUIRE").is_ok_and(|v| !v.is_empty() && v != "0");
     assert!(!required, "the git program is not installed (apt-get install git); DOCS_AGENT_TEST_REQUIRE is set");
-    let _ = std::io::Write::write_all(&mut crate::guard::sink::stderr(), b"skipped: git is not installed (apt-get install git)\n");
+    let _ = std::io::Write::write_all(
+        &mut crate::guard::sink::stderr(),
+        b"skipped: git is not installed (apt-get install git)\n",
+    );
     false
 }
 
@@ -127,7 +130,11 @@ fn a_branch_is_checked_out_whole_and_only_changed_files_are_written_again() {
     assert_eq!(read(&next.docs, "refunds.md"), "# Refunds\n\nSixty days.\n");
     assert_eq!(read(&synced.docs, "refunds.md"), "# Refunds\n\nThirty days.\n", "the old tree is untouched");
     let inode = |dir: &Path, p: &str| std::fs::metadata(dir.join(p)).expect("a file").ino();
-    assert_eq!(inode(&next.docs, "guide/setup.md"), inode(&synced.docs, "guide/setup.md"), "an unchanged file is linked");
+    assert_eq!(
+        inode(&next.docs, "guide/setup.md"),
+        inode(&synced.docs, "guide/setup.md"),
+        "an unchanged file is linked"
+    );
     assert_ne!(inode(&next.docs, "refunds.md"), inode(&synced.docs, "refunds.md"));
 
     // The first tree is held (a process still reads it), so the syncs below leave it.
@@ -248,7 +255,10 @@ fn a_missing_repository_or_folder_fails_and_keeps_nothing_half_written() {
 
 #[test]
 fn urls_are_read_and_credentials_stay_out_of_the_config() {
-    assert_eq!(Remote::parse("d", "https://git.example.com/d.git"), Ok(Remote::Http("https://git.example.com/d.git".into())));
+    assert_eq!(
+        Remote::parse("d", "https://git.example.com/d.git"),
+        Ok(Remote::Http("https://git.example.com/d.git".into()))
+    );
     assert_eq!(Remote::parse("d", "file:///srv/d.git"), Ok(Remote::Local("/srv/d.git".into())));
     assert_eq!(Remote::parse("d", "/srv/d.git"), Ok(Remote::Local("/srv/d.git".into())));
     for refused in [

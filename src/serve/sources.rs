@@ -80,7 +80,12 @@ fn hex(text: &str) -> Option<Vec<u8>> {
         (status = 404, description = "no such source, or it has no webhook secret", body = ErrorBody),
     )
 )]
-pub async fn sync(State(state): State<Arc<AppState>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn sync(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Some(secret) = state.sources.source(&name).and_then(|s| s.webhook_secret()) else {
         return ApiError::not_found("source with a webhook secret").into_response();
     };

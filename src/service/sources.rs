@@ -78,7 +78,11 @@ impl Sources {
                     .map(|source| {
                         // What serve reads at start: the tree the command line chose.
                         let commit = config.docs_revision.clone();
-                        Entry { source, wake: Mutex::new(None), status: Mutex::new(Status { commit, ..Status::default() }) }
+                        Entry {
+                            source,
+                            wake: Mutex::new(None),
+                            status: Mutex::new(Status { commit, ..Status::default() }),
+                        }
                     })
                     .collect(),
             },
@@ -184,7 +188,8 @@ fn sync_once(service: &super::Service, entry: &Entry, stopped: &AtomicBool) -> b
     let outcome = source.sync(stopped).map_err(|e| e.to_string()).and_then(|synced| {
         let moved = serving.as_deref() != Some(synced.commit.as_str());
         if moved {
-            let refreshed = service.harness.switch_docs(&synced.docs, &synced.commit, service.config.index.max_file_bytes)?;
+            let refreshed =
+                service.harness.switch_docs(&synced.docs, &synced.commit, service.config.index.max_file_bytes)?;
             source.hold(&synced.commit);
             tracing::info!(
                 "source {}: serving {} ({} documents added, {} changed, {} removed; {} ms)",

@@ -132,7 +132,8 @@ mod switch_tests {
             std::fs::create_dir_all(tmp.path().join(tree)).expect("mkdir");
             std::fs::write(tmp.path().join(tree).join(file), "# Doc\n").expect("write");
         }
-        let open = |tree: &str| Dir::open_ambient_dir(tmp.path().join(tree), cap_std::ambient_authority()).expect("dir");
+        let open =
+            |tree: &str| Dir::open_ambient_dir(tmp.path().join(tree), cap_std::ambient_authority()).expect("dir");
         let hidden = Hidden::new(&open("a"), |path| path.contains("secret"));
         let copy = hidden.clone();
         assert!(!copy.hides("docs/old.md"));

@@ -47,7 +47,9 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 pub fn backend() -> Option<PathBuf> {
     let out = Command::new("git").arg("--exec-path").output().ok()?;
     let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    [exec.join("git-http-backend"), PathBuf::from("/usr/lib/git-core/git-http-backend")].into_iter().find(|p| p.is_file())
+    [exec.join("git-http-backend"), PathBuf::from("/usr/lib/git-core/git-http-backend")]
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 impl GitHttp {
@@ -82,7 +84,13 @@ impl GitHttp {
     }
 }
 
-fn serve(stream: TcpStream, root: &Path, backend: &Path, basic: Option<&str>, refused: &AtomicUsize) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    root: &Path,
+    backend: &Path,
+    basic: Option<&str>,
+    refused: &AtomicUsize,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     loop {
@@ -142,9 +150,12 @@ fn serve(stream: TcpStream, root: &Path, backend: &Path, basic: Option<&str>, re
         let feeder = std::thread::spawn(move || stdin.write_all(&body));
         let out = cgi.wait_with_output()?;
         let _ = feeder.join();
-        let split = out.stdout.windows(4).position(|w| w == b"\r\n\r\n").map(|at| (at, 4)).or_else(|| {
-            out.stdout.windows(2).position(|w| w == b"\n\n").map(|at| (at, 2))
-        });
+        let split = out
+            .stdout
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|at| (at, 4))
+            .or_else(|| out.stdout.windows(2).position(|w| w == b"\n\n").map(|at| (at, 2)));
         let Some((at, gap)) = split else {
             writer.write_all(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")?;
             continue;
@@ -159,7 +170,9 @@ fn serve(stream: TcpStream, root: &Path, backend: &Path, basic: Option<&str>, re
                 None => {}
             }
         }
-        writer.write_all(format!("HTTP/1.1 {status}\r\n{response}Content-Length: {}\r\n\r\n", content.len()).as_bytes())?;
+        writer.write_all(
+            format!("HTTP/1.1 {status}\r\n{response}Content-Length: {}\r\n\r\n", content.len()).as_bytes(),
+        )?;
         writer.write_all(content)?;
     }
 }

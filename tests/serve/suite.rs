@@ -1214,7 +1214,10 @@ async fn the_openapi_document_and_the_router_agree_both_ways() {
             }
         }
     }
-    assert!(operations > api.len() + public.len() + signed.len(), "DELETE /v1/sessions/{{id}} and GET+POST /v1/sessions count");
+    assert!(
+        operations > api.len() + public.len() + signed.len(),
+        "DELETE /v1/sessions/{{id}} and GET+POST /v1/sessions count"
+    );
     let error = &spec["components"]["schemas"]["Error"];
     assert_eq!(error["properties"]["error"]["$ref"], "#/components/schemas/ErrorDetail", "{error}");
 }
