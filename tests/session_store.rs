@@ -84,6 +84,7 @@ fn open_sessions_count_by_principal_and_leave_out_closed_ones() {
         workspace: "w".into(),
         config_fingerprint: "f".into(),
         principal: Some(principal.into()),
+        collection: None,
     };
     for kind in Kind::both() {
         let store = Store::open(&kind.location()).expect("open");
@@ -268,6 +269,7 @@ fn a_persons_sessions_are_listed_latest_first_and_a_migration_finds_their_owners
         workspace: "/ws".into(),
         config_fingerprint: "f".into(),
         principal: Some(principal.to_string()),
+        collection: None,
     };
     for kind in Kind::both() {
         let store = Store::open(&kind.location()).expect("open");

@@ -89,6 +89,10 @@ pub struct Global {
     /// replaces that workspace's docs/ [env: DOCS_AGENT_DOCS]
     #[arg(long, global = true, value_name = "DIR")]
     pub docs: Option<PathBuf>,
+    /// With [[collections]] in the config: the collection a command reads (default: the
+    /// first); `serve` serves them all
+    #[arg(long, global = true, value_name = "NAME")]
+    pub collection: Option<String>,
     /// A docs-agent.toml to read (default: ./docs-agent.toml when present) [env: DOCS_AGENT_CONFIG]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -143,6 +147,10 @@ pub enum TokensAction {
         /// What it may do: ask, approve, admin (repeat --role for several).
         #[arg(long = "role", value_enum, value_name = "ROLE", default_value = "ask")]
         roles: Vec<TokenRole>,
+        /// With [[collections]] in the config: a collection it reads (repeat for several; `*`:
+        /// all). Required there, refused without them
+        #[arg(long = "collection", value_name = "NAME")]
+        collections: Vec<String>,
     },
     /// The callers and their roles (never the tokens; only a prefix of each hash).
     List,

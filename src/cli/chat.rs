@@ -119,7 +119,7 @@ async fn run(
         }
         let mut events = vec![Event::UserMessage { text: text.to_string() }];
         if unstarted {
-            events.insert(0, session::started(&desk.config, &model.name(), None));
+            events.insert(0, session::started(&desk.config, &model.name(), None, None));
             unstarted = false;
         }
         desk.log.append_all(&id, events).map_err(|e| (Exit::Failure, e.to_string()))?;

@@ -63,7 +63,7 @@ fn run_command(cli: Cli) -> Result<Exit, Failure> {
     // The configuration, then the sandbox of a command that works on the workspace.
     // A git source's docs are the tree it serves, checked out first when there is none.
     let within = |uses: Use| -> Result<Config, Failure> {
-        let mut config = load_config(&global)?;
+        let mut config = collection_config(&global)?;
         sandbox::enter(&global, &sandbox::for_workspace(&config, uses)?)?;
         sources::serve_from(&mut config)?;
         Ok(config)
@@ -159,9 +159,16 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     Ok(config)
 }
 
+/// The configuration of the collection a command reads (`--collection`, else the first): with
+/// `[[collections]]`, that collection's own; without, the configuration itself.
+pub fn collection_config(global: &Global) -> Result<Config, Failure> {
+    let config = load_config(global)?;
+    config.for_collection(global.collection.as_deref()).map_err(|e| (Exit::Usage, format!("--collection: {e}")))
+}
+
 /// The configuration of a command that reads the session log: serve's log when `serve`.
 fn load_log_config(global: &Global, serve: bool) -> Result<Config, Failure> {
-    let mut config = load_config(global)?;
+    let mut config = collection_config(global)?;
     if serve {
         config.session.log_path = config.serve_log_path();
     }

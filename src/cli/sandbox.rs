@@ -120,7 +120,21 @@ pub fn cores() -> usize {
 /// The plan of a command that works on the workspace `config` names; an error when a data
 /// folder would open up the workspace or the whole filesystem.
 pub fn for_workspace(config: &Config, uses: Use) -> Result<Plan, Failure> {
-    let mut plan = Plan::nothing().allow(&config.workspace, Grant::Read).allow("/dev/urandom", Grant::Read);
+    if config.collections.is_empty() {
+        return for_one(Plan::nothing(), config, uses);
+    }
+    // Each collection's workspace, index and source, as if it were the only one.
+    let mut plan = Plan::nothing();
+    for name in config.collection_names() {
+        let own = config.for_collection(Some(&name)).map_err(|e| (Exit::Usage, e.to_string()))?;
+        plan = for_one(plan, &own, uses)?;
+    }
+    Ok(plan)
+}
+
+/// [`for_workspace`] for one workspace, added to `plan`.
+fn for_one(plan: Plan, config: &Config, uses: Use) -> Result<Plan, Failure> {
+    let mut plan = plan.allow(&config.workspace, Grant::Read).allow("/dev/urandom", Grant::Read);
     // A docs folder given beside a workspace is read there (alone, it is the workspace).
     if let Some(docs) = config.docs.as_ref().filter(|_| !config.docs_alone) {
         plan = plan.allow(docs, Grant::Read);

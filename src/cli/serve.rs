@@ -92,10 +92,12 @@ pub fn serve(
 ) -> Result<Exit, Failure> {
     let listen = config.serve.listen.clone();
     crate::serve::tune_sqlite();
-    let harness = crate::agent::Harness::open_for(&config, cores).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let docs_of = |own: &mut Config| super::sources::serve_from(own).map_err(|(_, e)| e);
+    let collections =
+        crate::service::collections::Collections::open(&config, cores, &docs_of).map_err(|e| (Exit::Failure, e))?;
     let store = crate::session::store::Store::open(&crate::session::store::Location::of(&config.session))
         .map_err(|e| (Exit::Failure, e.to_string()))?;
-    let service = crate::service::Service::new(config, harness, store).with_crash_hook(super::crash_hook()?);
+    let service = crate::service::Service::of(config, collections, store).with_crash_hook(super::crash_hook()?);
     let state = Arc::new(crate::serve::AppState::on(service).with_sandbox(sandbox));
     let runtime = runtime::build(Flavor::Workers(cores)).map_err(|e| (Exit::Failure, e.to_string()))?;
     runtime.spawn(pull_if_missing(state.config.llm.clone()));

@@ -24,8 +24,13 @@ fn origin(source: &Source) -> String {
 }
 
 /// Points `config.docs` at the tree the configuration's git source serves, checking its branch
-/// out first (with a line on stderr) when nothing was synced yet. Nothing to do without a source.
+/// out first (with a line on stderr) when nothing was synced yet. Nothing to do without a source,
+/// nor for a configuration of `[[collections]]`: each collection's own configuration
+/// ([`Config::for_collection`]) is served from its source.
 pub fn serve_from(config: &mut Config) -> Result<(), Failure> {
+    if !config.collections.is_empty() {
+        return Ok(());
+    }
     let Some(source) = sources(config)?.into_iter().next() else { return Ok(()) };
     let state = source.state().map_err(|e| (Exit::Failure, format!("source {}: {e}", source.name)))?;
     let served = state.and_then(|s| s.commit).map(|commit| (source.tree(&commit), commit));

@@ -23,15 +23,45 @@ pub fn run(file: &Path, action: TokensAction) -> Result<Exit, Failure> {
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(cannot)?;
     lock.lock().map_err(cannot)?;
     match action {
-        TokensAction::Add { name, roles } => add(file, &name, &roles),
+        TokensAction::Add { name, roles, collections } => add(file, &name, &roles, &collections),
         TokensAction::List => list(file),
         TokensAction::Revoke { name } => revoke(file, &name),
     }
 }
 
-fn add(file: &Path, name: &str, roles: &[TokenRole]) -> Result<Exit, Failure> {
+fn add(file: &Path, name: &str, roles: &[TokenRole], collections: &[String]) -> Result<Exit, Failure> {
     check_name(name)?;
     let (mut document, existed) = read(file)?;
+    // With [[collections]], a token names the ones it reads (the config check refuses one that
+    // does not, so serve would not start); without, it may name none.
+    let known: Vec<String> = document
+        .get("collections")
+        .and_then(|c| c.as_array_of_tables())
+        .map(|list| list.iter().filter_map(|t| t.get("name")?.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    match (known.is_empty(), collections.is_empty()) {
+        (false, true) => {
+            return Err((
+                Exit::Usage,
+                format!(
+                    "{} serves collections ({}): name the ones the token reads with --collection NAME, or \
+                     --collection '*' for all",
+                    file.display(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        (true, false) => {
+            return Err((Exit::Usage, format!("{} has no [[collections]]; leave out --collection", file.display())));
+        }
+        _ => {}
+    }
+    if let Some(unknown) = collections.iter().find(|c| *c != crate::config::ALL_COLLECTIONS && !known.contains(c)) {
+        return Err((
+            Exit::Usage,
+            format!("{} has no collection {unknown:?}; its collections are {}", file.display(), known.join(", ")),
+        ));
+    }
     if entries(&document).iter().any(|(principal, _, _)| principal == name) {
         return Err((
             Exit::Usage,
@@ -49,6 +79,13 @@ fn add(file: &Path, name: &str, roles: &[TokenRole]) -> Result<Exit, Failure> {
         listed.push(role);
     }
     entry.insert("roles", value(listed));
+    if !collections.is_empty() {
+        let mut named = Array::new();
+        for collection in collections {
+            named.push(collection.as_str());
+        }
+        entry.insert("collections", value(named));
+    }
     tokens_of(&mut document, file)?.push(entry);
     write(file, &document.to_string(), existed)?;
     crate::guard::sink::err_line!(

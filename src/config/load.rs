@@ -92,7 +92,11 @@ fn resolve_places(config: &mut Config, env: &std::collections::HashMap<String, S
     // commit is served; `git::serve_from` points `docs` at the tree.
     // Named by the source's name and repository: changing its branch or folder keeps the
     // sessions and the index (which a changed tree updates).
-    let sourced = config.sources.first().filter(|_| !named).map(|s| (s.name.clone(), s.git.trim().to_string()));
+    let sourced = config
+        .sources
+        .first()
+        .filter(|_| !named && config.collections.is_empty())
+        .map(|s| (s.name.clone(), s.git.trim().to_string()));
     if config.state_dir.as_os_str().is_empty() {
         let name = match &sourced {
             Some((name, origin)) => source_state_name(name, origin),

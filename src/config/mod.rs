@@ -7,11 +7,13 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+mod collections;
 pub mod hooks;
 mod llm;
 mod load;
 mod signin;
 mod sources;
+pub use collections::{ALL as ALL_COLLECTIONS, CollectionConfig, DEFAULT as DEFAULT_COLLECTION};
 pub use load::keys;
 pub use signin::MIN_COOKIE_SECRET;
 pub use sources::{MIN_EVERY_SECS, SourceConfig, SourceSecrets};
@@ -71,6 +73,10 @@ pub struct Config {
     /// and kept in sync; empty: the docs are the folder on disk.
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    /// Several named sets of docs served at once (`[[collections]]`), each a workspace of its
+    /// own; empty: the workspace is the one collection, `default`.
+    #[serde(default)]
+    pub collections: Vec<CollectionConfig>,
     /// The commit of the git source whose tree `docs` is (set by the command line once it knows
     /// the tree; never read from a file): answers record it.
     #[serde(skip)]
@@ -319,6 +325,10 @@ pub struct TokenConfig {
     pub sha256: String,
     /// What it may do.
     pub roles: Vec<Role>,
+    /// The collections it reads (`*`: all); with `[[collections]]` each token names its own,
+    /// without them it stays empty.
+    #[serde(default)]
+    pub collections: Vec<String>,
 }
 
 /// What a principal may do.

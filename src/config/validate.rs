@@ -15,9 +15,9 @@ impl Config {
                 )));
             }
         }
-        if self.sources.len() > 1 {
+        if self.sources.len() > 1 && self.collections.is_empty() {
             return Err(ConfigError(format!(
-                "sources: {} sources are given, and one set of docs is served from one source; keep one [[sources]] entry",
+                "sources: {} sources are given, and one set of docs is served from one source; keep one [[sources]] entry, or serve each in a [[collections]] entry of its own",
                 self.sources.len()
             )));
         }
@@ -51,6 +51,7 @@ impl Config {
     /// Checks values the types alone cannot.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         self.validate_sources()?;
+        self.validate_collections()?;
         let positive = [
             ("limits.max_steps", self.limits.max_steps as u64),
             ("limits.max_tool_calls_per_step", self.limits.max_tool_calls_per_step as u64),

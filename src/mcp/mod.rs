@@ -51,8 +51,9 @@ pub enum AskFailed {
 pub enum Front {
     /// `docs-agent mcp`: one local client, the command line's harness and model.
     Local(Box<Local>),
-    /// `/mcp` under `serve`: the service's harness, model (with its breaker) and metrics.
-    Serve(Arc<Service>),
+    /// `/mcp` under `serve`: one collection's harness (chosen by the request), the service's
+    /// model (with its breaker) and metrics.
+    Serve(Arc<Service>, crate::service::collections::Which),
 }
 
 /// What `docs-agent mcp` answers with.
@@ -80,7 +81,7 @@ impl Front {
     pub fn config(&self) -> &Config {
         match self {
             Front::Local(local) => &local.config,
-            Front::Serve(state) => &state.config,
+            Front::Serve(state, _) => &state.config,
         }
     }
 
@@ -88,7 +89,7 @@ impl Front {
     pub fn harness(&self) -> &Harness {
         match self {
             Front::Local(local) => &local.harness,
-            Front::Serve(state) => &state.harness,
+            Front::Serve(state, which) => &state.collections.get(*which).harness,
         }
     }
 
@@ -129,7 +130,7 @@ impl Front {
 
     /// Counts a tool call an MCP client made, under `serve` (`/metrics`), as the model's are.
     pub fn tool_call(&self, decision: crate::tools::Decision) {
-        if let Front::Serve(state) = self {
+        if let Front::Serve(state, _) = self {
             state.metrics.tool_call(decision);
         }
     }
@@ -154,9 +155,9 @@ impl Front {
                     Err(e) => Err(AskFailed::Harness(e)),
                 }
             }
-            Front::Serve(state) => {
+            Front::Serve(state, which) => {
                 let who = principal.map_or("unknown", |p| p.name.as_str());
-                let (run, degraded) = crate::service::answer::answer(state, who, question, observer).await?;
+                let (run, degraded) = crate::service::answer::answer(state, who, *which, question, observer).await?;
                 crate::service::answer::count_usage(state, &run, who);
                 Ok(Answered { run, degraded })
             }

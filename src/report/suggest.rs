@@ -57,8 +57,8 @@ pub struct Popular {
 /// The questions of the last `days` days that at least `asked_by` people asked in the same
 /// words and the docs answered, read from the sessions active in that time. Only sessions
 /// started over HTTP count: each principal name is one person, and the local CLI's sessions
-/// (no principal) are nobody's. `asked_by` 0 reads nothing.
-pub fn popular(log: &Log, days: u64, asked_by: usize) -> Result<Vec<Popular>, LogError> {
+/// (no principal) are nobody's, and only sessions of `collection`. `asked_by` 0 reads nothing.
+pub fn popular(log: &Log, days: u64, asked_by: usize, collection: &str) -> Result<Vec<Popular>, LogError> {
     if asked_by == 0 {
         return Ok(Vec::new());
     }
@@ -66,6 +66,10 @@ pub fn popular(log: &Log, days: u64, asked_by: usize) -> Result<Vec<Popular>, Lo
     let mut counted: BTreeMap<String, Popular> = BTreeMap::new();
     for session in log.active_ids_since(since_ms)? {
         let events = log.events_after(&session, 0)?;
+        // Only sessions of this collection: a question asked of other docs is not offered here.
+        if crate::session::state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION) != collection {
+            continue;
+        }
         for (question, who) in answered(&session, &events, since_ms) {
             let key = key(&question);
             let entry = counted.entry(key.clone()).or_insert_with(|| Popular {

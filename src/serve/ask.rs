@@ -58,11 +58,13 @@ pub struct Answer {
     post,
     path = "/v1/ask",
     summary = "One question, answered in an ephemeral session (nothing stored; writes are refused)",
+    params(super::pick::Pick),
     request_body = AskBody,
     responses(
         (status = 200, description = "the answer", body = Answer),
         (status = 400, description = "bad request: the body, or a question of 0 or too many characters", body = ErrorBody),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "no_collection: no collection by that name that the caller reads", body = ErrorBody),
         (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already; or budget_exhausted", body = ErrorBody,
          headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
         (status = 502, description = "the model server failed (model_error)", body = ErrorBody),
@@ -71,13 +73,16 @@ pub struct Answer {
 pub async fn ask(
     State(state): State<Arc<AppState>>,
     Extension(principal): Extension<Principal>,
+    pick: Result<Query<super::pick::Pick>, axum::extract::rejection::QueryRejection>,
     body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let result = async {
         principal.require(Role::Ask).map_err(ApiError::from)?;
+        let Query(pick) = pick.map_err(|e| ApiError::bad_request(format!("{e}; use ?collection=NAME")))?;
+        let (collection, _) = pick.chosen(&state, &principal)?;
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
         let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
-        let (run, degraded) = answer(&state, &principal.name, question, None).await?;
+        let (run, degraded) = answer(&state, &principal.name, collection, question, None).await?;
         let used = count_usage(&state, &run, &principal.name);
         let answered = run.stop == Stop::Answered;
         Ok(Answer {
@@ -104,6 +109,8 @@ pub struct SearchQuery {
     /// How many sections (default `index.top_k`; more than 50 is 50).
     #[param(minimum = 1, maximum = 50)]
     pub k: Option<usize>,
+    /// The collection to search (see `POST /v1/ask`); without it, the first the caller reads.
+    pub collection: Option<String>,
 }
 
 /// What `GET /v1/search` answers.
@@ -142,6 +149,7 @@ pub struct Hit {
     responses(
         (status = 200, description = "hits", body = Hits),
         (status = 400, description = "no q (bad_request)", body = ErrorBody),
+        (status = 404, description = "no_collection: no collection by that name that the caller reads", body = ErrorBody),
         (status = 403, description = "missing role (forbidden), or refused_by_rule: the operator's [hooks] rules refuse this search or read here (a deny, or an ask: nobody approves an HTTP read), the message naming the rule", body = ErrorBody),
     )
 )]
@@ -154,10 +162,12 @@ pub async fn search(
         principal.require(Role::Ask).map_err(ApiError::from)?;
         let Query(query) = query.map_err(|e| ApiError::bad_request(format!("{e}; use ?q=words")))?;
         let k = query.k.unwrap_or(state.config.index.top_k).clamp(1, MAX_K);
+        let (_, collection) = super::pick::Pick { collection: query.collection.clone() }.chosen(&state, &principal)?;
+        let harness = &collection.harness;
         // The operator's rules decide as they do for the model's search_docs and MCP's.
-        let hooks = &state.harness.hooks;
+        let hooks = &harness.hooks;
         refused_by_rule(hooks, crate::tools::Tool::SearchDocs, &json!({"query": query.q}))?;
-        let hits = state.harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
+        let hits = harness.index.current().search(&query.q, k).map_err(|e| ApiError::internal(e.to_string()))?;
         let shown = |text: &str| shown(hooks, text);
         let hits = hits
             .iter()
@@ -168,7 +178,7 @@ pub async fn search(
                 lines: [h.lines.0, h.lines.1],
                 score: h.score,
                 excerpt: shown(&h.excerpt),
-                url: state.harness.site_url(&h.path, &h.anchor).filter(|url| shown(url) == *url),
+                url: harness.site_url(&h.path, &h.anchor).filter(|url| shown(url) == *url),
             })
             .collect();
         Ok::<_, ApiError>(Hits { hits })
@@ -207,6 +217,8 @@ pub struct SectionQuery {
     pub session: Option<String>,
     /// The seq of that answer's event: its `cited_lines` are marked.
     pub seq: Option<u64>,
+    /// The collection to read (see `POST /v1/ask`); with `session`, the session's own.
+    pub collection: Option<String>,
 }
 
 /// What `GET /v1/sections` answers.
@@ -249,7 +261,7 @@ pub struct Section {
         (status = 200, description = "the section", body = Section),
         (status = 400, description = "session without seq, or seq not an answer (bad_request)", body = ErrorBody),
         (status = 403, description = "missing role (forbidden), or refused_by_rule: the operator's [hooks] rules refuse this search or read here (a deny, or an ask: nobody approves an HTTP read), the message naming the rule", body = ErrorBody),
-        (status = 404, description = "no such section, or a session not yours (not_found)", body = ErrorBody),
+        (status = 404, description = "no such section, or a session not yours (not_found); no_collection: no collection by that name that the caller reads", body = ErrorBody),
     )
 )]
 pub async fn section(
@@ -268,30 +280,45 @@ pub async fn section(
             .ok()
             .filter(|p| p.area() == crate::workspace::policy::Area::Docs)
             .ok_or_else(|| ApiError::not_found("section"))?;
+        // A session's answer cites its session's collection; else the one the query picks.
+        let session = match (&query.session, query.seq) {
+            (Some(session), Some(seq)) => {
+                Some((crate::service::owner::owned(&state.log()?, session, &principal)?, seq))
+            }
+            (None, None) => None,
+            _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
+        };
+        let collection = match &session {
+            Some((events, _)) => {
+                let recorded = crate::session::state::collection(events);
+                state.collections.get(state.collections.of_session(recorded)?)
+            }
+            None => super::pick::Pick { collection: query.collection.clone() }.chosen(&state, &principal)?.1,
+        };
+        let harness = &collection.harness;
         // As a read_file of it: the operator's rules decide, and what they hide is not found.
-        let hooks = &state.harness.hooks;
+        let hooks = &harness.hooks;
         refused_by_rule(hooks, crate::tools::Tool::ReadFile, &json!({"path": query.path, "anchor": query.anchor}))?;
         // The generation searches read, not the file as it is now: a citation opens the text
         // that was found, and an edit shows here when it shows in search.
-        let index = state.harness.index.current();
+        let index = harness.index.current();
         let section = index
             .section(&path.display(), &query.anchor)
             .map_err(|e| ApiError::internal(e.to_string()))?
             .ok_or_else(|| ApiError::not_found("section"))?;
         let shown = |text: &str| shown(hooks, text);
         let text = shown(&section.text);
-        let cited = match (&query.session, query.seq) {
-            (Some(session), Some(seq)) => {
-                let events = crate::service::owner::owned(&state.log()?, session, &principal)?;
-                let (_, answer) = crate::session::verify::answer_at(&events, seq).ok_or_else(|| {
+        let cited = match &session {
+            Some((events, seq)) => {
+                let (_, answer) = crate::session::verify::answer_at(events, *seq).ok_or_else(|| {
                     ApiError::bad_request(format!(
-                        "seq {seq} is not an answer of session {session}: give the seq of an `answer` event"
+                        "seq {seq} is not an answer of session {}: give the seq of an `answer` event",
+                        query.session.as_deref().unwrap_or_default()
                     ))
                 })?;
                 Some(crate::session::verify::cited_lines(answer, &text))
             }
-            (None, None) => None,
-            _ => return Err(ApiError::bad_request("session and seq go together: ?session=ID&seq=SEQ of an answer")),
+            None => None,
         };
         let nodes = crate::guard::markdown::render_source(
             &text,
@@ -309,7 +336,7 @@ pub async fn section(
             cited_lines: cited,
             nodes,
             generation: index.version.generation,
-            url: state.harness.site_url(&path.display(), &section.anchor).filter(|url| shown(url) == *url),
+            url: harness.site_url(&path.display(), &section.anchor).filter(|url| shown(url) == *url),
         })
     });
     respond(result, StatusCode::OK)

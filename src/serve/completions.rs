@@ -5,7 +5,9 @@
 //! like `POST /v1/ask` (ephemeral, no writes, guarded, degraded to retrieval-only when the model
 //! server is down). Client-sent `system` (and `developer`, `tool`) messages are dropped: the
 //! operator's rules and AGENTS.md are the only instructions. `"stream": true` sends the answer
-//! as `chat.completion.chunk` events, a paragraph at a time, then `data: [DONE]`.
+//! as `chat.completion.chunk` events, a paragraph at a time, then `data: [DONE]`. With
+//! `[[collections]]`, the model name picks the collection (`"model": "billing"`); any other
+//! name reads the first collection the caller reads, and `GET /v1/models` lists the caller's.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -29,7 +31,8 @@ pub const MODEL_NAME: &str = "docs-agent";
 /// The request (fields a front end may send that docs-agent does not use are accepted and ignored).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatRequest {
-    /// The model asked for: any name is answered by docs-agent.
+    /// The model asked for: a collection's name reads that collection; any other name is
+    /// answered by docs-agent from the first collection the caller reads.
     #[serde(default)]
     pub model: Option<String>,
     /// The conversation.
@@ -65,18 +68,26 @@ impl ChatMessage {
 #[utoipa::path(
     get,
     path = "/v1/models",
-    summary = "OpenAI-compatible model list (docs-agent)",
+    summary = "OpenAI-compatible model list (docs-agent, and with [[collections]] each collection the caller reads)",
     responses(
-        (status = 200, description = "the list: one model, docs-agent", body = Object),
+        (status = 200, description = "the list: docs-agent, then the caller's collections", body = Object),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
     )
 )]
-pub async fn models(Extension(principal): Extension<Principal>) -> Response {
+pub async fn models(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
     if let Err(e) = principal.require(Role::Ask) {
         return e.into_response();
     }
-    Json(json!({"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "docs-agent"}]}))
-        .into_response()
+    let mut data = vec![json!({"id": MODEL_NAME, "object": "model", "owned_by": "docs-agent"})];
+    if !state.config.collections.is_empty() {
+        data.extend(
+            state
+                .collections
+                .readable(&principal)
+                .map(|c| json!({"id": c.name, "object": "model", "owned_by": "docs-agent"})),
+        );
+    }
+    Json(json!({"object": "list", "data": data})).into_response()
 }
 
 /// `POST /v1/chat/completions`
@@ -92,6 +103,7 @@ pub async fn models(Extension(principal): Extension<Principal>) -> Response {
         )),
         (status = 400, description = "no user message, or one too long (bad_request)", body = ErrorBody),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "no_collection: the model names a collection the caller does not read", body = ErrorBody),
         (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already (Retry-After)", body = ErrorBody,
          headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
         (status = 502, description = "the model server failed (model_error)", body = ErrorBody),
@@ -130,11 +142,21 @@ pub async fn completions(
         ))
         .into_response();
     }
-    let (run, degraded) =
-        match crate::service::answer::answer_after(&state, &principal.name, &earlier, question.trim(), None).await {
-            Ok(done) => done,
-            Err(e) => return e.into_response(),
-        };
+    // A model named as a collection is that collection (one the caller may not read is 404);
+    // any other name, the first the caller reads.
+    let named = request.model.as_deref().filter(|m| state.collections.named(m).is_some());
+    let collection = match state.collections.chosen(&principal, named) {
+        Ok(which) => which,
+        Err(e) => return e.into_response(),
+    };
+    let model_name = named.unwrap_or(MODEL_NAME).to_string();
+    let answered =
+        crate::service::answer::answer_after(&state, &principal.name, collection, &earlier, question.trim(), None)
+            .await;
+    let (run, degraded) = match answered {
+        Ok(done) => done,
+        Err(e) => return e.into_response(),
+    };
     let usage = crate::service::answer::count_usage(&state, &run, &principal.name);
     let text = match run.stop {
         Stop::Answered => run.answer,
@@ -146,7 +168,7 @@ pub async fn completions(
                        "total_tokens": usage.prompt_tokens + usage.completion_tokens});
     if !request.stream {
         return Json(json!({
-            "id": id, "object": "chat.completion", "created": created, "model": MODEL_NAME,
+            "id": id, "object": "chat.completion", "created": created, "model": model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": usage,
             "docs_agent": {"degraded": degraded, "stop": run.stop.as_str()},
@@ -155,7 +177,7 @@ pub async fn completions(
     }
     let chunk = |delta: Value, finish: Option<&str>| {
         Event::default().data(
-            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": MODEL_NAME,
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model_name,
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
             .to_string(),
         )

@@ -134,6 +134,7 @@ impl From<crate::service::Refused> for ApiError {
             Refused::Model(message) => ApiError::new(StatusCode::BAD_GATEWAY, "model_error", message),
             Refused::Log(e) => e.into(),
             Refused::NotFound(what) => ApiError::not_found(what),
+            Refused::NoCollection(message) => ApiError::new(StatusCode::NOT_FOUND, "no_collection", message),
             Refused::Conflict { conflict, message } => ApiError::conflict(conflict.code(), message),
             Refused::BudgetExhausted(message) => {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, "budget_exhausted", message)

@@ -69,6 +69,8 @@ pub struct Summary {
     pub started_ms: u64,
     /// When it last changed.
     pub last_ms: u64,
+    /// The collection it reads (`default` without `[[collections]]`).
+    pub collection: String,
 }
 
 impl Summary {
@@ -93,6 +95,7 @@ impl Summary {
             status: state::status(events).as_str(),
             started_ms: events.first().map_or(0, |s| s.at_ms),
             last_ms: events.last().map_or(0, |s| s.at_ms),
+            collection: state::collection(events).unwrap_or(crate::config::DEFAULT_COLLECTION).to_string(),
         }
     }
 }
@@ -161,8 +164,11 @@ pub async fn list(
                 break;
             }
             let events = log.events_after(&id, 0)?;
-            // The owner is checked again on the events themselves, as every session route does.
+            // The owner is checked again on the events themselves, as every session route does,
+            // and so is the collection: one the owner no longer reads is not listed.
+            let collection = state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION);
             if state::owner(&events) == Some(principal.name.as_str())
+                && principal.reads(collection)
                 && !state::closed(&events)
                 && holds(&events, &words)
             {

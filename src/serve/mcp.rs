@@ -26,12 +26,14 @@ use crate::service::Principal;
     post,
     path = "/mcp",
     operation_id = "mcp",
-    summary = "The MCP server over streamable HTTP (stateless, JSON responses): tools search_docs, read_section and ask; the docs' sections as resources (docs-agent://docs/file.md#anchor). Needs the ask role.",
+    summary = "The MCP server over streamable HTTP (stateless, JSON responses): tools search_docs, read_section and ask; the docs' sections as resources (docs-agent://docs/file.md#anchor). Needs the ask role. ?collection=NAME picks the collection its tools read.",
+    params(super::pick::Pick),
     request_body(content = Object, description = "A JSON-RPC 2.0 message of the Model Context Protocol"),
     responses(
         (status = 200, description = "the JSON-RPC response", body = Object),
         (status = 202, description = "a notification, accepted"),
         (status = 403, description = "missing role (forbidden)", body = super::error::ErrorBody),
+        (status = 404, description = "no_collection: no collection by that name that the caller reads", body = super::error::ErrorBody),
     )
 )]
 pub async fn handle(
@@ -48,7 +50,16 @@ pub async fn handle(
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(state.config.serve.max_body_bytes)
         .disable_allowed_hosts();
-    let front = Arc::new(Front::Serve(state.service.clone()));
+    // The collection its tools read: `?collection=NAME`, else the first the caller reads.
+    let pick = match axum::extract::Query::<super::pick::Pick>::try_from_uri(request.uri()) {
+        Ok(axum::extract::Query(pick)) => pick,
+        Err(e) => return ApiError::bad_request(format!("{e}; use /mcp?collection=NAME")).into_response(),
+    };
+    let which = match state.collections.chosen(&principal, pick.collection.as_deref()) {
+        Ok(which) => which,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let front = Arc::new(Front::Serve(state.service.clone(), which));
     let service = StreamableHttpService::new(
         move || Ok(DocsServer::new(front.clone())),
         Arc::new(LocalSessionManager::default()),

@@ -21,7 +21,9 @@ pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
+
 pub mod page;
+pub mod pick;
 pub mod requests;
 pub mod sessions;
 pub mod sources;
@@ -94,7 +96,7 @@ impl AppState {
         let serve = &service.config.serve;
         AppState {
             tokens: auth::Tokens::new(&serve.tokens),
-            sign_in: auth::SignInSetup::new(serve),
+            sign_in: auth::SignInSetup::new(serve, &service.config.collections),
             rate: limits::RateLimiter::new(serve.rate_per_minute),
             readiness_error: Mutex::new(String::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
@@ -220,13 +222,20 @@ pub async fn serve(
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     // Watching before the address is told, so no change a client makes after it is missed.
     // Dropped when serving ends, which stops the updater.
-    let _fresh = fresh::start(state.service.clone());
+    let _fresh: Vec<_> =
+        (0..state.collections.all().len()).filter_map(|which| fresh::start(state.service.clone(), which)).collect();
     // With other replicas on the same log: their appends and cancels reach this one, and a
     // turn a dead replica left is taken over here. Stopped when serving ends.
     let _replicas = replicas::start(&state.service);
     // Pending writes expire on time: the whole log is looked at once, then each at its TTL.
     let expiring = expiry::start(&state.service);
-    tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display());
+    match state.config.collections.is_empty() {
+        true => tracing::info!("serving on http://{address} (workspace {})", state.config.workspace.display()),
+        false => tracing::info!(
+            "serving on http://{address} (collections {})",
+            state.collections.all().iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    }
     // A git source's branch: looked at now, every `every`, and when its webhook is called.
     // Stopped when serving ends.
     let _syncing = crate::service::sources::start(&state.service);

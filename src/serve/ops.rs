@@ -39,14 +39,17 @@ pub async fn healthz() -> Response {
 pub struct Ready {
     /// `ready`.
     status: &'static str,
-    /// Sections indexed.
+    /// Sections indexed (in all collections).
     sections: usize,
-    /// Files indexed.
+    /// Files indexed (in all collections).
     files: usize,
     /// The configured model, as its server names it.
     model: String,
-    /// The index generation searched now.
+    /// The index generation searched now (of the first collection).
     index: ReadyIndex,
+    /// Each collection's index: for an admin's token only, with `[[collections]]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    collections: Option<Vec<ReadyCollection>>,
     /// The kernel sandbox's state: for an admin's token only.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -55,6 +58,20 @@ pub struct Ready {
     /// token only, when there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     sources: Option<Vec<ReadySource>>,
+}
+
+/// A collection as `/readyz` reports it to an admin.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReadyCollection {
+    /// Its name.
+    name: String,
+    /// Sections and files indexed.
+    sections: usize,
+    files: usize,
+    /// The index generation searched now.
+    generation: i64,
+    /// The commit its docs come from, for a git source.
+    revision: Option<String>,
 }
 
 /// A git source as `/readyz` reports it to an admin.
@@ -100,7 +117,6 @@ pub struct ReadyIndex {
 )]
 pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let admin = super::auth::principal(&state, &headers).is_some_and(|p| p.roles.contains(&Role::Admin));
-    let index = state.harness.index.current();
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
@@ -108,7 +124,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     match model.ready().await {
         Ok(()) => {
             state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            ready_body(&state, &index, &model.name(), admin)
+            ready_body(&state, &model.name(), admin)
         }
         Err(e) => {
             // /readyz answers anyone: the detail (the model server's address, its error) goes to
@@ -126,22 +142,36 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
 }
 
 /// The body of a ready `/readyz`; `admin` adds the sandbox's state.
-fn ready_body(state: &AppState, index: &crate::index::Index, model: &str, admin: bool) -> Response {
+fn ready_body(state: &AppState, model: &str, admin: bool) -> Response {
+    let all = state.collections.all();
+    let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
+    let first = &indexes[0];
+    let statuses: Vec<_> = all.iter().flat_map(|c| c.sources.statuses()).collect();
     let body = Ready {
         status: "ready",
-        sections: index.stats.sections,
-        files: index.stats.files,
+        sections: indexes.iter().map(|i| i.stats.sections).sum(),
+        files: indexes.iter().map(|i| i.stats.files).sum(),
         model: model.to_string(),
         index: ReadyIndex {
-            generation: index.version.generation,
-            updated_at_ms: index.version.updated_at_ms,
-            watching: state.index_status.counts().watching,
+            generation: first.version.generation,
+            updated_at_ms: first.version.updated_at_ms,
+            watching: all[0].index_status.counts().watching,
         },
+        collections: (admin && !state.config.collections.is_empty()).then(|| {
+            all.iter()
+                .zip(&indexes)
+                .map(|(c, index)| ReadyCollection {
+                    name: c.name.clone(),
+                    sections: index.stats.sections,
+                    files: index.stats.files,
+                    generation: index.version.generation,
+                    revision: index.revision(),
+                })
+                .collect()
+        }),
         sandbox: admin.then(|| state.sandbox.to_json()),
-        sources: (admin && !state.sources.is_empty()).then(|| {
-            state
-                .sources
-                .statuses()
+        sources: (admin && !statuses.is_empty()).then(|| {
+            statuses
                 .into_iter()
                 .map(|(name, s)| ReadySource {
                     name,
@@ -172,7 +202,10 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
         return e.into_response();
     }
     let mut text = state.metrics.render();
-    text.push_str(&state.index_status.render(&state.harness.index.current()));
+    let all = state.collections.all();
+    let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
+    let each: Vec<_> = all.iter().zip(&indexes).map(|(c, i)| (c.name.as_str(), &c.index_status, &**i)).collect();
+    text.push_str(&crate::service::fresh::Status::render_all(&each, !state.config.collections.is_empty()));
     // Labels are route patterns and closed sets today; the guard holds whatever they become.
     let text = crate::guard::scrub(&text).into_owned();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()

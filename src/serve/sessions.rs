@@ -33,6 +33,8 @@ pub struct Created {
     id: String,
     /// The model it is pinned to.
     model: String,
+    /// The collection it reads, for all its turns.
+    collection: String,
     /// `idle`.
     status: &'static str,
 }
@@ -41,19 +43,27 @@ pub struct Created {
 #[utoipa::path(
     post,
     path = "/v1/sessions",
-    summary = "A new durable session, owned by the caller",
+    summary = "A new durable session, owned by the caller, reading one collection (?collection=NAME)",
+    params(super::pick::Pick),
     responses(
         (status = 201, description = "created", body = Created),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "no_collection: no collection by that name that the caller reads", body = ErrorBody),
         (status = 429, description = "too_many_starts: more than serve.sessions_per_minute starts by this principal; too_many_open_sessions: this principal holds serve.max_sessions_per_principal open sessions (close one with DELETE, or wait serve.session_idle_secs); rate_limited", body = ErrorBody,
          headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
         (status = 503, description = "too_many_sessions: serve.max_open_sessions are open; or overloaded", body = ErrorBody,
          headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
     )
 )]
-pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Extension<Principal>) -> Response {
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    Extension(principal): Extension<Principal>,
+    pick: Result<Query<super::pick::Pick>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let result = crate::runtime::blocking(|| {
         principal.require(Role::Ask).map_err(ApiError::from)?;
+        let Query(pick) = pick.map_err(|e| ApiError::bad_request(format!("{e}; use ?collection=NAME")))?;
+        let (_, collection) = pick.chosen(&state, &principal)?;
         let serve = &state.config.serve;
         let mut log = state.log()?;
         let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
@@ -83,8 +93,10 @@ pub async fn create(State(state): State<Arc<AppState>>, Extension(principal): Ex
         state.shares.start(&principal.name)?;
         let id = crate::session::new_id()?;
         let model = state.config.llm.model.clone();
-        log.append(&id, crate::session::started(&state.config, &model, Some(&principal.name)))?;
-        Ok(Created { id, model, status: "idle" })
+        let started =
+            crate::session::started(&collection.config, &model, Some(&principal.name), Some(&collection.name));
+        log.append(&id, started)?;
+        Ok(Created { id, model, collection: collection.name.clone(), status: "idle" })
     });
     respond(result, StatusCode::CREATED)
 }
@@ -397,9 +409,15 @@ pub async fn events(
     headers: axum::http::HeaderMap,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    if let Err(e) = crate::service::expiry::owned_now(&state.service, &id, &principal).await {
-        return e.into_response();
-    }
+    let collection = match crate::service::expiry::owned_now(&state.service, &id, &principal).await {
+        Ok(events) => crate::session::state::collection(&events).map(str::to_string),
+        Err(e) => return e.into_response(),
+    };
+    // The session's collection decides how its answers' citations are shown.
+    let collection = match state.collections.of_session(collection.as_deref()) {
+        Ok(which) => which,
+        Err(e) => return e.into_response(),
+    };
     let after = match query {
         Ok(Query(query)) => query.after,
         Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),
@@ -423,11 +441,11 @@ pub async fn events(
             return ApiError::overloaded("too many streams follow sessions; try again shortly", 5).into_response();
         };
         let revoked = super::auth::revoked(&state, &credential);
-        return stream::follow(state, id, cursor, (slot, share), revoked).into_response();
+        return stream::follow(state, id, collection, cursor, (slot, share), revoked).into_response();
     }
     let result = crate::runtime::blocking(|| {
         let all = owned(&state.log()?, &id, &principal)?;
-        let view = stream::View::of(&state);
+        let view = stream::View::of(&state, state.collections.get(collection));
         let events: Vec<_> =
             all.iter().filter(|s| s.seq > after).take(MAX_EVENTS).map(|s| stream::outward(s, &view, &all)).collect();
         Ok(Events { session_id: id.clone(), events })

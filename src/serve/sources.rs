@@ -31,7 +31,8 @@ pub struct Queued {
 /// a token, for the signature.
 pub fn is_webhook(state: &AppState, path: &str) -> bool {
     let name = path.strip_prefix("/v1/sources/").and_then(|rest| rest.strip_suffix("/sync"));
-    name.and_then(|name| state.sources.source(name)).is_some_and(|s| s.webhook_secret().is_some())
+    let Some(name) = name else { return false };
+    state.collections.all().iter().filter_map(|c| c.sources.source(name)).any(|s| s.webhook_secret().is_some())
 }
 
 /// True when the request carries the secret: GitHub's signature of the body, or GitLab's token.
@@ -86,7 +87,12 @@ pub async fn sync(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(secret) = state.sources.source(&name).and_then(|s| s.webhook_secret()) else {
+    // The collection whose source it is (each source feeds one).
+    let sources = state.collections.all().iter().map(|c| &c.sources).find(|s| s.source(&name).is_some());
+    let Some(sources) = sources else {
+        return ApiError::not_found("source with a webhook secret").into_response();
+    };
+    let Some(secret) = sources.source(&name).and_then(|s| s.webhook_secret()) else {
         return ApiError::not_found("source with a webhook secret").into_response();
     };
     if !signed(secret, &headers, &body) {
@@ -97,7 +103,7 @@ pub async fn sync(
         )
         .into_response();
     }
-    match state.sources.wake(&name) {
+    match sources.wake(&name) {
         Ok(()) => (StatusCode::ACCEPTED, axum::Json(Queued { source: name, sync: "queued" })).into_response(),
         Err(WakeRefused::Unknown | WakeRefused::NoSecret) => {
             ApiError::not_found("source with a webhook secret").into_response()

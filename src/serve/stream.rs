@@ -100,12 +100,13 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// The view of events served by `state`.
-    pub fn of(state: &'a AppState) -> View<'a> {
+    /// The view of events of a session of `collection`, served by `state`.
+    pub fn of(state: &'a AppState, collection: &'a crate::service::collections::Collection) -> View<'a> {
+        let harness = &collection.harness;
         View {
             hosts: &state.config.allowed_link_hosts,
-            site: state.harness.site.as_ref().map(|site| (site, &state.harness.workspace)),
-            hooks: Some(&state.harness.hooks),
+            site: harness.site.as_ref().map(|site| (site, &harness.workspace)),
+            hooks: Some(&harness.hooks),
         }
     }
 }
@@ -137,12 +138,15 @@ pub fn outward(
         // A correction may quote the model's own text back.
         Event::Correction { kind, text } => Event::Correction { kind: *kind, text: neutral(text) },
         // The server's folders are not a client's business: the workspace goes by its name.
-        Event::SessionStarted { model, workspace, config_fingerprint, principal } => Event::SessionStarted {
-            model: model.clone(),
-            workspace: folder_name(workspace),
-            config_fingerprint: config_fingerprint.clone(),
-            principal: principal.clone(),
-        },
+        Event::SessionStarted { model, workspace, config_fingerprint, principal, collection } => {
+            Event::SessionStarted {
+                model: model.clone(),
+                workspace: folder_name(workspace),
+                config_fingerprint: config_fingerprint.clone(),
+                principal: principal.clone(),
+                collection: collection.clone(),
+            }
+        }
         other => other.clone(),
     };
     // An answer also comes as safe nodes, for the page to build from (never as HTML).
@@ -187,11 +191,12 @@ pub fn check_cursor(cursor: u64) -> Result<u64, String> {
     }
 }
 
-/// Follows session `id`'s log after `cursor`: every event as it is committed, until the client
-/// goes away or its token is `revoked`.
+/// Follows session `id`'s log (a session of `collection`) after `cursor`: every event as it is
+/// committed, until the client goes away or its token is `revoked`.
 pub fn follow(
     state: Arc<AppState>,
     id: String,
+    collection: crate::service::collections::Which,
     cursor: u64,
     slot: (tokio::sync::OwnedSemaphorePermit, crate::service::shares::Held),
     revoked: impl Future<Output = ()> + Send + 'static,
@@ -226,7 +231,7 @@ pub fn follow(
                                 return Some((Ok(error), (state, id, u64::MAX, changes, ready)));
                             }
                         };
-                        let view = View::of(&state);
+                        let view = View::of(&state, state.collections.get(collection));
                         let send = || {
                             for stored in events.into_iter().take(BATCH) {
                                 cursor = stored.seq;

@@ -35,12 +35,12 @@ pub struct Cached {
     topics: Arc<Vec<Suggestion>>,
 }
 
-/// The suggestions last worked out, and a lock held while they are worked out again, so that
+/// The suggestions last worked out for each collection, and a lock held while they are worked out again, so that
 /// requests arriving as they go stale wait for one reading of the log instead of each making
 /// their own.
 #[derive(Default)]
 pub struct SuggestionCache {
-    cached: std::sync::Mutex<Option<Cached>>,
+    cached: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
     working: std::sync::Mutex<()>,
 }
 
@@ -52,6 +52,8 @@ pub struct SuggestQuery {
     /// How many (default 4, at most 12).
     #[param(minimum = 1, maximum = 12, default = 4)]
     limit: Option<usize>,
+    /// The collection (see `POST /v1/ask`): its topics, and questions asked in it.
+    collection: Option<String>,
 }
 
 /// What `GET /v1/suggestions` answers.
@@ -71,6 +73,7 @@ pub struct Suggestions {
         (status = 200, description = "the suggestions", body = Suggestions),
         (status = 400, description = "limit out of range, or an unknown parameter (bad_request)", body = ErrorBody),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
+        (status = 404, description = "no_collection: no collection by that name that the caller reads", body = ErrorBody),
     )
 )]
 pub async fn suggestions(
@@ -86,7 +89,8 @@ pub async fn suggestions(
         if !(1..=MOST).contains(&limit) {
             return Err(ApiError::bad_request(format!("limit must be 1 to {MOST}, got {limit}")));
         }
-        let (popular, topics) = current(&state)?;
+        let (_, collection) = super::pick::Pick { collection: query.collection.clone() }.chosen(&state, &principal)?;
+        let (popular, topics) = current(&state, collection)?;
         let asked_by = state.config.serve.suggest_asked_by;
         let mut list = suggest::asked(&popular, &principal.name, asked_by, limit);
         list.extend(topics.iter().take(limit.saturating_sub(list.len())).cloned());
@@ -97,16 +101,16 @@ pub async fn suggestions(
 
 type Lists = (Arc<Vec<suggest::Popular>>, Arc<Vec<Suggestion>>);
 
-/// The popular questions and the topics, worked out again when older than [`FRESH`] or the
-/// index changed.
-fn current(state: &AppState) -> Result<Lists, ApiError> {
-    let index = state.harness.index.current();
+/// The popular questions and the topics of `collection`, worked out again when older than
+/// [`FRESH`] or its index changed. Questions asked in another collection are never counted.
+fn current(state: &AppState, collection: &crate::service::collections::Collection) -> Result<Lists, ApiError> {
+    let index = collection.harness.index.current();
     let generation = index.version.generation;
     let cache = &state.suggestions;
     let fresh = || {
         let cached = cache.cached.lock().unwrap_or_else(|e| e.into_inner());
         cached
-            .as_ref()
+            .get(&collection.name)
             .filter(|c| c.generation == generation && c.at.elapsed() < FRESH)
             .map(|c| (c.popular.clone(), c.topics.clone()))
     };
@@ -117,11 +121,11 @@ fn current(state: &AppState) -> Result<Lists, ApiError> {
     if let Some(lists) = fresh() {
         return Ok(lists); // another request worked them out meanwhile
     }
-    let hooks = &state.harness.hooks;
+    let hooks = &collection.harness.hooks;
     // As every reading route shows text: scrubbed, then the operator's redaction; whatever
     // either would change is left out rather than shown cut.
     let clean = |text: &str| hooks.redacted(&crate::guard::scrub(text)) == text;
-    let mut popular = suggest::popular(&state.log()?, DAYS, state.config.serve.suggest_asked_by)?;
+    let mut popular = suggest::popular(&state.log()?, DAYS, state.config.serve.suggest_asked_by, &collection.name)?;
     popular.retain(|p| p.words().all(clean));
     // Sections a read_file rule keeps from being read, or whose names the rules redact, are
     // not offered (as MCP's list of resources), nor one whose heading they would change.
@@ -129,7 +133,9 @@ fn current(state: &AppState) -> Result<Lists, ApiError> {
     let sections = index.all_sections(&|_| true).map_err(|e| ApiError::internal(e.to_string()))?;
     let topics = suggest::topics(&sections, MOST, &readable);
     let lists = (Arc::new(popular), Arc::new(topics));
-    *cache.cached.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some(Cached { at: Instant::now(), generation, popular: lists.0.clone(), topics: lists.1.clone() });
+    cache.cached.lock().unwrap_or_else(|e| e.into_inner()).insert(
+        collection.name.clone(),
+        Cached { at: Instant::now(), generation, popular: lists.0.clone(), topics: lists.1.clone() },
+    );
     Ok(lists)
 }

@@ -47,20 +47,23 @@ pub fn count_usage(state: &Service, run: &crate::agent::Run, principal: &str) ->
 
 /// Answers `question` in an ephemeral session with the configured model; while the breaker is
 /// open, or when the model fails, with the retrieval-only model instead (`true`: degraded).
-/// `also` hears what happens, as the metrics do (the MCP server's progress).
+/// `also` hears what happens, as the metrics do (the MCP server's progress). It is answered
+/// from `collection`'s docs alone.
 pub async fn answer(
     state: &Service,
     principal: &str,
+    collection: super::collections::Which,
     question: &str,
     also: Option<crate::session::progress::Observer<'_>>,
 ) -> Result<(crate::agent::Run, bool), Refused> {
-    answer_after(state, principal, &[], question, also).await
+    answer_after(state, principal, collection, &[], question, also).await
 }
 
 /// [`answer`], after the `earlier` exchanges of a conversation the client keeps.
 pub async fn answer_after(
     state: &Service,
     principal: &str,
+    collection: super::collections::Which,
     earlier: &[crate::agent::Exchange],
     question: &str,
     mut also: Option<crate::session::progress::Observer<'_>>,
@@ -80,16 +83,14 @@ pub async fn answer_after(
     };
     // A request that times out drops this future mid-call: the model counts as failed then.
     let mut pending = ModelCall { state, model: &model, done: false, started: std::time::Instant::now() };
-    let mut result = state
-        .harness
-        .ask_after(&state.config, &model, Approver::NotInOneShot, earlier, question, Some(&mut count))
-        .await;
+    let harness = &state.collections.get(collection).harness;
+    let mut result =
+        harness.ask_after(&state.config, &model, Approver::NotInOneShot, earlier, question, Some(&mut count)).await;
     pending.done = true;
     state.model_result(&model, !matches!(result, Err(AskError::Model(_))));
     if matches!(result, Err(AskError::Model(_))) {
         let fallback = state.model(super::FALLBACK_MODEL)?;
-        result = state
-            .harness
+        result = harness
             .ask_after(&state.config, &fallback, Approver::NotInOneShot, earlier, question, Some(&mut count))
             .await;
         degraded = true;

@@ -54,37 +54,52 @@ impl Status {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The index's lines for `/metrics`: the generation `index` holds, when it was made, its
-    /// size, and the updates so far.
-    pub fn render(&self, index: &crate::index::Index) -> String {
-        let c = self.counts();
-        let mut out = String::new();
-        let gauges = [
-            ("docs_agent_index_generation", "The index generation searched now.", index.version.generation as f64),
+    /// The index's gauges and update counters of each collection (its name, status and the
+    /// generation it searches), in the Prometheus text format; with `labelled` (a service of
+    /// `[[collections]]`) each sample carries `collection="NAME"`.
+    pub fn render_all(collections: &[(&str, &Status, &crate::index::Index)], labelled: bool) -> String {
+        type Gauge = (&'static str, &'static str, fn(&Counts, &crate::index::Index) -> f64);
+        let gauges: [Gauge; 6] = [
+            ("docs_agent_index_generation", "The index generation searched now.", |_, i| i.version.generation as f64),
             (
                 "docs_agent_index_updated_timestamp_seconds",
                 "When that generation's update committed (Unix time).",
-                index.version.updated_at_ms as f64 / 1000.0,
+                |_, i| i.version.updated_at_ms as f64 / 1000.0,
             ),
-            ("docs_agent_index_files", "Documents in the generation searched now.", index.stats.files as f64),
-            ("docs_agent_index_sections", "Sections in the generation searched now.", index.stats.sections as f64),
+            ("docs_agent_index_files", "Documents in the generation searched now.", |_, i| i.stats.files as f64),
+            ("docs_agent_index_sections", "Sections in the generation searched now.", |_, i| i.stats.sections as f64),
             (
                 "docs_agent_index_watching",
                 "1 when docs/ is watched for events, 0 when only rescans find changes.",
-                f64::from(u8::from(c.watching)),
+                |c, _| f64::from(u8::from(c.watching)),
             ),
             (
                 "docs_agent_index_held_documents",
                 "Documents left as they were by the last update, being written.",
-                c.held as f64,
+                |c, _| c.held as f64,
             ),
         ];
-        for (name, help, value) in gauges {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"));
+        let counted: Vec<_> =
+            collections.iter().map(|(name, status, index)| (*name, status.counts(), *index)).collect();
+        let label = |name: &str, more: &str| match (labelled, more.is_empty()) {
+            (false, true) => String::new(),
+            (false, false) => format!("{{{more}}}"),
+            (true, true) => format!("{{collection=\"{name}\"}}"),
+            (true, false) => format!("{{collection=\"{name}\",{more}}}"),
+        };
+        let mut out = String::new();
+        for (metric, help, value) in gauges {
+            out.push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
+            for (name, counts, index) in &counted {
+                out.push_str(&format!("{metric}{} {}\n", label(name, ""), value(counts, index)));
+            }
         }
         out.push_str("# HELP docs_agent_index_updates_total Index updates by result.\n# TYPE docs_agent_index_updates_total counter\n");
-        for (result, n) in [("replaced", c.replaced), ("unchanged", c.unchanged), ("failed", c.failed)] {
-            out.push_str(&format!("docs_agent_index_updates_total{{result=\"{result}\"}} {n}\n"));
+        for (name, c, _) in &counted {
+            for (result, n) in [("replaced", c.replaced), ("unchanged", c.unchanged), ("failed", c.failed)] {
+                let labels = label(name, &format!("result=\"{result}\""));
+                out.push_str(&format!("docs_agent_index_updates_total{labels} {n}\n"));
+            }
         }
         out
     }
@@ -118,15 +133,19 @@ impl Drop for Freshness {
     }
 }
 
-/// Starts keeping `state`'s index fresh: a watcher on `docs/` (unless `index.watch` is off or
-/// the filesystem refuses) and a thread that updates the index. Problems are said on stderr;
-/// the server goes on with rescans, or with the index it has.
-pub fn start(state: Arc<Service>) -> Option<Freshness> {
-    let index = &state.config.index;
-    let Some(docs) = docs_folder(&state.config.docs_path()) else {
+/// Starts keeping the index of `state`'s collection `which` fresh: a watcher on its `docs/`
+/// (unless `index.watch` is off or the filesystem refuses) and a thread that updates the
+/// index. Problems are said on stderr; the server goes on with rescans, or with the index it
+/// has.
+pub fn start(state: Arc<Service>, which: usize) -> Option<Freshness> {
+    let collection = state.collections.get(which);
+    let config = &collection.config;
+    let index = &config.index;
+    let Some(docs) = docs_folder(&config.docs_path()) else {
         tracing::warn!(
-            "{} is not a folder; create it and restart to have docs indexed",
-            state.config.docs_path().display()
+            "{} is not a folder; create it and restart to have the docs of collection {} indexed",
+            config.docs_path().display(),
+            collection.name
         );
         return None;
     };
@@ -136,11 +155,12 @@ pub fn start(state: Arc<Service>) -> Option<Freshness> {
     let (wake, woken) = mpsc::channel();
     // A git source's trees never change once checked out: a new commit is a new tree, which
     // its sync switches to (`service::sources`); nothing to watch.
-    let sourced = !state.config.sources.is_empty();
+    let sourced = !config.sources.is_empty();
     let watcher = if index.watch && !sourced { watch(&docs, wake.clone()) } else { None };
-    state.index_status.with(|c| c.watching = watcher.is_some());
+    collection.index_status.with(|c| c.watching = watcher.is_some());
     let updater = Updater {
         state: state.clone(),
+        which,
         docs,
         writing: HashMap::new(),
         watching: watcher.is_some(),
@@ -211,6 +231,8 @@ fn meaning(event: &Event) -> Meaning {
 /// The thread that keeps the index fresh.
 struct Updater {
     state: Arc<Service>,
+    /// The collection whose index it keeps.
+    which: usize,
     /// `docs/`, resolved.
     docs: PathBuf,
     /// Documents being written (`docs/…`), with when they were last modified.
@@ -227,7 +249,7 @@ impl Updater {
     /// Updates once at start (changes made before the watch began), then whenever events or
     /// the rescan say so, until told to stop.
     fn run(mut self, woken: mpsc::Receiver<Wake>) {
-        let rescan = Duration::from_secs(self.state.config.index.rescan_secs);
+        let rescan = Duration::from_secs(self.state.collections.get(self.which).config.index.rescan_secs);
         let mut due = Some(Instant::now());
         let mut next_rescan = (!rescan.is_zero()).then(|| Instant::now() + rescan);
         loop {
@@ -291,10 +313,12 @@ impl Updater {
     fn replaced_folder(&self) -> bool {
         use cap_std::fs::MetadataExt as _;
         use std::os::unix::fs::MetadataExt as _;
-        if !self.state.config.sources.is_empty() {
+        if !self.state.collections.get(self.which).config.sources.is_empty() {
             return false;
         }
-        let Some(opened) = self.state.harness.workspace.docs().and_then(|d| d.dir_metadata().ok()) else {
+        let Some(opened) =
+            self.state.collections.get(self.which).harness.workspace.docs().and_then(|d| d.dir_metadata().ok())
+        else {
             return false;
         };
         std::fs::metadata(&self.docs).is_ok_and(|now| (now.dev(), now.ino()) != (opened.dev(), opened.ino()))
@@ -323,10 +347,12 @@ impl Updater {
             let age = now_ns.saturating_sub(listed.mtime_ns);
             writing.contains_key(&listed.path) || (by_time && (0..settle_ns).contains(&age))
         };
-        let max = self.state.config.index.max_file_bytes;
-        let status = &self.state.index_status;
+        let state = self.state.clone();
+        let collection = state.collections.get(self.which);
+        let max = collection.config.index.max_file_bytes;
+        let status = &collection.index_status;
         let started = Instant::now();
-        let outcome = self.state.harness.refresh_index(max, &held);
+        let outcome = collection.harness.refresh_index(max, &held);
         self.started = true;
         match outcome {
             Ok(refreshed) => {

@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod breaker;
+pub mod collections;
 pub mod expiry;
 pub mod fresh;
 pub mod limits;
@@ -62,6 +63,9 @@ pub enum Refused {
         /// Seconds after which to try again.
         retry_after: u64,
     },
+    /// No collection by that name that the principal reads (404, as one that does not exist).
+    #[error("{0}")]
+    NoCollection(String),
     /// The principal lacks the role this needs.
     #[error("{0}")]
     Forbidden(String),
@@ -147,8 +151,9 @@ impl Conflict {
 pub struct Service {
     /// The configuration, read once at start.
     pub config: Config,
-    /// Workspace, index, skills, prompt.
-    pub harness: Harness,
+    /// The collections served, each with its harness (workspace, index, skills, prompt), its
+    /// index's freshness and its git source.
+    pub collections: collections::Collections,
     /// What one principal may hold at once: turns, followers, session starts.
     pub shares: shares::Shares,
     /// Counters for `/metrics`.
@@ -172,18 +177,22 @@ pub struct Service {
     pub readers: readers::Readers,
     /// The pending writes this replica expires on time.
     pub expiry: waiting::Schedule,
-    /// How the index is kept fresh (`fresh`): updates, failures, documents held back.
-    pub index_status: fresh::Status,
-    /// The git sources kept in sync (`[[sources]]`), and what their syncs did.
-    pub sources: sources::Sources,
     /// Set when the service stops: followers end, timers stop.
     stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Service {
-    /// The core for `harness`, keeping its sessions in `store` (the config's `serve` section
-    /// sets the shares, the breaker and the turns that run at once).
+    /// The core for `harness`, the one collection of `config` (which has no
+    /// `[[collections]]`), keeping its sessions in `store` (the config's `serve` section sets
+    /// the shares, the breaker and the turns that run at once).
     pub fn new(config: Config, harness: Harness, store: Store) -> Service {
+        let name = config.collection_names().swap_remove(0);
+        let one = collections::Collection::new(&name, config.clone(), harness);
+        Service::of(config, collections::Collections::new(vec![one]), store)
+    }
+
+    /// The core for `collections`, each opened from its own configuration.
+    pub fn of(config: Config, collections: collections::Collections, store: Store) -> Service {
         let serve = &config.serve;
         Service {
             shares: shares::Shares::new(serve),
@@ -197,10 +206,8 @@ impl Service {
             watchers: Arc::new(watchers::Watchers::default()),
             readers: readers::Readers::default(),
             expiry: waiting::Schedule::default(),
-            index_status: fresh::Status::default(),
-            sources: sources::Sources::of(&config),
             stopping: tokio::sync::watch::channel(false).0,
-            harness,
+            collections,
             config,
         }
     }

@@ -6,10 +6,15 @@ use crate::service::Principal;
 use crate::session::state;
 use crate::session::store::{Log, Stored};
 
-/// The events of session `id` if `principal` owns it; 404 otherwise (also for a bad id).
+/// The events of session `id` if `principal` owns it and reads its collection; 404 otherwise
+/// (also for a bad id).
 pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, Refused> {
     let events = existing(log, id)?;
     if state::owner(&events) != Some(principal.name.as_str()) {
+        return Err(Refused::NotFound("session"));
+    }
+    // A session in a collection its owner no longer reads is not theirs to see either.
+    if !principal.reads(state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION)) {
         return Err(Refused::NotFound("session"));
     }
     Ok(events)

@@ -11,12 +11,21 @@ pub struct Principal {
     pub name: String,
     /// What they may do.
     pub roles: Vec<Role>,
+    /// The collections they read (`*`: all), when the configuration has `[[collections]]`
+    /// (without them, the one collection is everyone's and this is not looked at).
+    pub collections: Vec<String>,
 }
 
 impl Principal {
     /// True when the principal has `role`; an admin may do everything but approve.
     pub fn may(&self, role: Role) -> bool {
         self.roles.contains(&role) || self.roles.contains(&Role::Admin) && role != Role::Approve
+    }
+
+    /// True when the principal reads collection `name` (of a configuration with
+    /// `[[collections]]`).
+    pub fn reads(&self, name: &str) -> bool {
+        self.collections.iter().any(|c| c == crate::config::ALL_COLLECTIONS || c == name)
     }
 
     /// Refuses unless the principal has `role`.

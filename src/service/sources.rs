@@ -125,31 +125,35 @@ impl Sources {
     }
 }
 
-/// Starts a sync thread per source of `service` (none without sources).
+/// Starts a sync thread per source of each of `service`'s collections (none without sources).
 pub fn start(service: &Arc<super::Service>) -> Option<Syncing> {
-    if service.sources.is_empty() {
-        return None;
-    }
     let stopped = Arc::new(AtomicBool::new(false));
     let mut stops = Vec::new();
-    for index in 0..service.sources.entries.len() {
-        let (wake, woken) = mpsc::sync_channel(1);
-        let entry = &service.sources.entries[index];
-        *entry.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake.clone());
-        stops.push(wake);
-        let (service, stopped) = (service.clone(), stopped.clone());
-        let name = format!("sync-{}", entry.source.name);
-        let started = std::thread::Builder::new().name(name).spawn(move || run(&service, index, &woken, &stopped));
-        if let Err(e) = started {
-            tracing::warn!("cannot start the sync of source {} ({e}); it is synced after a restart", entry.source.name);
+    for (which, collection) in service.collections.all().iter().enumerate() {
+        for index in 0..collection.sources.entries.len() {
+            let (wake, woken) = mpsc::sync_channel(1);
+            let entry = &collection.sources.entries[index];
+            *entry.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake.clone());
+            stops.push(wake);
+            let (service, stopped) = (service.clone(), stopped.clone());
+            let name = format!("sync-{}", entry.source.name);
+            let started =
+                std::thread::Builder::new().name(name).spawn(move || run(&service, which, index, &woken, &stopped));
+            if let Err(e) = started {
+                tracing::warn!(
+                    "cannot start the sync of source {} ({e}); it is synced after a restart",
+                    entry.source.name
+                );
+            }
         }
     }
-    Some(Syncing { stops, stopped })
+    (!stops.is_empty()).then_some(Syncing { stops, stopped })
 }
 
 /// One source's loop: a sync at every look, woken early by the webhook, until stopped.
-fn run(service: &super::Service, index: usize, woken: &mpsc::Receiver<()>, stopped: &AtomicBool) {
-    let entry = &service.sources.entries[index];
+fn run(service: &super::Service, which: usize, index: usize, woken: &mpsc::Receiver<()>, stopped: &AtomicBool) {
+    let collection = service.collections.get(which);
+    let entry = &collection.sources.entries[index];
     let every = entry.source.every;
     // A first look at start: the branch may have moved while serve was down.
     let mut next = Some(Instant::now());
@@ -168,7 +172,7 @@ fn run(service: &super::Service, index: usize, woken: &mpsc::Receiver<()>, stopp
         {
             std::thread::sleep(gap);
         }
-        let ok = sync_once(service, entry, stopped);
+        let ok = sync_once(&collection.harness, collection.config.index.max_file_bytes, entry, stopped);
         last = Some(Instant::now());
         next = match (every, ok) {
             (Some(every), true) => Some(Instant::now() + every),
@@ -181,15 +185,14 @@ fn run(service: &super::Service, index: usize, woken: &mpsc::Receiver<()>, stopp
 /// One sync; true when it did not fail. Whether the tree served moves is decided against the
 /// commit this process serves, not the state file: another process (`docs-agent sources sync`)
 /// may have moved the state already.
-fn sync_once(service: &super::Service, entry: &Entry, stopped: &AtomicBool) -> bool {
+fn sync_once(harness: &crate::agent::Harness, max_file_bytes: u64, entry: &Entry, stopped: &AtomicBool) -> bool {
     let source = &entry.source;
     let started = Instant::now();
     let serving = entry.status.lock().unwrap_or_else(|p| p.into_inner()).commit.clone();
     let outcome = source.sync(stopped).map_err(|e| e.to_string()).and_then(|synced| {
         let moved = serving.as_deref() != Some(synced.commit.as_str());
         if moved {
-            let refreshed =
-                service.harness.switch_docs(&synced.docs, &synced.commit, service.config.index.max_file_bytes)?;
+            let refreshed = harness.switch_docs(&synced.docs, &synced.commit, max_file_bytes)?;
             source.hold(&synced.commit);
             tracing::info!(
                 "source {}: serving {} ({} documents added, {} changed, {} removed; {} ms)",

@@ -151,6 +151,8 @@ struct Ready {
     before: u64,
     /// The session's owner (its principal), for the metrics.
     owner: String,
+    /// The collection the session reads.
+    collection: super::collections::Which,
     /// The turn's slot, held for the turn.
     _slot: tokio::sync::OwnedSemaphorePermit,
     /// The owner's share of turns, held for the turn.
@@ -184,6 +186,11 @@ fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refuse
     if state::closed(&events) {
         return fail(start, closed(id));
     }
+    let collection = match state.collections.of_session(state::collection(&events)) {
+        Ok(which) => which,
+        Err(e) => return fail(start, e),
+    };
+    let harness = &state.collections.get(collection).harness;
     // The owner's share of turns, held for the turn: one user's turns cannot take every slot.
     let owner = state::owner(&events).unwrap_or_default().to_string();
     let share = match state.shares.turn(&owner) {
@@ -223,7 +230,7 @@ fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refuse
         }
         Start::Continue => {}
         Start::Expire { reply } => {
-            let deps = state.harness.deps(&state.config);
+            let deps = harness.deps(&state.config);
             match deps.turn(&model, &mut log, id).expire_due() {
                 Ok(true) => {
                     state.metrics.approval("expired");
@@ -244,7 +251,7 @@ fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refuse
                 Verdict::Allow(_) => "granted",
                 Verdict::Deny(_) => "denied",
             };
-            let deps = state.harness.deps(&state.config);
+            let deps = harness.deps(&state.config);
             let recorded = deps.turn(&model, &mut log, id).record_verdict(Some(&call), verdict, &by);
             let answer = match recorded {
                 Ok(()) => {
@@ -266,7 +273,7 @@ fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refuse
             }
         }
     }
-    Ok(Ready { log, _lock: lock, model, degraded, before, owner, _slot: slot, _share: share })
+    Ok(Ready { log, _lock: lock, model, degraded, before, owner, collection, _slot: slot, _share: share })
 }
 
 /// Session `id` takes nothing more.
@@ -300,7 +307,7 @@ fn untold() -> Refused {
 }
 
 async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>) -> Result<Outcome, Refused> {
-    let Ready { mut log, _lock, model, degraded, before, owner, _slot, _share } =
+    let Ready { mut log, _lock, model, degraded, before, owner, collection, _slot, _share } =
         crate::runtime::blocking(|| prepare(&state, &id, start))?;
     let (canceller, mut cancel) = Cancel::pair();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), canceller);
@@ -308,7 +315,8 @@ async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>
         Listener { state: &state, live: live.as_ref(), text: StreamGuard::new(&state.config.allowed_link_hosts) };
     // A write waits for an approver (the turn's default), whatever APPROVE says in the
     // server's environment.
-    let deps = state.harness.deps(&state.config);
+    let harness = &state.collections.get(collection).harness;
+    let deps = harness.deps(&state.config);
     let end = deps.turn(&model, &mut log, &id).observed(&mut |event| listener.hear(event)).drive(&mut cancel).await;
     listener.finish_text();
     state.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -334,7 +342,7 @@ async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>
             outcome.answer_seq =
                 turn_events.iter().rev().find(|s| matches!(s.event, Event::Answer { .. })).map(|s| s.seq);
             outcome.citations = citations;
-            let hooks = &state.harness.hooks;
+            let hooks = &harness.hooks;
             let redact = |text: &str| hooks.redacted(text).into_owned();
             outcome.answer_nodes =
                 Some(crate::guard::markdown::render(&answer, &state.config.allowed_link_hosts, &redact));

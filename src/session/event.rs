@@ -161,6 +161,10 @@ pub enum Event {
         /// Who owns it, for sessions made over HTTP (none for the local CLI).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         principal: Option<String>,
+        /// The collection it reads (`serve`); none for the command line's and for sessions from
+        /// before collections.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        collection: Option<String>,
     },
     /// The session was closed (`DELETE /v1/sessions/{id}`): it takes no more messages, a write
     /// it waited on is no longer pending, and it no longer counts as open.
@@ -329,12 +333,15 @@ impl Event {
     pub fn scrubbed(self) -> Event {
         let s = |t: String| guard::scrub(&t).into_owned();
         match self {
-            Event::SessionStarted { model, workspace, config_fingerprint, principal } => Event::SessionStarted {
-                model: s(model),
-                workspace: s(workspace),
-                config_fingerprint,
-                principal: principal.map(s),
-            },
+            Event::SessionStarted { model, workspace, config_fingerprint, principal, collection } => {
+                Event::SessionStarted {
+                    model: s(model),
+                    workspace: s(workspace),
+                    config_fingerprint,
+                    principal: principal.map(s),
+                    collection,
+                }
+            }
             Event::UserMessage { text } => Event::UserMessage { text: s(text) },
             Event::AssistantMessage { text, tool_calls, usage, estimated, origin } => Event::AssistantMessage {
                 usage,

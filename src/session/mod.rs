@@ -101,13 +101,15 @@ impl std::fmt::Debug for Shown<'_> {
     }
 }
 
-/// The event a session pinned to `model` starts with (owned by `principal` over HTTP).
-pub fn started(config: &Config, model: &str, principal: Option<&str>) -> event::Event {
+/// The event a session pinned to `model` starts with (owned by `principal` and reading
+/// `collection` over HTTP).
+pub fn started(config: &Config, model: &str, principal: Option<&str>, collection: Option<&str>) -> event::Event {
     event::Event::SessionStarted {
         model: model.to_string(),
         workspace: workspace_of(config),
         config_fingerprint: fingerprint(config),
         principal: principal.map(str::to_string),
+        collection: collection.map(str::to_string),
     }
 }
 
@@ -119,6 +121,6 @@ pub fn workspace_of(config: &Config) -> String {
 /// Starts a session pinned to `model` and returns its id.
 pub fn start(log: &mut store::Log, config: &Config, model: &str) -> Result<String, store::LogError> {
     let id = new_id()?;
-    log.append(&id, started(config, model, None))?;
+    log.append(&id, started(config, model, None, None))?;
     Ok(id)
 }

@@ -238,6 +238,14 @@ pub fn owner(events: &[Stored]) -> Option<&str> {
     }
 }
 
+/// The collection the session reads (`serve`'s sessions), if one was recorded.
+pub fn collection(events: &[Stored]) -> Option<&str> {
+    match events.first().map(|s| &s.event) {
+        Some(Event::SessionStarted { collection, .. }) => collection.as_deref(),
+        _ => None,
+    }
+}
+
 /// The session's status, for listings and the API (written as `Status::as_str` says).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
 #[schema(as = SessionStatus, rename_all = "snake_case")]

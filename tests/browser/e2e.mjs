@@ -8,7 +8,8 @@
 // streams, followed again after a reload and stopped with Esc; a question asked before the list
 // of conversations has loaded; and the page at 375 px wide, in light and dark colours: the
 // answer first, the composer in the window, a source opened in view; the history searched, a
-// conversation renamed and deleted (kept in the log); and axe-core finds no
+// conversation renamed and deleted (kept in the log); with two collections, a conversation
+// reading the one picked and reopening in it; and axe-core finds no
 // serious or critical accessibility violation in those states.
 // Prints "N passed, M failed" and exits non-zero on any failure.
 import { spawn } from "node:child_process";
@@ -112,6 +113,29 @@ const servers = [];
 const SITE = "https://docs.acme.test/help/";
 const base = await serve("main", { LLM_MODEL: "scripted", DOCS_AGENT_SITE_URL: SITE, DOCS_AGENT_SITE_GENERATOR: "mkdocs" });
 const slowBase = await serve("slow", { LLM_MODEL: "slow", LLM_BASE_URL: "http://127.0.0.1:" + slowModel.address().port + "/v1" });
+// A serve of two collections ([[collections]]): billing (the sample) and hr (one page), read by
+// one token that reads both.
+const BOTH = "browser-both-collections-0123456789";
+const hr = path.join(dir, "hr");
+fs.mkdirSync(path.join(hr, "docs"), { recursive: true });
+fs.writeFileSync(path.join(hr, "docs/leave.md"), "# Leave\n\n## Holiday allowance\n\nEvery employee gets 31 holiday days a year.\n");
+fs.writeFileSync(path.join(dir, "collections.toml"), `
+state_dir = "${path.join(dir, "collections-state")}"
+[serve]
+listen = "127.0.0.1:0"
+[[serve.tokens]]
+principal = "pat"
+sha256 = "${sha(BOTH)}"
+roles = ["ask"]
+collections = ["*"]
+[[collections]]
+name = "billing"
+workspace = "${ws}"
+[[collections]]
+name = "hr"
+workspace = "${hr}"
+`);
+const collectionsBase = await serve("collections", { LLM_MODEL: "scripted", DOCS_AGENT_CONFIG: path.join(dir, "collections.toml") });
 
 // GETs `route` from the server as `token`'s holder, as JSON.
 async function api(token, route) {
@@ -498,6 +522,29 @@ try {
     assert(turn.sources > 0, "and answered from the docs: " + JSON.stringify(turn));
     assert(await page.locator("#suggestions").isHidden(), "the suggestions are gone");
     assert(await page.inputValue("#question") === "a draft of my own", "what was typed stays in the box");
+    await page.context().close();
+  });
+
+  await check("with several collections, a conversation reads the one picked, and reopens in it", async () => {
+    const page = await open(BOTH, {}, collectionsBase);
+    await page.waitForSelector("#collection-picker:not([hidden])", { timeout: 10000 });
+    const names = await page.$$eval("#collection option", (options) => options.map((o) => o.value));
+    assert(JSON.stringify(names) === JSON.stringify(["billing", "hr"]), "the picker lists both: " + names);
+    await page.selectOption("#collection", "hr");
+    await ask(page, "how many holiday days does an employee get");
+    const hrTurn = await lastTurn(page).textContent();
+    assert(hrTurn.includes("leave.md") && !hrTurn.includes("refunds.md"), "hr's docs answer: " + hrTurn);
+    await page.selectOption("#collection", "billing");
+    assert(await page.locator("#turns > li").count() === 0, "picking another collection starts a new conversation");
+    await ask(page, REFUND);
+    const billingTurn = await lastTurn(page).textContent();
+    assert(billingTurn.includes("refunds.md") && !billingTurn.includes("leave.md"), "billing's docs answer: " + billingTurn);
+    await shot(page, "collections");
+    // The hr conversation, listed with its collection and reopened from the list, says it reads hr.
+    const listed = page.locator("#sessions button.session", { hasText: "holiday" });
+    assert((await listed.textContent()).includes("· hr"), "the list names its collection: " + await listed.textContent());
+    await listed.click();
+    await page.waitForFunction(() => document.getElementById("collection").value === "hr", null, { timeout: 10000 });
     await page.context().close();
   });
 

@@ -1519,7 +1519,8 @@ async fn the_page_lists_sessions_and_opens_an_answers_sources_with_cited_lines()
     let (_, me) = call(&s, "GET", "/v1/me", Some(APPROVER), None).await;
     assert_eq!(
         me,
-        json!({"principal": "cy", "may": {"ask": true, "approve": true, "admin": false}, "signed_in_with": "token", "writes": true}),
+        json!({"principal": "cy", "may": {"ask": true, "approve": true, "admin": false}, "signed_in_with": "token", "writes": true,
+               "collections": [{"name": "default"}]}),
         "a token needs no CSRF token and never ends on its own"
     );
     let (_, me) = call(&s, "GET", "/v1/me", Some(ADMIN), None).await;

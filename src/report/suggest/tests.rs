@@ -16,6 +16,7 @@ fn session(principal: Option<&str>, questions: &[&str], unfound: &[&str]) -> Vec
             workspace: "w".into(),
             config_fingerprint: "f".into(),
             principal: principal.map(String::from),
+            collection: None,
         },
     )];
     for question in questions {
@@ -139,4 +140,28 @@ fn a_caller_sees_what_others_asked_in_shared_words() {
     assert_eq!(shown("ana", 3), [("how long is the refund window".to_string(), Some(3))]);
     assert!(shown("eve", 0).is_empty(), "0 suggests no one's questions");
     assert_eq!(shown("eve", 5), []);
+}
+
+/// A question asked in one collection is never offered in another: `popular` reads only the
+/// sessions of the collection it is asked for (a session from before collections reads
+/// `default`).
+#[test]
+fn popular_questions_stay_in_their_collection() {
+    use crate::session::store::{Location, Store};
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Store::open(&Location::File(dir.path().join("log.db"))).expect("log");
+    let mut log = store.log().expect("log");
+    for (n, who) in ["ana", "bo", "cy"].into_iter().enumerate() {
+        let mut events = session(Some(who), &["How long is the refund window?"], &[]);
+        if let Event::SessionStarted { collection, .. } = &mut events[0].event {
+            *collection = Some("hr".into());
+        }
+        for stored in events {
+            log.append(&format!("s-hr-{n}"), stored.event).expect("append");
+        }
+    }
+    let hr = super::popular(&log, 30, 2, "hr").expect("hr");
+    assert_eq!(hr.len(), 1, "three people asked it in hr");
+    assert!(super::popular(&log, 30, 2, "billing").expect("billing").is_empty(), "nobody asked it in billing");
+    assert!(super::popular(&log, 30, 2, "default").expect("default").is_empty());
 }

@@ -36,6 +36,10 @@ pub struct SignIn {
     pub name: String,
     /// What they may do, from their groups when they signed in.
     pub roles: Vec<Role>,
+    /// The collections they read, from their groups when they signed in (none in a cookie
+    /// made before: they sign in again to read any).
+    #[serde(default)]
+    pub collections: Vec<String>,
     /// When the sign-in ends, in seconds since the epoch.
     pub expires: u64,
     /// What a state-changing request must carry in `X-CSRF-Token`.
@@ -86,17 +90,20 @@ impl SignIns {
         }
     }
 
-    /// A new sign-in for `name` with `roles`, and the jar that sets its cookie.
+    /// A new sign-in for `name` with `roles` reading `collections`, and the jar that sets its
+    /// cookie.
     pub fn begin(
         &self,
         jar: PrivateCookieJar,
         name: String,
         roles: Vec<Role>,
+        collections: Vec<String>,
     ) -> Result<(SignIn, PrivateCookieJar), NoRandom> {
         let sign_in = SignIn {
             id: random_hex(16)?,
             name,
             roles,
+            collections,
             expires: now().saturating_add(self.hours.saturating_mul(3600)),
             csrf: random_hex(32)?,
         };
@@ -235,7 +242,7 @@ mod tests {
     fn a_sign_in_reads_back_only_with_the_key_and_only_until_signed_out() {
         let signs = sign_ins();
         let (sign_in, jar) =
-            signs.begin(signs.jar(&HeaderMap::new()), "ana@acme.test".into(), vec![Role::Ask]).unwrap();
+            signs.begin(signs.jar(&HeaderMap::new()), "ana@acme.test".into(), vec![Role::Ask], Vec::new()).unwrap();
         let headers = sent_back(jar);
         let cookie = headers.get(axum::http::header::COOKIE).unwrap().to_str().unwrap().to_string();
         assert!(!cookie.contains("ana"), "the cookie hides who it is: {cookie}");
@@ -262,7 +269,7 @@ mod tests {
     #[test]
     fn an_ended_sign_in_is_refused() {
         let signs = SignIns::new("a cookie secret that is long enough to use", false, 0);
-        let (_, jar) = signs.begin(signs.jar(&HeaderMap::new()), "ana".into(), vec![Role::Ask]).unwrap();
+        let (_, jar) = signs.begin(signs.jar(&HeaderMap::new()), "ana".into(), vec![Role::Ask], Vec::new()).unwrap();
         assert_eq!(signs.current(&sent_back(jar)), None, "a sign-in of 0 hours is over at once");
     }
 
@@ -281,8 +288,9 @@ mod tests {
     async fn a_stream_learns_its_sign_in_was_signed_out() {
         use futures_util::FutureExt;
         let signs = sign_ins();
-        let (sign_in, jar) = signs.begin(signs.jar(&HeaderMap::new()), "ana".into(), vec![Role::Ask]).unwrap();
-        let (other, _) = signs.begin(signs.jar(&HeaderMap::new()), "bo".into(), vec![Role::Ask]).unwrap();
+        let (sign_in, jar) =
+            signs.begin(signs.jar(&HeaderMap::new()), "ana".into(), vec![Role::Ask], Vec::new()).unwrap();
+        let (other, _) = signs.begin(signs.jar(&HeaderMap::new()), "bo".into(), vec![Role::Ask], Vec::new()).unwrap();
         let mut ended = Box::pin(signs.ended(&sign_in));
         assert!(ended.as_mut().now_or_never().is_none());
         let _ = signs.end(&other, signs.jar(&HeaderMap::new()));

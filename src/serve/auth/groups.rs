@@ -17,6 +17,16 @@ pub fn roles(map: &GroupRoles, groups: &[String]) -> Vec<Role> {
         .collect()
 }
 
+/// The collections `groups` read: each collection whose `groups` hold one of them (or `*`).
+pub fn collections(map: &[(String, Vec<String>)], groups: &[String]) -> Vec<String> {
+    map.iter()
+        .filter(|(_, mapped)| {
+            mapped.iter().map(|g| g.trim()).any(|g| g == EVERYONE || groups.iter().any(|have| have.trim() == g))
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// Why someone signed in has no role, for the page that tells them: their groups, and that an
 /// admin maps groups in `[serve.groups]`.
 pub fn no_role(name: &str, groups: &[String]) -> String {
@@ -50,5 +60,11 @@ mod tests {
         let everyone = GroupRoles { ask: vec!["*".into()], ..GroupRoles::default() };
         assert_eq!(roles(&everyone, &[]), vec![Role::Ask], "`*` is everyone who signs in");
         assert!(no_role("carol@acme.test", &groups(&["marketing"])).contains("marketing"));
+        let by = vec![("billing".to_string(), groups(&["support"])), ("erp".to_string(), groups(&["erp"]))];
+        assert_eq!(collections(&by, &groups(&["support"])), vec!["billing"]);
+        assert_eq!(collections(&by, &groups(&["erp", "support"])), vec!["billing", "erp"]);
+        assert!(collections(&by, &groups(&["marketing"])).is_empty(), "no group, no collection");
+        let open = vec![("billing".to_string(), groups(&["*"]))];
+        assert_eq!(collections(&open, &[]), vec!["billing"]);
     }
 }

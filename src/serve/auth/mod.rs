@@ -43,12 +43,14 @@ pub struct SignInSetup {
     pub proxy: Option<proxy::Proxy>,
     /// `[serve.groups]`.
     pub groups: GroupRoles,
+    /// Each collection's name and the groups that read it (`[[collections]]`'s `groups`).
+    pub collections: Vec<(String, Vec<String>)>,
 }
 
 impl SignInSetup {
     /// From the `serve` section. An OpenID provider whose HTTP client cannot start is logged
     /// and left out, so the page offers no sign-in that would fail.
-    pub fn new(serve: &ServeConfig) -> SignInSetup {
+    pub fn new(serve: &ServeConfig, collections: &[crate::config::CollectionConfig]) -> SignInSetup {
         let secure = serve.oidc.redirect_url.trim().starts_with("https://");
         let oidc = serve
             .oidc
@@ -63,6 +65,7 @@ impl SignInSetup {
             oidc,
             proxy: proxy::Proxy::new(&serve.proxy),
             groups: serve.groups.clone(),
+            collections: collections.iter().map(|c| (c.name.clone(), c.groups.clone())).collect(),
         }
     }
 }
@@ -153,6 +156,16 @@ pub async fn require_token(
 /// Whom a request with `headers` (and the connection's `extensions`, which hold its peer's
 /// address) is admitted as, or why it is not.
 pub fn authenticate(state: &AppState, headers: &HeaderMap, extensions: &Extensions) -> Result<Credential, Refusal> {
+    let mut credential = admit(state, headers, extensions)?;
+    // Without [[collections]], the one collection is everyone's.
+    if state.sign_in.collections.is_empty() {
+        credential.principal.collections = vec![crate::config::ALL_COLLECTIONS.to_string()];
+    }
+    Ok(credential)
+}
+
+/// [`authenticate`]'s credential, before the collections of a single-workspace service.
+fn admit(state: &AppState, headers: &HeaderMap, extensions: &Extensions) -> Result<Credential, Refusal> {
     // A bearer token, when one is sent, decides alone: a wrong one is never rescued by a cookie.
     // Another scheme (a proxy's `Basic`) is not ours to judge, and is passed over.
     if let Some(token) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token) {
@@ -185,12 +198,17 @@ pub fn authenticate(state: &AppState, headers: &HeaderMap, extensions: &Extensio
                 if roles.is_empty() {
                     return Err(Refusal::forbidden("no_role", groups::no_role(&name, &groups)));
                 }
-                return Ok(Credential { principal: Principal { name, roles }, via: Via::Proxy });
+                let collections = groups::collections(&setup.collections, &groups);
+                return Ok(Credential { principal: Principal { name, roles, collections }, via: Via::Proxy });
             }
         }
     }
     if let Some(sign_in) = setup.cookies.current(headers) {
-        let principal = Principal { name: sign_in.name.clone(), roles: sign_in.roles.clone() };
+        let principal = Principal {
+            name: sign_in.name.clone(),
+            roles: sign_in.roles.clone(),
+            collections: sign_in.collections.clone(),
+        };
         return Ok(Credential { principal, via: Via::SignIn(sign_in) });
     }
     let signed_out =
@@ -271,9 +289,22 @@ pub struct Me {
     /// When an OpenID sign-in ends, in milliseconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     ends_ms: Option<u64>,
-    /// Whether this deployment can write at all (the workspace has `notes/`): without, there
-    /// are never pending writes to show.
+    /// Whether this deployment can write at all (a collection's workspace has `notes/`):
+    /// without, there are never pending writes to show.
     writes: bool,
+    /// The collections the caller reads, in order (the first is read when a request names
+    /// none); one, `default`, without `[[collections]]`.
+    collections: Vec<CollectionSeen>,
+}
+
+/// A collection as a caller sees it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct CollectionSeen {
+    /// Its name, for `?collection=` (and the model name of `/v1/chat/completions`).
+    name: String,
+    /// The commit its docs come from, for a git source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revision: Option<String>,
 }
 
 /// How a caller signed in.
@@ -319,6 +350,12 @@ pub async fn me(
         Via::Proxy => (SignedInWith::Proxy, None),
     };
     let principal = credential.principal;
+    let readable: Vec<_> = state.collections.readable(&principal).collect();
+    let writes = readable.iter().any(|c| c.harness.workspace.has_notes());
+    let collections = readable
+        .iter()
+        .map(|c| CollectionSeen { name: c.name.clone(), revision: c.harness.index.current().revision() })
+        .collect();
     axum::Json(Me {
         may: May {
             ask: principal.may(Role::Ask),
@@ -329,7 +366,8 @@ pub async fn me(
         signed_in_with,
         csrf,
         ends_ms,
-        writes: state.harness.workspace.has_notes(),
+        writes,
+        collections,
     })
     .into_response()
 }
@@ -348,10 +386,10 @@ mod tests {
 
     #[test]
     fn roles_gate_what_a_principal_may_do() {
-        let asker = Principal { name: "ana".into(), roles: vec![Role::Ask] };
+        let asker = Principal { name: "ana".into(), roles: vec![Role::Ask], collections: Vec::new() };
         assert!(asker.require(Role::Ask).is_ok());
         assert!(asker.require(Role::Approve).is_err());
-        let admin = Principal { name: "root".into(), roles: vec![Role::Admin] };
+        let admin = Principal { name: "root".into(), roles: vec![Role::Admin], collections: Vec::new() };
         assert!(admin.require(Role::Ask).is_ok());
         assert!(admin.require(Role::Approve).is_err(), "approving is its own role");
     }

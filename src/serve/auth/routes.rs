@@ -107,7 +107,8 @@ async fn callback(State(state): State<Arc<AppState>>, headers: HeaderMap, Query(
         return (jar, page(StatusCode::FORBIDDEN, &groups::no_role(&person.name, &person.groups))).into_response();
     }
     let roles_said = roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ");
-    match cookies.begin(jar, person.name, roles) {
+    let collections = groups::collections(&state.sign_in.collections, &person.groups);
+    match cookies.begin(jar, person.name, roles, collections) {
         Ok((sign_in, jar)) => {
             tracing::info!(principal = %sign_in.name, roles = %roles_said, "signed in through the OpenID provider");
             (jar, Redirect::to("/")).into_response()

@@ -63,10 +63,19 @@ impl Tokens {
     }
 }
 
+/// The principal of each token, by its hash. A token naming no collections reads every one:
+/// the configuration's check allows that only without `[[collections]]`.
 fn by_hash(tokens: &[TokenConfig]) -> HashMap<String, Principal> {
+    let reads = |t: &TokenConfig| match t.collections.is_empty() {
+        true => vec![crate::config::ALL_COLLECTIONS.to_string()],
+        false => t.collections.clone(),
+    };
     tokens
         .iter()
-        .map(|t| (t.sha256.to_ascii_lowercase(), Principal { name: t.principal.clone(), roles: t.roles.clone() }))
+        .map(|t| {
+            let principal = Principal { name: t.principal.clone(), roles: t.roles.clone(), collections: reads(t) };
+            (t.sha256.to_ascii_lowercase(), principal)
+        })
         .collect()
 }
 
@@ -82,14 +91,24 @@ mod tests {
 
     #[test]
     fn tokens_are_found_by_their_hash_only() {
-        let config = [TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] }];
+        let config = [TokenConfig {
+            principal: "ana".into(),
+            sha256: hash("s3cret-token"),
+            roles: vec![Role::Ask],
+            collections: Vec::new(),
+        }];
         let tokens = Tokens::new(&config);
         assert_eq!(tokens.find("s3cret-token").map(|p| p.name), Some("ana".to_string()));
         assert!(tokens.find("s3cret-token ").is_none());
         assert!(tokens.find(&hash("s3cret-token")).is_none(), "the hash itself is not a token");
         assert_eq!(hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         // Replaced whole: the old token stops working, the new one works.
-        let next = [TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] }];
+        let next = [TokenConfig {
+            principal: "bo".into(),
+            sha256: hash("other-token"),
+            roles: vec![Role::Ask],
+            collections: Vec::new(),
+        }];
         assert_eq!(tokens.replace(&next), 1);
         assert!(tokens.find("s3cret-token").is_none());
         assert_eq!(tokens.find("other-token").map(|p| p.name), Some("bo".to_string()));
@@ -98,8 +117,18 @@ mod tests {
     #[tokio::test]
     async fn a_stream_learns_its_token_was_revoked_or_changed() {
         use futures_util::FutureExt;
-        let ana = TokenConfig { principal: "ana".into(), sha256: hash("s3cret-token"), roles: vec![Role::Ask] };
-        let bo = TokenConfig { principal: "bo".into(), sha256: hash("other-token"), roles: vec![Role::Ask] };
+        let ana = TokenConfig {
+            principal: "ana".into(),
+            sha256: hash("s3cret-token"),
+            roles: vec![Role::Ask],
+            collections: Vec::new(),
+        };
+        let bo = TokenConfig {
+            principal: "bo".into(),
+            sha256: hash("other-token"),
+            roles: vec![Role::Ask],
+            collections: Vec::new(),
+        };
         let tokens = Tokens::new(&[ana.clone(), bo.clone()]);
         let Some(principal) = tokens.find("s3cret-token") else { panic!("ana's token admits") };
         let digest = hash("s3cret-token");

@@ -19,6 +19,7 @@ let running = null;       // the turn this page runs or follows live: {id, strea
 let follower = null;      // an AbortController following the open conversation's turn
 let opening = 0;          // counts openSession calls: only the latest one shows
 let approvalsTimer = null;
+let collection = "";      // the collection a new conversation reads ("" where the server has one)
 
 function showError(message) {
   $("error").textContent = message || "";
@@ -31,7 +32,28 @@ function setStatus(text) {
 // Opens a cited section; `from` is the answer ({session, seq}) whose lines are highlighted.
 function openSource(path, anchor, from) {
   // a link in the section to another opens that one, with nothing highlighted
-  showSection(path, anchor, from, showError, (to, at) => openSource(to, at));
+  showSection(path, anchor, from, showError, (to, at) => openSource(to, at), collection);
+}
+
+// `path` reading the chosen collection (`?collection=`), where the server has several.
+function inCollection(path) {
+  if (!collection) return path;
+  return path + (path.includes("?") ? "&" : "?") + "collection=" + encodeURIComponent(collection);
+}
+
+// The picker of collections: shown when the caller reads more than one; the first is chosen.
+function offerCollections(list) {
+  const names = (list || []).map((c) => c.name);
+  const select = $("collection");
+  select.textContent = "";
+  for (const name of names) {
+    const option = document.createElement("option");
+    option.value = name;
+    option.textContent = name;
+    select.appendChild(option);
+  }
+  collection = names.length > 1 ? names[0] : "";
+  $("collection-picker").hidden = names.length < 2;
 }
 
 // What a turn's elements need to know: the session they belong to, what a source click does.
@@ -60,6 +82,7 @@ async function signIn(token) {
     return;
   }
   keepCsrf(me.csrf);
+  offerCollections(me.collections);
   // A proxy's sign-in ends at the proxy, not here.
   $("sign-out").hidden = me.signed_in_with === "proxy";
   $("token").value = "";
@@ -100,7 +123,7 @@ async function signIn(token) {
 
 // Offers suggested questions while the conversation on the page is empty.
 function offerSuggestions() {
-  showSuggestions(askThis, () => !sessionId && !running && $("turns").children.length === 0);
+  showSuggestions(askThis, () => !sessionId && !running && $("turns").children.length === 0, collection);
 }
 
 // Asks a picked suggestion; whatever was typed in the box stays there.
@@ -146,6 +169,7 @@ const history = {
   open: (id) => openSession(id),
   deleted: (id) => { if (id === sessionId) newConversation(); },
   error: (message) => showError(message),
+  several: () => !$("collection-picker").hidden,
 };
 
 async function loadSessions() {
@@ -181,6 +205,12 @@ async function openSession(id, keepError) {
     const events = await sessionEvents(id);
     const shown = await json("GET", "/v1/sessions/" + encodeURIComponent(id));
     if (mine !== opening) return;
+    // A conversation reads the collection it started in: the picker says which.
+    const started = events.length > 0 ? events[0].event : null;
+    if (collection && started && started.collection) {
+      collection = started.collection;
+      $("collection").value = collection;
+    }
     if (id !== sessionId) $("section-panel").hidden = true;
     sessionId = id;
     stored.keepSession(id);
@@ -227,7 +257,7 @@ function quietly(change) {
 
 async function ensureSession() {
   if (sessionId) return sessionId;
-  const created = await json("POST", "/v1/sessions");
+  const created = await json("POST", inCollection("/v1/sessions"));
   sessionId = created.id;
   stored.keepSession(sessionId);
   return sessionId;
@@ -409,6 +439,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("stop").addEventListener("click", stop);
   $("resume").addEventListener("click", resume);
   $("new-session").addEventListener("click", newConversation);
+  $("collection").addEventListener("change", () => {
+    collection = $("collection").value;
+    newConversation();
+  });
   $("history-search").addEventListener("input", () => searchHistory(history));
   $("show-approvals").addEventListener("click", () => {
     $("approvals-panel").hidden = false;

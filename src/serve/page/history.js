@@ -10,7 +10,8 @@ const SEARCH_PAUSE_MS = 250;
 let searchTimer = null;
 let asked = 0;
 
-// Fills the list. `ctx`: {current() (the open conversation's id), open(id), deleted(id), error(message)}.
+// Fills the list. `ctx`: {current() (the open conversation's id), open(id), deleted(id), error(message),
+// several() (the caller reads several collections: each conversation names its own)}.
 export async function loadHistory(ctx) {
   const mine = ++asked;
   const q = $("history-search").value.trim();
@@ -38,7 +39,8 @@ function itemOf(s, ctx) {
   const open = button(title, () => ctx.open(s.id), "session");
   open.dataset.id = s.id;
   if (s.id === ctx.current()) open.setAttribute("aria-current", "true");
-  const note = count(s.turns, "question") + " · " + ago(s.last_ms) + (s.status !== "idle" ? " · " + words(s.status) : "");
+  const note = count(s.turns, "question") + " · " + ago(s.last_ms) + (s.status !== "idle" ? " · " + words(s.status) : "") +
+    (ctx.several() && s.collection ? " · " + s.collection : "");
   open.appendChild(el("small", note));
   const actions = el("div", null, "actions");
   const rename = button("Rename", () => renameIn(item, s, ctx), "rename");

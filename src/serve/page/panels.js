@@ -63,10 +63,12 @@ function reveal(id) {
 // Opens section path#anchor beside the conversation, rendered from the server's safe nodes; with
 // `from` ({session, seq} of an answer), the blocks holding the lines that answer draws on are
 // highlighted and the first is scrolled to. A link in the section to another calls `onCite`.
-export async function showSection(path, anchor, from, onError, onCite) {
+// Without `from`, the section is read in `collection` ("": the server's one).
+export async function showSection(path, anchor, from, onError, onCite, collection) {
   try {
     let query = "path=" + encodeURIComponent(path) + "&anchor=" + encodeURIComponent(anchor || "");
     if (from) query += "&session=" + encodeURIComponent(from.session) + "&seq=" + from.seq;
+    else if (collection) query += "&collection=" + encodeURIComponent(collection);
     const section = await json("GET", "/v1/sections?" + query);
     $("section-heading").textContent = section.heading || section.path;
     $("section-source").textContent = section.path + (section.anchor ? "#" + section.anchor : "") +

@@ -1,0 +1,324 @@
+//! Collections (`[[collections]]`): several sets of docs in one `serve`, each read only by the
+//! principals given it. The isolation suite, driven through `serve::app(state)`: a caller never
+//! searches, reads, asks, follows a session, lists a suggestion or reaches an MCP tool of a
+//! collection it may not read, whatever route and parameter it uses; the one it may read
+//! answers from its own docs alone. A compromised model that asks for another collection's
+//! file finds nothing.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use docs_agent::config::Sources;
+use docs_agent::serve::{AppState, app, auth::hash};
+use docs_agent::service::Service;
+use docs_agent::service::collections::Collections;
+use docs_agent::session::store::Store;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// Reads billing only.
+const ANA: &str = "ana-billing-token-0123456789";
+/// Reads hr only.
+const HAL: &str = "hal-hr-token-0123456789";
+/// An admin reading both.
+const ROOT: &str = "root-all-token-0123456789";
+/// A word only the hr collection's docs hold.
+const HR_WORD: &str = "zephyrleave";
+
+struct Server {
+    state: Arc<AppState>,
+    _dir: tempfile::TempDir,
+}
+
+/// A serve of two collections: `billing` (the sample workspace) and `hr` (a workspace of one
+/// document holding [`HR_WORD`]), side by side in one folder, answered by `model`.
+fn server(model: &str) -> Server {
+    server_with(&[("llm.model", model.to_string())])
+}
+
+fn server_with(flags: &[(&'static str, String)]) -> Server {
+    let dir = tempfile::tempdir().expect("dir");
+    let billing = common::sample_workspace();
+    let billing_path = dir.path().join("billing");
+    std::fs::rename(billing.path(), &billing_path).expect("move the sample");
+    let hr = dir.path().join("hr");
+    std::fs::create_dir_all(hr.join("docs")).expect("hr docs");
+    std::fs::write(
+        hr.join("docs/leave.md"),
+        format!(
+            "# Leave\n\n## Holiday allowance\n\nEvery employee gets 31 days of {HR_WORD} holiday a year; ask HR \
+             to carry days over.\n"
+        ),
+    )
+    .expect("hr doc");
+    std::fs::write(hr.join("AGENTS.md"), "Answer HR questions from the HR docs.\n").expect("hr rules");
+    let config_file = dir.path().join("docs-agent.toml");
+    let toml = format!(
+        r#"
+state_dir = "{state}"
+
+[[serve.tokens]]
+principal = "ana"
+sha256 = "{ana}"
+roles = ["ask"]
+collections = ["billing"]
+
+[[serve.tokens]]
+principal = "hal"
+sha256 = "{hal}"
+roles = ["ask"]
+collections = ["hr"]
+
+[[serve.tokens]]
+principal = "root"
+sha256 = "{root}"
+roles = ["admin"]
+collections = ["*"]
+
+[[collections]]
+name = "billing"
+workspace = "{billing}"
+
+[[collections]]
+name = "hr"
+workspace = "{hr}"
+"#,
+        state = dir.path().join("state").display(),
+        ana = hash(ANA),
+        hal = hash(HAL),
+        root = hash(ROOT),
+        billing = billing_path.display(),
+        hr = hr.display(),
+    );
+    std::fs::write(&config_file, toml).expect("config");
+    let sources = Sources { file: Some(config_file), env: Default::default(), flags: flags.to_vec() };
+    let config = docs_agent::service::settings::load(&sources).expect("config");
+    let collections = Collections::open(&config, 1, &|_| Ok(())).expect("collections");
+    let store = Store::open(&docs_agent::session::store::Location::of(&config.session)).expect("log");
+    let state = AppState::on(Service::of(config, collections, store));
+    Server { state: Arc::new(state), _dir: dir }
+}
+
+async fn call(server: &Server, method: &str, uri: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let mut request =
+        Request::builder().method(method).uri(uri).header(header::AUTHORIZATION, format!("Bearer {token}"));
+    // MCP's transport asks for both; elsewhere, a stream would follow a session forever.
+    if uri.starts_with("/mcp") {
+        request =
+            request.header(header::ACCEPT, "application/json, text/event-stream").header(header::HOST, "localhost");
+    }
+    let request = match body {
+        Some(body) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(body.to_string())),
+        None => {
+            request = request.header(header::CONTENT_LENGTH, "0");
+            request.body(Body::empty())
+        }
+    }
+    .expect("request");
+    let response = app(server.state.clone()).oneshot(request).await.expect("response");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 16 << 20).await.expect("body");
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, value)
+}
+
+/// True when `body` shows anything of the hr collection's document.
+fn shows_hr(body: &Value) -> bool {
+    let text = body.to_string().to_lowercase();
+    text.contains(HR_WORD) || text.contains("holiday allowance") || text.contains("31 days")
+}
+
+async fn until_idle(server: &Server, id: &str, token: &str) -> Value {
+    for _ in 0..2_000 {
+        let (status, body) = call(server, "GET", &format!("/v1/sessions/{id}"), token, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] == "idle" && body["running"] == false {
+            return body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("session {id} never became idle");
+}
+
+#[tokio::test]
+async fn each_caller_reads_only_its_collections_on_every_reading_route() {
+    let s = server("extractive");
+    let q = format!("{HR_WORD} holiday allowance days");
+    // Named: a collection the caller does not read is 404, as one that does not exist, and the
+    // refusal names only the caller's own.
+    for (method, uri, body) in [
+        ("GET", format!("/v1/search?q={HR_WORD}&collection=hr"), None),
+        ("GET", "/v1/sections?path=docs/leave.md&anchor=holiday-allowance&collection=hr".to_string(), None),
+        ("GET", "/v1/suggestions?collection=hr".to_string(), None),
+        ("POST", "/v1/ask?collection=hr".to_string(), Some(json!({"question": q}))),
+        ("POST", "/v1/sessions?collection=hr".to_string(), None),
+        ("POST", "/mcp?collection=hr".to_string(), Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))),
+        (
+            "POST",
+            "/v1/chat/completions".to_string(),
+            Some(json!({"model": "hr", "messages": [{"role": "user", "content": q}]})),
+        ),
+    ] {
+        let (status, refused) = call(&s, method, &uri, ANA, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}: {refused}");
+        assert_eq!(refused["error"]["code"], "no_collection", "{method} {uri}: {refused}");
+        let said = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("yours: billing") && !said.contains("hr,"), "{said}");
+        let (status, missing) = call(&s, method, &uri.replace("=hr", "=payroll"), ANA, None).await;
+        assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST, "{uri}: {missing}");
+    }
+    // Unnamed: the caller's first collection, so ana's words never reach hr's docs.
+    let (status, hits) = call(&s, "GET", &format!("/v1/search?q={HR_WORD}"), ANA, None).await;
+    assert_eq!(status, StatusCode::OK, "{hits}");
+    assert!(!shows_hr(&hits), "{hits}");
+    let (status, section) =
+        call(&s, "GET", "/v1/sections?path=docs/leave.md&anchor=holiday-allowance", ANA, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "billing has no such section: {section}");
+    let (status, answer) = call(&s, "POST", "/v1/ask", ANA, Some(json!({"question": q}))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(!shows_hr(&answer), "ana's answer drew on hr: {answer}");
+    let chat = json!({"model": "docs-agent", "messages": [{"role": "user", "content": q}]});
+    let (status, completion) = call(&s, "POST", "/v1/chat/completions", ANA, Some(chat)).await;
+    assert_eq!(status, StatusCode::OK, "{completion}");
+    assert!(!shows_hr(&completion), "{completion}");
+    let (_, models) = call(&s, "GET", "/v1/models", ANA, None).await;
+    let ids: Vec<&str> = models["data"].as_array().expect("data").iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(ids, vec!["docs-agent", "billing"], "{models}");
+    let (_, me) = call(&s, "GET", "/v1/me", ANA, None).await;
+    assert_eq!(me["collections"], json!([{"name": "billing"}]), "{me}");
+
+    // hal reads hr by default, and only hr.
+    let (status, hits) = call(&s, "GET", &format!("/v1/search?q={HR_WORD}"), HAL, None).await;
+    assert_eq!(status, StatusCode::OK, "{hits}");
+    assert_eq!(hits["hits"][0]["path"], "docs/leave.md", "{hits}");
+    let (_, refunds) = call(&s, "GET", "/v1/search?q=refund%20window", HAL, None).await;
+    assert_eq!(refunds["hits"], json!([]), "billing's refunds are not hr's: {refunds}");
+    let (status, answer) = call(&s, "POST", "/v1/ask", HAL, Some(json!({"question": q}))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer["citations"].to_string().contains("docs/leave.md"), "{answer}");
+    let chat = json!({"model": "hr", "messages": [{"role": "user", "content": q}]});
+    let (status, completion) = call(&s, "POST", "/v1/chat/completions", HAL, Some(chat)).await;
+    assert_eq!(status, StatusCode::OK, "{completion}");
+    assert_eq!(completion["model"], "hr");
+    assert!(shows_hr(&completion), "{completion}");
+
+    // MCP: the tools read the chosen collection only.
+    let search = |query: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "search_docs", "arguments": {"query": query}}})
+    };
+    let (status, found) = call(&s, "POST", "/mcp", HAL, Some(search(HR_WORD))).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert!(shows_hr(&found), "{found}");
+    let (status, found) = call(&s, "POST", "/mcp", ANA, Some(search(HR_WORD))).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert!(!shows_hr(&found), "{found}");
+
+    // An admin reads either, by name.
+    let (_, hits) = call(&s, "GET", &format!("/v1/search?q={HR_WORD}&collection=hr"), ROOT, None).await;
+    assert_eq!(hits["hits"][0]["path"], "docs/leave.md", "{hits}");
+    let (_, ready) = call(&s, "GET", "/readyz", ROOT, None).await;
+    let names: Vec<&str> = ready["collections"]
+        .as_array()
+        .expect("an admin sees each")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["billing", "hr"], "{ready}");
+}
+
+#[tokio::test]
+async fn a_session_reads_the_collection_it_started_in_and_is_seen_only_by_who_reads_it() {
+    let s = server("extractive");
+    let (status, created) = call(&s, "POST", "/v1/sessions", HAL, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["collection"], "hr");
+    let id = created["id"].as_str().expect("id").to_string();
+    let message = json!({"text": format!("how many {HR_WORD} days do I get?")});
+    let (status, turn) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), HAL, Some(message)).await;
+    assert!(status.is_success(), "{turn}");
+    until_idle(&s, &id, HAL).await;
+    let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), HAL, None).await;
+    assert!(shows_hr(&events), "the turn retrieved hr's docs: {events}");
+    let answer_seq = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["event"]["type"] == "answer")
+        .and_then(|e| e["seq"].as_u64())
+        .expect("an answer");
+    // Its citation opens in its own collection, whatever collection the query names.
+    let cited = format!("/v1/sections?path=docs/leave.md&anchor=holiday-allowance&session={id}&seq={answer_seq}");
+    let (status, section) = call(&s, "GET", &cited, HAL, None).await;
+    assert_eq!(status, StatusCode::OK, "{section}");
+    assert!(shows_hr(&section), "{section}");
+
+    // Nobody else sees it, on any of its routes, even naming its collection.
+    for (method, path, body) in [
+        ("GET", format!("/v1/sessions/{id}"), None),
+        ("GET", format!("/v1/sessions/{id}/events"), None),
+        ("POST", format!("/v1/sessions/{id}/messages"), Some(json!({"text": "and sick days?"}))),
+        ("GET", format!("/v1/sections?path=docs/leave.md&session={id}&seq={answer_seq}"), None),
+    ] {
+        let (status, body) = call(&s, method, &path, ANA, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {body}");
+        assert!(!shows_hr(&body), "{body}");
+    }
+    let (_, listed) = call(&s, "GET", "/v1/sessions", ANA, None).await;
+    assert!(!listed.to_string().contains(&id), "{listed}");
+
+    // Each collection's topics are its own headings (that questions stay in their collection is
+    // report::suggest's unit test).
+    let (_, billing) = call(&s, "GET", "/v1/suggestions?limit=12", ANA, None).await;
+    assert!(!shows_hr(&billing), "{billing}");
+    assert!(billing.to_string().to_lowercase().contains("refund"), "billing's topics: {billing}");
+    let (_, hr) = call(&s, "GET", "/v1/suggestions?limit=12&collection=hr", ROOT, None).await;
+    assert!(shows_hr(&hr), "{hr}");
+    assert!(!hr.to_string().to_lowercase().contains("refund"), "hr's topics are hr's: {hr}");
+}
+
+#[tokio::test]
+async fn a_compromised_model_finds_nothing_of_another_collection() {
+    // The traversal adversary reads whatever path the question names, writes it to a note and
+    // answers with it. Asked from billing, hr's document is neither in billing's workspace nor
+    // reachable beside it (the two workspaces share a folder).
+    let s = server_with(&[("llm.model", "adversary-traversal".to_string()), ("retrieval.first", "false".to_string())]);
+    for path in ["docs/leave.md", "../hr/docs/leave.md", "../../hr/docs/leave.md"] {
+        let (status, answer) = call(&s, "POST", "/v1/ask", ANA, Some(json!({"question": path}))).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert!(!shows_hr(&answer), "{path}: {answer}");
+        let (status, created) = call(&s, "POST", "/v1/sessions", ANA, None).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let id = created["id"].as_str().expect("id").to_string();
+        let (status, turn) =
+            call(&s, "POST", &format!("/v1/sessions/{id}/messages"), ANA, Some(json!({"text": path}))).await;
+        assert!(status.is_success(), "{turn}");
+        let (_, events) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), ANA, None).await;
+        let read = events["events"].as_array().expect("events").iter().any(|e| e["event"]["type"] == "tool_result");
+        assert!(read, "the adversary's read_file ran and was answered: {events}");
+        assert!(!shows_hr(&events), "{path}: {events}");
+    }
+}
+
+#[test]
+fn a_token_that_names_no_collection_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("docs-agent.toml");
+    let toml = format!(
+        "[[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n\n\
+         [[collections]]\nname = \"billing\"\nworkspace = \"{}\"\n",
+        hash(ANA),
+        dir.path().display()
+    );
+    std::fs::write(&file, toml).expect("config");
+    let run = common::run(dir.path(), &[], &["--config", file.to_str().expect("utf-8"), "search", "refund"]);
+    assert_eq!(run.code, 2, "a usage error: {}", run.stderr);
+    assert!(
+        run.stderr.contains("names no collections") && run.stderr.contains("collections = [\"billing\"]"),
+        "{}",
+        run.stderr
+    );
+}
