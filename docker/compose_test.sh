@@ -345,4 +345,54 @@ healthy api-b
 both_behind_lb || fail "api-b is not back behind lb: '$seen'"
 ok "api-b back behind lb"
 
+say "collections: two git repositories served as two collections, kept in sync (docker/collections)"
+# Two bare repositories made here, as a forge's mirrors would be; the api reads them in place.
+GITWORK="$WORK/gitwork"
+mkdir -p "$GITWORK" "$WORK/repos"
+g() { git -c user.email=ci@example.com -c user.name=ci -c init.defaultBranch=main "$@"; }
+for name in billing hr; do
+    g init -q --bare "$WORK/repos/$name.git"
+    g init -q "$GITWORK/$name"
+done
+cp -R "$WORK/workspace/docs" "$GITWORK/billing/docs"
+printf '# Leave\n\n## Holiday allowance\n\nEvery employee gets 31 holiday days a year.\n' > "$GITWORK/hr/leave.md"
+for name in billing hr; do
+    (cd "$GITWORK/$name" && g add -A && g commit -qm first && g push -q "$WORK/repos/$name.git" HEAD:main) \
+        || fail "the $name repository"
+done
+chmod -R a+rX "$WORK/repos"
+# The example's config, looking every 10 s, with a caller that reads both collections.
+COLLECTIONS_CONFIG="$WORK/collections-config"
+mkdir -p "$COLLECTIONS_CONFIG"
+sed 's/every = "30s"/every = "10s"/' docker/collections/config/docs-agent.toml > "$COLLECTIONS_CONFIG/docs-agent.toml"
+both=$(python3 -c 'import secrets; print(secrets.token_hex(24))')
+printf '\n[[serve.tokens]]\nprincipal = "ci"\nsha256 = "%s"\nroles = ["ask"]\ncollections = ["*"]\n' \
+    "$(printf '%s' "$both" | sha256sum | cut -d' ' -f1)" >> "$COLLECTIONS_CONFIG/docs-agent.toml"
+chmod -R a+rX "$COLLECTIONS_CONFIG"
+export DOCS_AGENT_COLLECTIONS_CONFIG="$COLLECTIONS_CONFIG" DOCS_AGENT_GIT_DIR="$WORK/repos"
+collections() { COMPOSE_FILE=compose.yaml:compose.test.yaml:docker/collections/compose.yaml compose "$@"; }
+collections up -d api > /dev/null 2>&1 || fail "up api with collections: $(collections up -d api 2>&1 | tail -5)"
+healthy api
+until_ready "http://127.0.0.1:$PORT" || fail "collections: /readyz: $code $(collections logs api 2>&1 | tail -5)"
+get() { curl -s -H "Authorization: Bearer $both" "http://127.0.0.1:$PORT$1"; }
+out=$(get "/v1/search?q=refund+window&collection=billing")
+grep -qF '"path":"docs/refunds.md"' <<< "$out" || fail "billing from its repository: $out"
+out=$(get "/v1/search?q=holiday+allowance&collection=hr")
+grep -qF '"path":"docs/leave.md"' <<< "$out" || fail "hr from its repository: $out"
+out=$(get "/v1/search?q=holiday+allowance&collection=billing")
+grep -qF 'leave.md' <<< "$out" && fail "hr's docs found in billing: $out"
+ok "billing and hr answer from their own repositories, and only from them"
+# A commit pushed to hr is served within a look or two (every 10 s).
+printf '\n## Parental leave\n\nParents get 20 weeks of zephyr leave.\n' >> "$GITWORK/hr/leave.md"
+(cd "$GITWORK/hr" && g commit -qam second && g push -q "$WORK/repos/hr.git" HEAD:main) || fail "push to hr"
+commit=$(git -C "$WORK/repos/hr.git" rev-parse main)
+synced=
+for _ in $(seq 1 60); do
+    get "/v1/search?q=zephyr&collection=hr" | grep -qF '"anchor":"parental-leave"' && synced=yes && break
+    sleep 1
+done
+[ -n "$synced" ] || fail "the pushed commit was not served: $(collections logs api 2>&1 | grep -i source | tail -3)"
+get /v1/me | grep -qF "\"revision\":\"$commit\"" || fail "/v1/me does not name hr's new commit: $(get /v1/me)"
+ok "a commit pushed to hr is served within seconds (revision $(cut -c1-12 <<< "$commit")), billing untouched"
+
 say "passed in $(( $(date +%s) - START )) s"

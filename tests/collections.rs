@@ -322,3 +322,26 @@ fn a_token_that_names_no_collection_is_refused_at_start() {
         run.stderr
     );
 }
+
+/// The compose example's configuration (docker/collections) is one docs-agent takes, once a
+/// caller is added as its comment says: two collections, each from its own repository.
+#[test]
+fn the_compose_examples_configuration_loads() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = std::fs::read_to_string(root.join("docker/collections/config/docs-agent.toml")).expect("example");
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("docs-agent.toml");
+    let caller = format!(
+        "\n[[serve.tokens]]\nprincipal = \"helpdesk\"\nsha256 = \"{}\"\nroles = [\"ask\"]\ncollections = [\"billing\"]\n",
+        hash(ANA)
+    );
+    std::fs::write(&file, example + &caller).expect("config");
+    let sources = Sources { file: Some(file), env: Default::default(), flags: vec![("state_dir", "/data".into())] };
+    let config = docs_agent::service::settings::load(&sources).expect("the example loads");
+    assert_eq!(config.collection_names(), vec!["billing", "hr"]);
+    for name in ["billing", "hr"] {
+        let own = config.for_collection(Some(name)).expect("its own configuration");
+        assert_eq!(own.sources.len(), 1, "{name} has its repository");
+        assert!(own.sources[0].git.starts_with("/srv/git/"), "{name}: {}", own.sources[0].git);
+    }
+}

@@ -818,3 +818,22 @@ fn api_has_room_for_every_connection_and_follower() {
         }
     }
 }
+
+/// docker/collections/compose.yaml, the two-collection example layered on compose.yaml, changes
+/// only the api's config, state folder and repositories: every mount it adds is read-only, and
+/// it adds no port, capability, network or privilege.
+#[test]
+fn the_collections_example_only_adds_read_only_mounts_to_the_api() {
+    let file = read("docker/collections/compose.yaml");
+    let c: Value = yaml_serde::from_str(&file).expect("docker/collections/compose.yaml must be valid YAML");
+    let all = services(&c);
+    assert_eq!(all.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), vec!["api"], "it changes the api only");
+    let api = &all[0].1;
+    let keys: Vec<String> = api.as_mapping().expect("a mapping").keys().filter_map(text).collect();
+    assert_eq!(keys, vec!["volumes", "environment"], "only mounts and settings");
+    let added = mounts(api);
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert!(added.iter().all(|m| m.read_only), "every mount it adds is read-only: {added:?}");
+    let config = read("docker/collections/config/docs-agent.toml");
+    assert!(config.matches("[[collections]]").count() == 2 && config.matches("git = \"/srv/git/").count() == 2);
+}
