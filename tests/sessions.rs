@@ -460,3 +460,24 @@ fn a_write_past_its_ttl_shows_as_expired_and_resume_goes_on_without_it() {
     let out = agent(ws.path(), &[], &["sessions", "list"], "");
     assert!(out.stdout.contains("idle"), "{}", out.stdout);
 }
+
+/// `sessions show` flags an answer whose sources changed since it was given.
+#[test]
+fn sessions_show_flags_an_answer_whose_sources_changed_since() {
+    let ws = sample_workspace();
+    let chat = agent(ws.path(), &[], &["chat"], "How long is the refund window?\n");
+    assert_eq!(chat.code, 0, "{}", chat.stderr);
+    let id = ids(ws.path()).pop().expect("a session");
+    let before = agent(ws.path(), &[], &["sessions", "show", &id], "");
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    assert!(before.stdout.contains("docs/refunds.md#window"), "{}", before.stdout);
+    assert!(!before.stdout.contains("changed since"), "nothing changed yet: {}", before.stdout);
+    let file = ws.path().join("docs/refunds.md");
+    let text = std::fs::read_to_string(&file).expect("refunds.md");
+    std::fs::write(&file, text.replace("14 days", "30 days")).expect("edit");
+    let after = agent(ws.path(), &[], &["sessions", "show", &id], "");
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    let flagged = after.stdout.lines().find(|l| l.contains("stale")).unwrap_or_default();
+    assert!(flagged.contains("docs/refunds.md#window"), "{}", after.stdout);
+    assert!(after.stdout.contains("changed since this answer"), "{}", after.stdout);
+}

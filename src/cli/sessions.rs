@@ -40,7 +40,10 @@ pub fn run(global: &Global, serve: bool, action: SessionsAction) -> Result<Exit,
         }
         SessionsAction::Show { id } => {
             let (config, log) = log_only(config)?;
-            show(&log, &config, &id, &mut out)
+            // The docs as they are now, to flag answers whose sources changed since; without
+            // them (no docs folder), the answers are shown unflagged.
+            let now = crate::agent::Harness::open_unembedded(&config).ok().map(|h| h.index.current());
+            show(&log, &config, &id, now.as_deref(), &mut out)
         }
         SessionsAction::Export { id } => {
             let (config, log) = log_only(config)?;
@@ -256,8 +259,15 @@ fn shown_status(events: &[Stored], config: &Config, now: u64) -> &'static str {
     }
 }
 
-/// `sessions show ID`
-pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Result<Exit, Failure> {
+/// `sessions show ID`; with the index searched `now`, each answer whose cited sections changed
+/// since (or are gone) says which.
+pub fn show(
+    log: &Log,
+    config: &Config,
+    id: &str,
+    now: Option<&crate::index::Index>,
+    out: &mut impl Write,
+) -> Result<Exit, Failure> {
     let events = events(log, config, id)?;
     let mut text = format!(
         "session {id}: {}, model {}, {} events\n",
@@ -270,6 +280,21 @@ pub fn show(log: &Log, config: &Config, id: &str, out: &mut impl Write) -> Resul
     text.push_str(&format!("usage: {}\n", usage.describe()));
     for stored in &events {
         text.push_str(&format!("{:>5}  {:<18}  {}\n", stored.seq, stored.event.kind(), describe(&stored.event)));
+        if let (Some(index), Event::Answer { revision, .. }) = (now, &stored.event)
+            && (revision.is_none() || *revision != index.revision())
+        {
+            let mut citations = crate::session::verify::answer_citations(&events, stored.seq);
+            let section = |path: &str, anchor: &str| index.section(path, anchor).ok().flatten().map(|s| s.text);
+            crate::session::stale::mark(&events, stored.seq, &mut citations, &section);
+            let stale: Vec<String> = citations.iter().filter(|c| c.stale).map(|c| c.source()).collect();
+            if !stale.is_empty() {
+                text.push_str(&format!("{:>5}  {:<18}  {}\n", "", "stale", stale.join(", ")));
+                text.push_str(&format!(
+                    "{:>5}  {:<18}  these sources changed since this answer (or are gone): it may be out of date\n",
+                    "", ""
+                ));
+            }
+        }
     }
     if let Next::Decide(pending) = state::next(&events) {
         let ttl = config.session.approval_ttl_secs;

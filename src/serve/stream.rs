@@ -97,6 +97,9 @@ pub struct View<'a> {
     pub site: Option<(&'a crate::site::Site, &'a crate::workspace::Workspace)>,
     /// The operator's redaction, applied to an answer's nodes once parsed.
     pub hooks: Option<&'a crate::hooks::Hooks>,
+    /// The index searched now: an answer's citations whose sections changed since are marked
+    /// `stale`.
+    pub index: Option<std::sync::Arc<crate::index::Index>>,
 }
 
 impl<'a> View<'a> {
@@ -107,6 +110,7 @@ impl<'a> View<'a> {
             hosts: &state.config.allowed_link_hosts,
             site: harness.site.as_ref().map(|site| (site, &harness.workspace)),
             hooks: Some(&harness.hooks),
+            index: Some(harness.index.current()),
         }
     }
 }
@@ -154,7 +158,18 @@ pub fn outward(
         let redact =
             |text: &str| view.hooks.map_or_else(|| text.to_string(), |hooks| hooks.redacted(text).into_owned());
         let nodes = crate::guard::markdown::render(text, allowed_hosts, &redact);
-        let citations = crate::session::verify::answer_citations(session, stored.seq);
+        let mut citations = crate::session::verify::answer_citations(session, stored.seq);
+        if let (Some(index), Event::Answer { revision, .. }) = (&view.index, &event) {
+            // The same commit of a git source: nothing changed. Else each section is compared.
+            if revision.is_none() || *revision != index.revision() {
+                let hooks = view.hooks;
+                let now = |path: &str, anchor: &str| {
+                    let section = index.section(path, anchor).ok().flatten()?;
+                    Some(hooks.map_or_else(|| section.text.clone(), |h| h.redacted(&section.text).into_owned()))
+                };
+                crate::session::stale::mark(session, stored.seq, &mut citations, &now);
+            }
+        }
         let citations = crate::session::verify::linked(citations, view.site);
         return serde_json::json!({
             "seq": stored.seq, "at_ms": stored.at_ms, "event": event, "nodes": nodes, "citations": citations,
@@ -285,7 +300,7 @@ mod tests {
             Event::Interrupted { partial_text: link.to_string(), estimated: None },
         ];
         for event in events {
-            let view = super::View { hosts: &[], site: None, hooks: None };
+            let view = super::View { hosts: &[], site: None, hooks: None, index: None };
             let out = super::outward(&Stored { seq: 1, at_ms: 0, event }, &view, &[]).to_string();
             assert!(!out.contains("evil.example"), "{out}");
         }

@@ -17,6 +17,7 @@ pub mod fit;
 pub mod progress;
 pub mod projection;
 pub mod spans;
+pub mod stale;
 pub mod state;
 pub mod store;
 pub mod turn;

@@ -48,6 +48,10 @@ pub struct Citation {
     /// The section's page on the published docs site (`[site]`), when one is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// True when the section changed since the answer was given, or is gone (a recorded
+    /// answer, shown again: `session::stale`); the answer may be out of date.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 impl Citation {
@@ -279,6 +283,7 @@ pub fn cited(answer: &str, sections: &[Section]) -> Vec<Citation> {
                 heading: backing.map(|s| s.heading.clone()).unwrap_or_default(),
                 verified: backing.is_some(),
                 url: None,
+                stale: false,
             }
         })
         .collect()

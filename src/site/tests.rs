@@ -178,6 +178,7 @@ fn a_hidden_document_and_an_unverified_citation_get_no_link() {
         heading: String::new(),
         verified,
         url: None,
+        stale: false,
     };
     let got = linked(vec![cited("docs/refunds.md", true), cited("docs/refunds.md", false)], Some((&site, &workspace)));
     let urls: Vec<Option<String>> = got.into_iter().map(|c| c.url).collect();

@@ -2091,3 +2091,47 @@ async fn suggestions_offer_what_several_people_asked_then_the_docs_topics() {
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
 }
+
+/// An answer's sources, shown again after the docs changed: the section whose text the answer
+/// read changed is flagged stale, the others are not (and nothing is flagged before).
+#[tokio::test]
+async fn a_reopened_answer_flags_the_sources_that_changed_since() {
+    let Some(s) = server() else { return };
+    let id = new_session(&s, ASKER).await;
+    let message = json!({"text": "How long is the refund window?"});
+    let (status, turn) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), Some(ASKER), Some(message)).await;
+    assert!(status.is_success(), "{turn}");
+    until_idle(&s, &id, ASKER).await;
+    let citations = |events: &Value| -> Vec<(String, bool)> {
+        let answer = events["events"].as_array().and_then(|e| e.iter().find(|e| e["event"]["type"] == "answer"));
+        let cited = answer.and_then(|a| a["citations"].as_array()).cloned().unwrap_or_default();
+        cited
+            .iter()
+            .map(|c| {
+                let source = format!("{}#{}", c["path"].as_str().unwrap_or(""), c["anchor"].as_str().unwrap_or(""));
+                (source, c["stale"] == true)
+            })
+            .collect()
+    };
+    let (_, before) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let cited = citations(&before);
+    assert!(cited.iter().any(|(c, _)| c == "docs/refunds.md#window"), "{before}");
+    assert!(cited.iter().all(|(_, stale)| !stale), "nothing changed yet: {cited:?}");
+
+    // The refund window changes in the docs, and the index takes it in.
+    let file = s._ws.path().join("docs/refunds.md");
+    let text = std::fs::read_to_string(&file).expect("refunds.md");
+    assert!(text.contains("14 days"));
+    std::fs::write(&file, text.replace("14 days", "30 days")).expect("edit");
+    let harness = &s.state.collections.first().harness;
+    let refreshed = harness.refresh_index(s.state.config.index.max_file_bytes, &|_| false).expect("refresh");
+    assert!(refreshed.replaced, "the edit is indexed");
+
+    let (_, after) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;
+    let cited = citations(&after);
+    assert!(cited.contains(&("docs/refunds.md#window".to_string(), true)), "the changed section is flagged: {cited:?}");
+    assert!(
+        cited.iter().filter(|(c, _)| !c.starts_with("docs/refunds.md")).all(|(_, stale)| !stale),
+        "sections of other files did not change: {cited:?}"
+    );
+}

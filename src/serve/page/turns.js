@@ -147,6 +147,8 @@ function sourcesOf(answer, ctx) {
     open.appendChild(el("span", c.path + (c.anchor ? "#" + c.anchor : ""), "path"));
     item.appendChild(open);
     item.appendChild(el("span", c.verified ? "✓ verified" : "✗ not retrieved", "mark"));
+    // Reopened later: the section changed since the answer (or is gone).
+    if (c.stale) item.appendChild(el("span", "⚠ changed since this answer", "stale"));
     const out = docsLink(c.url, "docs page");
     if (out) {
       out.setAttribute("aria-label", "docs page of " + (c.heading || c.path) + ", on the docs site");
