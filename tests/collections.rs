@@ -25,6 +25,12 @@ const ANA: &str = "ana-billing-token-0123456789";
 const HAL: &str = "hal-hr-token-0123456789";
 /// An admin reading both.
 const ROOT: &str = "root-all-token-0123456789";
+/// Decides writes in hr only.
+const HR_APPROVER: &str = "hr-approver-token-0123456789";
+/// Decides writes in billing.
+const BILLING_APPROVER: &str = "billing-approver-token-0123456789";
+/// An admin of hr only.
+const HR_ADMIN: &str = "hr-admin-token-0123456789";
 /// A word only the hr collection's docs hold.
 const HR_WORD: &str = "zephyrleave";
 
@@ -78,6 +84,24 @@ sha256 = "{root}"
 roles = ["admin"]
 collections = ["*"]
 
+[[serve.tokens]]
+principal = "cy"
+sha256 = "{cy}"
+roles = ["approve"]
+collections = ["hr"]
+
+[[serve.tokens]]
+principal = "di"
+sha256 = "{di}"
+roles = ["approve"]
+collections = ["billing"]
+
+[[serve.tokens]]
+principal = "hra"
+sha256 = "{hra}"
+roles = ["admin"]
+collections = ["hr"]
+
 [[collections]]
 name = "billing"
 workspace = "{billing}"
@@ -90,6 +114,9 @@ workspace = "{hr}"
         ana = hash(ANA),
         hal = hash(HAL),
         root = hash(ROOT),
+        cy = hash(HR_APPROVER),
+        di = hash(BILLING_APPROVER),
+        hra = hash(HR_ADMIN),
         billing = billing_path.display(),
         hr = hr.display(),
     );
@@ -301,6 +328,41 @@ async fn a_compromised_model_finds_nothing_of_another_collection() {
         assert!(read, "the adversary's read_file ran and was answered: {events}");
         assert!(!shows_hr(&events), "{path}: {events}");
     }
+}
+
+#[tokio::test]
+async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
+    let s = server("scripted");
+    // A write asked for in billing (the sample's onboarding doc orders one), and a question
+    // billing's docs cannot answer (a gap).
+    let (_, created) = call(&s, "POST", "/v1/sessions", ANA, None).await;
+    let id = created["id"].as_str().expect("id").to_string();
+    let message = json!({"text": "what is in the onboarding integrations"});
+    let (status, turn) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), ANA, Some(message)).await;
+    assert!(status.is_success(), "{turn}");
+    assert_eq!(turn["stop"], "awaiting_approval", "{turn}");
+    let gap = json!({"text": "how do I export to quasarledger"});
+    let (_, created) = call(&s, "POST", "/v1/sessions", ANA, None).await;
+    let other = created["id"].as_str().expect("id").to_string();
+    let (status, _) = call(&s, "POST", &format!("/v1/sessions/{other}/messages"), ANA, Some(gap)).await;
+    assert!(status.is_success());
+    until_idle(&s, &other, ANA).await;
+
+    let (_, theirs) = call(&s, "GET", "/v1/approvals?state=pending", HR_APPROVER, None).await;
+    assert_eq!(theirs["approvals"], json!([]), "hr's approver sees no billing write: {theirs}");
+    let (_, billing) = call(&s, "GET", "/v1/approvals?state=pending", BILLING_APPROVER, None).await;
+    let pending = billing["approvals"][0]["id"].as_str().expect("billing's approver sees it").to_string();
+    let decide = json!({"decision": "deny", "reason": "no"});
+    let (status, refused) =
+        call(&s, "POST", &format!("/v1/approvals/{pending}"), HR_APPROVER, Some(decide.clone())).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "hr's approver cannot decide it: {refused}");
+    let (status, decided) = call(&s, "POST", &format!("/v1/approvals/{pending}"), BILLING_APPROVER, Some(decide)).await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+
+    let (_, hr_gaps) = call(&s, "GET", "/v1/reports/gaps?days=30&limit=50", HR_ADMIN, None).await;
+    assert!(!hr_gaps.to_string().contains("quasarledger"), "hr's admin sees billing's gaps: {hr_gaps}");
+    let (_, all_gaps) = call(&s, "GET", "/v1/reports/gaps?days=30&limit=50", ROOT, None).await;
+    assert!(all_gaps.to_string().contains("quasarledger"), "an admin of both sees it: {all_gaps}");
 }
 
 #[test]

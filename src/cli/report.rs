@@ -17,7 +17,7 @@ pub fn run(global: &Global, serve: bool, what: ReportWhat) -> Result<Exit, Failu
     let config = super::load_log_config(global, serve)?;
     super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
     let log = super::sessions::open_log(&config)?;
-    let found = gaps::report(&log, days).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let found = gaps::report(&log, days, &|_| true).map_err(|e| (Exit::Failure, e.to_string()))?;
     let mut out = crate::guard::sink::stdout();
     let written = if json {
         let body = gaps::json(&found, days, limit);

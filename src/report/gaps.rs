@@ -94,12 +94,16 @@ const ALIKE: f64 = 0.5;
 /// Closest sections listed per gap.
 const CLOSEST: usize = 3;
 
-/// The gaps in every session of `log`, of the questions asked in the last `days` days.
-pub fn report(log: &Log, days: u64) -> Result<Vec<Gap>, LogError> {
+/// The gaps in every session of `log` that `keep` keeps (`serve`: those of the collections the
+/// caller reads), of the questions asked in the last `days` days.
+pub fn report(log: &Log, days: u64, keep: &dyn Fn(&[Stored]) -> bool) -> Result<Vec<Gap>, LogError> {
     let since_ms = crate::session::turn::now_ms().saturating_sub(days.saturating_mul(86_400_000));
     let mut asked = Vec::new();
     for session in log.sessions()? {
         let events = log.events_after(&session, 0)?;
+        if !keep(&events) {
+            continue;
+        }
         asked.extend(unanswered(&session, &events).into_iter().filter(|a| a.at_ms >= since_ms));
     }
     Ok(group(asked))

@@ -80,8 +80,12 @@ pub async fn list(
         let mut out = Vec::new();
         for id in log.active_ids_since(since)? {
             let events = log.events_after(&id, 0)?;
-            // One past its TTL is expired by the timer now, and never listed.
-            if state::owner(&events).is_some() && !waiting::hand_over_if_due(&state, &id, &events) {
+            // One past its TTL is expired by the timer now, and never listed; nor is one of a
+            // collection the approver does not read.
+            if state::owner(&events).is_some()
+                && crate::service::owner::reads_its_collection(&principal, &events)
+                && !waiting::hand_over_if_due(&state, &id, &events)
+            {
                 out.extend(pending(&state, &id, &events));
             }
         }
@@ -158,6 +162,10 @@ pub async fn decide(
             return Err(ApiError::not_found("approval"));
         }
         let events = state.log()?.events_after(session, 0)?;
+        // A write in a collection the approver does not read does not exist for them.
+        if !crate::service::owner::reads_its_collection(&principal, &events) {
+            return Err(ApiError::not_found("pending approval"));
+        }
         // Only sessions made over HTTP are decided here; the CLI's are decided at the terminal.
         let Some(waiting) = pending(&state, session, &events).filter(|p| p.id == approval && p.principal.is_some())
         else {

@@ -251,7 +251,10 @@ pub async fn gaps(
         if !(1..=3650).contains(&days) || !(1..=500).contains(&limit) {
             return Err(super::error::ApiError::bad_request("days must be 1 to 3650, and limit 1 to 500"));
         }
-        let found = crate::report::gaps::report(&state.log()?, days)?;
+        // Only the sessions of the collections the admin reads.
+        let reads =
+            |events: &[crate::session::store::Stored]| crate::service::owner::reads_its_collection(&principal, events);
+        let found = crate::report::gaps::report(&state.log()?, days, &reads)?;
         Ok(crate::report::gaps::summary(&found, days, limit))
     });
     super::error::respond(result, axum::http::StatusCode::OK)

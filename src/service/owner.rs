@@ -14,10 +14,16 @@ pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, 
         return Err(Refused::NotFound("session"));
     }
     // A session in a collection its owner no longer reads is not theirs to see either.
-    if !principal.reads(state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION)) {
+    if !reads_its_collection(principal, &events) {
         return Err(Refused::NotFound("session"));
     }
     Ok(events)
+}
+
+/// True when `principal` reads the collection of the session whose `events` these are (one from
+/// before collections reads `default`).
+pub fn reads_its_collection(principal: &Principal, events: &[Stored]) -> bool {
+    principal.reads(state::collection(events).unwrap_or(crate::config::DEFAULT_COLLECTION))
 }
 
 /// The events of session `id`, whoever owns it; 404 when there is none (also for a bad id).
