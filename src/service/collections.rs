@@ -83,9 +83,10 @@ impl Collections {
         &self.list
     }
 
-    /// The collection at `which`.
+    /// The collection at `which`, a place [`Collections::chosen`], [`Collections::named`] or
+    /// [`Collections::of_session`] gave (never another collection in its stead).
     pub fn get(&self, which: Which) -> &Collection {
-        &self.list[which.min(self.list.len() - 1)]
+        &self.list[which]
     }
 
     /// The first collection (what the command line's one-shot tools and single-workspace
