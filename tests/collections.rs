@@ -183,19 +183,28 @@ async fn each_caller_reads_only_its_collections_on_every_reading_route() {
         ("POST", "/v1/ask?collection=hr".to_string(), Some(json!({"question": q}))),
         ("POST", "/v1/sessions?collection=hr".to_string(), None),
         ("POST", "/mcp?collection=hr".to_string(), Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))),
-        (
-            "POST",
-            "/v1/chat/completions".to_string(),
-            Some(json!({"model": "hr", "messages": [{"role": "user", "content": q}]})),
-        ),
     ] {
-        let (status, refused) = call(&s, method, &uri, ANA, body).await;
+        let (status, refused) = call(&s, method, &uri, ANA, body.clone()).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}: {refused}");
         assert_eq!(refused["error"]["code"], "no_collection", "{method} {uri}: {refused}");
         let said = refused["error"]["message"].as_str().unwrap_or_default();
         assert!(said.contains("yours: billing") && !said.contains("hr,"), "{said}");
-        let (status, missing) = call(&s, method, &uri.replace("=hr", "=payroll"), ANA, None).await;
-        assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST, "{uri}: {missing}");
+        // One that does not exist is refused in the same words.
+        let (status, missing) = call(&s, method, &uri.replace("=hr", "=payroll"), ANA, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}: {missing}");
+        assert_eq!(
+            missing["error"]["message"],
+            refused["error"]["message"].as_str().unwrap_or("").replace("hr", "payroll")
+        );
+    }
+    // A model named after a collection the caller does not read is any other model name: the
+    // caller's own collection answers, and nothing says whether that collection exists.
+    for model in ["hr", "payroll"] {
+        let chat = json!({"model": model, "messages": [{"role": "user", "content": q}]});
+        let (status, completion) = call(&s, "POST", "/v1/chat/completions", ANA, Some(chat)).await;
+        assert_eq!(status, StatusCode::OK, "{model}: {completion}");
+        assert_eq!(completion["model"], "docs-agent", "{completion}");
+        assert!(!shows_hr(&completion), "{completion}");
     }
     // Unnamed: the caller's first collection, so ana's words never reach hr's docs.
     let (status, hits) = call(&s, "GET", &format!("/v1/search?q={HR_WORD}"), ANA, None).await;
@@ -363,6 +372,62 @@ async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
     assert!(!hr_gaps.to_string().contains("quasarledger"), "hr's admin sees billing's gaps: {hr_gaps}");
     let (_, all_gaps) = call(&s, "GET", "/v1/reports/gaps?days=30&limit=50", ROOT, None).await;
     assert!(all_gaps.to_string().contains("quasarledger"), "an admin of both sees it: {all_gaps}");
+
+    // An admin closes anyone's session, but only in the collections they read; the metrics and
+    // the readiness they see are of those collections too.
+    let (status, refused) = call(&s, "DELETE", &format!("/v1/sessions/{other}"), HR_ADMIN, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "hr's admin cannot close a billing session: {refused}");
+    let (_, metrics) = call(&s, "GET", "/metrics", HR_ADMIN, None).await;
+    let metrics = metrics.as_str().unwrap_or_default().to_string();
+    assert!(metrics.contains("collection=\"hr\"") && !metrics.contains("collection=\"billing\""), "{metrics}");
+    let (_, ready) = call(&s, "GET", "/readyz", HR_ADMIN, None).await;
+    assert_eq!(ready["collections"].as_array().map(Vec::len), Some(1), "{ready}");
+    let (status, closed) = call(&s, "DELETE", &format!("/v1/sessions/{other}"), ROOT, None).await;
+    assert_eq!(status, StatusCode::OK, "{closed}");
+}
+
+#[test]
+fn collections_whose_folders_nest_are_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("docs-agent.toml");
+    let outer = dir.path().join("kb");
+    let toml = format!(
+        "[[collections]]\nname = \"billing\"\nworkspace = \"{}\"\n\n[[collections]]\nname = \"hr\"\nworkspace = \"{}\"\n",
+        outer.display(),
+        outer.join("docs/hr").display()
+    );
+    std::fs::write(&file, toml).expect("config");
+    let sources = Sources { file: Some(file), env: Default::default(), flags: Vec::new() };
+    let refused = docs_agent::service::settings::load(&sources).err().map(|e| e.0).unwrap_or_default();
+    assert!(refused.contains("billing's workspace") && refused.contains("holds hr's"), "{refused}");
+}
+
+#[test]
+fn tokens_add_names_the_collections_a_token_reads() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("docs-agent.toml");
+    let toml = format!(
+        "[[collections]]\nname = \"billing\"\nworkspace = \"{}\"\n\n[[collections]]\nname = \"hr\"\nworkspace = \"{}\"\n",
+        dir.path().join("billing").display(),
+        dir.path().join("hr").display()
+    );
+    std::fs::write(&file, toml).expect("config");
+    let config = file.to_str().expect("utf-8");
+    let without = common::run(dir.path(), &[], &["--config", config, "tokens", "add", "ana", "--role", "ask"]);
+    assert_eq!(without.code, 2, "{}", without.stderr);
+    assert!(
+        without.stderr.contains("--reads COLLECTION") && without.stderr.contains("billing, hr"),
+        "{}",
+        without.stderr
+    );
+    let unknown = common::run(dir.path(), &[], &["--config", config, "tokens", "add", "ana", "--reads", "payroll"]);
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    let added = common::run(dir.path(), &[], &["--config", config, "tokens", "add", "ana", "--reads", "hr"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let written = std::fs::read_to_string(&file).expect("config");
+    assert!(written.contains("collections = [\"hr\"]"), "{written}");
+    let sources = Sources { file: Some(file), env: Default::default(), flags: Vec::new() };
+    assert!(docs_agent::service::settings::load(&sources).is_ok(), "the token it wrote is one serve takes");
 }
 
 #[test]

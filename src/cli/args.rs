@@ -149,7 +149,7 @@ pub enum TokensAction {
         roles: Vec<TokenRole>,
         /// With [[collections]] in the config: a collection it reads (repeat for several; `*`:
         /// all). Required there, refused without them
-        #[arg(long = "collection", value_name = "NAME")]
+        #[arg(long = "reads", value_name = "COLLECTION")]
         collections: Vec<String>,
     },
     /// The callers and their roles (never the tokens; only a prefix of each hash).
@@ -511,5 +511,17 @@ impl Global {
             flags.push(("limits.max_steps", n.to_string()));
         }
         flags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own checks of the definitions (a long option given twice in one command, a
+    /// global flag a subcommand's argument shadows), which otherwise fail only when that
+    /// command is run from a debug build.
+    #[test]
+    fn the_command_line_definitions_are_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -162,17 +162,27 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
 /// The configuration of the collection a command reads (`--collection`, else the first): with
 /// `[[collections]]`, that collection's own; without, the configuration itself.
 pub fn collection_config(global: &Global) -> Result<Config, Failure> {
-    let config = load_config(global)?;
+    chosen_collection(load_config(global)?, global)
+}
+
+/// `config`'s collection that `--collection` names (else the first).
+fn chosen_collection(config: Config, global: &Global) -> Result<Config, Failure> {
     config.for_collection(global.collection.as_deref()).map_err(|e| (Exit::Usage, format!("--collection: {e}")))
 }
 
-/// The configuration of a command that reads the session log: serve's log when `serve`.
-fn load_log_config(global: &Global, serve: bool) -> Result<Config, Failure> {
-    let mut config = collection_config(global)?;
+/// The whole configuration (every collection) of a command that reads the session log: serve's
+/// log when `serve`.
+fn full_log_config(global: &Global, serve: bool) -> Result<Config, Failure> {
+    let mut config = load_config(global)?;
     if serve {
         config.session.log_path = config.serve_log_path();
     }
     Ok(config)
+}
+
+/// The configuration of a command that reads the session log, for the collection it reads.
+fn load_log_config(global: &Global, serve: bool) -> Result<Config, Failure> {
+    chosen_collection(full_log_config(global, serve)?, global)
 }
 
 /// Sets up the process's log (`telemetry::log`) from `DOCS_AGENT_LOG` (or `RUST_LOG`) and

@@ -149,7 +149,19 @@ impl TokensWatch {
                 }
                 seen = now;
                 let Some(state) = weak.upgrade() else { return };
+                let serving: Vec<String> = state.collections.all().iter().map(|c| c.name.clone()).collect();
                 match super::load_config(&global) {
+                    // A token's collections mean something only against the collections served:
+                    // a file that names others is for the next start, and its tokens wait too
+                    // (a token without collections reads every one served).
+                    Ok(config) if config.collection_names() != serving => {
+                        tracing::warn!(
+                            "{} changed its collections ({}; serving {}): the tokens stay as they were until a restart",
+                            file.display(),
+                            config.collection_names().join(", "),
+                            serving.join(", ")
+                        );
+                    }
                     Ok(config) => {
                         let count = state.tokens.replace(&config.serve.tokens);
                         tracing::info!("{} changed: {count} token(s) now", file.display());

@@ -24,8 +24,10 @@ use crate::trace::Trace;
 /// `docs-agent sessions ACTION`, in the sandbox of a conversation.
 pub fn run(global: &Global, serve: bool, action: SessionsAction) -> Result<Exit, Failure> {
     let mut out = crate::guard::sink::stdout();
-    let config = super::load_log_config(global, serve)?;
-    super::sandbox::enter(global, &super::sandbox::for_workspace(&config, super::sandbox::Use::Converse)?)?;
+    // The sandbox lets in every collection: `show` reads the index of the session's own.
+    let full = super::full_log_config(global, serve)?;
+    super::sandbox::enter(global, &super::sandbox::for_workspace(&full, super::sandbox::Use::Converse)?)?;
+    let config = super::chosen_collection(full.clone(), global)?;
     // Reading commands open the log alone; the others need the harness (index, model).
     let log_only = |config: Config| -> Result<(Config, Log), Failure> {
         let log = open_log(&config)?;
@@ -40,9 +42,15 @@ pub fn run(global: &Global, serve: bool, action: SessionsAction) -> Result<Exit,
         }
         SessionsAction::Show { id } => {
             let (config, log) = log_only(config)?;
-            // The docs as they are now, to flag answers whose sources changed since; without
-            // them (no docs folder), the answers are shown unflagged.
-            let now = crate::agent::Harness::open_unembedded(&config).ok().map(|h| h.index.current());
+            // The docs of the session's collection as they are now, to flag answers whose
+            // sources changed since; without them, the answers are shown unflagged.
+            let recorded = events(&log, &config, &id)?.first().and_then(|s| match &s.event {
+                Event::SessionStarted { collection, .. } => collection.clone(),
+                _ => None,
+            });
+            let now = docs_now(&full, recorded.as_deref().or(global.collection.as_deref()))
+                .and_then(|own| crate::agent::Harness::open_unembedded(&own).ok())
+                .map(|harness| harness.index.current());
             show(&log, &config, &id, now.as_deref(), &mut out)
         }
         SessionsAction::Export { id } => {
@@ -104,7 +112,7 @@ impl Desk {
                 return Err((
                     Exit::Usage,
                     format!(
-                        "session {id} belongs to the workspace {workspace}, not {here}; run it with --workspace {workspace} (WORKSPACE)"
+                        "session {id} belongs to the workspace {workspace}, not {here}; run it with --workspace {workspace} (WORKSPACE), or with --collection NAME for a collection's"
                     ),
                 ));
             }
@@ -257,6 +265,15 @@ fn shown_status(events: &[Stored], config: &Config, now: u64) -> &'static str {
         Next::Decide(pending) if pending.expired(now, config.session.approval_ttl_secs) => "write_expired",
         _ => state::status(events).as_str(),
     }
+}
+
+/// The configuration whose docs collection `name` reads now (a git source's served tree), or
+/// `None` when there is none to read.
+fn docs_now(full: &Config, name: Option<&str>) -> Option<Config> {
+    let name = name.filter(|_| !full.collections.is_empty());
+    let mut own = full.for_collection(name).ok()?;
+    super::sources::serve_from(&mut own).ok()?;
+    Some(own)
 }
 
 /// `sessions show ID`; with the index searched `now`, each answer whose cited sections changed

@@ -44,15 +44,15 @@ fn add(file: &Path, name: &str, roles: &[TokenRole], collections: &[String]) -> 
             return Err((
                 Exit::Usage,
                 format!(
-                    "{} serves collections ({}): name the ones the token reads with --collection NAME, or \
-                     --collection '*' for all",
+                    "{} serves collections ({}): name the ones the token reads with --reads COLLECTION, or \
+                     --reads '*' for all",
                     file.display(),
                     known.join(", ")
                 ),
             ));
         }
         (true, false) => {
-            return Err((Exit::Usage, format!("{} has no [[collections]]; leave out --collection", file.display())));
+            return Err((Exit::Usage, format!("{} has no [[collections]]; leave out --reads", file.display())));
         }
         _ => {}
     }

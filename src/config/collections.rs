@@ -143,6 +143,12 @@ impl Config {
                      (it goes into URLs and model names)"
                 )));
             }
+            if name == DEFAULT {
+                return Err(ConfigError(format!(
+                    "collections: the name {DEFAULT:?} is kept for sessions from before collections; name it after \
+                     its docs instead"
+                )));
+            }
             if self.collections[..i].iter().any(|c| &c.name == name) {
                 return Err(ConfigError(format!("collections: the name {name:?} is given twice; each needs its own")));
             }
@@ -259,6 +265,7 @@ mod tests {
         };
         refused(TWO.replace("name = \"erp\"", "name = \"ERP docs\""), "lowercase");
         refused(TWO.replace("name = \"erp\"", "name = \"billing\""), "given twice");
+        refused(TWO.replace("name = \"erp\"", "name = \"default\""), "kept for sessions from before");
         refused(TWO.replace("source = \"erp-docs\"", ""), "neither a workspace nor a source");
         refused(TWO.replace("source = \"erp-docs\"", "source = \"hr\""), "no [[sources]] entry names");
         refused(TWO.replace("collections = [\"billing\"]", ""), "names no collections");

@@ -31,8 +31,8 @@ pub const MODEL_NAME: &str = "docs-agent";
 /// The request (fields a front end may send that docs-agent does not use are accepted and ignored).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatRequest {
-    /// The model asked for: a collection's name reads that collection; any other name is
-    /// answered by docs-agent from the first collection the caller reads.
+    /// The model asked for: the name of a collection the caller reads reads that collection; any
+    /// other name is answered by docs-agent from the first collection the caller reads.
     #[serde(default)]
     pub model: Option<String>,
     /// The conversation.
@@ -103,7 +103,6 @@ pub async fn models(State(state): State<Arc<AppState>>, Extension(principal): Ex
         )),
         (status = 400, description = "no user message, or one too long (bad_request)", body = ErrorBody),
         (status = 403, description = "missing role (forbidden)", body = ErrorBody),
-        (status = 404, description = "no_collection: the model names a collection the caller does not read", body = ErrorBody),
         (status = 429, description = "rate limited, or too_many_turns: this principal runs serve.max_turns_per_principal turns already (Retry-After)", body = ErrorBody,
          headers(("Retry-After" = u64, description = "seconds to wait before trying again"))),
         (status = 502, description = "the model server failed (model_error)", body = ErrorBody),
@@ -142,9 +141,10 @@ pub async fn completions(
         ))
         .into_response();
     }
-    // A model named as a collection is that collection (one the caller may not read is 404);
-    // any other name, the first the caller reads.
-    let named = request.model.as_deref().filter(|m| state.collections.named(m).is_some());
+    // A model named as a collection the caller reads is that collection; any other name, the
+    // first the caller reads.
+    // One the caller may not read is any other name: it leaks no collection's existence.
+    let named = request.model.as_deref().filter(|m| state.collections.named(m).is_some() && principal.reads(m));
     let collection = match state.collections.chosen(&principal, named) {
         Ok(which) => which,
         Err(e) => return e.into_response(),

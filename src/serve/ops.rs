@@ -116,7 +116,8 @@ pub struct ReadyIndex {
     )
 )]
 pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let admin = super::auth::principal(&state, &headers).is_some_and(|p| p.roles.contains(&Role::Admin));
+    // An admin's token shows more: of the collections it reads.
+    let admin = super::auth::principal(&state, &headers).filter(|p| p.roles.contains(&Role::Admin));
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
@@ -124,7 +125,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     match model.ready().await {
         Ok(()) => {
             state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            ready_body(&state, &model.name(), admin)
+            ready_body(&state, &model.name(), admin.as_ref())
         }
         Err(e) => {
             // /readyz answers anyone: the detail (the model server's address, its error) goes to
@@ -142,11 +143,13 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
 }
 
 /// The body of a ready `/readyz`; `admin` adds the sandbox's state.
-fn ready_body(state: &AppState, model: &str, admin: bool) -> Response {
+fn ready_body(state: &AppState, model: &str, admin: Option<&Principal>) -> Response {
     let all = state.collections.all();
+    let reads = |c: &&crate::service::collections::Collection| admin.is_some_and(|p| p.reads(&c.name));
+    let statuses: Vec<_> = all.iter().filter(reads).flat_map(|c| c.sources.statuses()).collect();
+    let admin = admin.is_some();
     let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
     let first = &indexes[0];
-    let statuses: Vec<_> = all.iter().flat_map(|c| c.sources.statuses()).collect();
     let body = Ready {
         status: "ready",
         sections: indexes.iter().map(|i| i.stats.sections).sum(),
@@ -160,6 +163,7 @@ fn ready_body(state: &AppState, model: &str, admin: bool) -> Response {
         collections: (admin && !state.config.collections.is_empty()).then(|| {
             all.iter()
                 .zip(&indexes)
+                .filter(|(c, _)| reads(c))
                 .map(|(c, index)| ReadyCollection {
                     name: c.name.clone(),
                     sections: index.stats.sections,
@@ -204,7 +208,13 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     let mut text = state.metrics.render();
     let all = state.collections.all();
     let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
-    let each: Vec<_> = all.iter().zip(&indexes).map(|(c, i)| (c.name.as_str(), &c.index_status, &**i)).collect();
+    // The collections the admin reads.
+    let each: Vec<_> = all
+        .iter()
+        .zip(&indexes)
+        .filter(|(c, _)| principal.reads(&c.name))
+        .map(|(c, i)| (c.name.as_str(), &c.index_status, &**i))
+        .collect();
     text.push_str(&crate::service::fresh::Status::render_all(&each, !state.config.collections.is_empty()));
     // Labels are route patterns and closed sets today; the guard holds whatever they become.
     let text = crate::guard::scrub(&text).into_owned();

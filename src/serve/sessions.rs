@@ -186,6 +186,10 @@ pub async fn close(
         principal.require(Role::Ask).map_err(ApiError::from)?;
         let mut log = state.log()?;
         let events = if principal.may(Role::Admin) { existing(&log, &id)? } else { owned(&log, &id, &principal)? };
+        // An admin closes anyone's session, in the collections they read only.
+        if !crate::service::owner::reads_its_collection(&principal, &events) {
+            return Err(ApiError::not_found("session"));
+        }
         if !state::closed(&events) {
             if state.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
                 return Err(ApiError::conflict(

@@ -5,6 +5,8 @@
 
 use super::store::Stored;
 use super::verify::{Citation, answer_at, retrieved};
+use crate::guard::fence;
+use crate::guard::redact::TRUNCATED;
 
 /// Marks `stale` each verified citation of the answer at `answer_seq` whose section changed
 /// since: `now(path, anchor)` is its text in the index searched now (`None`: no such section
@@ -25,19 +27,23 @@ pub fn mark(
             citation.stale = true;
             continue;
         };
-        let text = squashed(&text);
+        // As the turn's text was shown: sanitised and its tags made inert by the fence.
+        let text = squashed(&fence::neutralize_tags(&fence::sanitize(&text)));
         let lines = read.iter().filter(|s| s.searched && s.source == source).flat_map(|s| passage_lines(&s.body));
         citation.stale = lines.into_iter().any(|line| !text.contains(&squashed(line)));
     }
 }
 
-/// The lines of a searched section's fenced text that come from the section: its first line
-/// (the heading path the harness writes) and the `…` that join passages left out, and each
-/// line's own `…` where a passage was cut.
+/// The lines of a searched section's fenced text that come from the section: not its first
+/// line (the heading path the harness writes), nor the `…` that join passages left out, nor a
+/// line's own `…` where a passage was cut or the `…[truncated]` where a result was.
 fn passage_lines(body: &str) -> Vec<&str> {
     body.lines()
         .skip(usize::from(body.starts_with("# ")))
-        .map(|line| line.trim().trim_matches('…').trim())
+        .map(|line| {
+            let line = line.trim();
+            line.strip_suffix(TRUNCATED).unwrap_or(line).trim().trim_matches('…').trim()
+        })
         .filter(|line| !line.is_empty())
         .collect()
 }
@@ -61,7 +67,7 @@ mod tests {
     /// and `docs/fees.md#late` (never retrieved).
     fn turn(body: &str) -> Vec<Stored> {
         let call = CallRecord { id: "c1".into(), name: "search_docs".into(), arguments: "{}".into() };
-        let result = format!("<untrusted source=\"docs/refunds.md#window\">\n{body}\n</untrusted>");
+        let result = crate::guard::fence::Fenced::new("docs/refunds.md#window", body).into_string();
         vec![
             stored(1, Event::UserMessage { text: "refund window?".into() }),
             stored(
@@ -118,5 +124,10 @@ mod tests {
             Some("Refunds are possible within 14 days, and more."),
         );
         assert!(!cut[0].1, "a passage cut with … matches what it was cut from");
+        let tags = "# Refunds > Window\nCall `load::<Vec<String>>()` or see <b>this</b>.";
+        let now = "Call `load::<Vec<String>>()` or see <b>this</b>.";
+        assert!(!judged(tags, Some(now))[0].1, "tags the fence made inert are the same text");
+        let truncated = format!("# Refunds > Window\nRefunds are possible within 14 da{}", TRUNCATED);
+        assert!(!judged(&truncated, Some("Refunds are possible within 14 days."))[0].1, "a result cut short");
     }
 }
