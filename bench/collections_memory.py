@@ -10,29 +10,15 @@ usage: bench/collections_memory.py [BINARY]   (default target/release/docs-agent
 The corpus is read from DOCS_AGENT_CORPORA (default ../shared/corpora).
 """
 import hashlib, json, os, pathlib, re, shutil, subprocess, sys, tempfile, threading, time
-import urllib.parse, urllib.request
+import urllib.parse
+
+from serve_probe import TOKEN, get, status
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINARY = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / 'target' / 'release' / 'docs-agent')
 CORPUS = os.path.join(os.environ.get('DOCS_AGENT_CORPORA', str(ROOT.parent / 'shared' / 'corpora')), 'business-central-docs')
-TOKEN = 'bench-token-0123456789'
 QUERIES = [l.strip() for l in open(ROOT / 'bench' / 'queries.txt') if l.strip() and not l.startswith('#')] or ['payment tolerance']
 SEARCHES = 200
-
-
-def status(pid):
-    fields = {}
-    for line in open(f'/proc/{pid}/status'):
-        key, _, value = line.partition(':')
-        if key in ('VmRSS', 'VmHWM'):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields
-
-
-def get(url, path):
-    req = urllib.request.Request(url + path, headers={'Authorization': f'Bearer {TOKEN}'})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
 
 
 def serve(count):
@@ -63,12 +49,12 @@ def serve(count):
     to_serve = time.perf_counter() - started
     threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
     out = {'collections': count, 'to_serve_s': to_serve, 'start': status(p.pid)}
-    ready = get(url, '/readyz')
+    ready = get(url, '/readyz', timeout=60)
     out['files'] = ready['files']
     for i in range(SEARCHES):
         name = names[i % count]
         q = urllib.parse.quote(QUERIES[i % len(QUERIES)])
-        get(url, f'/v1/search?q={q}&collection={name}')
+        get(url, f'/v1/search?q={q}&collection={name}', timeout=60)
     out['searched'] = status(p.pid)
     p.terminate()
     p.wait(timeout=30)

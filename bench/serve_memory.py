@@ -10,26 +10,12 @@ the same copy of the corpus (DOCS_AGENT_CORPORA, default ../shared/corpora).
 import hashlib, json, os, pathlib, re, shutil, statistics, subprocess, sys, tempfile, threading, time
 import urllib.request
 
+from serve_probe import TOKEN, get, status
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINS = sys.argv[1:] or [str(ROOT / 'target' / 'release' / 'docs-agent')]
 src = os.path.join(os.environ.get('DOCS_AGENT_CORPORA', str(ROOT.parent / 'shared' / 'corpora')), 'business-central-docs')
-TOKEN = 'bench-token-0123456789'
 QUERIES = [l.strip() for l in open(ROOT / 'bench' / 'queries.txt') if l.strip() and not l.startswith('#')] or ['payment tolerance']
-
-
-def status(pid):
-    fields = {}
-    for line in open(f'/proc/{pid}/status'):
-        key, _, value = line.partition(':')
-        if key in ('VmRSS', 'VmHWM'):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields
-
-
-def get(url, path):
-    req = urllib.request.Request(url + path, headers={'Authorization': f'Bearer {TOKEN}'})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
 
 
 def measure(binary):

@@ -44,14 +44,10 @@ pub fn run(global: &Global, serve: bool, action: SessionsAction) -> Result<Exit,
             let (config, log) = log_only(config)?;
             // The docs of the session's collection as they are now, to flag answers whose
             // sources changed since; without them, the answers are shown unflagged.
-            let recorded = events(&log, &config, &id)?.first().and_then(|s| match &s.event {
-                Event::SessionStarted { collection, .. } => collection.clone(),
-                _ => None,
-            });
+            let recorded = state::collection(&events(&log, &config, &id)?).map(str::to_string);
             let now = docs_now(&full, recorded.as_deref().or(global.collection.as_deref()))
-                .and_then(|own| crate::agent::Harness::open_unembedded(&own).ok())
-                .map(|harness| harness.index.current());
-            show(&log, &config, &id, now.as_deref(), &mut out)
+                .and_then(|own| Harness::open_unembedded(&own).ok());
+            show(&log, &config, &id, now.as_ref(), &mut out)
         }
         SessionsAction::Export { id } => {
             let (config, log) = log_only(config)?;
@@ -276,13 +272,13 @@ fn docs_now(full: &Config, name: Option<&str>) -> Option<Config> {
     Some(own)
 }
 
-/// `sessions show ID`; with the index searched `now`, each answer whose cited sections changed
-/// since (or are gone) says which.
+/// `sessions show ID`; with the harness of the docs `now`, each answer whose cited sections
+/// changed since (or are gone) says which.
 pub fn show(
     log: &Log,
     config: &Config,
     id: &str,
-    now: Option<&crate::index::Index>,
+    now: Option<&Harness>,
     out: &mut impl Write,
 ) -> Result<Exit, Failure> {
     let events = events(log, config, id)?;
@@ -297,12 +293,10 @@ pub fn show(
     text.push_str(&format!("usage: {}\n", usage.describe()));
     for stored in &events {
         text.push_str(&format!("{:>5}  {:<18}  {}\n", stored.seq, stored.event.kind(), describe(&stored.event)));
-        if let (Some(index), Event::Answer { revision, .. }) = (now, &stored.event)
-            && (revision.is_none() || *revision != index.revision())
-        {
+        if let (Some(harness), Event::Answer { .. }) = (now, &stored.event) {
             let mut citations = crate::session::verify::answer_citations(&events, stored.seq);
-            let section = |path: &str, anchor: &str| index.section(path, anchor).ok().flatten().map(|s| s.text);
-            crate::session::stale::mark(&events, stored.seq, &mut citations, &section);
+            let index = harness.index.current();
+            crate::session::stale::mark(&events, stored.seq, &mut citations, &index, Some(&harness.hooks));
             let stale: Vec<String> = citations.iter().filter(|c| c.stale).map(|c| c.source()).collect();
             if !stale.is_empty() {
                 text.push_str(&format!("{:>5}  {:<18}  {}\n", "", "stale", stale.join(", ")));

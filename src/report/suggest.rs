@@ -67,7 +67,7 @@ pub fn popular(log: &Log, days: u64, asked_by: usize, collection: &str) -> Resul
     for session in log.active_ids_since(since_ms)? {
         let events = log.events_after(&session, 0)?;
         // Only sessions of this collection: a question asked of other docs is not offered here.
-        if crate::session::state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION) != collection {
+        if crate::session::state::reads_collection(&events) != collection {
             continue;
         }
         for (question, who) in answered(&session, &events, since_ms) {

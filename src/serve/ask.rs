@@ -290,8 +290,8 @@ pub async fn section(
         };
         let collection = match &session {
             Some((events, _)) => {
-                let recorded = crate::session::state::collection(events);
-                state.collections.get(state.collections.of_session(recorded)?)
+                let reads = crate::session::state::reads_collection(events);
+                state.collections.get(state.collections.of_session(reads)?)
             }
             None => super::pick::Pick { collection: query.collection.clone() }.chosen(&state, &principal)?.1,
         };

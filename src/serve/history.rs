@@ -95,7 +95,7 @@ impl Summary {
             status: state::status(events).as_str(),
             started_ms: events.first().map_or(0, |s| s.at_ms),
             last_ms: events.last().map_or(0, |s| s.at_ms),
-            collection: state::collection(events).unwrap_or(crate::config::DEFAULT_COLLECTION).to_string(),
+            collection: state::reads_collection(events).to_string(),
         }
     }
 }
@@ -166,9 +166,8 @@ pub async fn list(
             let events = log.events_after(&id, 0)?;
             // The owner is checked again on the events themselves, as every session route does,
             // and so is the collection: one the owner no longer reads is not listed.
-            let collection = state::collection(&events).unwrap_or(crate::config::DEFAULT_COLLECTION);
             if state::owner(&events) == Some(principal.name.as_str())
-                && principal.reads(collection)
+                && crate::service::owner::reads_its_collection(&principal, &events)
                 && !state::closed(&events)
                 && holds(&events, &words)
             {

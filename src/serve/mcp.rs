@@ -55,8 +55,8 @@ pub async fn handle(
         Ok(axum::extract::Query(pick)) => pick,
         Err(e) => return ApiError::bad_request(format!("{e}; use /mcp?collection=NAME")).into_response(),
     };
-    let which = match state.collections.chosen(&principal, pick.collection.as_deref()) {
-        Ok(which) => which,
+    let which = match pick.chosen(&state, &principal) {
+        Ok((which, _)) => which,
         Err(e) => return ApiError::from(e).into_response(),
     };
     let front = Arc::new(Front::Serve(state.service.clone(), which));

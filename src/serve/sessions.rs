@@ -413,15 +413,13 @@ pub async fn events(
     headers: axum::http::HeaderMap,
 ) -> Response {
     // A write past its TTL is expired first: nobody sees it pending.
-    let collection = match crate::service::expiry::owned_now(&state.service, &id, &principal).await {
-        Ok(events) => crate::session::state::collection(&events).map(str::to_string),
-        Err(e) => return e.into_response(),
-    };
     // The session's collection decides how its answers' citations are shown.
-    let collection = match state.collections.of_session(collection.as_deref()) {
-        Ok(which) => which,
-        Err(e) => return e.into_response(),
-    };
+    let seen = crate::service::expiry::owned_now(&state.service, &id, &principal).await;
+    let collection =
+        match seen.and_then(|events| state.collections.of_session(crate::session::state::reads_collection(&events))) {
+            Ok(which) => which,
+            Err(e) => return e.into_response(),
+        };
     let after = match query {
         Ok(Query(query)) => query.after,
         Err(e) => return ApiError::bad_request(format!("{e}; use ?after=SEQ (a number)")).into_response(),

@@ -31,8 +31,8 @@ pub struct Queued {
 /// a token, for the signature.
 pub fn is_webhook(state: &AppState, path: &str) -> bool {
     let name = path.strip_prefix("/v1/sources/").and_then(|rest| rest.strip_suffix("/sync"));
-    let Some(name) = name else { return false };
-    state.collections.all().iter().filter_map(|c| c.sources.source(name)).any(|s| s.webhook_secret().is_some())
+    name.and_then(|name| state.collections.sources_with(name)?.source(name))
+        .is_some_and(|s| s.webhook_secret().is_some())
 }
 
 /// True when the request carries the secret: GitHub's signature of the body, or GitLab's token.
@@ -87,9 +87,7 @@ pub async fn sync(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    // The collection whose source it is (each source feeds one).
-    let sources = state.collections.all().iter().map(|c| &c.sources).find(|s| s.source(&name).is_some());
-    let Some(sources) = sources else {
+    let Some(sources) = state.collections.sources_with(&name) else {
         return ApiError::not_found("source with a webhook secret").into_response();
     };
     let Some(secret) = sources.source(&name).and_then(|s| s.webhook_secret()) else {

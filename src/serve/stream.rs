@@ -159,16 +159,8 @@ pub fn outward(
             |text: &str| view.hooks.map_or_else(|| text.to_string(), |hooks| hooks.redacted(text).into_owned());
         let nodes = crate::guard::markdown::render(text, allowed_hosts, &redact);
         let mut citations = crate::session::verify::answer_citations(session, stored.seq);
-        if let (Some(index), Event::Answer { revision, .. }) = (&view.index, &event) {
-            // The same commit of a git source: nothing changed. Else each section is compared.
-            if revision.is_none() || *revision != index.revision() {
-                let hooks = view.hooks;
-                let now = |path: &str, anchor: &str| {
-                    let section = index.section(path, anchor).ok().flatten()?;
-                    Some(hooks.map_or_else(|| section.text.clone(), |h| h.redacted(&section.text).into_owned()))
-                };
-                crate::session::stale::mark(session, stored.seq, &mut citations, &now);
-            }
+        if let Some(index) = &view.index {
+            crate::session::stale::mark(session, stored.seq, &mut citations, index, view.hooks);
         }
         let citations = crate::session::verify::linked(citations, view.site);
         return serde_json::json!({

@@ -51,6 +51,12 @@ impl Collections {
         Collections { list }
     }
 
+    /// The one collection, `default`, of a configuration without `[[collections]]`: its
+    /// workspace, opened as `harness`.
+    pub fn one(config: &Config, harness: Harness) -> Collections {
+        Collections::new(vec![Collection::new(crate::config::DEFAULT_COLLECTION, config.clone(), harness)])
+    }
+
     /// Opens every collection `config` serves (the one workspace without `[[collections]]`),
     /// each from its own configuration, made ready by `docs_of` first (the command line points
     /// a git source's at its tree there), with `readers` read-only databases per index
@@ -62,8 +68,7 @@ impl Collections {
     ) -> Result<Collections, String> {
         if config.collections.is_empty() {
             let harness = Harness::open_for(config, readers).map_err(|e| e.to_string())?;
-            let name = crate::config::DEFAULT_COLLECTION;
-            return Ok(Collections::new(vec![Collection::new(name, config.clone(), harness)]));
+            return Ok(Collections::one(config, harness));
         }
         let mut opened = Vec::new();
         for name in config.collection_names() {
@@ -89,15 +94,14 @@ impl Collections {
         &self.list[which]
     }
 
-    /// The first collection (what the command line's one-shot tools and single-workspace
-    /// routes read).
-    pub fn first(&self) -> &Collection {
-        &self.list[0]
-    }
-
     /// The collection called `name`.
     pub fn named(&self, name: &str) -> Option<Which> {
         self.list.iter().position(|c| c.name == name)
+    }
+
+    /// The sources of the collection whose git source is called `name` (each source feeds one).
+    pub fn sources_with(&self, name: &str) -> Option<&sources::Sources> {
+        self.list.iter().map(|c| &c.sources).find(|s| s.source(name).is_some())
     }
 
     /// The collections `principal` reads, in order.
@@ -130,10 +134,9 @@ impl Collections {
         }
     }
 
-    /// The collection session events `started` read (its first event's `collection`); a
-    /// session from before collections reads `default`, which exists only without them.
-    pub fn of_session(&self, recorded: Option<&str>) -> Result<Which, Refused> {
-        let name = recorded.unwrap_or(crate::config::DEFAULT_COLLECTION);
+    /// The collection `name` a session reads (`session::state::reads_collection`); a session
+    /// from before collections reads `default`, which exists only without them.
+    pub fn of_session(&self, name: &str) -> Result<Which, Refused> {
         self.named(name).ok_or_else(|| {
             Refused::NoCollection(format!(
                 "this session reads the collection {name:?}, which this service no longer serves; start a new session"

@@ -186,9 +186,8 @@ impl Service {
     /// `[[collections]]`), keeping its sessions in `store` (the config's `serve` section sets
     /// the shares, the breaker and the turns that run at once).
     pub fn new(config: Config, harness: Harness, store: Store) -> Service {
-        let name = config.collection_names().swap_remove(0);
-        let one = collections::Collection::new(&name, config.clone(), harness);
-        Service::of(config, collections::Collections::new(vec![one]), store)
+        let one = collections::Collections::one(&config, harness);
+        Service::of(config, one, store)
     }
 
     /// The core for `collections`, each opened from its own configuration.

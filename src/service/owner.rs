@@ -23,7 +23,7 @@ pub fn owned(log: &Log, id: &str, principal: &Principal) -> Result<Vec<Stored>, 
 /// True when `principal` reads the collection of the session whose `events` these are (one from
 /// before collections reads `default`).
 pub fn reads_its_collection(principal: &Principal, events: &[Stored]) -> bool {
-    principal.reads(state::collection(events).unwrap_or(crate::config::DEFAULT_COLLECTION))
+    principal.reads(state::reads_collection(events))
 }
 
 /// The events of session `id`, whoever owns it; 404 when there is none (also for a bad id).

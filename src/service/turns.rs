@@ -186,7 +186,7 @@ fn prepare(state: &Arc<Service>, id: &str, start: Start) -> Result<Ready, Refuse
     if state::closed(&events) {
         return fail(start, closed(id));
     }
-    let collection = match state.collections.of_session(state::collection(&events)) {
+    let collection = match state.collections.of_session(state::reads_collection(&events)) {
         Ok(which) => which,
         Err(e) => return fail(start, e),
     };

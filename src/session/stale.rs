@@ -9,11 +9,35 @@ use crate::guard::fence;
 use crate::guard::redact::TRUNCATED;
 
 /// Marks `stale` each verified citation of the answer at `answer_seq` whose section changed
-/// since: `now(path, anchor)` is its text in the index searched now (`None`: no such section
-/// any more). A section the turn searched is stale when a line of what it read is no longer in
+/// since, against `index`, the generation searched now, its sections redacted by the operator's
+/// `hooks` as the turn's results were. Nothing is marked when the answer was drawn from the
+/// commit `index` holds (a git source's docs did not move).
+pub fn mark(
+    events: &[Stored],
+    answer_seq: u64,
+    citations: &mut [Citation],
+    index: &crate::index::Index,
+    hooks: Option<&crate::hooks::Hooks>,
+) {
+    let drawn_from = events.iter().find(|s| s.seq == answer_seq).and_then(|s| match &s.event {
+        super::event::Event::Answer { revision, .. } => revision.clone(),
+        _ => None,
+    });
+    if drawn_from.is_some() && drawn_from == index.revision() {
+        return;
+    }
+    let now = |path: &str, anchor: &str| {
+        let section = index.section(path, anchor).ok().flatten()?;
+        Some(hooks.map_or_else(|| section.text.clone(), |h| h.redacted(&section.text).into_owned()))
+    };
+    mark_with(events, answer_seq, citations, &now);
+}
+
+/// [`mark`], with `now(path, anchor)` the section's text now (`None`: no such section any
+/// more). A section the turn searched is stale when a line of what it read is no longer in
 /// it; one only read whole with `read_file` is stale when it is gone. Citations the turn did
 /// not retrieve are not judged (they are unverified already).
-pub fn mark(
+fn mark_with(
     events: &[Stored],
     answer_seq: u64,
     citations: &mut [Citation],
@@ -94,7 +118,7 @@ mod tests {
     fn judged(body: &str, now: Option<&str>) -> Vec<(String, bool)> {
         let events = turn(body);
         let mut citations = crate::session::verify::answer_citations(&events, 4);
-        mark(&events, 4, &mut citations, &|path, anchor| {
+        mark_with(&events, 4, &mut citations, &|path, anchor| {
             (path == "docs/refunds.md" && anchor == "window").then(|| now.map(str::to_string)).flatten()
         });
         citations.into_iter().map(|c| (c.source(), c.stale)).collect()

@@ -238,12 +238,18 @@ pub fn owner(events: &[Stored]) -> Option<&str> {
     }
 }
 
-/// The collection the session reads (`serve`'s sessions), if one was recorded.
+/// The collection the session recorded when it started (`serve`'s sessions), if any.
 pub fn collection(events: &[Stored]) -> Option<&str> {
     match events.first().map(|s| &s.event) {
         Some(Event::SessionStarted { collection, .. }) => collection.as_deref(),
         _ => None,
     }
+}
+
+/// The collection the session reads: the one it recorded, else `default` (a session from
+/// before collections, or the command line's).
+pub fn reads_collection(events: &[Stored]) -> &str {
+    collection(events).unwrap_or(crate::config::DEFAULT_COLLECTION)
 }
 
 /// The session's status, for listings and the API (written as `Status::as_str` says).

@@ -2123,7 +2123,7 @@ async fn a_reopened_answer_flags_the_sources_that_changed_since() {
     let text = std::fs::read_to_string(&file).expect("refunds.md");
     assert!(text.contains("14 days"));
     std::fs::write(&file, text.replace("14 days", "30 days")).expect("edit");
-    let harness = &s.state.collections.first().harness;
+    let harness = &s.state.collections.all()[0].harness;
     let refreshed = harness.refresh_index(s.state.config.index.max_file_bytes, &|_| false).expect("refresh");
     assert!(refreshed.replaced, "the edit is indexed");
 

@@ -7,24 +7,22 @@ const EVERYONE: &str = "*";
 
 /// The roles `groups` give under `map`, in a fixed order; empty when none of them is mapped.
 pub fn roles(map: &GroupRoles, groups: &[String]) -> Vec<Role> {
-    let gives = |mapped: &[String]| {
-        mapped.iter().map(|g| g.trim()).any(|g| g == EVERYONE || groups.iter().any(|have| have.trim() == g))
-    };
     [(Role::Ask, &map.ask), (Role::Approve, &map.approve), (Role::Admin, &map.admin)]
         .into_iter()
-        .filter(|(_, mapped)| gives(mapped))
+        .filter(|(_, mapped)| given(mapped, groups))
         .map(|(role, _)| role)
         .collect()
 }
 
 /// The collections `groups` read: each collection whose `groups` hold one of them (or `*`).
 pub fn collections(map: &[(String, Vec<String>)], groups: &[String]) -> Vec<String> {
-    map.iter()
-        .filter(|(_, mapped)| {
-            mapped.iter().map(|g| g.trim()).any(|g| g == EVERYONE || groups.iter().any(|have| have.trim() == g))
-        })
-        .map(|(name, _)| name.clone())
-        .collect()
+    map.iter().filter(|(_, mapped)| given(mapped, groups)).map(|(name, _)| name.clone()).collect()
+}
+
+/// True when `mapped` (the groups a role or collection is given to) holds one of `groups`, or
+/// `*`.
+fn given(mapped: &[String], groups: &[String]) -> bool {
+    mapped.iter().map(|g| g.trim()).any(|g| g == EVERYONE || groups.iter().any(|have| have.trim() == g))
 }
 
 /// Why someone signed in has no role, for the page that tells them: their groups, and that an
