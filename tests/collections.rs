@@ -206,6 +206,11 @@ async fn each_caller_reads_only_its_collections_on_every_reading_route() {
         assert_eq!(completion["model"], "docs-agent", "{completion}");
         assert!(!shows_hr(&completion), "{completion}");
     }
+    // A secret sent as a collection's name is not echoed in the refusal (the error's guard).
+    let planted = "sk-test-4eC39HqLyjWDarjtT1zdp7dc";
+    let (status, refused) = call(&s, "GET", &format!("/v1/search?q=x&collection={planted}"), ANA, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
+    assert!(!refused.to_string().contains(planted), "{refused}");
     // Unnamed: the caller's first collection, so ana's words never reach hr's docs.
     let (status, hits) = call(&s, "GET", &format!("/v1/search?q={HR_WORD}"), ANA, None).await;
     assert_eq!(status, StatusCode::OK, "{hits}");
