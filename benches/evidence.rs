@@ -20,6 +20,14 @@
 //! `BENCH_ITEMS`; `BENCH_MISSES=dev` lists the dev questions whose gold is not in the evidence;
 //! `BENCH_EMBEDDINGS` and the rest of `benches/shared/embeddings.rs`: hybrid search (its
 //! "before" row is then hybrid too).
+//!
+//! With a reranker (`BENCH_RERANKER` and the rest of `benches/shared/reranker.rs`), every
+//! question's evidence is gathered twice, without and with reranking, and "not covered" is
+//! decided by the words alone and by the words with the reranker's relevance
+//! ([`docs_agent::tools::Weak`]): at the configuration's thresholds (or `BENCH_MIN_RELEVANCE`,
+//! `BENCH_COVERS_AT`), and over a grid of both on the dev halves of every set together, which is
+//! where the defaults are chosen. The sets of questions in other words
+//! (`{set}.paraphrase.jsonl`) are answerable questions too, counted apart.
 
 // It prints its own report; docs-agent itself prints only through guard::sink.
 #![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
@@ -28,13 +36,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cap_std::fs::Dir;
-use docs_agent::index::Index;
 use docs_agent::index::evidence::Budget;
+use docs_agent::index::{Index, Rerank};
 
 #[path = "shared/embeddings.rs"]
 mod embeddings;
 #[path = "shared/questions.rs"]
 mod questions;
+#[path = "shared/reranker.rs"]
+mod reranker;
 use questions::Question;
 
 /// `index.max_file_bytes` as the default config sets it.
@@ -108,49 +118,108 @@ fn run() -> Result<()> {
         bytes: env_or("BENCH_BUDGET", retrieval.context_tokens) * 4,
         items: env_or("BENCH_ITEMS", retrieval.evidence_items),
     };
-    let gate = docs_agent::tools::Weak::from(retrieval);
+    let mut gate = docs_agent::tools::Weak::from(retrieval);
+    let fraction = |name: &str, default: f64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    gate.min_relevance = fraction("BENCH_MIN_RELEVANCE", gate.min_relevance);
+    gate.covers_at = fraction("BENCH_COVERS_AT", gate.covers_at);
+    let reranker = reranker::reranker(&retrieval.reranker);
     let misses = std::env::var("BENCH_MISSES").ok();
     eprintln!("evidence budget: {budget:?}");
     let mut context_rows = Vec::new();
     let mut sweep_rows = Vec::new();
+    let mut judged: Vec<Judged> = Vec::new();
+    let mut rerank_ms: Vec<u64> = Vec::new();
     for set in SETS {
         let folder = if set == "workspace" { root.join("workspace/docs") } else { corpora.join(set) };
         let index = embeddings::embedded(open(&folder)?, set)?;
         let answerable = questions::load(&root, &format!("{set}.jsonl"))?;
         let off_topic = questions::load(&root, &format!("{set}.off-topic.jsonl"))?;
+        let paraphrases = format!("{set}.paraphrase.jsonl");
+        let paraphrased = match root.join("bench/questions").join(&paraphrases).is_file() {
+            true => questions::load(&root, &paraphrases)?,
+            false => Vec::new(),
+        };
         for half in ["dev", "held-out"] {
-            let (mut before, mut after) = (Context::default(), Context::default());
-            let mut coverage_on = Vec::new();
+            let (mut before, mut after, mut ranked) = (Context::default(), Context::default(), Context::default());
+            let (mut para, mut para_ranked) = (Context::default(), Context::default());
+            let (mut coverage_on, mut coverage_off) = (Vec::new(), Vec::new());
             let (mut gated_on, mut gated_off) = (Vec::new(), Vec::new());
-            for q in answerable.iter().filter(|q| q.split == half) {
-                let hits = index.search(&q.question, BEFORE_CANDIDATES).map_err(|e| e.to_string())?;
-                let (shown, bytes) = before_issue_32(&hits);
-                before.add(q, &shown, bytes);
-                let evidence = index.evidence(&q.question, budget).map_err(|e| e.to_string())?;
-                let shown: Vec<(String, String)> =
-                    evidence.items.iter().map(|i| (i.path.clone(), i.anchor.clone())).collect();
-                let bytes = evidence.items.iter().map(|i| i.text.len() + i.heading.len()).sum();
-                if misses.as_deref() == Some(half) && !shown.iter().any(|(p, a)| q.gold_section(p, a)) {
-                    eprintln!("miss {} ({:.2}): {}\n  gold {:?}", q.id, evidence.coverage, q.question, q.gold);
-                    for item in &evidence.items {
-                        eprintln!("  got  {} {:.2}", item.source(), item.score);
+            let kinds =
+                [(Kind::Answerable, &answerable), (Kind::Paraphrase, &paraphrased), (Kind::OffTopic, &off_topic)];
+            for (kind, asked) in kinds {
+                for q in asked.iter().filter(|q| q.split == half) {
+                    if kind == Kind::Answerable {
+                        let hits = index.search(&q.question, BEFORE_CANDIDATES).map_err(|e| e.to_string())?;
+                        let (shown, bytes) = before_issue_32(&hits);
+                        before.add(q, &shown, bytes);
                     }
+                    let evidence = index.evidence_with(&q.question, budget, Rerank::Off).map_err(|e| e.to_string())?;
+                    let (shown, bytes) = shown_of(&evidence);
+                    if kind != Kind::OffTopic
+                        && misses.as_deref() == Some(half)
+                        && !shown.iter().any(|(p, a)| q.gold_section(p, a))
+                    {
+                        eprintln!("miss {} ({:.2}): {}\n  gold {:?}", q.id, evidence.coverage, q.question, q.gold);
+                        for item in &evidence.items {
+                            eprintln!("  got  {} {:.2}", item.source(), item.score);
+                        }
+                    }
+                    let reranked = match &reranker {
+                        Some(reranker) => {
+                            let rerank = Rerank::With(reranker, docs_agent::index::rerank::WEIGHT);
+                            let evidence =
+                                index.evidence_with(&q.question, budget, rerank).map_err(|e| e.to_string())?;
+                            match &evidence.reranked {
+                                docs_agent::index::rerank::Reranked::Scored { ms, .. } => rerank_ms.push(*ms),
+                                other => return Err(format!("{}: {other:?}", q.id)),
+                            }
+                            Some(evidence)
+                        }
+                        None => None,
+                    };
+                    match kind {
+                        Kind::Answerable => {
+                            after.add(q, &shown, bytes);
+                            coverage_on.push(evidence.coverage);
+                            gated_on.push(gate.judges(&evidence));
+                        }
+                        Kind::Paraphrase => para.add(q, &shown, bytes),
+                        Kind::OffTopic => {
+                            coverage_off.push(evidence.coverage);
+                            gated_off.push(gate.judges(&evidence));
+                        }
+                    }
+                    if let Some(reranked) = &reranked {
+                        let (shown, bytes) = shown_of(reranked);
+                        match kind {
+                            Kind::Answerable => ranked.add(q, &shown, bytes),
+                            Kind::Paraphrase => para_ranked.add(q, &shown, bytes),
+                            Kind::OffTopic => {}
+                        }
+                    }
+                    features(kind.as_str(), q, &evidence, reranked.as_ref());
+                    judged.push(Judged {
+                        set,
+                        half,
+                        kind,
+                        coverage: evidence.coverage,
+                        known: evidence.known,
+                        relevance: reranked.as_ref().and_then(|e| e.relevance),
+                    });
                 }
-                after.add(q, &shown, bytes);
-                features("on", q, &evidence);
-                coverage_on.push(evidence.coverage);
-                gated_on.push(gate.judges(&evidence));
-            }
-            let mut coverage_off = Vec::new();
-            for q in off_topic.iter().filter(|q| q.split == half) {
-                let evidence = index.evidence(&q.question, budget).map_err(|e| e.to_string())?;
-                features("off", q, &evidence);
-                coverage_off.push(evidence.coverage);
-                gated_off.push(gate.judges(&evidence));
             }
             if before.n > 0 {
                 context_rows.push(before.row(set, half, "before (400 tokens of sections)"));
                 context_rows.push(after.row(set, half, "evidence"));
+            }
+            if ranked.n > 0 {
+                context_rows.push(ranked.row(set, half, "evidence, reranked"));
+            }
+            if para.n > 0 {
+                context_rows.push(para.row(set, half, "paraphrases: evidence"));
+            }
+            if para_ranked.n > 0 {
+                context_rows.push(para_ranked.row(set, half, "paraphrases: evidence, reranked"));
             }
             let mut cells = vec![format!("{:.0}% / {:.0}%", share(&gated_off), share(&gated_on))];
             cells.extend(
@@ -189,15 +258,145 @@ fn run() -> Result<()> {
     for row in sweep_rows {
         println!("{row}");
     }
+    if reranker.is_some() {
+        gate_tables(&judged, gate);
+        let (median, p90) = reranker::median_p90(&mut rerank_ms);
+        eprintln!(
+            "reranking took {median} ms per question (median), {p90} ms (90th percentile), {} questions",
+            rerank_ms.len()
+        );
+    }
     Ok(())
 }
 
+/// What a question is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A support ticket the docs answer.
+    Answerable,
+    /// A question the docs answer, asked in words they do not use.
+    Paraphrase,
+    /// A question the docs do not answer.
+    OffTopic,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Answerable => "on",
+            Kind::Paraphrase => "para",
+            Kind::OffTopic => "off",
+        }
+    }
+}
+
+/// What the gate reads of one question's evidence.
+struct Judged {
+    set: &'static str,
+    half: &'static str,
+    kind: Kind,
+    coverage: f64,
+    known: f64,
+    /// The reranker's relevance of the best section.
+    relevance: Option<f64>,
+}
+
+/// Minimum relevances and "covers at" relevances tried on the dev halves.
+const MIN_RELEVANCES: [f64; 8] = [0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1];
+/// See [`MIN_RELEVANCES`].
+const COVERS_AT: [f64; 6] = [0.05, 0.1, 0.2, 0.3, 0.5, 1.0];
+
+/// "Not covered" with the reranker: per set and half at `gate`, then the dev halves of every
+/// set together over the grid of thresholds (off-topic caught / answerable and paraphrases
+/// wrongly called not covered).
+fn gate_tables(judged: &[Judged], gate: docs_agent::tools::Weak) {
+    let rate = |items: &[&Judged], kind: Kind, gate: docs_agent::tools::Weak, reranked: bool| -> (usize, usize) {
+        let of: Vec<&&Judged> = items.iter().filter(|j| j.kind == kind).collect();
+        let weak = of.iter().filter(|j| weak(j, gate, reranked)).count();
+        (weak, of.len())
+    };
+    let cell = |(weak, n): (usize, usize)| match n {
+        0 => "-".to_string(),
+        n => format!("{:.0}% ({weak}/{n})", 100.0 * weak as f64 / n as f64),
+    };
+    println!();
+    println!(
+        "\"Not covered\" with the reranker (min_relevance {}, covers_at {}), against the words alone: off-topic caught, answerable and paraphrased called not covered",
+        gate.min_relevance, gate.covers_at
+    );
+    println!();
+    println!("| set | half | gate | off-topic | answerable | paraphrases |");
+    println!("|---|---|---|---:|---:|---:|");
+    for set in SETS {
+        for half in ["dev", "held-out"] {
+            let items: Vec<&Judged> = judged.iter().filter(|j| j.set == set && j.half == half).collect();
+            for (name, reranked) in [("words", false), ("words and reranker", true)] {
+                println!(
+                    "| {set} | {half} | {name} | {} | {} | {} |",
+                    cell(rate(&items, Kind::OffTopic, gate, reranked)),
+                    cell(rate(&items, Kind::Answerable, gate, reranked)),
+                    cell(rate(&items, Kind::Paraphrase, gate, reranked))
+                );
+            }
+        }
+    }
+    println!();
+    println!(
+        "Dev halves of every set together, by min_relevance (rows) and covers_at (columns): off-topic caught / answerable / paraphrases called not covered"
+    );
+    println!();
+    let heads: Vec<String> = COVERS_AT.iter().map(|c| format!("covers_at {c}")).collect();
+    println!("| min_relevance | {} |", heads.join(" | "));
+    println!("|---:|{}", "---|".repeat(COVERS_AT.len()));
+    let dev: Vec<&Judged> = judged.iter().filter(|j| j.half == "dev").collect();
+    for min in MIN_RELEVANCES {
+        let cells: Vec<String> = COVERS_AT
+            .iter()
+            .map(|covers| {
+                let g = docs_agent::tools::Weak { min_relevance: min, covers_at: covers.max(min), ..gate };
+                let pct = |(weak, n): (usize, usize)| 100.0 * weak as f64 / n.max(1) as f64;
+                format!(
+                    "{:.0}% / {:.0}% / {:.0}%",
+                    pct(rate(&dev, Kind::OffTopic, g, true)),
+                    pct(rate(&dev, Kind::Answerable, g, true)),
+                    pct(rate(&dev, Kind::Paraphrase, g, true))
+                )
+            })
+            .collect();
+        println!("| {min} | {} |", cells.join(" | "));
+    }
+}
+
+/// Whether `gate` calls the question's evidence too weak, as [`docs_agent::tools::Weak::why`]
+/// does: with the reranker's relevance when `reranked`, else by the words alone.
+fn weak(j: &Judged, gate: docs_agent::tools::Weak, reranked: bool) -> bool {
+    let evidence = docs_agent::index::evidence::Evidence {
+        coverage: j.coverage,
+        known: j.known,
+        relevance: j.relevance.filter(|_| reranked),
+        ..Default::default()
+    };
+    gate.judges(&evidence)
+}
+
+/// The sections evidence shows, and the bytes of docs in it.
+fn shown_of(evidence: &docs_agent::index::evidence::Evidence) -> (Vec<(String, String)>, usize) {
+    let shown = evidence.items.iter().map(|i| (i.path.clone(), i.anchor.clone())).collect();
+    (shown, evidence.items.iter().map(|i| i.text.len() + i.heading.len()).sum())
+}
+
 /// With `BENCH_FEATURES` set, one tab-separated line per question on stderr: kind, id, half,
-/// coverage, known, best, question.
-fn features(kind: &str, q: &Question, evidence: &docs_agent::index::evidence::Evidence) {
+/// coverage, known, best, the reranker's relevance (`-` without one), question.
+fn features(
+    kind: &str,
+    q: &Question,
+    evidence: &docs_agent::index::evidence::Evidence,
+    reranked: Option<&docs_agent::index::evidence::Evidence>,
+) {
     if std::env::var_os("BENCH_FEATURES").is_some() {
+        let relevance = reranked.and_then(|e| e.relevance).map_or("-".to_string(), |r| format!("{r:.4}"));
         eprintln!(
-            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{}",
+            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{relevance}\t{}",
             q.id, q.split, evidence.coverage, evidence.known, evidence.best, q.question
         );
     }

@@ -250,6 +250,12 @@ pub fn embedder(config: &Config) -> Option<std::sync::Arc<crate::index::embed::E
     })
 }
 
+/// The reranker `[retrieval.reranker]` names, if it names one.
+pub fn reranker(config: &Config) -> Option<std::sync::Arc<crate::index::rerank::Reranker>> {
+    let settings = &config.retrieval.reranker;
+    settings.enabled().then(|| std::sync::Arc::new(crate::index::rerank::Reranker::new(settings)))
+}
+
 /// [`open_index`] before its rows are embedded.
 fn open_keywords(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
     let max = config.index.max_file_bytes;
@@ -313,10 +319,12 @@ impl Harness {
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let (mut index, source) = opened?;
         index.revision = std::sync::Mutex::new(config.docs_revision.clone());
+        let reranker = reranker(config);
+        index.reranker = reranker.clone();
         let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,
-            index: Live::hiding(index, readers, hidden).embedded(embedder(config)),
+            index: Live::hiding(index, readers, hidden).embedded(embedder(config)).reranked(reranker),
             source: source.into(),
             skills,
             system_prompt,

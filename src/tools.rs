@@ -141,20 +141,33 @@ pub struct Outcome {
     pub text: String,
     /// What was decided.
     pub decision: Decision,
+    /// What the harness says of how the call ran, for the trace only (the reranker's scores, or
+    /// why a search kept its own order); never shown to the model nor logged.
+    pub note: Option<String>,
 }
 
 impl Outcome {
     /// A success.
     pub fn allowed(text: String) -> Outcome {
-        Outcome { text: guard::scrub(&text).into_owned(), decision: Decision::Allowed }
+        Outcome { text: guard::scrub(&text).into_owned(), decision: Decision::Allowed, note: None }
     }
     /// A refusal: `DENIED: {reason}`.
     pub fn denied(reason: impl std::fmt::Display) -> Outcome {
-        Outcome { text: guard::scrub(&format!("DENIED: {reason}")).into_owned(), decision: Decision::Denied }
+        Outcome {
+            text: guard::scrub(&format!("DENIED: {reason}")).into_owned(),
+            decision: Decision::Denied,
+            note: None,
+        }
     }
     /// A failure: `ERROR: {message}`.
     pub fn error(message: impl std::fmt::Display) -> Outcome {
-        Outcome { text: guard::scrub(&format!("ERROR: {message}")).into_owned(), decision: Decision::Error }
+        Outcome { text: guard::scrub(&format!("ERROR: {message}")).into_owned(), decision: Decision::Error, note: None }
+    }
+
+    /// This outcome with `note` for the trace (scrubbed).
+    fn noted(mut self, note: Option<String>) -> Outcome {
+        self.note = note.map(|n| guard::scrub(&n).into_owned());
+        self
     }
 }
 
@@ -308,16 +321,13 @@ impl Toolbox<'_> {
             Ok(evidence) => evidence,
             Err(e) => return Outcome::error(e),
         };
+        let note = evidence.reranked.note();
         if evidence.items.is_empty() {
-            return Outcome::allowed(format!("{NO_HITS} {NO_HITS_HINT}"));
+            return Outcome::allowed(format!("{NO_HITS} {NO_HITS_HINT}")).noted(note);
         }
         let mut text = String::new();
-        if weak.judges(&evidence) {
-            text.push_str(&format!(
-                "{WEAK_EVIDENCE} the closest passages hold {:.0}% of what the question asks, and the docs {:.0}% of it.",
-                100.0 * evidence.coverage,
-                100.0 * evidence.known
-            ));
+        if let Some(why) = weak.why(&evidence) {
+            text.push_str(&format!("{WEAK_EVIDENCE} {why}"));
             if !evidence.unknown.is_empty() {
                 text.push_str(&format!(" {NEVER_USED} {}.", evidence.unknown.join(", ")));
             }
@@ -331,7 +341,7 @@ impl Toolbox<'_> {
             text.push_str(&format!("[{}] {}\n", n + 1, Fenced::new(&item.source(), &body).as_str()));
         }
         text.push_str(&evidence_hint(question));
-        Outcome::allowed(text)
+        Outcome::allowed(text).noted(note)
     }
 
     fn read(&self, args: &ReadArgs) -> Outcome {
@@ -443,24 +453,62 @@ pub const WEAK_EVIDENCE: &str = "Weak evidence:";
 /// In the weak-evidence line, before the question's words that no section of the docs holds.
 pub const NEVER_USED: &str = "Words of the question the docs never use:";
 
-/// Below which evidence is too weak to answer from: shares of the question's weight.
+/// Below which evidence is too weak to answer from: shares of the question's weight, and the
+/// relevance the reranker found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Weak {
     /// Found in the evidence (`retrieval.min_coverage`).
     pub coverage: f64,
     /// Found anywhere in the docs (`retrieval.min_known`).
     pub known: f64,
+    /// The best section's relevance below which the docs do not cover the question, whatever
+    /// the words (`retrieval.reranker.min_relevance`).
+    pub min_relevance: f64,
+    /// The best section's relevance at which they do, whatever the words
+    /// (`retrieval.reranker.covers_at`).
+    pub covers_at: f64,
 }
 
 impl Weak {
     /// As `retrieval` sets it.
     pub fn from(retrieval: &crate::config::RetrievalConfig) -> Weak {
-        Weak { coverage: retrieval.min_coverage, known: retrieval.min_known }
+        Weak {
+            coverage: retrieval.min_coverage,
+            known: retrieval.min_known,
+            min_relevance: retrieval.reranker.min_relevance,
+            covers_at: retrieval.reranker.covers_at,
+        }
     }
 
-    /// Whether `evidence` is below either share: too weak to answer from.
+    /// Whether `evidence` is too weak to answer from.
     pub fn judges(&self, evidence: &crate::index::evidence::Evidence) -> bool {
-        evidence.coverage < self.coverage || evidence.known < self.known
+        self.why(evidence).is_some()
+    }
+
+    /// Why `evidence` is too weak to answer from, if it is. Without a reranker's scores, the
+    /// words decide: too little of the question's weight in the evidence or in the docs. With
+    /// them, meaning decides at either end: a best section below `min_relevance` answers
+    /// nothing however many words it shares (a near-domain question), one at `covers_at` or
+    /// above answers however few (a question in other words); in between, the words decide.
+    pub fn why(&self, evidence: &crate::index::evidence::Evidence) -> Option<String> {
+        let words = (evidence.coverage < self.coverage || evidence.known < self.known).then(|| {
+            format!(
+                "the closest passages hold {:.0}% of what the question asks, and the docs {:.0}% of it.",
+                100.0 * evidence.coverage,
+                100.0 * evidence.known
+            )
+        });
+        let Some(relevance) = evidence.relevance else {
+            return words;
+        };
+        if relevance < self.min_relevance {
+            return Some(format!(
+                "the reranker rates the most relevant section at {:.0}% (below {:.0}%).",
+                100.0 * relevance,
+                100.0 * self.min_relevance
+            ));
+        }
+        words.filter(|_| relevance < self.covers_at)
     }
 }
 

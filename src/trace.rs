@@ -3,6 +3,7 @@
 //! lines: `model` per model call (time, tokens the server reported, the harness's estimate),
 //! `correction` when the harness sends a reply back (`kind`: unverified or tool_call),
 //! `replaced` when the evidence, quoted, replaces the model's answer (`why`: what failed),
+//! `search` when the harness's own search was meant to be reranked (how it went),
 //! `usage` when the turn answers (the question's totals), warnings and stops. It listens to a turn's events
 //! ([`Trace::observe`]); [`tool_line`] is the same line for other listeners (the API's streams).
 //! Every string is redacted first, the person's own question included, and long strings are
@@ -140,6 +141,10 @@ impl<W: Write> Trace<W> {
                         "cached_tokens": used.cached, "completion_tokens": used.completion}));
                 }
             }
+            TurnEvent::Searched(note) => match self.format {
+                Format::Json => self.write(&json!({"event": "search", "message": clean(note, 2_000)})),
+                Format::Brief => {}
+            },
             TurnEvent::Hook { stage, rule, decision, call_id } => match self.format {
                 Format::Json => self.write(&json!({"event": "hook", "stage": stage.as_str(), "rule": rule,
                     "decision": decision, "call_id": call_id})),

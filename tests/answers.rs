@@ -151,7 +151,7 @@ fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
     for (answer, why) in [
         // It restates the question and adds what no retrieved text says.
         (
-            "Yes, the refund window can be extended by the QuickBooks integration. Source: [1]",
+            "Yes, the refund window stretches whenever shoppers complain loudly. Source: [1]",
             "says mostly what the evidence does not",
         ),
         // A number the evidence does not hold.
@@ -164,7 +164,7 @@ fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
         assert_eq!(out.code, 0, "stderr: {}", out.stderr);
         assert_eq!(server.requests().len(), 1, "not sent back: telling a small model does not mend it");
         assert!(out.stdout.starts_with("Retrieval-only answer (the model's answer did not cite"), "{}", out.stdout);
-        assert!(!out.stdout.contains("QuickBooks") && !out.stdout.contains("30 days"), "{}", out.stdout);
+        assert!(!out.stdout.contains("shoppers") && !out.stdout.contains("30 days"), "{}", out.stdout);
         assert!(
             out.stdout.contains("   > Refunds are possible within 14 days"),
             "the evidence is quoted: {}",
@@ -173,6 +173,34 @@ fn a_cited_answer_the_evidence_does_not_back_is_replaced_at_once() {
         assert!(
             out.stderr.contains(&format!("replaced by the evidence: the model's answer {why}")),
             "the log says why: {}",
+            out.stderr
+        );
+    }
+}
+
+/// A product, feature or number the evidence does not hold and the docs never use ("Yes, the
+/// QuickBooks integration extends it [1]") is no fact of the docs: the answer is "not covered",
+/// naming it, at once (told so, a small model repeats it).
+#[test]
+fn an_answer_naming_what_the_docs_never_mention_is_not_covered() {
+    for (answer, term) in [
+        ("Yes, the refund window can be extended by the QuickBooks integration. Source: [1]", "QuickBooks"),
+        ("Refunds are possible within 14 days, or 4096 days on Enterprise plans. Source: [1]", "Enterprise"),
+        (
+            "Refunds are possible within 14 days of the first payment, and 4096 days for annual plans. Source: [1]",
+            "4096",
+        ),
+    ] {
+        let (server, out) = ask(vec![Canned::text(answer)], REFUND);
+        assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+        assert_eq!(server.requests().len(), 1, "not sent back: {}", out.stderr);
+        let first = out.stdout.lines().next().unwrap_or_default();
+        assert_eq!(first, format!("The docs do not cover this. The docs never mention {term}."), "{}", out.stdout);
+        assert!(out.stdout.contains("might help"), "the closest sections are listed: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains(&format!("not covered: the model's answer names {term}, which no evidence passage holds")),
+            "the trace says why: {}",
             out.stderr
         );
     }

@@ -160,3 +160,58 @@ fn a_docs_folder_that_overlaps_what_is_written_is_refused() {
     assert!(out.stderr.contains("is in the docs folder"), "{}", out.stderr);
     assert!(!mine.path().join(".state").exists(), "refused before anything is made");
 }
+
+/// With no language model (`LLM_MODEL=extractive`), a folder of one document is answered with
+/// its passage quoted under the label that says no model was used, on every path (the command
+/// line, HTTP, MCP): never as a model's answer the harness replaced, which no model wrote.
+#[tokio::test]
+async fn the_extractive_answer_on_a_folder_of_one_document_says_no_model_was_used() {
+    let docs = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        docs.path().join("guide.md"),
+        "# Widget guide\n\n## Charging\n\nCharge the widget for 2 hours before first use. A full charge lasts about \
+         9 hours.\n\n## Cleaning\n\nWipe the widget with a dry cloth.\n",
+    )
+    .expect("write doc");
+    let (cwd, state) = (tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
+    let (folder, state_dir) = (docs.path().to_str().expect("utf-8"), state.path().to_str().expect("utf-8"));
+    let env = [
+        ("WORKSPACE", ""),
+        ("DOCS_AGENT_DOCS", folder),
+        ("DOCS_AGENT_STATE_DIR", state_dir),
+        ("LLM_MODEL", "extractive"),
+    ];
+    let question = "how long does a full charge last";
+    let header = docs_agent::model::builtin::EXTRACTIVE_HEADER;
+    let labelled = |answer: &str, path: &str| {
+        assert!(answer.starts_with(header), "{path}: the answer is not labelled as extractive: {answer}");
+        assert!(answer.contains("about 9 hours") && answer.contains("docs/guide.md#charging"), "{path}: {answer}");
+        assert!(!answer.contains("did not cite"), "{path}: called a model's answer: {answer}");
+    };
+
+    let out = common::run(cwd.path(), &env, &[question]);
+    assert_eq!(out.code, 0, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    labelled(&out.stdout, "the command line");
+    assert!(!out.stderr.contains("\"replaced\""), "the trace says a model's answer was replaced: {}", out.stderr);
+
+    let mut mcp = common::mcp::McpChild::start(cwd.path(), &env);
+    let asked = mcp.call("ask", serde_json::json!({"question": question}));
+    labelled(&common::mcp::text(&asked), "MCP");
+
+    let token = "extractive-asker-0123456789";
+    common::serve_config(cwd.path(), &[("ana", token, &["ask"])], "");
+    let (mut child, url, _log) = common::spawn_serve_logged(cwd.path(), &env);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reply: serde_json::Value = reqwest::Client::new()
+        .post(format!("{url}/v1/ask"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"question": question}))
+        .send()
+        .await
+        .expect("ask")
+        .json()
+        .await
+        .expect("JSON");
+    let _ = child.kill();
+    labelled(reply["answer"].as_str().unwrap_or_default(), "HTTP");
+}

@@ -121,6 +121,28 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
             "none: writing notes is off (answering needs no notes/; create it to allow writes)",
         ));
     }
+    if let Some(reranker) = harness.index.reranker() {
+        let model = match reranker.model() {
+            "" => String::new(),
+            model => format!(" ({model})"),
+        };
+        match reranker.probe() {
+            Ok(took) => info.push(problem(
+                "retrieval.reranker",
+                None,
+                format!(
+                    "{}{model} answers ({} ms for one section): searches are reranked",
+                    reranker.url(),
+                    took.as_millis()
+                ),
+            )),
+            Err(e) => problems.push(problem(
+                "retrieval.reranker",
+                None,
+                format!("{e}; until it answers, searches keep their own order and \"not covered\" is decided by words"),
+            )),
+        }
+    }
     let stats = &index.stats;
     let summary = format!(
         "{} docs, {} sections indexed; {} files skipped; {} skills valid ({} in the prompt); hooks: {}; {} problems",

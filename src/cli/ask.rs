@@ -91,6 +91,17 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
          (retrieval.min_known {}): {verdict}",
         evidence.coverage, weak.coverage, evidence.known, weak.known
     );
+    if let Some(relevance) = evidence.relevance {
+        let _ = writeln!(
+            out,
+            "the reranker rates the most relevant section {relevance:.2} (retrieval.reranker.min_relevance {}, \
+             covers_at {})",
+            weak.min_relevance, weak.covers_at
+        );
+    }
+    if let Some(note) = evidence.reranked.note() {
+        let _ = writeln!(out, "{}", guard::scrub(&note));
+    }
     if let Some((source, standing)) = &evidence.nearest {
         let line = format!("nearest by meaning: {source}, {standing:.2} standard deviations above the mean");
         let _ = writeln!(out, "{}", guard::scrub(&line));

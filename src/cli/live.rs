@@ -356,7 +356,7 @@ impl Live {
                 self.withdraw("the harness could not verify it against the evidence, which is quoted instead")
             }
             // The trace shows a hook's decision; the progress line stays.
-            TurnEvent::Hook { .. } => {}
+            TurnEvent::Hook { .. } | TurnEvent::Searched(_) => {}
             TurnEvent::ModelReplied { .. }
             | TurnEvent::ToolResult { .. }
             | TurnEvent::ApprovalRequired { .. }

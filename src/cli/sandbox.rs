@@ -5,7 +5,7 @@
 //! |---|---|---|---|
 //! | ask, chat, sessions | the workspace | `notes/`, the index and session folders | connect: the model server |
 //! | serve | the workspace; the config file's folder (changed tokens are read) | `notes/`, the index and session folders | connect: the model server, the OpenID provider's issuer (its port: discovery, keys, tokens); listen: its port |
-//! | search, check, index | the workspace | the index folder | none (the embedding server, when `[retrieval.embeddings]` names a model: every command that searches does) |
+//! | search, check, index | the workspace | the index folder | none (the embedding server, when `[retrieval.embeddings]` names a model, and the reranker, when `[retrieval.reranker]` names one: every command that searches does) |
 //! | eval | each case's workspace | its own folder in the temporary folder | connect: `--model URL`'s port |
 //! | pull, health | — | — | connect: the model server, the health URL |
 //! | init, tokens | — | the config file's folder | none |
@@ -160,6 +160,10 @@ fn for_one(plan: Plan, config: &Config, uses: Use) -> Result<Plan, Failure> {
     // Hybrid search asks the embedding server for every question's vector and for new sections'.
     if config.retrieval.embeddings.enabled() {
         plan = with_model(plan, config.embeddings_base_url());
+    }
+    // A reranker reads every search's best sections (and `check` asks whether it answers).
+    if config.retrieval.reranker.enabled() {
+        plan = with_model(plan, &config.retrieval.reranker.base_url);
     }
     match uses {
         Use::Look => return Ok(plan),

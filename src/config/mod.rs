@@ -475,6 +475,44 @@ pub struct RetrievalConfig {
     pub verify: bool,
     /// Vector search beside the keywords (`[retrieval.embeddings]`): off while `model` is empty.
     pub embeddings: EmbeddingsConfig,
+    /// A cross-encoder that scores the best sections against the question before evidence is
+    /// chosen (`[retrieval.reranker]`): off while `base_url` is empty.
+    pub reranker: RerankerConfig,
+}
+
+/// The reranker search asks, through the `POST {base_url}/rerank` that llama.cpp
+/// (`llama-server --reranking`), Hugging Face TEI, vLLM, Jina and Cohere serve: it reads the
+/// question with each candidate section and says how relevant that section is.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RerankerConfig {
+    /// The server's base URL, e.g. `http://reranker:8080/v1`; empty: no reranking.
+    pub base_url: String,
+    /// The model's name on that server (llama.cpp and TEI serve one model and ignore it).
+    pub model: String,
+    /// Bearer key for that server; never the model server's.
+    pub api_key: Option<String>,
+    /// Sections of the search's best that are scored: the more, the likelier the one that
+    /// answers is among them, and the longer a question waits.
+    pub candidates: usize,
+    /// Characters of a section (its heading path, then its text) sent at most: a question and
+    /// a section are read as one pair of at most 512 tokens by the usual cross-encoders.
+    pub input_chars: usize,
+    /// Milliseconds the scores may take; past it, the search keeps its own order.
+    pub timeout_ms: u64,
+    /// Below this relevance (0 to 1) of the best section, the docs are taken not to cover the
+    /// question, whatever words they share with it (0: never).
+    pub min_relevance: f64,
+    /// At or above this relevance of the best section, the docs are taken to cover the
+    /// question even when few of its words are theirs (a question in other words; 1: never).
+    pub covers_at: f64,
+}
+
+impl RerankerConfig {
+    /// True when a server is named: search results are reranked.
+    pub fn enabled(&self) -> bool {
+        !self.base_url.trim().is_empty()
+    }
 }
 
 /// The embedding model that hybrid search asks for vectors, through the OpenAI-compatible
@@ -611,6 +649,11 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_EMBEDDINGS_URL", "retrieval.embeddings.base_url"),
     ("DOCS_AGENT_EMBEDDINGS_WEIGHT", "retrieval.embeddings.weight"),
     ("DOCS_AGENT_EMBEDDINGS_API_KEY", "retrieval.embeddings.api_key"),
+    ("DOCS_AGENT_RERANKER_URL", "retrieval.reranker.base_url"),
+    ("DOCS_AGENT_RERANKER_MODEL", "retrieval.reranker.model"),
+    ("DOCS_AGENT_RERANKER_API_KEY", "retrieval.reranker.api_key"),
+    ("DOCS_AGENT_RERANKER_CANDIDATES", "retrieval.reranker.candidates"),
+    ("DOCS_AGENT_RERANKER_TIMEOUT_MS", "retrieval.reranker.timeout_ms"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),

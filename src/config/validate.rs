@@ -67,6 +67,9 @@ impl Config {
             ("retrieval.embeddings.batch", self.retrieval.embeddings.batch as u64),
             ("retrieval.embeddings.input_chars", self.retrieval.embeddings.input_chars as u64),
             ("retrieval.embeddings.timeout_secs", self.retrieval.embeddings.timeout_secs),
+            ("retrieval.reranker.candidates", self.retrieval.reranker.candidates as u64),
+            ("retrieval.reranker.input_chars", self.retrieval.reranker.input_chars as u64),
+            ("retrieval.reranker.timeout_ms", self.retrieval.reranker.timeout_ms),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -175,8 +178,50 @@ impl Config {
                  leave it empty to use llm.base_url"
             )));
         }
+        self.validate_reranker()?;
         if self.llm.model.trim().is_empty() {
             return Err(ConfigError("llm.model (LLM_MODEL) must not be empty".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Candidates a reranker scores at most: each is a model pass on the question's path.
+pub const MAX_RERANK_CANDIDATES: usize = 100;
+
+impl Config {
+    /// `[retrieval.reranker]`: a URL the client can use, candidates it can score in time, and
+    /// relevance thresholds that are fractions in their order.
+    fn validate_reranker(&self) -> Result<(), ConfigError> {
+        let reranker = &self.retrieval.reranker;
+        let url = reranker.base_url.trim();
+        if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError(format!(
+                "retrieval.reranker.base_url (DOCS_AGENT_RERANKER_URL) must start with http:// or https://, got `{url}`; \
+                 leave it empty to search without a reranker"
+            )));
+        }
+        if reranker.candidates > MAX_RERANK_CANDIDATES {
+            return Err(ConfigError(format!(
+                "retrieval.reranker.candidates (DOCS_AGENT_RERANKER_CANDIDATES) must be at most {MAX_RERANK_CANDIDATES} \
+                 (each candidate is read by the reranker while the question waits), got {}",
+                reranker.candidates
+            )));
+        }
+        for (key, value) in [
+            ("retrieval.reranker.min_relevance", reranker.min_relevance),
+            ("retrieval.reranker.covers_at", reranker.covers_at),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError(format!("{key} must be a relevance from 0 to 1, got {value}")));
+            }
+        }
+        if reranker.covers_at < reranker.min_relevance {
+            return Err(ConfigError(format!(
+                "retrieval.reranker.covers_at ({}) must be at least retrieval.reranker.min_relevance ({}): a section \
+                 cannot be relevant enough to cover a question and too little to answer it",
+                reranker.covers_at, reranker.min_relevance
+            )));
         }
         Ok(())
     }

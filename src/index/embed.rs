@@ -1,15 +1,8 @@
 //! The embedding client of hybrid search: texts to unit vectors through an OpenAI-compatible
 //! `POST {base_url}/embeddings` (Ollama, llama.cpp's `llama-server --embedding`, vLLM, OpenAI).
-//!
-//! The index is searched from synchronous code on every front end (a tool call, `/v1/search`,
-//! MCP, the command line), so the client is synchronous too: its requests run on one thread of
-//! its own with a small async runtime, started on first use (after the kernel sandbox, which
-//! refuses to start once a second thread runs), and a caller waits for its reply on a channel.
-//! A caller on a server's worker waits through [`crate::runtime::blocking`], so the other
-//! tasks of that worker move on meanwhile.
+//! Synchronous, its requests on a thread of its own ([`super::remote`]).
 
 use std::sync::OnceLock;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -93,16 +86,10 @@ pub struct Embedder {
     retries: u32,
     /// Until when a question's vector is not asked for, after one failed.
     paused_until: std::sync::Mutex<Option<std::time::Instant>>,
-    /// The request thread, started on first use.
-    worker: OnceLock<Result<tokio::sync::mpsc::UnboundedSender<Job>, EmbedError>>,
-}
-
-/// One request for the worker, and where its reply goes.
-struct Job {
-    texts: Vec<String>,
-    retries: u32,
-    timeout: Duration,
-    reply: mpsc::SyncSender<Result<Vec<Vec<f32>>, EmbedError>>,
+    /// What every request shares, made on first use.
+    request: OnceLock<Result<Request, EmbedError>>,
+    /// The thread the requests run on.
+    thread: super::remote::RequestThread,
 }
 
 /// What an OpenAI-compatible server answers.
@@ -134,7 +121,8 @@ impl Embedder {
             api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
             retries,
             paused_until: std::sync::Mutex::new(None),
-            worker: OnceLock::new(),
+            request: OnceLock::new(),
+            thread: super::remote::RequestThread::new("embeddings"),
         }
     }
 
@@ -198,7 +186,7 @@ impl Embedder {
             Role::Passage => &self.prefixes.1,
         };
         let count = texts.len();
-        let worker = self.worker.get_or_init(|| self.start()).clone()?;
+        let request = self.request.get_or_init(|| self.start()).clone()?;
         let batch = Duration::from_secs(self.settings.timeout_secs.max(1));
         let timeout = match role {
             Role::Query => batch.min(Duration::from_secs(QUERY_TIMEOUT_SECS)),
@@ -209,12 +197,11 @@ impl Embedder {
         let mut chars = self.settings.input_chars;
         let vectors = loop {
             let clipped: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", clip(t, chars))).collect();
-            let (reply, answer) = mpsc::sync_channel(1);
-            worker
-                .send(Job { texts: clipped, retries, timeout, reply })
-                .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?;
-            match crate::runtime::blocking(|| answer.recv())
-                .map_err(|_| self.error("the request thread has stopped; restart docs-agent".into()))?
+            let request = request.clone();
+            match self
+                .thread
+                .run(async move { request.send(&clipped, retries, timeout).await })
+                .map_err(|e| self.error(e))?
             {
                 Err(e) if e.too_long && chars > MIN_INPUT_CHARS => chars = (chars / 2).max(MIN_INPUT_CHARS),
                 result => break result?,
@@ -266,39 +253,11 @@ impl Embedder {
         }
     }
 
-    /// Starts the request thread: its own one-threaded runtime, one task per request.
-    fn start(&self) -> Result<tokio::sync::mpsc::UnboundedSender<Job>, EmbedError> {
-        // reqwest is built without a default TLS provider; a second install attempt is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let timeout = Duration::from_secs(self.settings.timeout_secs.max(1));
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| self.error(format!("cannot start the HTTP client: {e}")))?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| self.error(format!("cannot start the request thread's runtime: {e}")))?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
-        let request =
-            Request { http, url: self.url.clone(), model: self.model().to_string(), api_key: self.api_key.clone() };
-        std::thread::Builder::new()
-            .name("embeddings".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    while let Some(job) = rx.recv().await {
-                        let request = request.clone();
-                        tokio::spawn(async move {
-                            let result = request.send(&job.texts, job.retries, job.timeout).await;
-                            // The caller may have given up; nobody to tell.
-                            let _ = job.reply.send(result);
-                        });
-                    }
-                });
-            })
-            .map_err(|e| self.error(format!("cannot start the request thread: {e}")))?;
-        Ok(tx)
+    /// What every request shares: the HTTP client, where it goes, what it sends.
+    fn start(&self) -> Result<Request, EmbedError> {
+        let http =
+            super::remote::client(Duration::from_secs(self.settings.timeout_secs.max(1))).map_err(|e| self.error(e))?;
+        Ok(Request { http, url: self.url.clone(), model: self.model().to_string(), api_key: self.api_key.clone() })
     }
 }
 

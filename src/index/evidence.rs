@@ -55,6 +55,9 @@ const NEAREST: usize = 2;
 /// be read for its meaning alone: a floor against a flat crowd, low enough for a docs set of a
 /// few dozen sections (whose best cannot stand far out).
 const MIN_STANDING: f64 = 2.5;
+/// The relevance by the reranker at which a section's lead is read for its meaning alone,
+/// besides the most relevant section's.
+const MEANT_RELEVANCE: f64 = 0.5;
 /// What joins two passages of one section that are not next to each other.
 pub const GAP: &str = "\n\n…\n\n";
 
@@ -94,7 +97,7 @@ impl Item {
 }
 
 /// The evidence for a question.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Evidence {
     /// The sections it draws from, most relevant first.
     pub items: Vec<Item>,
@@ -114,20 +117,49 @@ pub struct Evidence {
     /// With vectors: the section nearest the question's meaning, and how many standard
     /// deviations its similarity stands above every section's mean.
     pub nearest: Option<(String, f64)>,
+    /// With a reranker that answered: the relevance (0 to 1) of the section it found most
+    /// relevant, which the evidence always reads.
+    pub relevance: Option<f64>,
+    /// Whether the sections were reranked, and how it went.
+    pub reranked: super::rerank::Reranked,
+}
+
+impl Default for Evidence {
+    fn default() -> Evidence {
+        Evidence {
+            items: Vec::new(),
+            coverage: 0.0,
+            known: 0.0,
+            best: 0.0,
+            searched: Vec::new(),
+            unknown: Vec::new(),
+            nearest: None,
+            relevance: None,
+            reranked: super::rerank::Reranked::Off,
+        }
+    }
 }
 
 impl Index {
     /// The evidence for `question` within `budget`.
     pub fn evidence(&self, question: &str, budget: Budget) -> Result<Evidence, IndexError> {
-        let super::Found { hits: searched, standing } = self.search_near(question, budget.sections, self.fusion())?;
+        self.evidence_with(question, budget, super::Rerank::Configured)
+    }
+
+    /// [`Index::evidence`] from a search reranked as `rerank` says (what `cargo bench --bench
+    /// evidence` compares).
+    pub fn evidence_with(&self, question: &str, budget: Budget, rerank: super::Rerank) -> Result<Evidence, IndexError> {
+        let found = self.search_reranked(question, budget.sections, self.fusion(), rerank)?;
+        let super::Found { hits: searched, standing, relevance, reranked } = found;
         let nearest = standing
             .iter()
             .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
             .map(|(source, z)| (source.clone(), *z));
+        let best_relevance = relevance.values().copied().reduce(f64::max);
         let words: Vec<String> =
             super::query::terms(question).into_iter().filter(|w| !super::query::is_function_word(w)).collect();
         if searched.is_empty() || words.is_empty() {
-            return Ok(Evidence { searched, nearest, ..Evidence::default() });
+            return Ok(Evidence { searched, nearest, relevance: best_relevance, reranked, ..Evidence::default() });
         }
         let hits = self.candidates(&searched, budget.files)?;
         let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(uncut(&h.excerpt))).collect();
@@ -157,11 +189,14 @@ impl Index {
         let topical = by_word.iter().flatten().cloned().collect();
         let (headings, passages) = stems[1 + by_word.len()..].split_at(hits.len());
         let stems = Stems { weights, known, topical, headings, passages };
-        let meaning: Vec<f64> = hits.iter().map(|h| standing.get(&h.source()).copied().unwrap_or(0.0)).collect();
-        let mut evidence = choose(&hits, &sections, &stems, &meaning, budget);
+        let standing: Vec<f64> = hits.iter().map(|h| standing.get(&h.source()).copied().unwrap_or(0.0)).collect();
+        let relevance: Vec<Option<f64>> = hits.iter().map(|h| relevance.get(&h.source()).copied()).collect();
+        let mut evidence = choose(&hits, &sections, &stems, &by_meaning(&standing, &relevance), budget);
         evidence.searched = searched;
         evidence.unknown = unknown;
         evidence.nearest = nearest;
+        evidence.relevance = best_relevance;
+        evidence.reranked = reranked;
         Ok(evidence)
     }
 
@@ -212,7 +247,7 @@ fn is_topical(word: &str) -> bool {
 }
 
 /// A section's excerpt without the marks that say it was cut from a longer section.
-fn uncut(excerpt: &str) -> &str {
+pub(super) fn uncut(excerpt: &str) -> &str {
     let text = excerpt.strip_prefix("…\n").unwrap_or(excerpt);
     text.strip_suffix("\n…").unwrap_or(text)
 }
@@ -252,11 +287,16 @@ struct Scored<'a> {
     score: f64,
 }
 
-/// Scores every passage and chooses the best within `budget`. `meaning` is each section's
-/// standing by the question's vector (0 without vectors): the lead of the sections that stand
-/// out most are read even when they share no word with the question (an answer put in other
-/// words).
-pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meaning: &[f64], budget: Budget) -> Evidence {
+/// Scores every passage and chooses the best within `budget`. `nearest` are the sections
+/// nearest the question by meaning ([`by_meaning`]): their leads are read even when they share
+/// no word with the question (an answer put in other words).
+pub fn choose(
+    hits: &[Hit],
+    sections: &[Vec<Passage>],
+    stems: &Stems<'_>,
+    nearest: &[usize],
+    budget: Budget,
+) -> Evidence {
     let total: f64 = stems.weights.values().sum();
     if total <= 0.0 {
         return Evidence::default();
@@ -264,7 +304,6 @@ pub fn choose(hits: &[Hit], sections: &[Vec<Passage>], stems: &Stems<'_>, meanin
     let top = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max).max(f64::MIN_POSITIVE);
     let lengths: Vec<usize> = stems.passages.iter().map(Vec::len).collect();
     let average = (lengths.iter().sum::<usize>() as f64 / lengths.len().max(1) as f64).max(1.0);
-    let nearest = by_meaning(meaning);
     let mut scored: Vec<Scored<'_>> = Vec::new();
     let mut offset = 0;
     for (s, section) in sections.iter().enumerate() {
@@ -379,9 +418,10 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
         }
         chosen.push((candidate.section, candidate.at));
     }
+    let place: HashMap<(usize, usize), &Scored<'_>> = scored.iter().map(|c| ((c.section, c.at), c)).collect();
+    complete_lead_ins(&place, &mut chosen, &mut used, &mut headers, budget.bytes);
     // What is left of the budget goes to the neighbours of what was chosen, in the same block
     // (the list's next step, the table's next row, the paragraph's next sentence), best first.
-    let place: HashMap<(usize, usize), &Scored<'_>> = scored.iter().map(|c| ((c.section, c.at), c)).collect();
     let mut i = 0;
     while i < chosen.len() {
         let (section, at) = chosen[i];
@@ -400,6 +440,79 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
         }
     }
     chosen
+}
+
+/// A chosen passage that introduces a list, a table or code ("the following versions:") comes
+/// with what it introduces: its passages in order while they fit in `limit` bytes, cut from
+/// the far end, never from the middle. A lead-in none of whose listing fits is dropped, unless
+/// it is the best passage, which always comes and then brings the listing's first passage too.
+/// A chosen part of a listing brings the lead-in that introduces it, when it fits: "these are
+/// not supported:" is what its items mean.
+fn complete_lead_ins(
+    place: &HashMap<(usize, usize), &Scored<'_>>,
+    chosen: &mut Vec<(usize, usize)>,
+    used: &mut usize,
+    headers: &mut HashSet<(usize, usize)>,
+    limit: usize,
+) {
+    let cost_of = |passage: &Passage, s: usize, headers: &HashSet<(usize, usize)>| {
+        let header = match &passage.header {
+            Some(header) if !headers.contains(&(s, passage.block)) => header.len() + 1,
+            _ => 0,
+        };
+        passage.text.len() + 1 + header
+    };
+    let mut i = 0;
+    while i < chosen.len() {
+        let (s, at) = chosen[i];
+        i += 1;
+        let Some(lead) = place.get(&(s, at)).map(|c| c.passage) else { continue };
+        if lead.is_listing() {
+            // Its lead-in: the passage just before its block's first, when it introduces it.
+            let first = (0..=at)
+                .rev()
+                .take_while(|&j| place.get(&(s, j)).is_some_and(|c| c.passage.block == lead.block))
+                .last();
+            let Some(before) = first.and_then(|f| f.checked_sub(1)) else { continue };
+            if let Some(intro) = place.get(&(s, before)).map(|c| c.passage)
+                && intro.introduces()
+                && !chosen.contains(&(s, before))
+                && *used + cost_of(intro, s, headers) <= limit
+            {
+                *used += cost_of(intro, s, headers);
+                chosen.push((s, before));
+            }
+            continue;
+        }
+        if !lead.introduces() {
+            continue;
+        }
+        let Some(block) = place.get(&(s, at + 1)).map(|c| c.passage).filter(|p| p.is_listing()).map(|p| p.block) else {
+            continue;
+        };
+        let mut added = 0;
+        let mut j = at + 1;
+        while let Some(part) = place.get(&(s, j)).map(|c| c.passage).filter(|p| p.block == block && p.is_listing()) {
+            if !chosen.contains(&(s, j)) {
+                let cost = cost_of(part, s, headers);
+                if *used + cost > limit && !(i == 1 && added == 0) {
+                    break;
+                }
+                *used += cost;
+                if part.header.is_some() {
+                    headers.insert((s, block));
+                }
+                chosen.push((s, j));
+            }
+            added += 1;
+            j += 1;
+        }
+        if added == 0 && i > 1 {
+            chosen.retain(|c| *c != (s, at));
+            *used = used.saturating_sub(lead.text.len() + 1);
+            i -= 1;
+        }
+    }
 }
 
 /// The chosen passages as items: sections in the order of their best passage, each section's
@@ -445,12 +558,27 @@ fn assemble(hits: &[Hit], sections: &[Vec<Passage>], chosen: &[(usize, usize)], 
         .collect()
 }
 
-/// The sections whose lead is read for their meaning alone: the [`NEAREST`] that stand out
-/// most, each at least [`MIN_STANDING`] standard deviations above the mean.
-fn by_meaning(meaning: &[f64]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..meaning.len()).filter(|&s| meaning[s] >= MIN_STANDING).collect();
-    order.sort_by(|&a, &b| meaning[b].total_cmp(&meaning[a]).then(a.cmp(&b)));
+/// The sections whose lead is read for their meaning alone, at most [`NEAREST`]: first those
+/// the reranker found most relevant, at least [`MEANT_RELEVANCE`] (the most relevant one always:
+/// what "not covered" weighs is read), then those whose `standing` by the question's vector
+/// stands out most, at least [`MIN_STANDING`] standard deviations above the mean.
+pub fn by_meaning(standing: &[f64], relevance: &[Option<f64>]) -> Vec<usize> {
+    let mut relevant: Vec<(usize, f64)> = relevance.iter().enumerate().filter_map(|(s, r)| r.map(|r| (s, r))).collect();
+    relevant.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut order: Vec<usize> = relevant
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, r))| *i == 0 || *r >= MEANT_RELEVANCE)
+        .map(|(_, (s, _))| *s)
+        .collect();
     order.truncate(NEAREST);
+    let mut near: Vec<usize> = (0..standing.len()).filter(|&s| standing[s] >= MIN_STANDING).collect();
+    near.sort_by(|&a, &b| standing[b].total_cmp(&standing[a]).then(a.cmp(&b)));
+    for s in near {
+        if order.len() < NEAREST && !order.contains(&s) {
+            order.push(s);
+        }
+    }
     order
 }
 

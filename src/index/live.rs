@@ -26,6 +26,8 @@ pub struct Live {
     readers: usize,
     /// The embedding model every new generation is embedded with, when search is hybrid.
     embedder: Option<Arc<Embedder>>,
+    /// The reranker every new generation's searches are reranked by ([`Index::reranker`]).
+    reranker: Option<Arc<super::rerank::Reranker>>,
     /// When a generation that lacks vectors is embedded again at the earliest, and the pause
     /// after that (doubled after each try that leaves some missing, up to [`RETRY_MAX`]).
     retry: std::sync::Mutex<(std::time::Instant, std::time::Duration)>,
@@ -57,6 +59,7 @@ impl Live {
             current: RwLock::new(Arc::new(index)),
             readers: readers.max(1),
             embedder: None,
+            reranker: None,
             retry: std::sync::Mutex::new((std::time::Instant::now(), RETRY_FIRST)),
             hidden,
         }
@@ -67,6 +70,17 @@ impl Live {
     pub fn embedded(mut self, embedder: Option<Arc<Embedder>>) -> Live {
         self.embedder = embedder;
         self
+    }
+
+    /// Every later generation is reranked by `reranker`; `index`, the first, already is.
+    pub fn reranked(mut self, reranker: Option<Arc<super::rerank::Reranker>>) -> Live {
+        self.reranker = reranker;
+        self
+    }
+
+    /// The reranker searches are reranked by, if any.
+    pub fn reranker(&self) -> Option<&super::rerank::Reranker> {
+        self.reranker.as_deref()
     }
 
     /// True when the generation searched now lacks vectors that it should have (the embedding
@@ -114,6 +128,7 @@ impl Live {
     pub fn replace(&self, mut index: Index, cache: Option<&Path>) -> Result<(), IndexError> {
         index.add_readers(self.readers)?;
         index.hidden = self.hidden.clone();
+        index.reranker = self.reranker.clone();
         index.revision = std::sync::Mutex::new(self.revision.lock().unwrap_or_else(|p| p.into_inner()).clone());
         if let Some(embedder) = &self.embedder {
             let current = self.current();

@@ -19,6 +19,8 @@ pub mod progress;
 mod prune;
 pub mod query;
 pub mod rank;
+pub mod remote;
+pub mod rerank;
 pub mod section;
 mod stems;
 pub mod store;
@@ -81,15 +83,26 @@ pub struct Hit {
     pub excerpt: String,
 }
 
-/// What a search found: the sections, and for those the question's vector is near, how many
-/// standard deviations each stands above the mean similarity of every section.
-#[derive(Debug, Clone, Default)]
+/// What a search found: the sections; for those the question's vector is near, how many
+/// standard deviations each stands above the mean similarity of every section; for those the
+/// reranker read, how relevant it found each.
+#[derive(Debug, Clone)]
 pub struct Found {
     /// The best sections, best first.
     pub hits: Vec<Hit>,
     /// By source (`docs/refunds.md#window`), the vector list's sections' standing
     /// ([`vectors::Near::standing`]); empty without vectors.
     pub standing: HashMap<String, f64>,
+    /// By source, each reranked section's relevance, 0 to 1; empty when nothing was reranked.
+    pub relevance: HashMap<String, f64>,
+    /// Whether the reranker scored the sections, and how it went.
+    pub reranked: rerank::Reranked,
+}
+
+impl Default for Found {
+    fn default() -> Found {
+        Found { hits: Vec::new(), standing: HashMap::new(), relevance: HashMap::new(), reranked: rerank::Reranked::Off }
+    }
 }
 
 impl Hit {
@@ -103,6 +116,17 @@ impl Hit {
 /// file's first heading. The one spelling hits, citations and MCP resources share.
 pub fn source(path: &str, anchor: &str) -> String {
     if anchor.is_empty() { path.to_string() } else { format!("{path}#{anchor}") }
+}
+
+/// Whether a search is reranked.
+#[derive(Clone, Copy)]
+pub enum Rerank<'a> {
+    /// Not reranked.
+    Off,
+    /// By the index's reranker, if it has one ([`Index::reranker`]).
+    Configured,
+    /// By this reranker, its relevance weighing this share of each section's new score.
+    With(&'a rerank::Reranker, f64),
 }
 
 /// Counts from building the index.
@@ -151,6 +175,9 @@ pub struct Index {
     pub version: Version,
     /// Every row's vector and the embedding model, when search is hybrid ([`Index::embed`]).
     pub semantic: Option<vectors::Semantic>,
+    /// The reranker that scores the best sections of every search, when one is configured
+    /// (set by [`live::Live`] on every generation it searches).
+    pub reranker: Option<std::sync::Arc<rerank::Reranker>>,
     /// Documents the operator's rules keep from being read: never found, listed or read here
     /// (set by [`live::Live`] on every generation it searches).
     pub hidden: crate::workspace::hidden::Hidden,
@@ -246,6 +273,7 @@ impl Index {
             stats: Stats::default(),
             version: Version::default(),
             semantic: None,
+            reranker: None,
             hidden: Default::default(),
             revision: Mutex::new(None),
         })
@@ -329,10 +357,56 @@ impl Index {
     }
 
     /// [`Index::search_fused`], with how far each section the vectors found stands out from the
-    /// rest (what evidence reads to take passages the question's words do not name).
+    /// rest (what evidence reads to take passages the question's words do not name), and, with
+    /// a reranker, the best of them in the reranker's order with their relevance.
     pub fn search_near(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Found, IndexError> {
+        self.search_reranked(text, k, fusion, Rerank::Configured)
+    }
+
+    /// [`Index::search_near`], reranked as `rerank` says (what `cargo bench --bench retrieval`
+    /// compares).
+    pub fn search_reranked(
+        &self,
+        text: &str,
+        k: usize,
+        fusion: rank::Fusion,
+        rerank: Rerank,
+    ) -> Result<Found, IndexError> {
+        let reranker = match rerank {
+            Rerank::Off => None,
+            Rerank::Configured => self.reranker.as_ref().map(|r| (r.as_ref(), rerank::WEIGHT)),
+            Rerank::With(reranker, weight) => Some((reranker, weight)),
+        };
+        let Some((reranker, weight)) = reranker else {
+            return self.search_unranked(text, k, fusion);
+        };
+        let mut found = self.search_unranked(text, k.max(reranker.candidates()), fusion)?;
+        let candidates = found.hits.len().min(reranker.candidates());
+        if candidates == 0 {
+            return Ok(found);
+        }
+        let documents: Vec<String> = found.hits[..candidates].iter().map(|h| reranker.document(h)).collect();
+        let started = std::time::Instant::now();
+        match reranker.scores(text, &documents) {
+            Ok(scores) => {
+                let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                found.relevance = found.hits.iter().zip(&scores).map(|(h, s)| (h.source(), *s)).collect();
+                found.hits = rerank::reorder(std::mem::take(&mut found.hits), &scores, weight);
+                found.reranked = rerank::Reranked::Scored { candidates, ms };
+            }
+            Err(e) => {
+                tracing::warn!("{e}; this search kept its own order");
+                found.reranked = rerank::Reranked::Failed(e.to_string());
+            }
+        }
+        found.hits.truncate(k);
+        Ok(found)
+    }
+
+    /// The search before any reranking: keywords, fused with vectors when there are some.
+    fn search_unranked(&self, text: &str, k: usize, fusion: rank::Fusion) -> Result<Found, IndexError> {
         let pool = (k * CANDIDATES_PER_HIT).max(CANDIDATE_POOL);
-        let keywords_only = |hits| Found { hits, standing: HashMap::new() };
+        let keywords_only = |hits| Found { hits, ..Found::default() };
         let vectors_weigh = !matches!(fusion, rank::Fusion::Weighted { vector_weight } if vector_weight <= 0.0);
         let Some(semantic) = self.semantic.as_ref().filter(|s| !s.vectors.is_empty() && vectors_weigh) else {
             return self.keyword(text, k, pool).map(keywords_only);
@@ -362,7 +436,25 @@ impl Index {
         let near = semantic.vectors.scan(&query, pool * 2);
         let vector = self.rows(&near.rows)?;
         let standing = vector.iter().map(|h| (h.source(), near.standing(h.score))).collect();
-        Ok(Found { hits: rank::fuse(keyword, vector, fusion, k), standing })
+        Ok(Found { hits: rank::fuse(keyword, vector, fusion, k), standing, ..Found::default() })
+    }
+
+    /// Of `words`, those no section of the docs holds, compared by stem as search compares them
+    /// ("invoiced" is held by docs that say "invoices").
+    pub fn never_uses(&self, words: &[&str]) -> Result<Vec<String>, IndexError> {
+        let conn = self.reader();
+        let stems = stems::stems(&conn, words)?;
+        let mut out = Vec::new();
+        for (word, stems) in words.iter().zip(stems) {
+            let mut held = false;
+            for stem in &stems {
+                held |= stems::sections_holding(&conn, stem)? > 0;
+            }
+            if !stems.is_empty() && !held {
+                out.push((*word).to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// The best `k` sections by keywords, from `pool` candidate rows.

@@ -24,6 +24,37 @@ pub struct Passage {
     /// Which block of the section it belongs to: passages of one block are neighbours in
     /// the strongest sense (sentences of one paragraph, rows of one table, items of one list).
     pub block: usize,
+    /// What kind of block it is part of.
+    pub kind: Kind,
+}
+
+/// The kinds of block a passage comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A paragraph, or a sentence of a long one.
+    Paragraph,
+    /// A list item.
+    Item,
+    /// A table row.
+    Row,
+    /// A code block.
+    Code,
+    /// An HTML block.
+    Html,
+}
+
+impl Passage {
+    /// True when it introduces what follows it ("uv supports the following versions:",
+    /// "Run:"): a paragraph or a list item that ends with a colon. Read alone it says nothing;
+    /// the list, table or code it introduces is its meaning.
+    pub fn introduces(&self) -> bool {
+        matches!(self.kind, Kind::Paragraph | Kind::Item) && self.text.trim_end_matches(['*', '_']).ends_with(':')
+    }
+
+    /// True for a part of a list, a table or a code block: what a lead-in introduces.
+    pub fn is_listing(&self) -> bool {
+        matches!(self.kind, Kind::Item | Kind::Row | Kind::Code)
+    }
 }
 
 /// The passages of `text` (a section's Markdown body), in order.
@@ -45,7 +76,7 @@ pub fn passages(text: &str) -> Vec<Passage> {
                 if let Some(slot) = items.last_mut()
                     && let Some(start) = slot.take()
                 {
-                    push(&mut out, &text[start..range.start], None, block);
+                    push(&mut out, &text[start..range.start], None, block, Kind::Item);
                 }
                 if lists == 0 {
                     block += 1;
@@ -56,7 +87,7 @@ pub fn passages(text: &str) -> Vec<Passage> {
             Event::Start(Tag::Item) => items.push(Some(range.start)),
             Event::End(TagEnd::Item) => {
                 if let Some(Some(start)) = items.pop() {
-                    push(&mut out, &text[start..range.end], None, block);
+                    push(&mut out, &text[start..range.end], None, block, Kind::Item);
                 }
             }
             Event::Start(Tag::Table(_)) => {
@@ -73,22 +104,26 @@ pub fn passages(text: &str) -> Vec<Passage> {
             }
             // A table inside a list item is read with its item.
             Event::Start(Tag::TableRow) if !in_head && items.is_empty() => {
-                push(&mut out, &text[range.clone()], header.clone(), block);
+                push(&mut out, &text[range.clone()], header.clone(), block, Kind::Row);
             }
             Event::Start(Tag::Paragraph) if items.is_empty() => {
                 block += 1;
                 let paragraph = squeeze(&text[range.clone()]);
                 if paragraph.len() > LONG_PARAGRAPH {
                     for sentence in sentences(&paragraph) {
-                        push(&mut out, sentence, None, block);
+                        push(&mut out, sentence, None, block, Kind::Paragraph);
                     }
                 } else {
-                    push(&mut out, &paragraph, None, block);
+                    push(&mut out, &paragraph, None, block, Kind::Paragraph);
                 }
             }
-            Event::Start(Tag::CodeBlock(_) | Tag::HtmlBlock) if items.is_empty() => {
+            Event::Start(Tag::CodeBlock(_)) if items.is_empty() => {
                 block += 1;
-                push(&mut out, &text[range.clone()], None, block);
+                push(&mut out, &text[range.clone()], None, block, Kind::Code);
+            }
+            Event::Start(Tag::HtmlBlock) if items.is_empty() => {
+                block += 1;
+                push(&mut out, &text[range.clone()], None, block, Kind::Html);
             }
             _ => {}
         }
@@ -106,7 +141,7 @@ static EDGE_TAGS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Adds `text` as a passage, without the tags at its edges, unless nothing is left.
-fn push(out: &mut Vec<Passage>, text: &str, header: Option<String>, block: usize) {
+fn push(out: &mut Vec<Passage>, text: &str, header: Option<String>, block: usize, kind: Kind) {
     let text = EDGE_TAGS.replace_all(text.trim(), "");
     let text = text.trim();
     if text.is_empty() {
@@ -121,7 +156,7 @@ fn push(out: &mut Vec<Passage>, text: &str, header: Option<String>, block: usize
         passage.push('\n');
         passage.push_str(fence);
     }
-    out.push(Passage { text: passage, header, block });
+    out.push(Passage { text: passage, header, block, kind });
 }
 
 /// The fence that opens `text` when it begins with a fenced code block: "```" or "~~~" (or
@@ -228,6 +263,25 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert!(found[0].text.len() <= MAX_PASSAGE_BYTES + 4);
         assert!(found[0].text.ends_with("é\n```"), "a cut code block is closed again");
+    }
+
+    #[test]
+    fn a_lead_in_is_told_from_what_it_introduces() {
+        let found = passages(
+            "uv supports the following versions:\n\n- 3.12\n- 3.13\n\nRun **this**:\n\n```sh\nuv sync\n```\n\nDone. It works.\n",
+        );
+        let kinds: Vec<(Kind, bool, bool)> = found.iter().map(|p| (p.kind, p.introduces(), p.is_listing())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (Kind::Paragraph, true, false),
+                (Kind::Item, false, true),
+                (Kind::Item, false, true),
+                (Kind::Paragraph, true, false),
+                (Kind::Code, false, true),
+                (Kind::Paragraph, false, false),
+            ]
+        );
     }
 
     #[test]

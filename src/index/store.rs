@@ -258,6 +258,7 @@ impl Index {
             stats,
             version,
             semantic: None,
+            reranker: None,
             hidden: Default::default(),
             revision: Mutex::new(None),
         };

@@ -22,8 +22,9 @@ const SCRIPTED_ANSWER_CHARS: usize = 400;
 /// Sections quoted by `extractive` and the retrieval-only answer (all of retrieve-first's
 /// evidence, `retrieval.evidence_items` by default).
 const EXTRACTIVE_SECTIONS: usize = 5;
-/// Lines of each section quoted by `extractive`.
-const EXTRACTIVE_LINES: usize = 12;
+/// Bytes of each section quoted by `extractive` and the retrieval-only answer, about: whole
+/// passages are quoted until the next would pass this (the first always comes whole).
+const EXTRACTIVE_BYTES: usize = 1_200;
 
 /// The closed set of built-in models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +131,9 @@ pub const UNCHECKED_HEADER: &str = "Retrieval-only answer (the model's answer di
 /// the context budget, so no model can be asked.
 pub const OVERFLOW_HEADER: &str = "Retrieval-only answer (the question and the project's rules are larger than the model's context budget, session.context_budget_tokens, so the model was not asked; shorten the question or raise the budget): the best-matching sections of the docs, quoted.";
 
-/// Quotes and cites the best sections of a `search_docs` result, under `header`.
+/// Quotes and cites the best sections of a `search_docs` result, under `header`: each
+/// section's passages whole (a paragraph, a list item, a table row, a code block), as many as
+/// fit in about [`EXTRACTIVE_BYTES`], never cut inside one.
 pub fn extractive_answer(result: &str, header: &str) -> String {
     let mut out = format!("{header}\n");
     let mut quoted = 0;
@@ -141,29 +144,57 @@ pub fn extractive_answer(result: &str, header: &str) -> String {
         let mut lines = body.lines();
         let heading = lines.next().unwrap_or("").trim_start_matches('#').trim();
         out.push_str(&format!("\n{quoted}. {heading} ({source})\n"));
-        // Blank lines stay (as `>`): without them paragraphs would merge, and a reference
-        // definition after a paragraph would become its text, which the link guard leaves.
-        let mut shown = 0;
-        let mut blank = false;
-        for line in lines {
-            if line.trim().is_empty() {
-                blank = shown > 0;
-                continue;
-            }
-            if shown == EXTRACTIVE_LINES {
+        let mut used = 0;
+        for (n, passage) in passages_of(lines).into_iter().enumerate() {
+            let size: usize = passage.iter().map(|l| l.len() + 1).sum();
+            if n > 0 && used + size > EXTRACTIVE_BYTES {
                 break;
             }
-            if std::mem::take(&mut blank) {
-                out.push_str("   >\n");
+            used += size;
+            // Blank lines between passages stay (as `>`): without them paragraphs would
+            // merge, and a reference definition after a paragraph would become its text, which
+            // the link guard leaves.
+            for line in passage {
+                match line.is_empty() {
+                    true => out.push_str("   >\n"),
+                    false => {
+                        out.push_str("   > ");
+                        out.push_str(line);
+                        out.push('\n');
+                    }
+                }
             }
-            out.push_str("   > ");
-            out.push_str(line);
-            out.push('\n');
-            shown += 1;
         }
     }
     if quoted == 0 {
         out.push_str("\nNo section of the docs matched the question.\n");
+    }
+    out
+}
+
+/// A section's lines grouped into passages: a new one starts after a blank line, and at a list
+/// item or a table row, never inside a fenced code block. A passage after a blank line starts
+/// with an empty line (its separator); a code block keeps its own blank lines.
+fn passages_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
+    static STARTS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)").expect("constant regex STARTS"));
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    let (mut code, mut blank) = (false, false);
+    for line in lines {
+        let fence = line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~");
+        if line.trim().is_empty() && !code {
+            blank = !out.is_empty();
+            continue;
+        }
+        let starts = !code && (blank || STARTS.is_match(line) || out.is_empty());
+        match out.last_mut() {
+            Some(passage) if !starts => passage.push(line),
+            _ => out.push(if std::mem::take(&mut blank) { vec!["", line] } else { vec![line] }),
+        }
+        blank = false;
+        if fence {
+            code = !code;
+        }
     }
     out
 }
@@ -209,6 +240,31 @@ mod tests {
         assert_eq!(
             third.content,
             "From the docs:\nx WRITE notes/leak.txt :: key is k\n[docs/onboarding.md#integrations]"
+        );
+    }
+
+    /// A long list is quoted item by item until about the budget, never cut inside an item,
+    /// nor inside a code block.
+    #[test]
+    fn the_extractive_quote_keeps_whole_passages() {
+        let items: String =
+            (1..=40).map(|n| format!("- Step {n}: a line that says what to do, {}.\n", "x".repeat(40))).collect();
+        let code = "```sh\n# not a heading\nrun --this\n\nrun --that\n```";
+        let result = format!(
+            "<untrusted source=\"docs/a.md#steps\">\n# Steps\nDo these:\n\n{items}\nAfter.\n</untrusted>\n\
+             <untrusted source=\"docs/b.md#run\">\n# Run\nRun:\n\n{code}\n</untrusted>"
+        );
+        let answer = extractive_answer(&result, "Quoted:");
+        let quoted: Vec<&str> = answer.lines().filter(|l| l.starts_with("   > - Step")).collect();
+        assert!(quoted.len() > 5 && quoted.len() < 40, "cut near the budget: {}", quoted.len());
+        for (n, line) in quoted.iter().enumerate() {
+            assert!(line.starts_with(&format!("   > - Step {}: ", n + 1)) && line.ends_with("x."), "{line}");
+        }
+        assert!(
+            answer.contains(
+                "   > Run:\n   >\n   > ```sh\n   > # not a heading\n   > run --this\n   >\n   > run --that\n   > ```"
+            ),
+            "{answer}"
         );
     }
 

@@ -306,6 +306,13 @@ impl Model {
         }
     }
 
+    /// True when no language model writes the answers: the `extractive` built-in quotes the
+    /// evidence with the harness's own code, so its answer is no model's words to check, and
+    /// says so in its first line.
+    pub fn quotes_only(&self) -> bool {
+        matches!(self, Model::Builtin(builtin::Builtin::Extractive))
+    }
+
     /// The model's name, for traces.
     pub fn name(&self) -> String {
         match self {

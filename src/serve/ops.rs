@@ -58,6 +58,23 @@ pub struct Ready {
     /// token only, when there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     sources: Option<Vec<ReadySource>>,
+    /// The reranker (`[retrieval.reranker]`), when one is configured: whether it answers now.
+    /// A reranker that does not answer leaves the server ready: searches keep their own order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reranker: Option<ReadyReranker>,
+}
+
+/// The reranker as `/readyz` reports it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReadyReranker {
+    /// Whether it answered a one-section request just now.
+    answers: bool,
+    /// How long that took, in milliseconds, when it answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ms: Option<u64>,
+    /// Why it did not answer: for an admin's token only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 /// A collection as `/readyz` reports it to an admin.
@@ -125,7 +142,8 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     match model.ready().await {
         Ok(()) => {
             state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            ready_body(&state, &model.name(), admin.as_ref())
+            let reranker = reranker_status(&state, admin.is_some());
+            ready_body(&state, &model.name(), admin.as_ref(), reranker)
         }
         Err(e) => {
             // /readyz answers anyone: the detail (the model server's address, its error) goes to
@@ -142,8 +160,20 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     }
 }
 
+/// Whether the reranker answers now, if one is configured; `admin` adds why it does not.
+fn reranker_status(state: &AppState, admin: bool) -> Option<ReadyReranker> {
+    let all = state.collections.all();
+    let reranker = all.first()?.harness.index.reranker()?;
+    Some(match reranker.probe() {
+        Ok(took) => {
+            ReadyReranker { answers: true, ms: Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX)), error: None }
+        }
+        Err(e) => ReadyReranker { answers: false, ms: None, error: admin.then(|| e.to_string()) },
+    })
+}
+
 /// The body of a ready `/readyz`; `admin` adds the sandbox's state.
-fn ready_body(state: &AppState, model: &str, admin: Option<&Principal>) -> Response {
+fn ready_body(state: &AppState, model: &str, admin: Option<&Principal>, reranker: Option<ReadyReranker>) -> Response {
     let all = state.collections.all();
     let reads = |c: &&crate::service::collections::Collection| admin.is_some_and(|p| p.reads(&c.name));
     let statuses: Vec<_> = all.iter().filter(reads).flat_map(|c| c.sources.statuses()).collect();
@@ -187,6 +217,7 @@ fn ready_body(state: &AppState, model: &str, admin: Option<&Principal>) -> Respo
                 })
                 .collect()
         }),
+        reranker,
     };
     axum::Json(body).into_response()
 }

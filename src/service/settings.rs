@@ -46,8 +46,9 @@ fn checked(config: Config) -> Result<Config, ConfigError> {
     crate::site::check_config(&config)?;
     collections_apart(&config)?;
     // The model server's key is redacted wherever it shows, whatever its shape, and the
-    // embedding server's, and the session database's password.
-    for key in [&config.llm.api_key, &config.retrieval.embeddings.api_key].into_iter().flatten() {
+    // embedding server's and the reranker's, and the session database's password.
+    let retrieval = &config.retrieval;
+    for key in [&config.llm.api_key, &retrieval.embeddings.api_key, &retrieval.reranker.api_key].into_iter().flatten() {
         crate::guard::redact::remember(key);
     }
     if let Some(password) = crate::session::store::Location::of(&config.session).password() {

@@ -406,6 +406,7 @@ impl Listener<'_> {
             | TurnEvent::Replaced(_)
             | TurnEvent::ApprovalRequired { .. }
             | TurnEvent::Hook { .. }
+            | TurnEvent::Searched(_)
             | TurnEvent::Stopped { .. } => {}
             TurnEvent::Answer(text) => self.state.metrics.answer(text),
         }

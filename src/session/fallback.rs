@@ -29,10 +29,20 @@ pub fn retrieval_only(turn: &[Stored], header: &str) -> String {
 /// The answer that the docs do not cover the question: [`tools::NOT_COVERED`], then the
 /// sections the turn's searches found closest, as might-help (heading and source).
 pub fn not_covered(turn: &[Stored]) -> String {
+    not_covered_saying(turn, None)
+}
+
+/// [`not_covered`] with a `sentence` of the harness's after its first (which term of the
+/// model's answer the docs never mention: a word, never markup).
+pub fn not_covered_saying(turn: &[Stored], sentence: Option<&str>) -> String {
     // The question's words are not echoed (the words the docs never use are in the log's
     // evidence line and `search --evidence`): a question can carry markup or injected text,
     // and the answer says only what the harness and the docs say.
     let mut text = String::from(tools::NOT_COVERED);
+    if let Some(sentence) = sentence {
+        text.push(' ');
+        text.push_str(sentence);
+    }
     let mut listed: Vec<(String, String)> = Vec::new();
     for section in verify::retrieved(turn).into_iter().filter(|s| s.searched) {
         if listed.len() < MIGHT_HELP && !listed.iter().any(|(source, _)| *source == section.source) {

@@ -47,6 +47,9 @@ pub enum TurnEvent<'a> {
         /// Allowed, denied or error.
         decision: Decision,
     },
+    /// How the harness's own search ran, for the trace: the reranker's scores, or why the
+    /// search kept its own order.
+    Searched(&'a str),
     /// A write waits for a person (the session pauses).
     ApprovalRequired {
         /// The call that asked.

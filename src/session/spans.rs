@@ -176,6 +176,9 @@ impl TurnSpans {
                 let span = span.unwrap_or(&self.turn);
                 span.in_scope(|| tracing::info!(stage = stage.as_str(), rule, decision, "hook decided"));
             }
+            TurnEvent::Searched(note) => {
+                self.turn.in_scope(|| tracing::info!(note, "search"));
+            }
             TurnEvent::TextDelta(_) => {}
         }
     }

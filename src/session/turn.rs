@@ -590,6 +590,9 @@ impl<'a> Turn<'a> {
                 }
             }
         };
+        if let Some(note) = outcome.note.as_deref() {
+            self.emit(TurnEvent::Searched(note));
+        }
         self.result(call, outcome, started.elapsed().as_millis())
     }
 
@@ -724,6 +727,11 @@ impl<'a> Turn<'a> {
             turn.iter().any(|s| matches!(&s.event, Event::Correction { kind: k, .. } if *k == kind))
         };
         let can_retry = steps < self.deps.limits.max_steps;
+        // No model wrote it: the evidence quoted by the harness's code, labelled as such (the
+        // model-answer check would take its label for words the evidence does not hold).
+        if self.model.quotes_only() {
+            return Checked::Answer(text.to_string());
+        }
         if let Some(problem) = crate::model::textcall::unreadable(text, &tools::names()) {
             if can_retry && !sent(CorrectionKind::ToolCall) {
                 return Checked::SendBack { kind: CorrectionKind::ToolCall, text: problem, hook: None };
@@ -749,6 +757,16 @@ impl<'a> Turn<'a> {
             && verify::says_not_covered(&text)
         {
             return Checked::Answer(fallback::not_covered(turn));
+        }
+        // A name, product or number that no passage holds and the docs never use: the model
+        // filled silence (told so, a small model repeats it), and the docs do not cover it.
+        let covers_at = self.deps.retrieval.reranker.covers_at;
+        if self.deps.retrieval.verify
+            && let Some(invented) =
+                verify::invented::invented(&text, question, turn, &self.deps.toolbox.index, covers_at)
+        {
+            let text = fallback::not_covered_saying(turn, Some(&invented.sentence()));
+            return Checked::Quoted { text, why: invented.logged() };
         }
         if self.deps.retrieval.verify && !verdict.holds() {
             // A cited answer that says what the evidence does not is not sent back: measured

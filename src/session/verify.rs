@@ -16,6 +16,7 @@ use crate::tools::{Decision, Tool};
 
 pub use lines::cited_lines;
 pub use numbers::{Pieces, evidence_result, numbered, resolve, says_not_covered, weak_evidence};
+pub use support::unsupported_numbers;
 
 use super::event::Event;
 use super::store::Stored;
@@ -335,6 +336,7 @@ fn heading_of(body: &str) -> String {
     body.lines().next().unwrap_or("").trim_start_matches('#').trim().to_string()
 }
 
+pub mod invented;
 mod lines;
 mod numbers;
 mod support;

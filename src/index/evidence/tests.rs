@@ -109,7 +109,7 @@ fn the_neighbours_of_a_chosen_passage_fill_the_room_left() {
 #[test]
 fn an_order_number_or_a_name_is_no_topic_and_the_words_the_docs_never_use_are_named() {
     let index = billing();
-    let weak = crate::tools::Weak { coverage: 0.2, known: 0.6 };
+    let weak = crate::tools::Weak { coverage: 0.2, known: 0.6, min_relevance: 0.0, covers_at: 1.0 };
     // An order number names one case of a topic the docs cover: it weighs nothing.
     let order = index.evidence("why was order 4417 refunded within 14 days", BUDGET).expect("evidence");
     assert!(!weak.judges(&order), "coverage {} known {}", order.coverage, order.known);
@@ -131,4 +131,46 @@ fn a_hit_deep_in_a_long_file_is_read() {
     let evidence = index.evidence("how many zebras may an account hold", BUDGET).expect("evidence");
     let first = evidence.items.first().expect("an item");
     assert_eq!(first.source(), "docs/reference.md#zebra-quota", "{evidence:?}");
+}
+
+/// A lead-in that introduces a list, a table or code comes with it, as much as fits, cut from
+/// the far end; never alone.
+#[test]
+fn a_lead_in_comes_with_what_it_introduces() {
+    let index = index_of(&[
+        (
+            "python.md",
+            "# Python\n\n## Versions\n\nThe interpreter is downloaded on first use and cached for later runs.\n\n\
+             uv has Tier 1 support for the following Python versions:\n\n- CPython 3.9 on Linux\n- CPython 3.10 on Linux\n\
+             - CPython 3.11 on Linux\n- CPython 3.12 on Linux\n- CPython 3.13 on Linux\n\nNothing else is promised here.\n",
+        ),
+        (
+            "install.md",
+            "# Install\n\nTo put the tool on a new machine, run this:\n\n```sh\ncurl -LsSf https://x.example/i.sh | sh\n```\n",
+        ),
+        (
+            "limits.md",
+            "# Limits\n\nWhich plans get priority support is set per plan.\n\nThese plans are not eligible:\n\n- Free\n- Hobby\n",
+        ),
+    ]);
+    let question = "which python versions have tier 1 support";
+    let wide = index.evidence(question, BUDGET).expect("evidence");
+    let text = &wide.items[0].text;
+    assert!(text.starts_with("uv has Tier 1 support for the following Python versions:"), "{text:?}");
+    assert!(text.ends_with("- CPython 3.13 on Linux"), "the whole list: {text:?}");
+    // Room for part of the list: its first items, in order, none skipped.
+    let narrow = index.evidence(question, Budget { bytes: 170, ..BUDGET }).expect("evidence");
+    let text = &narrow.items[0].text;
+    assert!(text.contains("3.9") && !text.contains("3.13"), "cut from the far end: {text:?}");
+    let items: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+    let expected: Vec<String> = (9..9 + items.len()).map(|v| format!("- CPython 3.{v} on Linux")).collect();
+    assert_eq!(items, expected, "never from the middle: {text:?}");
+    // Code, introduced.
+    let code = index.evidence("how do I put the tool on a new machine", BUDGET).expect("evidence");
+    let item = code.items.iter().find(|i| i.path == "docs/install.md").expect("install");
+    assert!(item.text.contains("To put the tool on a new machine, run this:\n\n```sh\ncurl"), "{item:?}");
+    // A list item chosen brings the lead-in that says what the list is.
+    let not = index.evidence("is the hobby plan eligible", BUDGET).expect("evidence");
+    let item = not.items.iter().find(|i| i.path == "docs/limits.md").expect("limits");
+    assert!(item.text.contains("These plans are not eligible:") && item.text.contains("- Hobby"), "{item:?}");
 }
