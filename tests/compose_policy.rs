@@ -422,6 +422,71 @@ fn ollama_is_hardened() {
     assert!(at(ollama, "environment.OLLAMA_CONTEXT_LENGTH").is_some(), "ollama: OLLAMA_CONTEXT_LENGTH");
 }
 
+/// The reranker (the `rerank` profile): off unless asked for, pinned, hardened as ollama, on
+/// `sealed` for the agent and `egress` for its one download, its model in a volume of its own.
+#[test]
+fn the_reranker_is_optional_pinned_and_hardened() {
+    let c = compose();
+    let reranker = service(&c, "reranker");
+    assert_eq!(strings(at(reranker, "profiles")), ["rerank"], "reranker: in the `rerank` profile, so `up` skips it");
+    let image = at(reranker, "image").and_then(text).unwrap_or_default();
+    // TEI's tags are `cpu-1.9.3` (a release) and `cpu-1.9`, `cpu-latest` (moving)
+    let version = image.rsplit_once(':').and_then(|(_, tag)| tag.rsplit('-').next()).unwrap_or_default();
+    let release = version.split('.').count() == 3 && version.split('.').all(|n| n.parse::<u32>().is_ok());
+    assert!(image.contains('@') || release, "reranker: pin a release (x.y.z) or a digest, got {image:?}");
+    let command = strings(at(reranker, "command"));
+    assert!(
+        command.windows(2).any(|w| w[0] == "--model-id" && w[1] == "cross-encoder/ms-marco-MiniLM-L-12-v2"),
+        "reranker: serves the model the relevance thresholds are measured with, got {command:?}"
+    );
+    assert_eq!(strings(at(reranker, "cap_drop")), ["ALL"], "reranker: cap_drop ALL");
+    assert!(strings(at(reranker, "cap_add")).is_empty(), "reranker: no capability added back");
+    assert!(strings(at(reranker, "security_opt")).iter().any(|o| o.starts_with("no-new-privileges")), "reranker");
+    assert!(
+        at(reranker, "mem_limit").is_some() && at(reranker, "pids_limit").is_some(),
+        "reranker: memory and pids limits"
+    );
+    assert!(!is_non_empty(at(reranker, "ports")), "reranker: its API is not published on the host");
+    assert_eq!(
+        names(at(reranker, "networks")),
+        ["sealed", "egress"],
+        "reranker: `sealed` to serve, `egress` to download"
+    );
+    assert!(is_non_empty(at(reranker, "healthcheck.test")), "reranker: a health check");
+    let cache = mounts(reranker);
+    assert!(
+        cache.iter().any(|m| m.kind == "volume" && m.target == "/data")
+            && names(at(&c, "volumes")).iter().any(|v| v == "reranker"),
+        "reranker: its model cache (/data) in the declared `reranker` volume, got {cache:?}"
+    );
+    for (name, svc) in services(&c) {
+        assert!(
+            ["ollama", "reranker"].contains(&name.as_str())
+                || !names(at(svc, "networks")).contains(&"egress".to_string()),
+            "{name} must not join egress"
+        );
+        assert!(
+            !names(at(svc, "depends_on")).contains(&"reranker".to_string()),
+            "{name}: must not wait for the reranker (off by default; a search without it keeps its own order)"
+        );
+    }
+}
+
+/// Every service that runs docs-agent passes DOCS_AGENT_RERANKER_URL on, empty (reranking off)
+/// unless set: `DOCS_AGENT_RERANKER_URL=http://reranker:80 docker compose run --rm agent ...`.
+#[test]
+fn docs_agent_reranks_only_when_asked() {
+    let c = compose();
+    for name in HARDENED {
+        let url = at(service(&c, name), "environment.DOCS_AGENT_RERANKER_URL").and_then(text);
+        assert_eq!(
+            url.as_deref(),
+            Some("${DOCS_AGENT_RERANKER_URL:-}"),
+            "{name}: DOCS_AGENT_RERANKER_URL, empty by default"
+        );
+    }
+}
+
 /// `init` writes the api's config once, by hand only (a profile keeps `up` from starting it),
 /// with no network, where the api reads it read-only.
 #[test]

@@ -201,17 +201,7 @@ async fn the_extractive_answer_on_a_folder_of_one_document_says_no_model_was_use
     let token = "extractive-asker-0123456789";
     common::serve_config(cwd.path(), &[("ana", token, &["ask"])], "");
     let (mut child, url, _log) = common::spawn_serve_logged(cwd.path(), &env);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let reply: serde_json::Value = reqwest::Client::new()
-        .post(format!("{url}/v1/ask"))
-        .bearer_auth(token)
-        .json(&serde_json::json!({"question": question}))
-        .send()
-        .await
-        .expect("ask")
-        .json()
-        .await
-        .expect("JSON");
+    let (_, reply) = common::Api::new(&url, token).post("/v1/ask", serde_json::json!({"question": question})).await;
     let _ = child.kill();
     labelled(reply["answer"].as_str().unwrap_or_default(), "HTTP");
 }

@@ -11,6 +11,9 @@ Starts llama-server with the kit's model on 127.0.0.1 (or uses --base-url), then
                       characters stuffed into one prompt, cite [id], no checks (stuffed.py)
              before   another docs-agent binary (--before PATH), e.g. one built before a change
              plain    docs-agent with retrieve-first and verification off (before issue 10)
+             rerank   docs-agent with the reranker at --reranker URL (`[retrieval.reranker]`)
+           and, with --paraphrases, each set's questions asked in words the docs do not use
+           (`bench/questions/*.paraphrase.jsonl`), reported as the set "NAME paraphrase"
   eval     `docs-agent eval --model URL --retrieval` (and without --retrieval): breaches must be 0;
            pass rates per category are reported.
 
@@ -23,12 +26,17 @@ Measured per question, reported per set, half (dev / held-out) and mode:
   not covered     the answer says the docs do not cover it: on answerable questions an error,
                   on off-topic ones the right answer
   fallback        the retrieval-only answer replaced the model's
+  invented        "not covered" because the model's answer named a term no passage holds and the
+                  docs never use (the trace's `replaced` event says "names ..."): answerable / off-topic
+  off-topic answered  an off-topic question answered in the model's own words (shown as an answer):
+                  by construction it states what the docs do not hold
   seconds         wall time per answerable question, spawn to exit (median, p90)
   tokens          prompt tokens (and of them, those the server reused from its cache) and
                   completion tokens, summed over a question's model calls; model calls
 
 usage: bench/real-model/bench.py [--sets workspace,polar-docs,business-central-docs]
-         [--modes first,stuffed] [--before PATH] [--split all|dev|held-out] [--limit N]
+         [--modes first,stuffed,rerank] [--reranker URL] [--paraphrases] [--before PATH]
+         [--split all|dev|held-out] [--limit N]
          [--off-limit N] [--eval] [--no-answers] [--model 1.5b|0.5b] [--threads 2]
          [--base-url URL] [--binary PATH] [--json FILE]
 
@@ -79,8 +87,9 @@ def workspace_for(name):
     return ws
 
 
-def load(name, split, limit, off_topic=False):
-    path = QUESTIONS / (f"{name}.off-topic.jsonl" if off_topic else f"{name}.jsonl")
+def load(name, split, limit, off_topic=False, paraphrase=False):
+    path = QUESTIONS / (f"{name}.off-topic.jsonl" if off_topic else f"{name}.paraphrase.jsonl" if paraphrase
+                        else f"{name}.jsonl")
     if not path.exists():
         return []
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -144,6 +153,8 @@ def measure(mode, args, base_url, ws, stuffed, row):
     elif mode == "plain":
         r = ask_cli(args.binary, base_url, ws, row["question"],
                     {"DOCS_AGENT_RETRIEVE_FIRST": "false", "DOCS_AGENT_VERIFY": "false"})
+    elif mode == "rerank":
+        r = ask_cli(args.binary, base_url, ws, row["question"], {"DOCS_AGENT_RERANKER_URL": args.reranker})
     else:
         r = ask_cli(args.before if mode == "before" else args.binary, base_url, ws, row["question"], {})
     gold, key = row.get("gold", []), row.get("key", [])
@@ -155,10 +166,11 @@ def measure(mode, args, base_url, ws, stuffed, row):
         "fact": any(k.lower() in answer.lower() for k in key),
         "gold_in_context": any(matches(s, gold) for s in r["shown"]),
         "not_covered": r["kind"] == "not_covered", "fallback": r["kind"] == "fallback",
+        "answered": r["kind"] == "model",
         "wall_s": round(r["wall"], 2), "model_calls": r.get("model_calls"),
         "prompt_tokens": r.get("prompt_tokens"), "cached_tokens": r.get("cached_tokens"),
         "completion_tokens": r.get("completion_tokens"), "exit": r.get("exit", 0), "answer": answer[:600],
-        "why": r.get("why"),
+        "why": r.get("why"), "invented": "names " in (r.get("why") or ""),
     }
 
 
@@ -169,6 +181,8 @@ def answers(base_url, args):
         ws = workspace_for(name)
         rows = [dict(r, set=name) for r in load(name, args.split, args.limit)]
         rows += [dict(r, set=name) for r in load(name, args.split, args.off_limit, off_topic=True)]
+        if args.paraphrases:
+            rows += [dict(r, set=f"{name} paraphrase") for r in load(name, args.split, args.limit, paraphrase=True)]
         stuffed = Stuffed(ws) if "stuffed" in modes else None
         for mode in modes:
             for i, row in enumerate(rows, 1):
@@ -194,9 +208,9 @@ def table(results):
     for r in results:
         groups.setdefault((r["set"], r["split"], r["mode"]), []).append(r)
     lines = ["| set | half | mode | n (answerable / off-topic) | gold cited | fact right | gold in context | "
-             "not covered: answerable | not covered: off-topic | fallback | median s | p90 s | "
-             "prompt tokens (reused) | completion tokens | model calls |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "not covered: answerable | not covered: off-topic | fallback | invented (answerable / off-topic) | "
+             "off-topic answered | median s | p90 s | prompt tokens (reused) | completion tokens | model calls |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (name, half, mode), rs in sorted(groups.items()):
         on = [r for r in rs if not r["off_topic"]]
         off = [r for r in rs if r["off_topic"]]
@@ -206,7 +220,8 @@ def table(results):
         lines.append(
             f"| {name} | {half} | {mode} | {len(on)} / {len(off)} | {pct(on, 'cites_gold')} | {pct(on, 'fact')} | "
             f"{pct(on, 'gold_in_context')} | {pct(on, 'not_covered')} | {pct(off, 'not_covered')} | "
-            f"{pct(on, 'fallback')} | {statistics.median(walls):.1f} | {p90:.1f} | "
+            f"{pct(on, 'fallback')} | {sum(r['invented'] for r in on)} / {sum(r['invented'] for r in off)} | "
+            f"{pct(off, 'answered')} | {statistics.median(walls):.1f} | {p90:.1f} | "
             f"{median(r['prompt_tokens'] for r in on)} ({median(r['cached_tokens'] for r in on)}) | "
             f"{median(r['completion_tokens'] for r in on)} | {sum(calls) / len(calls) if calls else 0:.2f} |")
     lines += ["", "Why the model's answer was replaced by the evidence (answerable questions, each fault the "
@@ -252,10 +267,16 @@ def main():
     ap.add_argument("--base-url", help="use this OpenAI-compatible server instead of starting one")
     ap.add_argument("--binary", default=str(BINARY), help="the docs-agent binary to measure")
     ap.add_argument("--before", help="another docs-agent binary, measured as mode `before`")
+    ap.add_argument("--reranker", help="a /v1/rerank server's base URL, measured as mode `rerank`")
+    ap.add_argument("--paraphrases", action="store_true", help="also ask each set's paraphrase questions")
     ap.add_argument("--json", help="write every result here")
     args = ap.parse_args()
     if args.before and "before" not in args.modes.split(","):
         args.modes += ",before"
+    if args.reranker and "rerank" not in args.modes.split(","):
+        args.modes += ",rerank"
+    if "rerank" in args.modes.split(",") and not args.reranker:
+        sys.exit("bench: mode rerank needs --reranker URL (../shared/reranker/serve-reranker.sh starts one)")
 
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "bench.toml").write_text(CONFIG)

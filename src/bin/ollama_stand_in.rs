@@ -10,9 +10,16 @@
 //!   Ollama;
 //! - `GET /api/version`.
 //!
+//! It also plays the compose file's `reranker` (Hugging Face text-embeddings-inference, TEI)
+//! for the `rerank` profile: `POST /rerank` in TEI's shape (`query`, `texts`; a bare list of
+//! `index` and `score`, best first), scoring each text by the share of the question's words it
+//! holds. A body with `documents` in place of `texts` is refused as TEI refuses it (HTTP 422,
+//! naming `texts`), so docs-agent's switch to TEI's shape runs too.
+//!
 //! Usage: `ollama-stand-in [serve]` listens on `OLLAMA_HOST` (default `0.0.0.0:11434`);
-//! `ollama-stand-in list` exits 0 when the server on `127.0.0.1:11434` answers (the compose
-//! health check runs `ollama list`). `STAND_IN_MODELS` (comma-separated) are pulled at start.
+//! `ollama-stand-in list` exits 0 when the server on `OLLAMA_HOST`'s port of 127.0.0.1 answers
+//! (the compose health check runs `ollama list`, which asks `OLLAMA_HOST` as well).
+//! `STAND_IN_MODELS` (comma-separated) are pulled at start.
 //!
 //! Build: `cargo build --release --bin ollama-stand-in`.
 
@@ -45,10 +52,15 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Where the server listens: `OLLAMA_HOST`, else `0.0.0.0:11434`.
+fn listen_address() -> String {
+    let listen = std::env::var("OLLAMA_HOST").unwrap_or_else(|_| "0.0.0.0:11434".into());
+    listen.trim_start_matches("http://").to_string()
+}
+
 /// Serves until killed.
 fn serve() -> std::process::ExitCode {
-    let listen = std::env::var("OLLAMA_HOST").unwrap_or_else(|_| "0.0.0.0:11434".into());
-    let listen = listen.trim_start_matches("http://").to_string();
+    let listen = listen_address();
     let pulled: Pulled = Arc::new(Mutex::new(
         std::env::var("STAND_IN_MODELS")
             .unwrap_or_default()
@@ -86,10 +98,13 @@ fn serve() -> std::process::ExitCode {
     })
 }
 
-/// `ollama list`: exit 0 when the local server answers `GET /api/tags`.
+/// `ollama list`: exit 0 when the local server, on the port it listens on, answers
+/// `GET /api/tags`.
 fn list() -> std::process::ExitCode {
     use std::io::{Read, Write};
-    let answered = std::net::TcpStream::connect("127.0.0.1:11434").and_then(|mut stream| {
+    let listen = listen_address();
+    let port = listen.rsplit_once(':').map_or("11434", |(_, port)| port);
+    let answered = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).and_then(|mut stream| {
         stream.write_all(b"GET /api/tags HTTP/1.0\r\nhost: localhost\r\n\r\n")?;
         let mut reply = String::new();
         stream.read_to_string(&mut reply)?;
@@ -170,6 +185,7 @@ fn app(pulled: Pulled) -> Router {
         .route("/v1/models", get(models))
         .route("/api/pull", post(pull))
         .route("/v1/chat/completions", post(chat))
+        .route("/rerank", post(rerank))
         .with_state(pulled)
 }
 
@@ -244,6 +260,46 @@ async fn chat(State(pulled): State<Pulled>, axum::Json(request): axum::Json<Valu
     ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
+/// A TEI `POST /rerank` body: what the stand-in reads of it. As in TEI, a body without
+/// `texts` (another server's `documents`) is refused by the extractor: HTTP 422, "missing
+/// field `texts`".
+#[derive(serde::Deserialize)]
+struct RerankRequest {
+    /// The question.
+    query: String,
+    /// The sections to score, in order.
+    texts: Vec<String>,
+}
+
+/// `POST /rerank`, as TEI answers it: a bare list of `index` and `score`, best first.
+async fn rerank(axum::Json(request): axum::Json<RerankRequest>) -> Response {
+    axum::Json(ranked(&request.query, &request.texts)).into_response()
+}
+
+/// Each of `texts` scored for `query`, best first (ties in their order): the share of the
+/// question's words (lower-cased, three letters or more) the text holds, as a logit from -5
+/// (none) to 5 (all), the way a cross-encoder's raw scores look.
+fn ranked(query: &str, texts: &[String]) -> Vec<Value> {
+    let words = |text: &str| -> BTreeSet<String> {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_lowercase).collect()
+    };
+    let asked = words(query);
+    let mut scored: Vec<(usize, f64)> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let held = words(text);
+            let share = match asked.len() {
+                0 => 0.0,
+                n => asked.iter().filter(|w| held.contains(*w)).count() as f64 / n as f64,
+            };
+            (index, 10.0 * share - 5.0)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.into_iter().map(|(index, score)| json!({"index": index, "score": score})).collect()
+}
+
 /// The first sentence of the first section in context, citing it; or a plain "not found".
 fn answer(messages: &[Value]) -> String {
     let texts = messages.iter().rev().filter_map(|m| m.get("content").and_then(Value::as_str));
@@ -277,5 +333,44 @@ mod tests {
         ];
         assert_eq!(answer(&messages), "Refunds are possible within 14 days. [docs/refunds.md#window]");
         assert_eq!(answer(&messages[..2]), "The docs I was given do not say.");
+    }
+
+    #[test]
+    fn it_ranks_texts_by_the_share_of_the_questions_words_they_hold() {
+        let texts = ["How shipping works.", "The refund window is 14 days.", "Refunds: the WINDOW."].map(String::from);
+        let got = ranked("How long is the refund window?", &texts);
+        let order: Vec<u64> = got.iter().filter_map(|s| s["index"].as_u64()).collect();
+        // how, long, the, refund, window: 3 of 5 words, then 2 (refunds is not refund), then 1
+        assert_eq!(order, [1, 2, 0], "best first: {got:?}");
+        let scores: Vec<f64> = got.iter().filter_map(|s| s["score"].as_f64()).collect();
+        assert_eq!(scores, [1.0, -1.0, -3.0], "logits from -5 to 5: {got:?}");
+        assert_eq!(ranked("is it", &texts[..1]), [json!({"index": 0, "score": -5.0})], "no word to share");
+    }
+
+    /// docs-agent asks in the `documents` shape first and switches to TEI's `texts` on a 422
+    /// that names the field, as TEI refuses it.
+    #[test]
+    fn a_rerank_body_without_texts_is_refused_naming_texts() {
+        use tower::ServiceExt;
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        let ask = |body: Value| {
+            let request = axum::http::Request::post("/rerank")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(axum::body::Body::from(body.to_string()))
+                .expect("a request");
+            runtime.block_on(async {
+                let response = app(Pulled::default()).oneshot(request).await.expect("an answer");
+                let status = response.status();
+                let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("a body");
+                (status, String::from_utf8_lossy(&bytes).into_owned())
+            })
+        };
+        let (status, body) = ask(json!({"query": "refund window", "documents": ["a"], "top_n": 1}));
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(body.contains("missing field `texts`"), "{body}");
+        let (status, body) = ask(json!({"query": "refund window", "texts": ["shipping", "the refund window"],
+                                        "raw_scores": true, "truncate": true}));
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body, r#"[{"index":1,"score":5.0},{"index":0,"score":-5.0}]"#);
     }
 }

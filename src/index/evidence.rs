@@ -162,7 +162,7 @@ impl Index {
             return Ok(Evidence { searched, nearest, relevance: best_relevance, reranked, ..Evidence::default() });
         }
         let hits = self.candidates(&searched, budget.files)?;
-        let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(uncut(&h.excerpt))).collect();
+        let sections: Vec<Vec<Passage>> = hits.iter().map(|h| passage::passages(super::uncut(&h.excerpt))).collect();
         let conn = self.reader();
         // One stemming pass: the question's words, each of its topical ones, then each
         // heading, then each passage.
@@ -244,12 +244,6 @@ impl Index {
 /// number, an amount, a date names one case of a topic, and the docs never hold it).
 fn is_topical(word: &str) -> bool {
     !super::query::is_everyday(word) && !word.chars().any(|c| c.is_ascii_digit())
-}
-
-/// A section's excerpt without the marks that say it was cut from a longer section.
-pub(super) fn uncut(excerpt: &str) -> &str {
-    let text = excerpt.strip_prefix("…\n").unwrap_or(excerpt);
-    text.strip_suffix("\n…").unwrap_or(text)
 }
 
 /// What scoring needs of the stems: each question stem's weight, and the stems of each

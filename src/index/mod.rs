@@ -129,6 +129,12 @@ pub enum Rerank<'a> {
     With(&'a rerank::Reranker, f64),
 }
 
+/// A section's excerpt without the marks that say it was cut from a longer section.
+pub(crate) fn uncut(excerpt: &str) -> &str {
+    let text = excerpt.strip_prefix("…\n").unwrap_or(excerpt);
+    text.strip_suffix("\n…").unwrap_or(text)
+}
+
 /// Counts from building the index.
 #[derive(Debug, Default, Clone)]
 pub struct Stats {

@@ -40,7 +40,7 @@ const MIN_INPUT_CHARS: usize = 100;
 
 /// What the reranker's relevance weighs in a reranked section's score, the rest being its share
 /// of the search's best score. Chosen on the dev halves (`cargo bench --bench retrieval`).
-pub const WEIGHT: f64 = 0.8;
+pub const WEIGHT: f64 = 0.7;
 
 /// `hits` with the first `scores.len()` of them ordered by `weight` of their relevance and the
 /// rest of their share of the best search score among them; each hit's score becomes that
@@ -190,7 +190,7 @@ impl Reranker {
     /// targets, markup or tags: they spend the pair's window on nothing the model reads), within
     /// `input_chars` characters, cut at a word.
     pub fn document(&self, hit: &Hit) -> String {
-        let text = plain(super::evidence::uncut(&hit.excerpt));
+        let text = plain(super::uncut(&hit.excerpt));
         clip_words(&format!("{}. {text}", hit.heading), self.settings.input_chars).to_string()
     }
 
