@@ -197,7 +197,15 @@ fn run() -> Result<()> {
                             Kind::OffTopic => {}
                         }
                     }
-                    features(kind.as_str(), q, &evidence, reranked.as_ref());
+                    let read = match (&reranker, &reranked) {
+                        (Some(reranker), Some(evidence)) if std::env::var_os("BENCH_FEATURES").is_some() => {
+                            let text: Vec<String> =
+                                evidence.items.iter().map(|i| format!("{}. {}", i.heading, i.text)).collect();
+                            reranker.scores(&q.question, &[text.join(" ")]).ok().and_then(|s| s.first().copied())
+                        }
+                        _ => None,
+                    };
+                    features(kind.as_str(), q, &evidence, reranked.as_ref(), read);
                     judged.push(Judged {
                         set,
                         half,
@@ -386,17 +394,20 @@ fn shown_of(evidence: &docs_agent::index::evidence::Evidence) -> (Vec<(String, S
 }
 
 /// With `BENCH_FEATURES` set, one tab-separated line per question on stderr: kind, id, half,
-/// coverage, known, best, the reranker's relevance (`-` without one), question.
+/// coverage, known, best, the reranker's relevance of the best section and of the evidence as
+/// the model reads it (`-` without one), question.
 fn features(
     kind: &str,
     q: &Question,
     evidence: &docs_agent::index::evidence::Evidence,
     reranked: Option<&docs_agent::index::evidence::Evidence>,
+    read: Option<f64>,
 ) {
     if std::env::var_os("BENCH_FEATURES").is_some() {
         let relevance = reranked.and_then(|e| e.relevance).map_or("-".to_string(), |r| format!("{r:.4}"));
+        let read = read.map_or("-".to_string(), |r| format!("{r:.4}"));
         eprintln!(
-            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{relevance}\t{}",
+            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{relevance}\t{read}\t{}",
             q.id, q.split, evidence.coverage, evidence.known, evidence.best, q.question
         );
     }
