@@ -28,7 +28,8 @@ SCALE_BUILD=
 cleanup() {
     [ -n "$LISTENER" ] && kill "$LISTENER" 2> /dev/null
     if [ -f "$WORK/compose.yaml" ]; then
-        (cd "$WORK" && compose --profile init --profile scale down -v --remove-orphans > /dev/null 2>&1) || true
+        (cd "$WORK" && compose --profile init --profile scale --profile rerank down -v --remove-orphans \
+            > /dev/null 2>&1) || true
     fi
     [ -n "$STAND_IN" ] && docker rmi -f "$STAND_IN" > /dev/null 2>&1
     [ -n "$IMAGE" ] && docker rmi -f "$IMAGE" > /dev/null 2>&1
@@ -89,6 +90,10 @@ find "$WORK/workspace/notes" -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 IMAGE="docs-agent-test/agent:$$"
 {
     printf 'services:\n  ollama:\n    image: %s\n' "$STAND_IN"
+    # The reranker too: the stand-in answers TEI's POST /rerank, listening on TEI's port 80; its
+    # health check is its own `list` (the stand-in's image has no curl).
+    printf '  reranker:\n    image: %s\n    command: ["serve"]\n' "$STAND_IN"
+    printf '    environment:\n      OLLAMA_HOST: 0.0.0.0:80\n    healthcheck:\n      test: ["CMD", "/bin/ollama", "list"]\n'
     for svc in agent api init tokens api-a api-b; do printf '  %s:\n    image: %s\n' "$svc" "$IMAGE"; done
     printf '  postgres:\n    image: %s\n' "$SCALE_IMAGE"
     printf '  lb:\n    image: %s\n    command: ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]\n' "$SCALE_IMAGE"
@@ -158,6 +163,26 @@ grep -q '"name":"docs-agent"' <<< "$out" && grep -qF 'untrusted source=\"docs/re
     || fail "mcp over stdio in the container: $out"
 ok "mcp over stdio, in the sandboxed container"
 [ -z "$(compose ps -q ollama)" ] || fail "something started ollama"
+
+say "the rerank profile: a reranker on the sealed network (played by the stand-in, in TEI's shape)"
+compose --profile rerank up -d reranker > /dev/null 2>&1 \
+    || fail "up reranker: $(compose --profile rerank up -d reranker 2>&1 | tail -5)"
+healthy reranker
+# docs-agent asks in the `documents` shape first; the stand-in, as TEI, answers 422 naming
+# `texts`, and only TEI's shape gets scores: an answer means the switch was made.
+out=$(DOCS_AGENT_RERANKER_URL=http://reranker:80 compose --profile rerank run --rm -T agent check 2>&1) \
+    || fail "check with the reranker: $out"
+line=$(grep -F "info: retrieval.reranker: http://reranker:80/rerank answers (" <<< "$out") \
+    || fail "check does not say the reranker answers: $out"
+ok "check: $line"
+out=$(DOCS_AGENT_RERANKER_URL=http://reranker:80 LLM_MODEL=extractive compose --profile rerank run --rm -T agent \
+    "how long is the refund window" 2> "$WORK/rerank.err") \
+    || fail "question with the reranker: $(cat "$WORK/rerank.err")"
+grep -q "docs/refunds.md#window" <<< "$out" || fail "extractive question with the reranker: $out"
+line=$(grep -F '"event":"search"' "$WORK/rerank.err" | grep -F '"message":"reranked the best ') \
+    || fail "the trace has no reranked search: $(grep -F '"event":"search"' "$WORK/rerank.err" || cat "$WORK/rerank.err")"
+ok "LLM_MODEL=extractive answers from reranked sections: $line"
+compose --profile rerank rm -sf reranker > /dev/null 2>&1 || fail "rm reranker"
 
 say "the README's first commands"
 compose up -d ollama > /dev/null 2>&1

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod embeddings;
+pub mod reranker;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
