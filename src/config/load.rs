@@ -265,7 +265,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("retrieval.reranker.input_chars", 600_i64.into()),
         ("retrieval.reranker.timeout_ms", 3_000_i64.into()),
         ("retrieval.reranker.min_relevance", 0.0_f64.into()),
-        ("retrieval.reranker.covers_at", 1.0_f64.into()),
+        ("retrieval.reranker.covers_at", 0.5_f64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),
         // Empty: in the state folder, resolved after merging.
         ("session.log_path", "".into()),
