@@ -198,6 +198,7 @@ const CLOSED_SETS: &[(&str, &str, &[&str])] = &[
     ("llm.pull", "LLM_PULL", &["missing", "never"]),
     ("prompt.agents_md_unusable", "DOCS_AGENT_AGENTS_MD_UNUSABLE", &["warn", "error"]),
     ("site.generator", "DOCS_AGENT_SITE_GENERATOR", &["files", "mkdocs", "docusaurus", "mdbook"]),
+    ("retrieval.reranker.scores", "DOCS_AGENT_RERANKER_SCORES", &["auto", "logits", "probabilities"]),
 ];
 
 fn set(builder: Builder, key: &str, value: String) -> Result<Builder, ConfigError> {
@@ -264,6 +265,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("retrieval.reranker.candidates", 12_i64.into()),
         ("retrieval.reranker.input_chars", 600_i64.into()),
         ("retrieval.reranker.timeout_ms", 3_000_i64.into()),
+        ("retrieval.reranker.scores", "auto".into()),
         ("retrieval.reranker.min_relevance", 0.0_f64.into()),
         ("retrieval.reranker.covers_at", 0.5_f64.into()),
         ("allowed_link_hosts", Vec::<String>::new().into()),

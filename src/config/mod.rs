@@ -500,12 +500,28 @@ pub struct RerankerConfig {
     pub input_chars: usize,
     /// Milliseconds the scores may take; past it, the search keeps its own order.
     pub timeout_ms: u64,
+    /// What the server's scores are: logits (llama.cpp, TEI's raw scores), probabilities
+    /// (Cohere, Jina), or `auto`: logits once a score falls outside 0..1 or TEI's shape is used.
+    pub scores: RerankScores,
     /// Below this relevance (0 to 1) of the best section, the docs are taken not to cover the
     /// question, whatever words they share with it (0: never).
     pub min_relevance: f64,
     /// At or above this relevance of the best section, the docs are taken to cover the
     /// question even when few of its words are theirs (a question in other words; 1: never).
     pub covers_at: f64,
+}
+
+/// What a reranker's scores are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RerankScores {
+    /// Logits once one score falls outside 0..1 (and from TEI, asked for raw scores);
+    /// probabilities until then.
+    Auto,
+    /// Logits: a relevance is their sigmoid.
+    Logits,
+    /// Probabilities from 0 to 1, taken as they are.
+    Probabilities,
 }
 
 impl RerankerConfig {
@@ -654,6 +670,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_RERANKER_API_KEY", "retrieval.reranker.api_key"),
     ("DOCS_AGENT_RERANKER_CANDIDATES", "retrieval.reranker.candidates"),
     ("DOCS_AGENT_RERANKER_TIMEOUT_MS", "retrieval.reranker.timeout_ms"),
+    ("DOCS_AGENT_RERANKER_SCORES", "retrieval.reranker.scores"),
     ("DOCS_AGENT_LISTEN", "serve.listen"),
     ("DOCS_AGENT_QUESTION_TOKENS", "budget.question_tokens"),
     ("DOCS_AGENT_SESSION_TOKENS", "budget.session_tokens"),

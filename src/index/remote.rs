@@ -12,12 +12,21 @@ use std::future::Future;
 use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
-/// A thread that runs requests, started on first use.
+/// A thread that runs requests, started on first use, and ended when this is dropped (its
+/// client with it).
 pub struct RequestThread {
     /// The thread's name, in a debugger and in errors.
     name: &'static str,
-    /// Its runtime's handle, or why it could not start.
-    started: OnceLock<Result<tokio::runtime::Handle, String>>,
+    /// Its runtime's handle and what ends it, or why it could not start.
+    started: OnceLock<Result<Started, String>>,
+}
+
+/// A started thread.
+struct Started {
+    /// Where jobs are spawned.
+    handle: tokio::runtime::Handle,
+    /// Dropped with the `RequestThread`: the thread's runtime then stops, and the thread ends.
+    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl RequestThread {
@@ -29,7 +38,10 @@ impl RequestThread {
     /// Runs `job` on the thread and waits for what it returns; an error says the thread could
     /// not start or stopped (what to tell the person: restart docs-agent).
     pub fn run<T: Send + 'static>(&self, job: impl Future<Output = T> + Send + 'static) -> Result<T, String> {
-        let handle = self.started.get_or_init(|| self.start()).clone()?;
+        let handle = match self.started.get_or_init(|| self.start()) {
+            Ok(started) => started.handle.clone(),
+            Err(e) => return Err(e.clone()),
+        };
         let (reply, answer) = mpsc::sync_channel(1);
         handle.spawn(async move {
             // The caller may have given up; nobody to tell.
@@ -39,18 +51,24 @@ impl RequestThread {
             .map_err(|_| format!("the {} request thread has stopped; restart docs-agent", self.name))
     }
 
-    /// Starts the thread: a one-threaded runtime that runs whatever is spawned on it, forever.
-    fn start(&self) -> Result<tokio::runtime::Handle, String> {
+    /// Starts the thread: a one-threaded runtime that runs whatever is spawned on it until the
+    /// `RequestThread` is dropped.
+    fn start(&self) -> Result<Started, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the {} request thread's runtime: {e}", self.name))?;
         let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(self.name.into())
-            .spawn(move || runtime.block_on(std::future::pending::<()>()))
+            .spawn(move || {
+                // Ends when the sender is dropped; the runtime, and any job still running on it,
+                // go with it.
+                let _ = runtime.block_on(stopped);
+            })
             .map_err(|e| format!("cannot start the {} request thread: {e}", self.name))?;
-        Ok(handle)
+        Ok(Started { handle, _stop: stop })
     }
 }
 
@@ -91,5 +109,30 @@ mod tests {
         assert_eq!(answers, (0..8u64).map(|n| n * 2).collect::<Vec<_>>());
         let name = THREAD.run(async { std::thread::current().name().map(str::to_string) }).expect("answers");
         assert_eq!(name.as_deref(), Some("test-requests"), "jobs run on the request thread");
+    }
+
+    /// Dropped, the thread ends: a job it was running is dropped with its runtime.
+    #[test]
+    fn the_thread_ends_with_its_owner() {
+        struct Told(mpsc::Sender<()>);
+        impl Drop for Told {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let thread = RequestThread::new("test-ending");
+        let (told, ended) = mpsc::channel();
+        thread
+            .run(async move {
+                let told = Told(told);
+                tokio::spawn(async move {
+                    let _held = told;
+                    std::future::pending::<()>().await;
+                });
+            })
+            .expect("the request thread answers");
+        assert!(ended.try_recv().is_err(), "the job runs while the thread lives");
+        drop(thread);
+        assert!(ended.recv_timeout(Duration::from_secs(30)).is_ok(), "the thread's jobs end with it");
     }
 }

@@ -14,7 +14,7 @@
 //! search keeps its own order and says why ([`Reranked::Failed`]); after a failure the server is
 //! not asked again for [`PAUSE`], so a reranker that is down does not cost every question.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::Hit;
 use super::remote::RequestThread;
-use crate::config::RerankerConfig;
+use crate::config::{RerankScores, RerankerConfig};
 use crate::model::openai::{Capped, root_cause};
 
 /// After a failure, searches keep their own order for this long before the server is asked again.
@@ -105,6 +105,21 @@ impl Reranked {
     }
 }
 
+/// What the last search's scores did: what `/readyz` reports without asking the server (a
+/// probe a minute could cost every readiness check its timeout, and the server a model pass).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Last {
+    /// No search was reranked yet.
+    NotAsked,
+    /// The scores came back in `ms` milliseconds.
+    Answered {
+        /// How long they took.
+        ms: u64,
+    },
+    /// They did not: why, scrubbed.
+    Failed(String),
+}
+
 /// Why no scores came back: written for the operator, naming the server and what to do. Told
 /// scrubbed: the server's words can echo the key it was sent.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -123,8 +138,15 @@ pub struct Reranker {
     url: String,
     /// The server refused `documents` and takes `texts` (Hugging Face TEI).
     texts: AtomicBool,
+    /// The server's scores are logits: one fell outside 0..1, or TEI was asked for raw scores.
+    logits: AtomicBool,
+    /// Characters of a section sent: `input_chars`, halved each time the server says a pair is
+    /// too long, and kept so (every search would pay the refused attempt again).
+    chars: AtomicUsize,
     /// Until when the server is not asked, after it failed.
     paused_until: Mutex<Option<Instant>>,
+    /// What the last search's scores did.
+    last: Mutex<Last>,
     /// The HTTP client, made on first use.
     http: OnceLock<Result<reqwest::Client, RerankError>>,
     /// The thread the requests run on.
@@ -165,7 +187,10 @@ impl Reranker {
             settings: settings.clone(),
             url: format!("{}/rerank", settings.base_url.trim().trim_end_matches('/')),
             texts: AtomicBool::new(false),
+            logits: AtomicBool::new(settings.scores == RerankScores::Logits),
+            chars: AtomicUsize::new(settings.input_chars),
             paused_until: Mutex::new(None),
+            last: Mutex::new(Last::NotAsked),
             http: OnceLock::new(),
             thread: RequestThread::new("reranker"),
         }
@@ -204,16 +229,27 @@ impl Reranker {
         if paused.is_some_and(|until| Instant::now() < until) {
             return Err(self.error(format!("it failed less than {} s ago and is not asked again yet", PAUSE.as_secs())));
         }
+        let started = Instant::now();
         let result = self.ask(query, documents);
         *self.paused_until.lock().unwrap_or_else(|p| p.into_inner()) = result.is_err().then(|| Instant::now() + PAUSE);
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = match &result {
+            Ok(_) => Last::Answered { ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX) },
+            Err(e) => Last::Failed(e.to_string()),
+        };
         result
     }
 
-    /// Whether the server answers a one-pair request, and how long it took: what `check` and
-    /// an admin's `/readyz` report. A failure does not pause searches.
+    /// What the last search's scores did.
+    pub fn last(&self) -> Last {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether the server answers a one-pair request, and how long it took: what `check`
+    /// reports. A failure does not pause searches; an answer ends a pause.
     pub fn probe(&self) -> Result<Duration, RerankError> {
         let started = Instant::now();
         self.ask("is the reranker up", &["The reranker answers this request.".to_string()])?;
+        *self.paused_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(started.elapsed())
     }
 
@@ -222,8 +258,10 @@ impl Reranker {
         let deadline = Instant::now() + Duration::from_millis(self.settings.timeout_ms.max(1));
         let query = crate::guard::scrub(query);
         let query = clip_words(&query, MAX_QUERY_CHARS).to_string();
-        let mut chars = self.settings.input_chars;
+        // The docs were scrubbed when indexed; the operator's patterns may have grown since.
+        let documents: Vec<String> = documents.iter().map(|d| crate::guard::scrub(d).into_owned()).collect();
         loop {
+            let chars = self.chars.load(Ordering::Relaxed);
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(self.error(format!(
@@ -241,14 +279,36 @@ impl Reranker {
             let request = Request { http: http.clone(), url: self.url.clone(), api_key: self.settings.api_key.clone() };
             let answer = self.thread.run(async move { request.once(body, left).await }).map_err(|e| self.error(e))?;
             match answer {
-                Ok(reply) => return scores_of(reply, documents.len()).map_err(|e| self.error(e)),
-                Err(Failed::TooLong(_)) if chars > MIN_INPUT_CHARS => chars = (chars / 2).max(MIN_INPUT_CHARS),
+                Ok(reply) => {
+                    let raw = scores_of(reply, documents.len()).map_err(|e| self.error(e))?;
+                    return Ok(self.relevance(raw, texts));
+                }
+                Err(Failed::TooLong(_)) if chars > MIN_INPUT_CHARS => {
+                    self.chars.store((chars / 2).max(MIN_INPUT_CHARS), Ordering::Relaxed);
+                }
                 Err(Failed::WantsTexts(_)) if !texts => self.texts.store(true, Ordering::Relaxed),
                 Err(Failed::TooLong(detail) | Failed::WantsTexts(detail) | Failed::Other(detail)) => {
                     return Err(self.error(detail));
                 }
             }
         }
+    }
+
+    /// `raw` scores as relevances from 0 to 1: the sigmoid of logits, probabilities as they
+    /// are. With `scores = auto`, a server is taken to send logits from its first score outside
+    /// 0..1 on, or when it was asked for TEI's raw scores (`texts`).
+    fn relevance(&self, raw: Vec<f64>, texts: bool) -> Vec<f64> {
+        let logits = match self.settings.scores {
+            RerankScores::Logits => true,
+            RerankScores::Probabilities => false,
+            RerankScores::Auto => {
+                if texts || raw.iter().any(|s| !(0.0..=1.0).contains(s)) {
+                    self.logits.store(true, Ordering::Relaxed);
+                }
+                self.logits.load(Ordering::Relaxed)
+            }
+        };
+        raw.into_iter().map(|s| if logits { 1.0 / (1.0 + (-s).exp()) } else { s }).collect()
     }
 
     fn client(&self) -> Result<reqwest::Client, RerankError> {
@@ -315,9 +375,8 @@ impl Request {
     }
 }
 
-/// The relevance of each of `count` documents from a reply's text, in their order: every
-/// document scored once, each score a number. Logits (any score outside 0..1) become
-/// probabilities; scores already in 0..1 (Cohere, Jina) are taken as they are.
+/// The score of each of `count` documents from a reply's text, in their order: every document
+/// scored once, each score a number.
 fn scores_of(reply: String, count: usize) -> Result<Vec<f64>, String> {
     let reply: Reply = serde_json::from_str(&reply)
         .map_err(|e| format!("the reply is not a list of scores ({e}): {}", crate::guard::clip(reply.trim(), 120)))?;
@@ -341,8 +400,7 @@ fn scores_of(reply: String, count: usize) -> Result<Vec<f64>, String> {
     if scores.len() != count {
         return Err(format!("the reply scores {} of the {count} sections sent", scores.len()));
     }
-    let logits = scores.iter().any(|s| !(0.0..=1.0).contains(s));
-    Ok(scores.into_iter().map(|s| if logits { 1.0 / (1.0 + (-s).exp()) } else { s }).collect())
+    Ok(scores)
 }
 
 /// Markdown as the words a reader sees: text and code, blocks and lines joined by spaces; link
@@ -385,12 +443,42 @@ mod tests {
     fn every_servers_reply_shape_is_read_in_the_documents_order() {
         let llama =
             r#"{"model":"m","results":[{"index":1,"relevance_score":7.2},{"index":0,"relevance_score":-10.7}]}"#;
-        let got = scores_of(llama.into(), 2).expect("llama.cpp's shape");
-        assert!(got[1] > 0.99 && got[0] < 0.001, "logits become probabilities: {got:?}");
+        assert_eq!(scores_of(llama.into(), 2).expect("llama.cpp's shape"), [-10.7, 7.2]);
         let tei = r#"[{"index":0,"score":0.25},{"index":1,"score":0.9}]"#;
-        assert_eq!(scores_of(tei.into(), 2).expect("TEI's shape"), [0.25, 0.9], "probabilities stay");
+        assert_eq!(scores_of(tei.into(), 2).expect("TEI's shape"), [0.25, 0.9]);
         let data = r#"{"data":[{"index":0,"relevance_score":0.5}]}"#;
         assert_eq!(scores_of(data.into(), 1).expect("a data list"), [0.5]);
+    }
+
+    fn settings(scores: RerankScores) -> RerankerConfig {
+        RerankerConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: String::new(),
+            api_key: None,
+            candidates: 12,
+            input_chars: 600,
+            timeout_ms: 1_000,
+            scores,
+            min_relevance: 0.0,
+            covers_at: 0.5,
+        }
+    }
+
+    /// Logits become probabilities, as configured or once the server shows it sends them: a
+    /// logit of 0.3 inside 0..1 is then 0.57, not 0.3.
+    #[test]
+    fn scores_are_read_as_the_server_sends_them() {
+        let auto = Reranker::new(&settings(RerankScores::Auto));
+        assert_eq!(auto.relevance(vec![0.3], false), [0.3], "ambiguous, and nothing said otherwise yet");
+        let seen = auto.relevance(vec![7.2, -10.7], false);
+        assert!(seen[0] > 0.99 && seen[1] < 0.001, "{seen:?}");
+        assert!((auto.relevance(vec![0.3], false)[0] - 0.574).abs() < 0.001, "logits from then on");
+        let tei = Reranker::new(&settings(RerankScores::Auto));
+        assert!((tei.relevance(vec![0.3], true)[0] - 0.574).abs() < 0.001, "TEI was asked for raw scores");
+        let logits = Reranker::new(&settings(RerankScores::Logits));
+        assert!((logits.relevance(vec![0.0], false)[0] - 0.5).abs() < 1e-9);
+        let probabilities = Reranker::new(&settings(RerankScores::Probabilities));
+        assert_eq!(probabilities.relevance(vec![0.3, 0.9], false), [0.3, 0.9]);
     }
 
     #[test]
@@ -433,7 +521,9 @@ mod tests {
         // Probabilities near 0 still order by their logits.
         let faint = reorder(hits.clone(), &[1e-6, 1e-4, 1e-5], 1.0);
         assert_eq!(order(&faint), ["b", "c", "a", "d"]);
-        assert_eq!(order(&reorder(hits, &[], 1.0)), ["a", "b", "c", "d"], "nothing scored: the order stays");
+        assert_eq!(order(&reorder(hits.clone(), &[], 1.0)), ["a", "b", "c", "d"], "nothing scored: the order stays");
+        let two = reorder(hits[..2].to_vec(), &[0.1, 0.9, 0.5], 1.0);
+        assert_eq!(order(&two), ["b", "a"], "more scores than hits: the extra ones are left");
     }
 
     #[test]

@@ -58,21 +58,22 @@ pub struct Ready {
     /// token only, when there are any.
     #[serde(skip_serializing_if = "Option::is_none")]
     sources: Option<Vec<ReadySource>>,
-    /// The reranker (`[retrieval.reranker]`), when one is configured: whether it answers now.
-    /// A reranker that does not answer leaves the server ready: searches keep their own order.
+    /// The reranker (`[retrieval.reranker]`), when one is configured: whether the last reranked
+    /// search got its scores. A reranker that does not answer leaves the server ready: searches
+    /// keep their own order.
     #[serde(skip_serializing_if = "Option::is_none")]
     reranker: Option<ReadyReranker>,
 }
 
-/// The reranker as `/readyz` reports it.
+/// The reranker as `/readyz` reports it: what the last search's scores did, without asking it.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ReadyReranker {
-    /// Whether it answered a one-section request just now.
-    answers: bool,
-    /// How long that took, in milliseconds, when it answered.
+    /// Whether the last reranked search got its scores; null before any search.
+    answers: Option<bool>,
+    /// How long they took, in milliseconds, when they came.
     #[serde(skip_serializing_if = "Option::is_none")]
     ms: Option<u64>,
-    /// Why it did not answer: for an admin's token only.
+    /// Why they did not come: for an admin's token only.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -160,15 +161,17 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     }
 }
 
-/// Whether the reranker answers now, if one is configured; `admin` adds why it does not.
+/// What the reranker's last scores did, if one is configured (searches of the first
+/// collection); `admin` adds why they failed. The reranker is never asked from here: a
+/// readiness check must stay fast, and one that does not answer leaves the server ready.
 fn reranker_status(state: &AppState, admin: bool) -> Option<ReadyReranker> {
+    use crate::index::rerank::Last;
     let all = state.collections.all();
     let reranker = all.first()?.harness.index.reranker()?;
-    Some(match reranker.probe() {
-        Ok(took) => {
-            ReadyReranker { answers: true, ms: Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX)), error: None }
-        }
-        Err(e) => ReadyReranker { answers: false, ms: None, error: admin.then(|| e.to_string()) },
+    Some(match reranker.last() {
+        Last::NotAsked => ReadyReranker { answers: None, ms: None, error: None },
+        Last::Answered { ms } => ReadyReranker { answers: Some(true), ms: Some(ms), error: None },
+        Last::Failed(why) => ReadyReranker { answers: Some(false), ms: None, error: admin.then_some(why) },
     })
 }
 
