@@ -563,6 +563,33 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: Tool, arguments: &str) -> Result<T,
 mod tests {
     use super::*;
 
+    /// "Not covered": the words alone without a reranker's relevance; with it, meaning decides
+    /// at either end and the words between.
+    #[test]
+    fn weak_evidence_is_decided_by_the_words_and_the_rerankers_relevance() {
+        let weak = Weak { coverage: 0.2, known: 0.6, min_relevance: 0.05, covers_at: 0.5 };
+        let evidence = |coverage: f64, known: f64, relevance: Option<f64>| crate::index::evidence::Evidence {
+            coverage,
+            known,
+            relevance,
+            ..Default::default()
+        };
+        let cases = [
+            (evidence(0.9, 0.9, None), false, "words enough, no reranker"),
+            (evidence(0.1, 0.9, None), true, "too little in the evidence"),
+            (evidence(0.9, 0.4, None), true, "too little in the docs"),
+            (evidence(0.1, 0.4, Some(0.9)), false, "few words, but the reranker is sure"),
+            (evidence(0.1, 0.4, Some(0.5)), false, "at covers_at"),
+            (evidence(0.1, 0.4, Some(0.3)), true, "between the two, the words"),
+            (evidence(0.9, 0.9, Some(0.3)), false, "between the two, the words"),
+            (evidence(0.9, 0.9, Some(0.01)), true, "below min_relevance, whatever the words"),
+        ];
+        for (evidence, judged, why) in cases {
+            assert_eq!(weak.judges(&evidence), judged, "{why}: {:?}", weak.why(&evidence));
+        }
+        assert!(weak.why(&evidence(0.9, 0.9, Some(0.01))).is_some_and(|w| w.contains("reranker rates")));
+    }
+
     /// A write whose path holds a secret is refused, and the refusal never shows it.
     #[test]
     fn a_write_whose_path_holds_a_secret_is_refused_without_showing_it() {

@@ -117,8 +117,8 @@ pub struct Evidence {
     /// With vectors: the section nearest the question's meaning, and how many standard
     /// deviations its similarity stands above every section's mean.
     pub nearest: Option<(String, f64)>,
-    /// With a reranker that answered: the relevance (0 to 1) of the section it found most
-    /// relevant, which the evidence always reads.
+    /// With a reranker that answered: the best relevance (0 to 1) among the sections the
+    /// evidence reads (it always reads the most relevant one's lead, when it fits).
     pub relevance: Option<f64>,
     /// Whether the sections were reranked, and how it went.
     pub reranked: super::rerank::Reranked,
@@ -190,12 +190,14 @@ impl Index {
         let (headings, passages) = stems[1 + by_word.len()..].split_at(hits.len());
         let stems = Stems { weights, known, topical, headings, passages };
         let standing: Vec<f64> = hits.iter().map(|h| standing.get(&h.source()).copied().unwrap_or(0.0)).collect();
-        let relevance: Vec<Option<f64>> = hits.iter().map(|h| relevance.get(&h.source()).copied()).collect();
-        let mut evidence = choose(&hits, &sections, &stems, &by_meaning(&standing, &relevance), budget);
+        let relevant: Vec<Option<f64>> = hits.iter().map(|h| relevance.get(&h.source()).copied()).collect();
+        let mut evidence = choose(&hits, &sections, &stems, &by_meaning(&standing, &relevant), budget);
         evidence.searched = searched;
         evidence.unknown = unknown;
         evidence.nearest = nearest;
-        evidence.relevance = best_relevance;
+        // The relevance "not covered" weighs is of what the model reads.
+        evidence.relevance =
+            evidence.items.iter().filter_map(|item| relevance.get(&item.source()).copied()).reduce(f64::max);
         evidence.reranked = reranked;
         Ok(evidence)
     }
@@ -376,7 +378,12 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut open: Vec<usize> = Vec::new();
     let mut headers: HashSet<(usize, usize)> = HashSet::new();
+    let place: HashMap<(usize, usize), &Scored<'_>> = scored.iter().map(|c| ((c.section, c.at), c)).collect();
     for candidate in scored.iter() {
+        // Brought along already, with its lead-in or its listing.
+        if chosen.contains(&(candidate.section, candidate.at)) {
+            continue;
+        }
         // Worth its tokens by its own words, or as the lead of a section only its heading names.
         let by_label = candidate.lead
             && !worded.contains(&candidate.section)
@@ -411,9 +418,10 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
             open.push(candidate.section);
         }
         chosen.push((candidate.section, candidate.at));
+        // What it introduces, or what introduces it, comes before any passage scored lower.
+        let from = chosen.len() - 1;
+        complete_lead_ins(&place, &mut chosen, from, &mut used, &mut headers, budget.bytes);
     }
-    let place: HashMap<(usize, usize), &Scored<'_>> = scored.iter().map(|c| ((c.section, c.at), c)).collect();
-    complete_lead_ins(&place, &mut chosen, &mut used, &mut headers, budget.bytes);
     // What is left of the budget goes to the neighbours of what was chosen, in the same block
     // (the list's next step, the table's next row, the paragraph's next sentence), best first.
     let mut i = 0;
@@ -436,15 +444,17 @@ fn pick(hits: &[Hit], scored: &mut [Scored<'_>], budget: Budget) -> Vec<(usize, 
     chosen
 }
 
-/// A chosen passage that introduces a list, a table or code ("the following versions:") comes
-/// with what it introduces: its passages in order while they fit in `limit` bytes, cut from
-/// the far end, never from the middle. A lead-in none of whose listing fits is dropped, unless
+/// The passages chosen from `from` on: one that introduces a list, a table or code ("the
+/// following versions:") comes with what it introduces: its passages in order while they fit
+/// in `limit` bytes, cut from the far end, never from the middle (called as each passage is
+/// chosen, so a listing comes before what scored lower). A lead-in none of whose listing fits is dropped, unless
 /// it is the best passage, which always comes and then brings the listing's first passage too.
 /// A chosen part of a listing brings the lead-in that introduces it, when it fits: "these are
 /// not supported:" is what its items mean.
 fn complete_lead_ins(
     place: &HashMap<(usize, usize), &Scored<'_>>,
     chosen: &mut Vec<(usize, usize)>,
+    from: usize,
     used: &mut usize,
     headers: &mut HashSet<(usize, usize)>,
     limit: usize,
@@ -456,7 +466,7 @@ fn complete_lead_ins(
         };
         passage.text.len() + 1 + header
     };
-    let mut i = 0;
+    let mut i = from;
     while i < chosen.len() {
         let (s, at) = chosen[i];
         i += 1;
@@ -501,7 +511,11 @@ fn complete_lead_ins(
             added += 1;
             j += 1;
         }
-        if added == 0 && i > 1 {
+        // A part of the listing chosen on its own (the one that brought this lead-in) keeps it.
+        let listed = chosen
+            .iter()
+            .any(|&(cs, cj)| cs == s && cj > at && place.get(&(cs, cj)).is_some_and(|c| c.passage.block == block));
+        if added == 0 && !listed && i > 1 {
             chosen.retain(|c| *c != (s, at));
             *used = used.saturating_sub(lead.text.len() + 1);
             i -= 1;

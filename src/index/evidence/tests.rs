@@ -174,3 +174,15 @@ fn a_lead_in_comes_with_what_it_introduces() {
     let item = not.items.iter().find(|i| i.path == "docs/limits.md").expect("limits");
     assert!(item.text.contains("These plans are not eligible:") && item.text.contains("- Hobby"), "{item:?}");
 }
+
+/// The leads read for their meaning: the reranker's most relevant first (always), others at
+/// 0.5 or more, then the vectors' standouts, two at most.
+#[test]
+fn the_sections_read_for_their_meaning() {
+    let none: [Option<f64>; 4] = [None; 4];
+    assert_eq!(by_meaning(&[0.0, 3.0, 1.0, 2.6], &none), [1, 3], "standing 2.5 or more, most first");
+    assert_eq!(by_meaning(&[0.0; 4], &[Some(0.01), Some(0.2), None, Some(0.1)]), [1], "the most relevant, alone");
+    assert_eq!(by_meaning(&[0.0; 4], &[Some(0.9), Some(0.6), Some(0.7), None]), [0, 2], "0.5 or more, two at most");
+    assert_eq!(by_meaning(&[0.0, 0.0, 3.0, 0.0], &[Some(0.2), None, None, None]), [0, 2], "then the vectors'");
+    assert!(by_meaning(&[], &[]).is_empty());
+}
