@@ -352,6 +352,9 @@ impl Live {
                 self.show(progress);
             }
             // The trace says why, in the model's words; the terminal says what happened.
+            TurnEvent::Replaced(why) if why.starts_with("not covered") => {
+                self.withdraw("it names what the docs never mention: they do not cover the question")
+            }
             TurnEvent::Replaced(_) => {
                 self.withdraw("the harness could not verify it against the evidence, which is quoted instead")
             }

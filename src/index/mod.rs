@@ -446,7 +446,8 @@ impl Index {
     }
 
     /// Of `words`, those no section of the docs holds, compared by stem as search compares them
-    /// ("invoiced" is held by docs that say "invoices").
+    /// ("invoiced" is held by docs that say "invoices"). A document the rules hide does not
+    /// count: whether it holds a word is itself what it keeps.
     pub fn never_uses(&self, words: &[&str]) -> Result<Vec<String>, IndexError> {
         let conn = self.reader();
         let stems = stems::stems(&conn, words)?;
@@ -456,11 +457,29 @@ impl Index {
             for stem in &stems {
                 held |= stems::sections_holding(&conn, stem)? > 0;
             }
+            if held && self.hidden.has_rules() {
+                held = self.shown_holds(&conn, word)?;
+            }
             if !stems.is_empty() && !held {
                 out.push((*word).to_string());
             }
         }
         Ok(out)
+    }
+
+    /// True when a section of a document the rules do not hide holds a word of `word`.
+    fn shown_holds(&self, conn: &Connection, word: &str) -> Result<bool, IndexError> {
+        let Some(query) = query::to_fts_query(word) else {
+            return Ok(false);
+        };
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT path FROM sections WHERE sections MATCH ?1")?;
+        let paths = stmt.query_map([query], |r| r.get::<_, String>(0))?;
+        for path in paths {
+            if !self.hidden.hides(&path?) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The best `k` sections by keywords, from `pool` candidate rows.
@@ -725,6 +744,21 @@ mod reader_tests {
         }
         let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
         Index::build(&docs, 1 << 20).expect("build")
+    }
+
+    /// A word only a hidden document holds is one the docs never use: the answer that names
+    /// it must not tell whether a hidden document holds it.
+    #[test]
+    fn a_word_only_a_hidden_document_holds_is_never_used() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::write(tmp.path().join("public.md"), "# Plans\n\nThe Starter plan invoices monthly.\n").expect("write");
+        std::fs::write(tmp.path().join("secret.md"), "# Roadmap\n\nProject Titan ships in spring.\n").expect("write");
+        let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
+        let mut index = Index::build(&docs, 1 << 20).expect("build");
+        let words = ["Titan", "invoiced", "Zanzibar"];
+        assert_eq!(index.never_uses(&words).expect("vocabulary"), ["Zanzibar"], "by stem: invoices holds invoiced");
+        index.hidden = crate::workspace::hidden::Hidden::new(&docs, |path| path == "docs/secret.md");
+        assert_eq!(index.never_uses(&words).expect("vocabulary"), ["Titan", "Zanzibar"]);
     }
 
     #[test]

@@ -408,6 +408,9 @@ fn progress_line(event: &TurnEvent<'_>) -> Option<String> {
             Some(crate::trace::brief_tool_line(call, result).trim().to_string())
         }
         TurnEvent::SentBack(_) => Some("the answer is sent back to the model to be corrected".into()),
+        TurnEvent::Replaced(why) if why.starts_with("not covered") => {
+            Some("the model's answer names what the docs never mention: they do not cover the question".into())
+        }
         TurnEvent::Replaced(_) => {
             Some("the model's answer did not pass the check: the evidence is quoted instead".into())
         }

@@ -728,8 +728,15 @@ impl<'a> Turn<'a> {
         };
         let can_retry = steps < self.deps.limits.max_steps;
         // No model wrote it: the evidence quoted by the harness's code, labelled as such (the
-        // model-answer check would take its label for words the evidence does not hold).
+        // model-answer check would take its label for words the evidence does not hold). The
+        // operator's stop rules still hold: one it cannot meet is recorded as not met.
         if self.model.quotes_only() {
+            let verdict = verify::check(text, question, turn);
+            if let Some((rule, _)) =
+                self.deps.hooks.lacking(verdict.citations.iter().map(|c| (c.path.as_str(), c.verified)))
+            {
+                return Checked::Replaced { text: text.to_string(), rule };
+            }
             return Checked::Answer(text.to_string());
         }
         if let Some(problem) = crate::model::textcall::unreadable(text, &tools::names()) {
@@ -760,10 +767,8 @@ impl<'a> Turn<'a> {
         }
         // A name, product or number that no passage holds and the docs never use: the model
         // filled silence (told so, a small model repeats it), and the docs do not cover it.
-        let covers_at = self.deps.retrieval.reranker.covers_at;
         if self.deps.retrieval.verify
-            && let Some(invented) =
-                verify::invented::invented(&text, question, turn, &self.deps.toolbox.index, covers_at)
+            && let Some(invented) = verify::invented::invented(&text, question, turn, &self.deps.toolbox.index)
         {
             let text = fallback::not_covered_saying(turn, Some(&invented.sentence()));
             return Checked::Quoted { text, why: invented.logged() };

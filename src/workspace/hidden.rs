@@ -56,6 +56,12 @@ impl Hidden {
         rule(path) || resolved(&dir, path).is_none_or(|to| to != path && rule(&to))
     }
 
+    /// True when some rule may hide a document: a word held by the docs may then be held only by
+    /// a hidden one.
+    pub fn has_rules(&self) -> bool {
+        self.rule.is_some()
+    }
+
     /// Resolves links in `docs` from now on (a git source's new tree), in every copy.
     pub fn switch(&self, docs: &Dir) {
         let Some((_, dir)) = &self.rule else { return };
