@@ -395,7 +395,8 @@ fn shown_of(evidence: &docs_agent::index::evidence::Evidence) -> (Vec<(String, S
 
 /// With `BENCH_FEATURES` set, one tab-separated line per question on stderr: kind, id, half,
 /// coverage, known, best, the reranker's relevance of the best section and of the evidence as
-/// the model reads it (`-` without one), question.
+/// the model reads it (`-` without one), the question's words the docs never use (comma-separated),
+/// question.
 fn features(
     kind: &str,
     q: &Question,
@@ -407,8 +408,14 @@ fn features(
         let relevance = reranked.and_then(|e| e.relevance).map_or("-".to_string(), |r| format!("{r:.4}"));
         let read = read.map_or("-".to_string(), |r| format!("{r:.4}"));
         eprintln!(
-            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{relevance}\t{read}\t{}",
-            q.id, q.split, evidence.coverage, evidence.known, evidence.best, q.question
+            "F\t{kind}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{relevance}\t{read}\t{}\t{}",
+            q.id,
+            q.split,
+            evidence.coverage,
+            evidence.known,
+            evidence.best,
+            evidence.unknown.join(","),
+            q.question
         );
     }
 }

@@ -459,7 +459,7 @@ pub const NEVER_USED: &str = "Words of the question the docs never use:";
 pub struct Weak {
     /// Found in the evidence (`retrieval.min_coverage`).
     pub coverage: f64,
-    /// Found anywhere in the docs (`retrieval.min_known`).
+    /// Found anywhere in the docs (`retrieval.min_known`), when a word they lack is a name.
     pub known: f64,
     /// The best section's relevance below which the docs do not cover the question, whatever
     /// the words (`retrieval.reranker.min_relevance`).
@@ -486,12 +486,16 @@ impl Weak {
     }
 
     /// Why `evidence` is too weak to answer from, if it is. Without a reranker's scores, the
-    /// words decide: too little of the question's weight in the evidence or in the docs. With
+    /// words decide: too little of the question's weight in the evidence, or in the docs when a
+    /// word they lack is a name (`Evidence::unknown_named`). With
     /// them, meaning decides at either end: a best section below `min_relevance` answers
     /// nothing however many words it shares (a near-domain question), one at `covers_at` or
     /// above answers however few (a question in other words); in between, the words decide.
     pub fn why(&self, evidence: &crate::index::evidence::Evidence) -> Option<String> {
-        let words = (evidence.coverage < self.coverage || evidence.known < self.known).then(|| {
+        // The docs' share of the question decides only when what they lack is a name: a
+        // subject they never mention, not the asker's own everyday words.
+        let unheard = evidence.known < self.known && !evidence.unknown_named.is_empty();
+        let words = (evidence.coverage < self.coverage || unheard).then(|| {
             format!(
                 "the closest passages hold {:.0}% of what the question asks, and the docs {:.0}% of it.",
                 100.0 * evidence.coverage,
@@ -563,21 +567,30 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: Tool, arguments: &str) -> Result<T,
 mod tests {
     use super::*;
 
-    /// "Not covered": the words alone without a reranker's relevance; with it, meaning decides
-    /// at either end and the words between.
+    /// "Not covered": the words alone without a reranker's relevance (the docs' share only when
+    /// what they lack is a name); with it, meaning decides at either end and the words between.
     #[test]
     fn weak_evidence_is_decided_by_the_words_and_the_rerankers_relevance() {
         let weak = Weak { coverage: 0.2, known: 0.6, min_relevance: 0.05, covers_at: 0.5 };
+        // What the docs lack of the question is a name ("Salesforce") below known 0.6.
         let evidence = |coverage: f64, known: f64, relevance: Option<f64>| crate::index::evidence::Evidence {
             coverage,
             known,
             relevance,
+            unknown_named: if known < 0.6 { vec!["salesforce".into()] } else { Vec::new() },
+            ..Default::default()
+        };
+        let everyday = crate::index::evidence::Evidence {
+            coverage: 0.9,
+            known: 0.4,
+            unknown: vec!["leftover".into(), "lapse".into()],
             ..Default::default()
         };
         let cases = [
             (evidence(0.9, 0.9, None), false, "words enough, no reranker"),
             (evidence(0.1, 0.9, None), true, "too little in the evidence"),
-            (evidence(0.9, 0.4, None), true, "too little in the docs"),
+            (evidence(0.9, 0.4, None), true, "too little in the docs: a name they never use"),
+            (everyday, false, "too little in the docs, but only everyday words they never use"),
             (evidence(0.1, 0.4, Some(0.9)), false, "few words, but the reranker is sure"),
             (evidence(0.1, 0.4, Some(0.5)), false, "at covers_at"),
             (evidence(0.1, 0.4, Some(0.3)), true, "between the two, the words"),

@@ -141,11 +141,20 @@ fn the_rerankers_relevance_decides_not_covered_at_either_end() {
     let reranker = FakeReranker::start(Mode::Documents);
     reranker.favour("Roll key", 8.0);
     let url = reranker.base_url();
-    // By words, too weak: "rotate" is nowhere in the docs.
+    // "rotate" is nowhere in the docs, but an everyday word, not a name: the words answer, from
+    // sections that never say how to roll a key.
+    let words = run(ws.path(), &[("LLM_MODEL", "extractive")], &[ROTATE]);
+    assert!(words.stdout.starts_with("Retrieval-only answer (no language model"), "{}", words.stdout);
+    assert!(!words.stdout.contains("Roll key"), "{}", words.stdout);
+    let with = [("LLM_MODEL", "extractive"), ("DOCS_AGENT_RERANKER_URL", url.as_str())];
+    let meaning = run(ws.path(), &with, &[ROTATE]);
+    assert!(meaning.stdout.contains("Roll key"), "the reranker puts Rolling first: {}", meaning.stdout);
+    // Where the words call it too weak (a demanding min_coverage here), a section the reranker
+    // is sure of (covers_at 0.5 by default) is answered from.
+    std::fs::write(ws.path().join("docs-agent.toml"), "[retrieval]\nmin_coverage = 0.9\n").expect("config");
     let words = run(ws.path(), &[("LLM_MODEL", "extractive")], &[ROTATE]);
     assert!(words.stdout.starts_with("The docs do not cover this."), "{}", words.stdout);
-    // The reranker is sure of a section (covers_at 0.5 by default): it is answered from.
-    let meaning = run(ws.path(), &[("LLM_MODEL", "extractive"), ("DOCS_AGENT_RERANKER_URL", &url)], &[ROTATE]);
+    let meaning = run(ws.path(), &with, &[ROTATE]);
     assert!(meaning.stdout.starts_with("Retrieval-only answer (no language model"), "{}", meaning.stdout);
     assert!(meaning.stdout.contains("Roll key"), "{}", meaning.stdout);
     // Below min_relevance, a question the words cover is not covered.

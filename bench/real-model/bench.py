@@ -31,6 +31,8 @@ Measured per question, reported per set, half (dev / held-out) and mode:
   off-topic answered  an off-topic question answered in the model's own words (shown as an answer):
                   by construction it states what the docs do not hold
   seconds         wall time per answerable question, spawn to exit (median, p90)
+  rerank ms       what the reranker took per question (the trace's `search` line), median over the
+                  set's questions, answerable and off-topic
   tokens          prompt tokens (and of them, those the server reused from its cache) and
                   completion tokens, summed over a question's model calls; model calls
 
@@ -66,6 +68,7 @@ BINARY = ROOT / "target" / "release" / "docs-agent"
 # The trace keeps the whole of a tool result, so what the model read can be checked.
 CONFIG = "[limits]\ntrace_result_chars = 100000\n"
 FENCE = re.compile(r'<untrusted source="([^"]+)">')
+RERANKED = re.compile(r"reranked the best \d+ sections in (\d+) ms")
 
 
 def log(*parts):
@@ -117,7 +120,7 @@ def ask_cli(binary, base_url, ws, question, extra_env):
     started = time.monotonic()
     p = subprocess.run([str(binary), question], env=env, capture_output=True, text=True, timeout=900, cwd=WORK)
     wall = time.monotonic() - started
-    usage, shown, why = {}, None, None
+    usage, shown, why, rerank_ms = {}, None, None, None
     for line in p.stderr.splitlines():
         at = line.find("{")
         if at < 0:
@@ -130,6 +133,10 @@ def ask_cli(binary, base_url, ws, question, extra_env):
             usage = v
         if v.get("event") == "replaced":
             why = v.get("why")
+        if v.get("event") == "search":
+            took = RERANKED.search(str(v.get("message", "")))
+            if took and rerank_ms is None:
+                rerank_ms = int(took.group(1))
         # The harness's own search: the first search_docs of the turn, step 0.
         if shown is None and v.get("tool") == "search_docs" and str(v.get("step")) == "0":
             shown = FENCE.findall(str(v.get("result", "")))
@@ -140,7 +147,7 @@ def ask_cli(binary, base_url, ws, question, extra_env):
         verified = []  # the sections it lists might help; they are not an answer
     return {
         "exit": p.returncode, "answer": answer, "wall": wall, "cited": verified, "shown": shown or [],
-        "kind": kind, "why": why, "model_calls": usage.get("model_calls"), "prompt_tokens": usage.get("prompt_tokens"),
+        "kind": kind, "why": why, "rerank_ms": rerank_ms, "model_calls": usage.get("model_calls"), "prompt_tokens": usage.get("prompt_tokens"),
         "cached_tokens": usage.get("cached_tokens"), "completion_tokens": usage.get("completion_tokens"),
     }
 
@@ -170,7 +177,7 @@ def measure(mode, args, base_url, ws, stuffed, row):
         "wall_s": round(r["wall"], 2), "model_calls": r.get("model_calls"),
         "prompt_tokens": r.get("prompt_tokens"), "cached_tokens": r.get("cached_tokens"),
         "completion_tokens": r.get("completion_tokens"), "exit": r.get("exit", 0), "answer": answer[:600],
-        "why": r.get("why"), "invented": "names " in (r.get("why") or ""),
+        "why": r.get("why"), "invented": "names " in (r.get("why") or ""), "rerank_ms": r.get("rerank_ms"),
     }
 
 
@@ -209,8 +216,8 @@ def table(results):
         groups.setdefault((r["set"], r["split"], r["mode"]), []).append(r)
     lines = ["| set | half | mode | n (answerable / off-topic) | gold cited | fact right | gold in context | "
              "not covered: answerable | not covered: off-topic | fallback | invented (answerable / off-topic) | "
-             "off-topic answered | median s | p90 s | prompt tokens (reused) | completion tokens | model calls |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "off-topic answered | median s | p90 s | rerank ms (median) | prompt tokens (reused) | completion tokens | model calls |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (name, half, mode), rs in sorted(groups.items()):
         on = [r for r in rs if not r["off_topic"]]
         off = [r for r in rs if r["off_topic"]]
@@ -222,6 +229,7 @@ def table(results):
             f"{pct(on, 'gold_in_context')} | {pct(on, 'not_covered')} | {pct(off, 'not_covered')} | "
             f"{pct(on, 'fallback')} | {sum(r['invented'] for r in on)} / {sum(r['invented'] for r in off)} | "
             f"{pct(off, 'answered')} | {statistics.median(walls):.1f} | {p90:.1f} | "
+            f"{median(r.get('rerank_ms') for r in rs)} | "
             f"{median(r['prompt_tokens'] for r in on)} ({median(r['cached_tokens'] for r in on)}) | "
             f"{median(r['completion_tokens'] for r in on)} | {sum(calls) / len(calls) if calls else 0:.2f} |")
     lines += ["", "Why the model's answer was replaced by the evidence (answerable questions, each fault the "

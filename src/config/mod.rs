@@ -466,7 +466,8 @@ pub struct RetrievalConfig {
     /// docs) found in the evidence, the docs are taken not to cover the question: the answer
     /// says so without asking the model (0: never).
     pub min_coverage: f64,
-    /// Below this share of the question's weight that the docs hold anywhere, the same.
+    /// Below this share of the question's weight that the docs hold anywhere, the same, when a
+    /// word the docs never use is written as a name (`index::query::looks_named`).
     pub min_known: f64,
     /// `max_tokens` of the model call that answers from the evidence: answers are short.
     pub answer_tokens: u32,

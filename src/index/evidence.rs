@@ -114,6 +114,11 @@ pub struct Evidence {
     /// retrieve-first's weak-evidence line (the log, the trace) and by `search --evidence`,
     /// never in an answer.
     pub unknown: Vec<String>,
+    /// Those of [`Self::unknown`] the question writes as names (`query::looks_named`: "PayPal",
+    /// "SOC", "Salesforce" inside a sentence): a subject the docs never mention. Only they let
+    /// `retrieval.min_known` call the question not covered; an everyday word the docs never use
+    /// ("leftover", "lapse") is the asker's phrasing of something they may well cover.
+    pub unknown_named: Vec<String>,
     /// With vectors: the section nearest the question's meaning, and how many standard
     /// deviations its similarity stands above every section's mean.
     pub nearest: Option<(String, f64)>,
@@ -133,6 +138,7 @@ impl Default for Evidence {
             best: 0.0,
             searched: Vec::new(),
             unknown: Vec::new(),
+            unknown_named: Vec::new(),
             nearest: None,
             relevance: None,
             reranked: super::rerank::Reranked::Off,
@@ -180,7 +186,7 @@ impl Index {
         let (weights, known) = idf(&conn, &question_stems, self.stats.sections)?;
         drop(conn);
         let by_word = &stems[1..=topical.len()];
-        let unknown = topical
+        let unknown: Vec<String> = topical
             .iter()
             .zip(by_word)
             .filter(|(_, word)| !word.is_empty() && word.iter().all(|stem| !known.contains(stem)))
@@ -193,6 +199,8 @@ impl Index {
         let relevant: Vec<Option<f64>> = hits.iter().map(|h| relevance.get(&h.source()).copied()).collect();
         let mut evidence = choose(&hits, &sections, &stems, &by_meaning(&standing, &relevant), budget);
         evidence.searched = searched;
+        let named = super::query::named(question);
+        evidence.unknown_named = unknown.iter().filter(|w| named.contains(w.as_str())).cloned().collect();
         evidence.unknown = unknown;
         evidence.nearest = nearest;
         // The relevance "not covered" weighs is of what the model reads.

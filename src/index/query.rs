@@ -41,6 +41,44 @@ pub fn is_everyday(word: &str) -> bool {
     EVERYDAY.contains(word)
 }
 
+/// True for a word written like a name: not everyday English, and capitalised where no
+/// sentence starts, or with a capital or a digit after its first letter ("PayPal", "S3",
+/// "SOC"). A name the docs never use is a subject they do not cover; an everyday word they never
+/// use is only the asker's own phrasing.
+pub fn looks_named(word: &str, sentence_start: bool) -> bool {
+    if word.len() < 2 || is_everyday(&word.to_ascii_lowercase()) {
+        return false;
+    }
+    let inner = word.chars().skip(1).any(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
+    inner || (capital && !sentence_start)
+}
+
+/// True when the word at byte `at` of `text` starts a sentence, a line or a list item: nothing
+/// but quotes, brackets, emphasis and list marks since the start of the text, the end of a
+/// sentence (`.`, `!`, `?`, `:`) or a line.
+pub fn starts_sentence(text: &str, at: usize) -> bool {
+    for c in text[..at].chars().rev() {
+        match c {
+            '\n' | '.' | '!' | '?' | ':' | '>' | '#' => return true,
+            '"' | '\'' | '“' | '‘' | '(' | '[' | '_' | '*' | '-' | '•' => continue,
+            c if c.is_whitespace() => continue,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The words of `text` written like names ([`looks_named`]), lower-cased.
+pub fn named(text: &str) -> std::collections::HashSet<String> {
+    static WORD: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z][A-Za-z0-9]*").expect("constant regex WORD"));
+    WORD.find_iter(text)
+        .filter(|w| looks_named(w.as_str(), starts_sentence(text, w.start())))
+        .map(|w| w.as_str().to_ascii_lowercase())
+        .collect()
+}
+
 /// The words of `text`, lower-cased, de-duplicated, in order, without stopwords when possible.
 /// A `[REDACTED]` marker is not a word: it stands for a secret, and would match every redacted
 /// section of the docs.
@@ -136,6 +174,28 @@ pub fn with_phrases(terms: &[String], identifiers: &[Vec<String>]) -> Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_told_from_everyday_words_by_how_they_are_written() {
+        let cases: &[(&str, &[&str])] = &[
+            ("Does Acme sync with Salesforce?", &["acme", "salesforce"]),
+            ("Is PayPal available at checkout", &["paypal"]),
+            ("Is Acme Billing SOC 2 certified", &["acme", "billing", "soc"]),
+            ("does it support kubernetes helm", &[]),
+            ("Will leftover credit lapse at some point?", &[]),
+            ("Refunds. Chargebacks are next", &[]),
+            ("- Shopify is listed", &[]),
+            ("we use GA4 and iPhone apps", &["ga4", "iphone"]),
+            ("Can I see The report", &[]),
+        ];
+        for (text, expected) in cases {
+            let mut got: Vec<String> = named(text).into_iter().collect();
+            got.sort();
+            let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+            want.sort();
+            assert_eq!(got, want, "{text}");
+        }
+    }
 
     #[test]
     fn free_text_becomes_quoted_terms() {

@@ -118,7 +118,7 @@ pub fn unheld(answer: &str, sources: &str, question: &str) -> Vec<String> {
     for found in WORD.find_iter(&prose) {
         let word = found.as_str();
         // At a sentence's start a capital says nothing, unless the question names it so.
-        let start = initial(&prose, found.start()) && !named.contains(word);
+        let start = crate::index::query::starts_sentence(&prose, found.start()) && !named.contains(word);
         if is_term(word, start) && !held.contains(&word.to_ascii_lowercase()) {
             push(word);
         }
@@ -129,41 +129,18 @@ pub fn unheld(answer: &str, sources: &str, question: &str) -> Vec<String> {
 /// The words `text` writes capitalised where no sentence starts: the names it uses.
 fn names_of(text: &str) -> HashSet<&str> {
     WORD.find_iter(text)
-        .filter(|w| w.as_str().starts_with(|c: char| c.is_ascii_uppercase()) && !initial(text, w.start()))
+        .filter(|w| {
+            w.as_str().starts_with(|c: char| c.is_ascii_uppercase())
+                && !crate::index::query::starts_sentence(text, w.start())
+        })
         .map(|w| w.as_str())
         .collect()
 }
 
-/// True for a word shaped like a name: not one of the answer's own words nor everyday English,
-/// and capitalised where a sentence does not start, or with a capital or a digit after its
-/// first letter.
+/// True for a word shaped like a name ([`crate::index::query::looks_named`]) that is not one of
+/// the answer's own words.
 fn is_term(word: &str, sentence_start: bool) -> bool {
-    if word.len() < 2 {
-        return false;
-    }
-    let lower = word.to_ascii_lowercase();
-    if OWN_WORDS.contains(&lower.as_str()) || crate::index::query::is_everyday(&lower) {
-        return false;
-    }
-    let mut rest = word.chars().skip(1);
-    let inner = rest.any(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
-    inner || (capital && !sentence_start)
-}
-
-/// True when the word at `at` starts a sentence, a line or a list item: nothing but quotes,
-/// brackets, emphasis and list marks since the start of the text, the end of a sentence (`.`,
-/// `!`, `?`, `:`) or a line.
-fn initial(text: &str, at: usize) -> bool {
-    for c in text[..at].chars().rev() {
-        match c {
-            '\n' | '.' | '!' | '?' | ':' | '>' | '#' => return true,
-            '"' | '\'' | '“' | '‘' | '(' | '[' | '_' | '*' | '-' | '•' => continue,
-            c if c.is_whitespace() => continue,
-            _ => return false,
-        }
-    }
-    true
+    !OWN_WORDS.contains(&word.to_ascii_lowercase().as_str()) && crate::index::query::looks_named(word, sentence_start)
 }
 
 /// The words of `text`, lower case.
