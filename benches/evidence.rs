@@ -212,6 +212,7 @@ fn run() -> Result<()> {
                         kind,
                         coverage: evidence.coverage,
                         known: evidence.known,
+                        unknown_named: evidence.unknown_named.clone(),
                         relevance: reranked.as_ref().and_then(|e| e.relevance),
                     });
                 }
@@ -305,6 +306,8 @@ struct Judged {
     kind: Kind,
     coverage: f64,
     known: f64,
+    /// The question's words the docs never use that it writes as names.
+    unknown_named: Vec<String>,
     /// The reranker's relevance of the best section.
     relevance: Option<f64>,
 }
@@ -381,6 +384,7 @@ fn weak(j: &Judged, gate: docs_agent::tools::Weak, reranked: bool) -> bool {
     let evidence = docs_agent::index::evidence::Evidence {
         coverage: j.coverage,
         known: j.known,
+        unknown_named: j.unknown_named.clone(),
         relevance: j.relevance.filter(|_| reranked),
         ..Default::default()
     };

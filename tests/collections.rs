@@ -355,7 +355,9 @@ async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
     let (status, turn) = call(&s, "POST", &format!("/v1/sessions/{id}/messages"), ANA, Some(message)).await;
     assert!(status.is_success(), "{turn}");
     assert_eq!(turn["stop"], "awaiting_approval", "{turn}");
-    let gap = json!({"text": "how do I export to quasarledger"});
+    // A name billing's docs never use (written as one: an everyday word they never use would
+    // go on to the model).
+    let gap = json!({"text": "how do I export to QuasarLedger"});
     let (_, created) = call(&s, "POST", "/v1/sessions", ANA, None).await;
     let other = created["id"].as_str().expect("id").to_string();
     let (status, _) = call(&s, "POST", &format!("/v1/sessions/{other}/messages"), ANA, Some(gap)).await;
@@ -374,9 +376,9 @@ async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
     assert_eq!(status, StatusCode::OK, "{decided}");
 
     let (_, hr_gaps) = call(&s, "GET", "/v1/reports/gaps?days=30&limit=50", HR_ADMIN, None).await;
-    assert!(!hr_gaps.to_string().contains("quasarledger"), "hr's admin sees billing's gaps: {hr_gaps}");
+    assert!(!hr_gaps.to_string().contains("QuasarLedger"), "hr's admin sees billing's gaps: {hr_gaps}");
     let (_, all_gaps) = call(&s, "GET", "/v1/reports/gaps?days=30&limit=50", ROOT, None).await;
-    assert!(all_gaps.to_string().contains("quasarledger"), "an admin of both sees it: {all_gaps}");
+    assert!(all_gaps.to_string().contains("QuasarLedger"), "an admin of both sees it: {all_gaps}");
 
     // An admin closes anyone's session, but only in the collections they read; the metrics and
     // the readiness they see are of those collections too.

@@ -356,10 +356,11 @@ pub fn choose(
             _ => stems.weights.iter().collect(),
         };
     let gate_total: f64 = gate.iter().map(|(_, v)| **v).sum::<f64>().max(f64::MIN_POSITIVE);
-    let covered: f64 = gate.iter().filter(|(w, _)| found.contains(w.as_str())).map(|(_, v)| **v).sum();
+    // `+ 0.0`: an empty sum of floats is -0.0, which would print as "-0.00".
+    let covered: f64 = gate.iter().filter(|(w, _)| found.contains(w.as_str())).map(|(_, v)| **v).sum::<f64>() + 0.0;
     let best = scored.iter().map(|s| s.own).fold(0.0, f64::max);
     let items = assemble(hits, sections, &chosen, &scored);
-    let known: f64 = gate.iter().filter(|(w, _)| stems.known.contains(w.as_str())).map(|(_, v)| **v).sum();
+    let known: f64 = gate.iter().filter(|(w, _)| stems.known.contains(w.as_str())).map(|(_, v)| **v).sum::<f64>() + 0.0;
     Evidence { items, coverage: covered / gate_total, known: known / gate_total, best, ..Evidence::default() }
 }
 

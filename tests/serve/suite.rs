@@ -920,9 +920,11 @@ async fn a_citation_opens_its_section_and_only_docs_are_readable() {
 
 #[tokio::test]
 async fn a_request_over_its_time_is_504_in_the_error_shape() {
-    let fake = fake::FakeServer::start(vec![fake::Canned::text("late").after(Duration::from_secs(30))]);
+    // 5 s, not 1: on a busy machine a PostgreSQL-backed request can spend a second before its
+    // model call starts, and then no call would be in flight to count for the breaker.
+    let fake = fake::FakeServer::start(vec![fake::Canned::text("late").after(Duration::from_secs(60))]);
     let Some(s) = server_with(&[
-        ("serve.request_timeout_secs", "1".into()),
+        ("serve.request_timeout_secs", "5".into()),
         ("llm.model", "test-model".into()),
         ("llm.base_url", fake.base_url()),
     ]) else {

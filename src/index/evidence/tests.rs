@@ -186,3 +186,24 @@ fn the_sections_read_for_their_meaning() {
     assert_eq!(by_meaning(&[0.0, 0.0, 3.0, 0.0], &[Some(0.2), None, None, None]), [0, 2], "then the vectors'");
     assert!(by_meaning(&[], &[]).is_empty());
 }
+
+/// The docs' share of a question calls it not covered only when what they lack is a name: the
+/// asker's everyday words are phrasing, a product the docs never mention is a subject.
+#[test]
+fn only_a_name_the_docs_never_use_makes_the_docs_share_decide() {
+    let index = billing();
+    let weak = crate::tools::Weak { coverage: 0.0, known: 0.6, min_relevance: 0.0, covers_at: 1.0 };
+    let everyday = index.evidence("can a customer reclaim leftover payment money", BUDGET).expect("evidence");
+    assert!(everyday.unknown.contains(&"leftover".to_string()), "{:?}", everyday.unknown);
+    assert!(everyday.unknown_named.is_empty(), "{:?}", everyday.unknown_named);
+    assert!(everyday.known < 0.6 && !weak.judges(&everyday), "known {}", everyday.known);
+    let named = index.evidence("can a customer reclaim a payment through Salesforce", BUDGET).expect("evidence");
+    assert_eq!(named.unknown_named, ["salesforce"], "{:?}", named.unknown);
+    assert!(named.known < 0.6 && weak.judges(&named), "known {}", named.known);
+    // Nothing of the question found is 0, never -0 (which would print as "-0.00"): "ask" finds
+    // sections, and is everyday English; "qqqxyz", all that weighs, is nowhere.
+    let nothing = index.evidence("ask qqqxyz", BUDGET).expect("evidence");
+    assert!(!nothing.searched.is_empty(), "{:?}", nothing.searched);
+    assert!(nothing.coverage == 0.0 && nothing.coverage.is_sign_positive(), "{}", nothing.coverage);
+    assert!(nothing.known.is_sign_positive(), "{}", nothing.known);
+}
