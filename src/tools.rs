@@ -329,7 +329,7 @@ impl Toolbox<'_> {
         if let Some(why) = weak.why(&evidence) {
             text.push_str(&format!("{WEAK_EVIDENCE} {why}"));
             if !evidence.unknown.is_empty() {
-                text.push_str(&format!(" {NEVER_USED} {}.", evidence.unknown.join(", ")));
+                text.push_str(&format!(" {NEVER_USED} {}.", crate::guard::scrub(&evidence.unknown.join(", "))));
             }
             text.push('\n');
         }
@@ -590,7 +590,22 @@ mod tests {
             (evidence(0.9, 0.9, None), false, "words enough, no reranker"),
             (evidence(0.1, 0.9, None), true, "too little in the evidence"),
             (evidence(0.9, 0.4, None), true, "too little in the docs: a name they never use"),
-            (everyday, false, "too little in the docs, but only everyday words they never use"),
+            (everyday.clone(), false, "too little in the docs, but only everyday words they never use"),
+            (
+                crate::index::evidence::Evidence { relevance: Some(0.3), ..everyday },
+                false,
+                "everyday words, a relevance between the two: the words, which let it through",
+            ),
+            (
+                crate::index::evidence::Evidence {
+                    coverage: 0.9,
+                    known: 0.7,
+                    unknown_named: vec!["salesforce".into()],
+                    ..Default::default()
+                },
+                false,
+                "a name the docs never use, but enough of the question in them",
+            ),
             (evidence(0.1, 0.4, Some(0.9)), false, "few words, but the reranker is sure"),
             (evidence(0.1, 0.4, Some(0.5)), false, "at covers_at"),
             (evidence(0.1, 0.4, Some(0.3)), true, "between the two, the words"),

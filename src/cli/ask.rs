@@ -108,6 +108,11 @@ pub fn evidence(config: Config, question: &str, trace: TraceWhen) -> Result<Exit
     }
     if !evidence.unknown.is_empty() {
         let _ = writeln!(out, "words of the question no section holds: {}", guard::scrub(&evidence.unknown.join(", ")));
+        let _ = if evidence.unknown_named.is_empty() {
+            writeln!(out, "none of them is written as a name: retrieval.min_known does not apply")
+        } else {
+            writeln!(out, "of them, names: {}", guard::scrub(&evidence.unknown_named.join(", ")))
+        };
     }
     for (n, item) in evidence.items.iter().enumerate() {
         let _ = writeln!(out, "\n[{}] {}  {}  {:.3}", n + 1, item.source(), item.heading, item.score);

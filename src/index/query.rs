@@ -42,8 +42,7 @@ pub fn is_everyday(word: &str) -> bool {
 }
 
 /// True for a word written like a name: not everyday English, and capitalised where no
-/// sentence starts, or with a capital or a digit after its first letter ("PayPal", "S3",
-/// "SOC"). A name the docs never use is a subject they do not cover; an everyday word they never
+/// sentence starts, or with a capital or a digit after its first letter ("PayPal", "SOC"). A name the docs never use is a subject they do not cover; an everyday word they never
 /// use is only the asker's own phrasing.
 pub fn looks_named(word: &str, sentence_start: bool) -> bool {
     if word.len() < 2 || is_everyday(&word.to_ascii_lowercase()) {
@@ -69,12 +68,31 @@ pub fn starts_sentence(text: &str, at: usize) -> bool {
     true
 }
 
-/// The words of `text` written like names ([`looks_named`]), lower-cased.
+/// The words of `text` written like names ([`looks_named`]), lower-cased. In a text written all
+/// in capitals or in Title Case (over 85% of its words capitalised), a capital says nothing: only a
+/// word with a capital after a lower-case letter ("PayPal", "iPhone"), or one all in capitals in a
+/// text that is not ("SOC"), is a name there. Names are ASCII
+/// words; a `[REDACTED]` marker is none.
 pub fn named(text: &str) -> std::collections::HashSet<String> {
     static WORD: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z][A-Za-z0-9]*").expect("constant regex WORD"));
-    WORD.find_iter(text)
-        .filter(|w| looks_named(w.as_str(), starts_sentence(text, w.start())))
+    let text = text.replace(crate::guard::redact::REDACTED, " ");
+    let words: Vec<regex::Match<'_>> = WORD.find_iter(&text).collect();
+    let capitalised = words.iter().filter(|w| w.as_str().starts_with(|c: char| c.is_ascii_uppercase())).count();
+    let shouting = words.len() > 2 && capitalised * 20 > words.len() * 17;
+    let lower = text.chars().any(|c| c.is_ascii_lowercase());
+    words
+        .into_iter()
+        .filter(|w| {
+            let word = w.as_str();
+            if shouting {
+                let mixed = word.chars().skip_while(|c| !c.is_ascii_lowercase()).any(|c| c.is_ascii_uppercase());
+                let acronym = lower && word.len() > 1 && word.chars().all(|c| !c.is_ascii_lowercase());
+                (mixed || acronym) && !is_everyday(&word.to_ascii_lowercase())
+            } else {
+                looks_named(word, starts_sentence(&text, w.start()))
+            }
+        })
         .map(|w| w.as_str().to_ascii_lowercase())
         .collect()
 }
@@ -187,6 +205,14 @@ mod tests {
             ("- Shopify is listed", &[]),
             ("we use GA4 and iPhone apps", &["ga4", "iphone"]),
             ("Can I see The report", &[]),
+            ("HOW DO I PAY YEARLY", &[]),
+            ("Can I Pay Yearly With Salesforce?", &[]),
+            ("How Do I Pay With PayPal", &["paypal"]),
+            ("How Do I Get The SOC Report", &["soc"]),
+            ("How Do I Claw Back a Charge", &[]),
+            ("we sync it, Salesforce says: Stripe too", &["salesforce"]),
+            ("is [REDACTED] valid", &[]),
+            ("Salesforce sync: how?", &[]),
         ];
         for (text, expected) in cases {
             let mut got: Vec<String> = named(text).into_iter().collect();

@@ -175,7 +175,9 @@ pub fn retrieval_query(events: &[Stored]) -> Option<String> {
     match before {
         Some(before) if text.split_whitespace().count() < FOLLOW_UP_WORDS => {
             let before = crate::guard::redact::floor_char_boundary(before, MAX_FOLLOWED_BYTES);
-            Some(format!("{text} {before}"))
+            // A line apart: the earlier message's first word starts a sentence (a capital
+            // there is no name, `index::query::starts_sentence`).
+            Some(format!("{text}\n{before}"))
         }
         _ => Some(text.clone()),
     }
@@ -311,7 +313,7 @@ mod tests {
             (vec![user(1, "how long is the refund window")], Some("how long is the refund window")),
             (
                 vec![user(1, "how long is the refund window"), answered(2), user(3, "and for annual plans?")],
-                Some("and for annual plans? how long is the refund window"),
+                Some("and for annual plans?\nhow long is the refund window"),
             ),
             (
                 vec![user(1, "refunds"), answered(2), user(3, "which webhook events are sent when an invoice is paid")],
