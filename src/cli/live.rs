@@ -352,7 +352,7 @@ impl Live {
                 self.show(progress);
             }
             // The trace says why, in the model's words; the terminal says what happened.
-            TurnEvent::Replaced(why) if why.starts_with("not covered") => {
+            TurnEvent::Replaced(why) if why.starts_with(crate::session::verify::invented::NOT_COVERED) => {
                 self.withdraw("it names what the docs never mention: they do not cover the question")
             }
             TurnEvent::Replaced(_) => {

@@ -41,6 +41,10 @@ pub fn is_everyday(word: &str) -> bool {
     EVERYDAY.contains(word)
 }
 
+/// An ASCII word, as names are written: a letter, then letters and digits.
+pub static ASCII_WORD: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z][A-Za-z0-9]*").expect("constant regex ASCII_WORD"));
+
 /// True for a word written like a name: not everyday English, and capitalised where no
 /// sentence starts, or with a capital or a digit after its first letter ("PayPal", "SOC"). A name the docs never use is a subject they do not cover; an everyday word they never
 /// use is only the asker's own phrasing.
@@ -74,10 +78,8 @@ pub fn starts_sentence(text: &str, at: usize) -> bool {
 /// text that is not ("SOC"), is a name there. Names are ASCII
 /// words; a `[REDACTED]` marker is none.
 pub fn named(text: &str) -> std::collections::HashSet<String> {
-    static WORD: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"[A-Za-z][A-Za-z0-9]*").expect("constant regex WORD"));
     let text = text.replace(crate::guard::redact::REDACTED, " ");
-    let words: Vec<regex::Match<'_>> = WORD.find_iter(&text).collect();
+    let words: Vec<regex::Match<'_>> = ASCII_WORD.find_iter(&text).collect();
     let capitalised = words.iter().filter(|w| w.as_str().starts_with(|c: char| c.is_ascii_uppercase())).count();
     let shouting = words.len() > 2 && capitalised * 20 > words.len() * 17;
     let lower = text.chars().any(|c| c.is_ascii_lowercase());

@@ -408,7 +408,7 @@ fn progress_line(event: &TurnEvent<'_>) -> Option<String> {
             Some(crate::trace::brief_tool_line(call, result).trim().to_string())
         }
         TurnEvent::SentBack(_) => Some("the answer is sent back to the model to be corrected".into()),
-        TurnEvent::Replaced(why) if why.starts_with("not covered") => {
+        TurnEvent::Replaced(why) if why.starts_with(crate::session::verify::invented::NOT_COVERED) => {
             Some("the model's answer names what the docs never mention: they do not cover the question".into())
         }
         TurnEvent::Replaced(_) => {

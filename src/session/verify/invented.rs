@@ -18,8 +18,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// An ASCII word: a letter, then letters and digits.
-static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z][A-Za-z0-9]*").expect("constant regex WORD"));
+use crate::index::query::ASCII_WORD as WORD;
+
+/// How [`Invented::logged`] begins: the front ends tell this replacement from the others by it.
+pub const NOT_COVERED: &str = "not covered:";
 /// A code span's text.
 static CODE_SPAN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\n]+)`").expect("constant regex CODE_SPAN"));
 /// What an answer cites, which names no fact: `[1]`, `[docs/a.md#x]`, a path, a link's target
@@ -58,7 +60,7 @@ impl Invented {
     /// Why, for the log and the trace.
     pub fn logged(&self) -> String {
         format!(
-            "not covered: the model's answer names {}, which no evidence passage holds and the docs never use",
+            "{NOT_COVERED} the model's answer names {}, which no evidence passage holds and the docs never use",
             crate::guard::clip(&self.term, 40)
         )
     }
