@@ -91,6 +91,14 @@ fn a_reranker_that_fails_leaves_the_search_its_order_and_the_trace_says_why() {
         assert_eq!(out.code, 0, "{mode:?}: {}", out.stderr);
         assert_eq!(out.stdout, keywords.stdout, "{mode:?}: the keyword order stands");
         assert!(out.stderr.contains("kept its own order") && out.stderr.contains(says), "{mode:?}: {}", out.stderr);
+        assert!(!out.stderr.contains(fake::reranker::ECHOED), "{mode:?}: the reply's secret stays: {}", out.stderr);
+        if matches!(mode, Mode::Down | Mode::Garbage) {
+            assert!(
+                out.stderr.contains("[REDACTED]"),
+                "{mode:?}: the reply is told, its secret hidden: {}",
+                out.stderr
+            );
+        }
 
         // A question: answered, and the trace's search line says why it was not reranked.
         let asked = run(ws.path(), &[("LLM_MODEL", "scripted"), env[0], env[1]], &["how long is the refund window"]);
@@ -98,6 +106,7 @@ fn a_reranker_that_fails_leaves_the_search_its_order_and_the_trace_says_why() {
         assert!(asked.stdout.contains("14 days"), "{mode:?}: {}", asked.stdout);
         let notes = search_notes(&asked.stderr);
         assert!(notes.iter().any(|n| n.starts_with("not reranked, the search's own order was kept")), "{notes:?}");
+        assert!(!asked.stderr.contains(fake::reranker::ECHOED), "{mode:?}: {}", asked.stderr);
     }
     // Reranked: the trace says how many sections and how long.
     let reranker = FakeReranker::start(Mode::Documents);
@@ -206,4 +215,6 @@ async fn check_and_readyz_say_whether_the_reranker_answers() {
     assert_eq!(down["reranker"]["answers"], false, "{down}");
     assert!(down["reranker"].get("error").is_none(), "why is for an admin: {down}");
     assert!(why["reranker"]["error"].as_str().is_some_and(|e| e.contains("503")), "{why}");
+    assert!(!why.to_string().contains(fake::reranker::ECHOED), "the reply's secret stays: {why}");
+    assert!(why.to_string().contains("[REDACTED]"), "the reply is told, its secret hidden: {why}");
 }

@@ -17,6 +17,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+/// A secret the fake's error replies echo (as a server echoing the key it was sent would): it
+/// must never leave docs-agent.
+pub const ECHOED: &str = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+
 /// How the fake behaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mode {
@@ -98,8 +102,8 @@ async fn rerank(State(shared): State<Shared>, body: String) -> Response {
     let mut scored: Vec<(usize, f64)> = documents.iter().map(score).enumerate().collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     match mode {
-        Mode::Down => (StatusCode::SERVICE_UNAVAILABLE, "loading model").into_response(),
-        Mode::Garbage => (StatusCode::OK, "<html>all good</html>").into_response(),
+        Mode::Down => (StatusCode::SERVICE_UNAVAILABLE, format!("loading model, key {ECHOED}")).into_response(),
+        Mode::Garbage => (StatusCode::OK, format!("<html>all good {ECHOED}</html>")).into_response(),
         Mode::Partial => {
             (StatusCode::OK, json!({"results": [{"index": 0, "relevance_score": 1.0}]}).to_string()).into_response()
         }
