@@ -397,9 +397,14 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     let hook = format!("{url}/v1/sources/billing/sync");
     let (status, said) = call(client.post(&hook).header("X-Hub-Signature-256", "sha256=00").body(body.clone()));
     assert_eq!(status, 401, "{said}");
-    // A name that is no source with a secret takes no body without a token: 401, as for any route.
-    let (status, said) = call(client.post(format!("{url}/v1/sources/nope/sync")).body(body.clone()));
-    assert_eq!(status, 401, "{said}");
+    // A name that is no source answers exactly as a bad signature does: the names cannot be
+    // listed by calling.
+    for unsigned in [client.post(format!("{url}/v1/sources/nope/sync")), client.post(&hook)] {
+        let (status, unknown) = call(unsigned.header("X-Hub-Signature-256", "sha256=00").body(body.clone()));
+        assert_eq!((status, unknown.as_str()), (401, said.as_str()));
+    }
+    let (status, unsigned) = call(client.post(format!("{url}/v1/sources/nope/sync")).body(body.clone()));
+    assert_eq!((status, unsigned.as_str()), (401, said.as_str()));
     assert!(ask().contains("45 days"), "nothing moved without a signed call");
 
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"the-webhook-secret-0123").expect("a key");

@@ -4,7 +4,9 @@
 //! `read_section`, `resources/list`, `resources/read`), the model's own tools, and the command
 //! line's `search`. A denied folder is invisible, not only unreadable, under its own name and
 //! through links into it; the post-tool patterns redact everywhere; an argument rule holds for
-//! every spelling the index finds the same.
+//! every spelling the index finds the same. Each holds whatever the docs' source: a folder on
+//! disk, or a git source's tree with the same layout (issue 51, finding 3: a link there was a
+//! copy judged by its own path).
 
 mod common;
 mod fake;
@@ -18,9 +20,20 @@ const DENIED_WORD: &str = "Quokkaplan";
 const TICKETS: [&str; 2] = ["ACME-112233", "ACME-445566"];
 const ASKER: &str = "rules-asker-0123456789";
 
+/// Where the docs come from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Source {
+    /// The workspace's `docs/` folder.
+    Disk,
+    /// A git source (a repository on this machine) whose `docs/` has the same files and links.
+    Git,
+}
+
 /// The sample workspace with a denied folder, two links into it, a visible page with a
-/// ticket number, and the rules.
-fn workspace_with_rules() -> tempfile::TempDir {
+/// ticket number, and the rules; with [`Source::Git`], its docs moved into a repository that
+/// the workspace names as its source (the other folder returned, `None` when the `git`
+/// program is missing and the test is skipped).
+fn workspace_with_rules(source: Source) -> Option<(tempfile::TempDir, Option<tempfile::TempDir>)> {
     let ws = common::sample_workspace();
     let docs = ws.path().join("docs");
     std::fs::create_dir_all(docs.join("internal")).expect("mkdir");
@@ -33,10 +46,30 @@ fn workspace_with_rules() -> tempfile::TempDir {
         .expect("write");
     std::os::unix::fs::symlink("internal", docs.join("pub")).expect("dir link");
     std::os::unix::fs::symlink("internal/plan.md", docs.join("plan-alias.md")).expect("file link");
-    common::serve_config(
-        ws.path(),
-        &[("ana", ASKER, &["ask"])],
-        r#"
+    let (repo, sources) = match source {
+        Source::Disk => (None, String::new()),
+        Source::Git => {
+            let present = std::process::Command::new("git").arg("--version").output().is_ok();
+            if !common::available("git", present, "apt-get install git") {
+                return None;
+            }
+            let repo = tempfile::tempdir().expect("a folder");
+            let git = |dir: &std::path::Path, args: &[&str]| {
+                common::git_http::git(dir, args).unwrap_or_else(|e| panic!("{e}"));
+            };
+            let work = repo.path().join("work");
+            std::fs::create_dir(&work).expect("work");
+            git(&work, &["init", "-q"]);
+            std::fs::rename(&docs, work.join("docs")).expect("the docs move into the repository");
+            git(&work, &["add", "-A"]);
+            git(&work, &["commit", "-q", "-m", "docs"]);
+            git(repo.path(), &["clone", "-q", "--bare", "work", "docs.git"]);
+            let bare = repo.path().join("docs.git");
+            let config = format!("[[sources]]\nname = \"docs\"\ngit = \"{}\"\npath = \"docs\"\n", bare.display());
+            (Some(repo), config)
+        }
+    };
+    let rules = r#"
 [[hooks.pre_tool]]
 name = "internal-only"
 tool = "read_file"
@@ -52,9 +85,9 @@ reason = "Project Bluebird is confidential"
 
 [hooks.post_tool]
 redact = ["ACME-[0-9]{6}"]
-"#,
-    );
-    ws
+"#;
+    common::serve_config(ws.path(), &[("ana", ASKER, &["ask"])], &format!("{rules}\n{sources}"));
+    Some((ws, repo))
 }
 
 /// The paths a denied text could be read under.
@@ -66,9 +99,20 @@ async fn get(url: &str) -> (u16, Value) {
 }
 
 #[tokio::test]
-async fn every_route_and_tool_obeys_the_reading_rules() {
+async fn every_route_and_tool_obeys_the_reading_rules_on_disk() {
+    obeys_the_reading_rules(Source::Disk).await;
+}
+
+#[tokio::test]
+async fn every_route_and_tool_obeys_the_reading_rules_in_a_git_source() {
+    obeys_the_reading_rules(Source::Git).await;
+}
+
+async fn obeys_the_reading_rules(source: Source) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let ws = workspace_with_rules();
+    let Some((ws, _repo)) = workspace_with_rules(source) else { return };
+    let state = ws.path().join(".state");
+    let state = state.to_str().expect("utf-8").to_string();
     // The model tries each way in: a search for the word, reads under the three names.
     let mut replies = vec![fake::Canned::tool("search_docs", json!({"query": format!("{DENIED_WORD} launch")}))];
     replies.extend(DENIED_PATHS.iter().map(|p| fake::Canned::tool("read_file", json!({"path": p}))));
@@ -81,12 +125,13 @@ async fn every_route_and_tool_obeys_the_reading_rules() {
         ("LLM_MODEL", "m"),
         ("DOCS_AGENT_RETRIEVE_FIRST", "false"),
         ("DOCS_AGENT_VERIFY", "false"),
+        ("DOCS_AGENT_STATE_DIR", state.as_str()),
     ];
     // (where, what it returned, whether it must show the visible page's redacted ticket)
     let mut seen: Vec<(String, String)> = Vec::new();
 
     let (mut child, url, log) = common::spawn_serve_logged(ws.path(), &env);
-    let search = |q: &str| format!("{url}/v1/search?q={}", percent(q));
+    let search = |q: &str| format!("{url}/v1/search?q={}", common::percent(q));
     for q in [format!("{DENIED_WORD} launch"), "launch plan dates march".into(), "order shipped".into()] {
         let (status, body) = get(&search(&q)).await;
         seen.push((format!("GET /v1/search?q={q} ({status})"), body.to_string()));
@@ -199,9 +244,4 @@ async fn every_route_and_tool_obeys_the_reading_rules() {
         assert!(body.to_string().contains("no-bluebird"), "{q}: the rule is named: {body}");
     }
     assert!(common::mcp::is_error(&accented) && text(&accented).contains("no-bluebird"), "{accented}");
-}
-
-/// `q` for a query string.
-fn percent(q: &str) -> String {
-    q.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }

@@ -148,10 +148,11 @@ fn for_one(plan: Plan, config: &Config, uses: Use) -> Result<Plan, Failure> {
         plan = with_folder_of(plan, &file, what, config)?;
     }
     // A git source's folder (its cache, trees and state) is written by its sync, which connects
-    // to the repository's port, or reads a repository on this machine.
+    // to the repository's port, or reads a repository on this machine. Its trees hold links
+    // (each to a file inside the same tree: `git::checkout`).
     for source in crate::git::check_config(config).map_err(|e| (Exit::Usage, e))? {
         let _ = std::fs::DirBuilder::new().recursive(true).create(&source.home);
-        plan = plan.allow(&source.home, Grant::Write);
+        plan = plan.allow(&source.home, Grant::WriteLinks);
         match &source.remote {
             crate::git::Remote::Http(_) => plan = plan.connect(source.remote.port().unwrap_or(443), &[]),
             crate::git::Remote::Local(path) => plan = plan.allow(path, Grant::Read),

@@ -1,7 +1,15 @@
 //! A commit's tree (or one folder of it) written into a new folder. Written here rather than by
 //! gix's worktree checkout, which makes symbolic links as the tree says (`../../etc/passwd`
-//! included), has no size limit and runs filter programs: here no link is ever made, a link
-//! inside the folder is a copy of what it names, and what is left out is said.
+//! included), has no size limit and runs filter programs: here a link is made only when it leads
+//! to a file inside the folder, and then straight to that file (the chain of links the tree
+//! wrote is resolved here, by path, never by the disk). So the tree on disk has the layout the
+//! repository has, and the reading rules judge a link in a git source as they judge one on disk:
+//! by its name and by where it leads (`workspace::hidden`). What is left out is said.
+//!
+//! What a tree can make this build is bounded whatever the repository holds: at most
+//! [`MAX_FILES`] entries, [`MAX_DEPTH`] folders deep, names of at most [`MAX_NAME_BYTES`] and
+//! paths of at most [`MAX_PATH_BYTES`] (so the listing holds at most their product), and the
+//! files at most [`MAX_TREE_BYTES`]. Deeper folders and longer names are left out and said.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -19,6 +27,17 @@ pub const MAX_FILES: usize = 200_000;
 /// pack can name the same large blob many times.
 pub const MAX_TREE_BYTES: u64 = 2 << 30;
 
+/// Folders deeper than this are left out (and said): the walk of the docs folder on disk goes no
+/// deeper either (`index::walk`'s own limit, the same number).
+pub const MAX_DEPTH: usize = 32;
+
+/// The longest name served: what the file systems hold.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// The longest path served, from the docs folder. With [`MAX_FILES`], it bounds the listing's
+/// memory (200,000 paths of at most 1 kB: 200 MB at the very worst, a few MB for real docs).
+pub const MAX_PATH_BYTES: usize = 1024;
+
 /// The largest link target read (a path).
 const MAX_LINK_BYTES: u64 = 4096;
 
@@ -34,8 +53,9 @@ struct Entry {
 
 /// Writes the docs folder of `commit` (`sub`, or the whole tree) as the new folder `dest`,
 /// linking the files `previous` (the tree served before) already has with the same content.
-/// Files over `max_bytes` are left out, and so are links that lead out of the folder and
-/// submodules: each is listed with its reason. `dest` appears whole or not at all.
+/// Files over `max_bytes` are left out, and so are links that lead out of the folder or to
+/// anything but a file, and submodules: each is listed with its reason. A link to a file inside
+/// the folder is a link straight to it. `dest` appears whole or not at all.
 pub fn checkout(
     repo: &gix::Repository,
     commit: gix::ObjectId,
@@ -80,18 +100,27 @@ pub fn checkout(
                     continue;
                 }
                 EntryKind::Commit => {
-                    skipped
-                        .push(Skipped { path: path.clone(), why: "a submodule (another repository): not read".into() });
+                    skipped.push(Skipped::new(path, "a submodule (another repository): not read"));
                     continue;
                 }
                 EntryKind::Blob | EntryKind::BlobExecutable => entry.oid,
-                EntryKind::Link => match followed(repo, &by_path, path) {
-                    Ok(oid) => oid,
-                    Err(why) => {
-                        skipped.push(Skipped { path: path.clone(), why });
-                        continue;
+                EntryKind::Link => {
+                    match followed(repo, &by_path, path) {
+                        Ok((to, oid)) if fits(repo, oid, max_bytes) => {
+                            if let Some(parent) = out.parent() {
+                                std::fs::create_dir_all(parent).map_err(|e| failed(&format!("{path}: {e}")))?;
+                            }
+                            std::os::unix::fs::symlink(relative(path, &to), &out)
+                                .map_err(|e| failed(&format!("{path}: {e}")))?;
+                        }
+                        Ok((to, _)) => skipped.push(Skipped::new(
+                            path,
+                            &format!("a link to {to}, which is left out (over index.max_file_bytes)"),
+                        )),
+                        Err(why) => skipped.push(Skipped::new(path, &why)),
                     }
-                },
+                    continue;
+                }
             };
             let size = repo.find_header(blob).map_err(|e| failed(&e))?.size();
             if size <= max_bytes {
@@ -104,10 +133,7 @@ pub fn checkout(
                 )));
             }
             if size > max_bytes {
-                skipped.push(Skipped {
-                    path: path.clone(),
-                    why: format!("{size} bytes, over index.max_file_bytes ({max_bytes})"),
-                });
+                skipped.push(Skipped::new(path, &format!("{size} bytes, over index.max_file_bytes ({max_bytes})")));
                 continue;
             }
             if let Some(parent) = out.parent() {
@@ -160,9 +186,9 @@ type Listing = (Vec<(String, Entry)>, Vec<Skipped>);
 fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, String> {
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
-    let mut folders = vec![(String::new(), root.id)];
+    let mut folders = vec![(String::new(), root.id, 0usize)];
     let mut seen = 0usize;
-    while let Some((prefix, id)) = folders.pop() {
+    while let Some((prefix, id, depth)) = folders.pop() {
         let tree = repo.find_tree(id).map_err(|e| e.to_string())?;
         for entry in tree.iter() {
             let entry = entry.map_err(|e| e.to_string())?;
@@ -171,28 +197,36 @@ fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, Stri
                 return Err(format!("more than {MAX_FILES} entries, more than a tree may hold"));
             }
             let name = entry.filename();
+            if name.len() > MAX_NAME_BYTES || prefix.len() + 1 + name.len() > MAX_PATH_BYTES {
+                let why = format!("its name is over {MAX_NAME_BYTES} bytes or its path over {MAX_PATH_BYTES}");
+                let shown: String = name.to_str_lossy().chars().take(64).collect();
+                skipped.push(Skipped::new(format!("{prefix}/{shown}…").trim_start_matches('/'), &why));
+                continue;
+            }
             let path = match name.to_str() {
                 Ok(name) if prefix.is_empty() => name.to_string(),
                 Ok(name) => format!("{prefix}/{name}"),
                 Err(_) => {
                     let shown = format!("{prefix}/{}", name.to_str_lossy());
-                    skipped.push(Skipped {
-                        path: shown.trim_start_matches('/').to_string(),
-                        why: "its name is not UTF-8".into(),
-                    });
+                    skipped.push(Skipped::new(shown.trim_start_matches('/'), "its name is not UTF-8"));
                     continue;
                 }
             };
-            let plain =
-                !path.contains('\\') && Path::new(&path).components().all(|c| matches!(c, Component::Normal(_)));
+            let plain = !path.contains('\\')
+                && !path.chars().any(char::is_control)
+                && Path::new(&path).components().all(|c| matches!(c, Component::Normal(_)));
             if !plain {
-                skipped.push(Skipped { path, why: "its name is not a plain path".into() });
+                skipped.push(Skipped::new(&path, "its name is not a plain path"));
                 continue;
             }
             let kind = entry.mode().kind();
             let oid = entry.oid().to_owned();
             if kind == EntryKind::Tree {
-                folders.push((path.clone(), oid));
+                if depth + 1 > MAX_DEPTH {
+                    skipped.push(Skipped::new(&path, &format!("a folder deeper than {MAX_DEPTH} levels: not read")));
+                    continue;
+                }
+                folders.push((path.clone(), oid, depth + 1));
             }
             entries.push((path, Entry { kind, oid }));
         }
@@ -201,13 +235,18 @@ fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, Stri
     Ok((entries, skipped))
 }
 
-/// The blob a link at `path` leads to, following links within the folder; or why it is refused.
-fn followed(repo: &gix::Repository, by_path: &HashMap<&str, Entry>, path: &str) -> Result<gix::ObjectId, String> {
+/// The file a link at `path` leads to (its path and blob), following links within the folder;
+/// or why it is refused.
+fn followed(
+    repo: &gix::Repository,
+    by_path: &HashMap<&str, Entry>,
+    path: &str,
+) -> Result<(String, gix::ObjectId), String> {
     let mut at = path.to_string();
     for _ in 0..MAX_LINK_HOPS {
         let entry = by_path.get(at.as_str()).ok_or_else(|| format!("a link to {at}, which is not in the folder"))?;
         match entry.kind {
-            EntryKind::Blob | EntryKind::BlobExecutable => return Ok(entry.oid),
+            EntryKind::Blob | EntryKind::BlobExecutable => return Ok((at, entry.oid)),
             EntryKind::Link => {
                 if repo.find_header(entry.oid).map_err(|e| e.to_string())?.size() > MAX_LINK_BYTES {
                     return Err(format!("a link at {at} whose target is over {MAX_LINK_BYTES} bytes: refused"));
@@ -239,6 +278,18 @@ fn inside(link: &Path, target: &Path) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The target of a link at `link` to the file `to` (both paths in the folder), written from the
+/// link's own folder: `public/alias.md` to `internal/plan.md` is `../internal/plan.md`.
+fn relative(link: &str, to: &str) -> String {
+    let ups = link.matches('/').count();
+    format!("{}{to}", "../".repeat(ups))
+}
+
+/// True when the blob `oid` is at most `max_bytes` (a link to a file left out is left out).
+fn fits(repo: &gix::Repository, oid: gix::ObjectId, max_bytes: u64) -> bool {
+    repo.find_header(oid).is_ok_and(|h| h.size() <= max_bytes)
 }
 
 fn part(c: Component<'_>) -> Option<String> {
@@ -298,8 +349,15 @@ pub fn prune(trees: &Path, keep: &[Option<String>]) {
 
 #[cfg(test)]
 mod tests {
-    use super::inside;
+    use super::{inside, relative};
     use std::path::Path;
+
+    #[test]
+    fn a_link_is_written_from_its_own_folder() {
+        assert_eq!(relative("public/alias.md", "internal/plan.md"), "../internal/plan.md");
+        assert_eq!(relative("alias.md", "internal/plan.md"), "internal/plan.md");
+        assert_eq!(relative("a/b/c.md", "d.md"), "../../d.md");
+    }
 
     #[test]
     fn a_link_stays_inside_or_is_refused() {

@@ -25,13 +25,38 @@ pub struct State {
     pub skipped: Vec<Skipped>,
 }
 
-/// A file of the repository left out of the tree, and why.
+/// A file of the repository left out of the tree, and why. Both are printed (`sources sync`,
+/// `sources status`) and both hold what the repository wrote (a name, a link's target), so both
+/// are scrubbed (no terminal controls, no invisible characters, no secrets): when made, and
+/// when read back from a state file an older version wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "SkippedAsWritten")]
 pub struct Skipped {
     /// Its path in the docs folder.
     pub path: String,
     /// Why: too large, a link out of the tree, a submodule, a name that is not UTF-8.
     pub why: String,
+}
+
+impl Skipped {
+    /// `path` left out for `why`, both as they may be printed.
+    pub fn new(path: &str, why: &str) -> Skipped {
+        let plain = |text: &str| crate::guard::scrub(text).into_owned();
+        Skipped { path: plain(path), why: plain(why) }
+    }
+}
+
+/// A [`Skipped`] as the state file holds it.
+#[derive(Deserialize)]
+struct SkippedAsWritten {
+    path: String,
+    why: String,
+}
+
+impl From<SkippedAsWritten> for Skipped {
+    fn from(written: SkippedAsWritten) -> Skipped {
+        Skipped::new(&written.path, &written.why)
+    }
 }
 
 const FILE: &str = "state.json";

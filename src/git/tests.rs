@@ -204,12 +204,17 @@ fn huge_files_links_out_of_the_tree_and_submodules_are_left_out_and_said() {
     repos.write("docs/huge.md", &"x".repeat(4096));
     repos.write("secret.txt", "outside the docs folder\n");
     let link = |target: &str, at: &str| {
-        std::os::unix::fs::symlink(target, repos.work.join(at)).expect("a link");
+        let at = repos.work.join(at);
+        std::fs::create_dir_all(at.parent().expect("a folder")).expect("folders");
+        std::os::unix::fs::symlink(target, at).expect("a link");
     };
     link("../../../etc/passwd", "docs/evil.md");
     link("/etc/passwd", "docs/absolute.md");
     link("../secret.txt", "docs/up.md");
     link("a.md", "docs/same.md");
+    repos.write("docs/internal/plan.md", "# Plan\n");
+    link("../internal/plan.md", "docs/public/alias.md");
+    link("alias.md", "docs/public/again.md");
     // A submodule: a commit of another repository recorded in the tree.
     let other = "0123456789abcdef0123456789abcdef01234567";
     git(&repos.work, &["add", "-A"]);
@@ -227,8 +232,16 @@ fn huge_files_links_out_of_the_tree_and_submodules_are_left_out_and_said() {
         assert!(!synced.docs.join(refused).exists(), "{refused}");
     }
     assert!(why("vendor").is_some_and(|w| w.contains("submodule")), "{:?}", synced.skipped);
-    assert_eq!(read(&synced.docs, "same.md"), "# A\n", "a link inside the folder is a copy");
-    assert!(!std::fs::symlink_metadata(synced.docs.join("same.md")).expect("a file").file_type().is_symlink());
+    // A link inside the folder stays a link, straight to the file it leads to (a chain of links
+    // resolved here), so the reading rules see where it leads as they do on disk.
+    assert_eq!(read(&synced.docs, "same.md"), "# A\n");
+    for (at, to) in
+        [("same.md", "a.md"), ("public/alias.md", "../internal/plan.md"), ("public/again.md", "../internal/plan.md")]
+    {
+        let target = std::fs::read_link(synced.docs.join(at)).unwrap_or_else(|e| panic!("{at} is a link: {e}"));
+        assert_eq!(target, Path::new(to), "{at}");
+    }
+    assert_eq!(read(&synced.docs, "public/again.md"), "# Plan\n");
     assert!(!synced.docs.join("huge.md").exists());
     let recorded = source.state().expect("state").expect("written");
     assert_eq!(recorded.skipped, synced.skipped);
@@ -304,4 +317,83 @@ fn urls_are_read_and_credentials_stay_out_of_the_config() {
     whole.sources = vec![config];
     let e = read_secrets(&mut whole, &env).expect_err("an unset variable");
     assert!(e.contains("UNSET is not set"), "{e}");
+}
+
+/// Writes a tree made of `lines` (`MODE TYPE ID\tNAME`, as `git ls-tree` prints them) into
+/// `repo`; its id.
+fn mktree(repo: &Path, lines: &[String]) -> String {
+    use std::io::Write as _;
+    let mut child = Command::new("git")
+        .arg("mktree")
+        .current_dir(repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("git mktree");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(lines.join("\n").as_bytes()).expect("the listing");
+    drop(stdin);
+    let out = child.wait_with_output().expect("git mktree ends");
+    assert!(out.status.success(), "git mktree: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A tree no work folder could hold (a name over what file systems take, folders nested past
+/// the limit) is served without what goes too far, which is said; the rest is served.
+#[test]
+fn folders_too_deep_and_names_too_long_are_left_out_and_said() {
+    let Some(repos) = Repos::new() else { return };
+    repos.write("docs/ok.md", "# Ok\n");
+    repos.push("main");
+    let bare = &repos.bare;
+    let blob = git(bare, &["rev-parse", "main:docs/ok.md"]);
+    let mut deep = mktree(bare, &[format!("100644 blob {blob}\tdeep.md")]);
+    for _ in 0..(checkout::MAX_DEPTH + 8) {
+        deep = mktree(bare, &[format!("040000 tree {deep}\td")]);
+    }
+    let long = format!("{}.md", "n".repeat(checkout::MAX_NAME_BYTES + 20));
+    // A name and a link's target that would drive the terminal `sources sync` prints them on.
+    let escaped = "\u{1b}]0;owned\u{7}\u{1b}[2Jclear.md";
+    let target_file = repos.work.join("target");
+    std::fs::write(&target_file, "../\u{1b}[2J../etc/passwd").expect("a link's target");
+    let target = git(bare, &["hash-object", "-w", target_file.to_str().expect("utf-8")]);
+    let docs = mktree(
+        bare,
+        &[
+            format!("040000 tree {deep}\td"),
+            format!("100644 blob {blob}\tok.md"),
+            format!("100644 blob {blob}\t{long}"),
+            format!("100644 blob {blob}\t{escaped}"),
+            format!("120000 blob {target}\tlink.md"),
+        ],
+    );
+    let root = mktree(bare, &[format!("040000 tree {docs}\tdocs")]);
+    let commit = git(bare, &["commit-tree", &root, "-m", "hostile"]);
+    git(bare, &["update-ref", "refs/heads/main", &commit]);
+
+    let state = tempfile::tempdir().expect("state");
+    let synced = source(&repos, state.path(), "docs").sync(&AtomicBool::new(false)).expect("a sync");
+    assert_eq!(read(&synced.docs, "ok.md"), "# Ok\n");
+    let said = |part: &str| synced.skipped.iter().any(|s| s.why.contains(part));
+    assert!(said(&format!("deeper than {} levels", checkout::MAX_DEPTH)), "{:?}", synced.skipped);
+    assert!(said(&format!("over {} bytes", checkout::MAX_NAME_BYTES)), "{:?}", synced.skipped);
+    assert!(said("not a plain path") && said("outside the docs folder"), "{:?}", synced.skipped);
+    for skipped in &synced.skipped {
+        assert!(!skipped.path.contains(['\u{1b}', '\u{7}']) && !skipped.why.contains('\u{1b}'), "{skipped:?}");
+    }
+    let deepest = synced.docs.join(vec!["d"; checkout::MAX_DEPTH].join("/"));
+    assert!(deepest.is_dir() && !deepest.join("d").exists(), "served down to the limit, no further");
+}
+
+/// A state file written before names were scrubbed is scrubbed as it is read.
+#[test]
+fn what_a_state_file_says_was_left_out_is_read_without_terminal_controls() {
+    let home = tempfile::tempdir().expect("home");
+    let written = r#"{"commit":null,"synced_at":null,"checked_at":null,"error":null,"failed_at":null,
+        "skipped":[{"path":"\u001b[2Jx.md","why":"a link to \u001b]0;t\u0007y"}]}"#;
+    std::fs::write(home.path().join("state.json"), written).expect("state.json");
+    let state = State::read(home.path()).expect("read").expect("a state");
+    assert_eq!(state.skipped, vec![Skipped { path: "x.md".into(), why: "a link to y".into() }]);
 }

@@ -28,6 +28,11 @@ const WRITE: BitFlags<AccessFs> = make_bitflags!(AccessFs::{
     ReadFile | ReadDir | WriteFile | Truncate | MakeReg | MakeDir | RemoveFile | RemoveDir | Refer
 });
 
+/// Writing, plus symbolic links.
+const WRITE_LINKS: BitFlags<AccessFs> = make_bitflags!(AccessFs::{
+    ReadFile | ReadDir | WriteFile | Truncate | MakeReg | MakeDir | RemoveFile | RemoveDir | Refer | MakeSym
+});
+
 /// Writing, plus symbolic links and named pipes.
 const SCRATCH: BitFlags<AccessFs> = make_bitflags!(AccessFs::{
     ReadFile | ReadDir | WriteFile | Truncate | MakeReg | MakeDir | RemoveFile | RemoveDir | Refer | MakeSym | MakeFifo
@@ -51,6 +56,7 @@ pub fn restrict(plan: &Plan) -> Result<Status, SandboxError> {
         let rights = match entry.grant {
             Grant::Read => READ,
             Grant::Write => WRITE,
+            Grant::WriteLinks => WRITE_LINKS,
             Grant::Scratch => SCRATCH,
         };
         // A file takes only the rights a file can have; a folder's would make the rule

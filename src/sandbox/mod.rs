@@ -41,6 +41,9 @@ pub enum Grant {
     Read,
     /// Also create, write, truncate, rename and remove files and folders beneath it.
     Write,
+    /// Also make symbolic links (a git source's folder: a link inside a tree's docs folder stays
+    /// a link to the file it leads to, so the reading rules see where it leads).
+    WriteLinks,
     /// Also make symbolic links and named pipes (the eval's temporary copies, whose setup makes
     /// them to test the workspace's confinement).
     Scratch,

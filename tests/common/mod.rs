@@ -286,6 +286,11 @@ impl Log {
     }
 }
 
+/// `q` for a query string: every byte but letters and digits percent-encoded.
+pub fn percent(q: &str) -> String {
+    q.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
 /// Writes `workspace/docs-agent.toml` for `serve` on a port of its choosing: one
 /// `[[serve.tokens]]` entry per `(principal, token, roles)` (only the token's hash is kept),
 /// then `extra` (more sections).
