@@ -38,14 +38,18 @@ pub(super) const RULES: &[Rule] = &[
     rule(
         "generic-assignment-quoted",
         &["key", "token", "secret", "passw", "pwd", "_pass", "-pass", ".pass"],
-        concat!(assignment_key!(), r#"(?:\\?"([^"\s\\]{6,})\\?"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#),
+        concat!(assignment_key!(), r#"(?:"#, quoted_escaped!(r"\s", "{6,}"), r#"|'([^'\s]{6,})'|`([^`\s]{6,})`)"#),
         Check::NotPlaceholder,
     ),
     // A passphrase: a quoted value with spaces after a password-like key.
     rule(
         "password-quoted-phrase",
         &["passw", "passphrase", "pwd"],
-        r#"(?i:password|passwd|passphrase|pwd)\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*(?:\\?"([^"\n\\]{4,200})\\?"|'([^'\n]{4,200})')"#,
+        concat!(
+            r#"(?i:password|passwd|passphrase|pwd)\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*(?:"#,
+            quoted_escaped!(r"\n", "{4,200}"),
+            r#"|'([^'\n]{4,200})')"#
+        ),
         Check::NotPlaceholder,
     ),
     // The value on the next, indented line: a YAML block scalar (`password: |`) or a
@@ -73,7 +77,11 @@ pub(super) const RULES: &[Rule] = &[
     rule(
         "flag-secret-quoted",
         &["-pass", "-secret", "-token", "-api-key", "-apikey"],
-        r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)(?:"([^"\n]{1,200})"|'([^'\n]{1,200})')"#,
+        concat!(
+            r#"--(?i:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-key|apikey)(?:=|[ \t]+)(?:"#,
+            quoted_escaped!(r"\n", "{1,200}"),
+            r#"|'([^'\n]{1,200})')"#
+        ),
         Check::NotPlaceholder,
     ),
     rule(
@@ -102,7 +110,7 @@ pub(super) const RULES: &[Rule] = &[
     rule(
         "connection-string-password",
         &["passw", "pwd"],
-        r#"(?i:(?:^|[;?&"'\s])(?:password|passwd|pwd|user password)[ \t]*=[ \t]*)(?:\{([^}\r\n]{1,200})\}|"([^"\r\n]{1,200})"|'([^'\r\n]{1,200})'|([^;&\s"'{][^;&\r\n"']{0,200}?))[ \t]*(?:;|&|"|'|\r?\n|\z)"#,
+        r#"(?i:(?:^|[;?&"'\s])(?:password|passwd|pwd|user password)[ \t]*=[ \t]*)(?:\{([^}\r\n]{1,200})\}|"((?:[^"\\\r\n]|\\[^\r\n]){1,200})"|'([^'\r\n]{1,200})'|([^;&\s"'{][^;&\r\n"']{0,200}?))[ \t]*(?:;|&|"|'|\r?\n|\z)"#,
         Check::ConnectionString,
     ),
     rule("jdbc-oracle-password", &["jdbc:oracle"], r"jdbc:oracle:[a-z]+:[^/\s:@]{1,64}/([^@\s/]{1,200})@", Check::NotPlaceholder),
@@ -158,8 +166,17 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("generic-assignment-quoted", "set `client_secret: `⟦Kq8~abcdEFGH⟧`` first"),
     miss("generic-assignment-quoted", r#"token="<YOUR_BEARER_TOKEN_HERE>" and api_key = "${API_KEY}""#),
     hit("generic-assignment-quoted", r#"{"env": "{\"password\": \"⟦hunter2hunter2⟧\"}"}"#),
+    // Escapes inside the quotes are the value's own (issue 51, finding 7).
+    hit("generic-assignment-quoted", r#"{"password": "⟦Tr0ub4dor\\3xyzzyQ⟧"}"#),
+    hit("generic-assignment-quoted", r#"{"api_key": "⟦a8Fk3LqZ\"0vXw9TmB2nRc⟧"}"#),
+    hit("generic-assignment-quoted", r#"{"secret": "⟦a\\b\\c\\d\\e\\f⟧"}"#),
+    hit("generic-assignment-quoted", r#"{"env": "{\"password\": \"⟦hunter2\\\"hunter2⟧\"}"}"#),
+    hit("generic-assignment-quoted", r#"{"env": "{\"password\": \"⟦hunter2\\\\hunter2⟧\"}"}"#),
+    miss("generic-assignment-quoted", r#"{"password": "<your \"password\">", "token": "${TOKEN\\X}"}"#),
     miss("generic-assignment-quoted", "mapboxgl.accessToken = 'pk.eyJ1IjoiYWNtZSIsImEiOiJjbGF4In0.Zm9vYmFyYmF6cXV4';"),
     hit("password-quoted-phrase", r#"password: "⟦correct horse battery staple⟧""#),
+    hit("password-quoted-phrase", r#"password: "⟦correct horse\\ battery staple⟧""#),
+    hit("password-quoted-phrase", r#"password: "⟦correct horse\" battery staple⟧""#),
     hit("password-quoted-phrase", r#"DB_PASSWORD="⟦hunter 2 is my pw⟧" next"#),
     hit("password-quoted-phrase", "passphrase = '⟦blue sky over the hill⟧'"),
     hit("password-quoted-phrase", r#"{"env": "password: \"⟦correct horse battery⟧\""}"#),
@@ -186,6 +203,8 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("flag-secret-bare", "mysql -u app --password ⟦Tr0ub4dor&3⟧ billing"),
     hit("flag-secret-bare", "psql --db-password=⟦S3cr3t!Pass⟧"),
     hit("flag-secret-quoted", r#"tool login --api-key "⟦k3y with space9⟧""#),
+    hit("flag-secret-quoted", r#"tool login --password "⟦k3y with\" space9⟧""#),
+    hit("flag-secret-quoted", r#"tool login --password "⟦k3y with\\ space9⟧" --verbose"#),
     miss("flag-secret-quoted", r#"tool login --password "<your password>" --token '${TOKEN}'"#),
     miss("flag-secret-bare", "pass --password $DB_PASSWORD or --password <pw>; --token is required"),
     hit("userinfo-password", "connect to admin:⟦Sup3rS3cretPw⟧@db.internal:5432 now"),
@@ -206,6 +225,7 @@ pub(super) const SAMPLES: &[Sample] = &[
     hit("connection-string-password", "jdbc:sqlserver://db:1433;databaseName=billing;user=sa;password=⟦Summer Time⟧;"),
     hit("connection-string-password", "jdbc:mysql://db:3306/billing?user=app&password=⟦tr0ub4dor⟧&useSSL=true"),
     hit("connection-string-password", r#"Data Source=db;Initial Catalog=app;User Id=app;Password="⟦pa;ss word⟧";"#),
+    hit("connection-string-password", r#"Data Source=db;User Id=app;Password="⟦pa\"ss word⟧";"#),
     miss("connection-string-password", "Server=db;Database=app;User Id=app;Password=<your-password>;"),
     miss("connection-string-password", "Set the Password= option in the settings file, then restart."),
     hit("jdbc-oracle-password", "url: jdbc:oracle:thin:scott/⟦T1ger!x⟧@db.example.com:1521:ORCL"),

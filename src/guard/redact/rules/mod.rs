@@ -19,6 +19,34 @@ macro_rules! assignment_key {
     };
 }
 
+/// A double-quoted value read through its escapes, whose characters are any but `"`, `\` and
+/// `$excluded` (the inside of a character class: `\s`, `\n`), `$count` of them: written plainly,
+/// `"a\"b\\c"` (the second group: an escape is one character, so an escaped quote or backslash
+/// does not end the value), or inside another string, `\"a\\\"b\\\\c\"` (the first group: its
+/// escapes are doubled). The first group that takes part is the value. Without this, a
+/// backslash in a quoted secret hid it whole and an escaped quote kept its tail (issue 51,
+/// finding 7).
+macro_rules! quoted_escaped {
+    ($excluded:literal, $count:literal) => {
+        concat!(
+            r#"(?:\\"((?:[^"\\"#,
+            $excluded,
+            r#"]|\\\\\\\\|\\\\\\"|\\\\[^"\\"#,
+            $excluded,
+            r#"])"#,
+            $count,
+            r#")\\""#,
+            r#"|"((?:[^"\\"#,
+            $excluded,
+            r#"]|\\[^"#,
+            $excluded,
+            r#"])"#,
+            $count,
+            r#")")"#
+        )
+    };
+}
+
 /// A value assigned to a key that names a provider: `$name`, up to 30 more key characters,
 /// an assignment operator, an optional quote, then `$value` as the secret (group 1), ended by
 /// a character that cannot continue it. For providers whose keys have no prefix of their own
