@@ -12,6 +12,13 @@ use unicode_normalization::UnicodeNormalization;
 /// Most bytes one stream of a PDF may inflate to (a decompression bomb stops here).
 const MAX_INFLATED: usize = 64 * 1024 * 1024;
 
+/// Most entries of an outline (and nodes of its named destinations) read. lopdf follows an
+/// outline's `First` and `Next` without remembering where it has been, so an entry whose `Next`
+/// leads back to itself kept it busy until the time limit (issue 51, finding 6): an outline is
+/// walked here first, and one with a loop, a shared entry or more entries than this is left out
+/// (the pages are still read).
+const MAX_OUTLINE_NODES: usize = 10_000;
+
 /// Why a PDF gives no text.
 #[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PdfError {
@@ -24,35 +31,96 @@ pub enum PdfError {
     /// The process reading it crashed or ran out of time (`worker`).
     #[error("{0}")]
     Crashed(String),
+    /// Its text is more than the limit on a document's size (a few kB of PDF can hold many MB
+    /// of compressed text): refused like a file over the limit, before more is read.
+    #[error("its text is over the {0}-byte limit (index.max_file_bytes)")]
+    TooMuchText(u64),
 }
 
 /// The pages' text and the outline of the PDF `bytes`, read with lopdf. A page whose text
 /// cannot be read is left empty, and the others are kept; a PDF without an outline has none.
-/// Ligatures and other compatibility forms are folded (NFKC: "ﬁ" is "fi").
-pub fn extract(bytes: &[u8]) -> Result<Extracted, PdfError> {
+/// Ligatures and other compatibility forms are folded (NFKC: "ﬁ" is "fi"). Reading stops as
+/// soon as the text (outline titles included) is over `max_text` bytes.
+pub fn extract(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
     let options = lopdf::LoadOptions { max_decompressed_size: Some(MAX_INFLATED), ..Default::default() };
     let doc = lopdf::Document::load_mem_with_options(bytes, options)
         .map_err(|e| PdfError::Unreadable(e.to_string().chars().take(200).collect()))?;
     let numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
-    let pages: Vec<String> = numbers
-        .iter()
-        .map(|&n| doc.extract_text(&[n]).map(|text| text.nfkc().collect::<String>()).unwrap_or_default())
-        .collect();
+    let mut read = 0u64;
+    let mut count = |text: &str| {
+        read = read.saturating_add(text.len() as u64);
+        if read > max_text { Err(PdfError::TooMuchText(max_text)) } else { Ok(()) }
+    };
+    let mut pages = Vec::with_capacity(numbers.len());
+    for n in numbers {
+        let text = doc.extract_text(&[n]).map(|text| text.nfkc().collect::<String>()).unwrap_or_default();
+        count(&text)?;
+        pages.push(text);
+    }
     // A PDF without an outline is an error to lopdf: it simply has none.
-    let outline = doc
-        .get_toc()
-        .map(|toc| {
-            toc.toc
-                .into_iter()
-                .map(|e| Entry { level: e.level, title: e.title.nfkc().collect(), page: e.page })
-                .collect()
-        })
-        .unwrap_or_default();
+    let outline: Vec<Entry> = if outline_is_finite(&doc) {
+        doc.get_toc()
+            .map(|toc| {
+                toc.toc
+                    .into_iter()
+                    .map(|e| Entry { level: e.level, title: e.title.nfkc().collect(), page: e.page })
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    for entry in &outline {
+        count(&entry.title)?;
+    }
     let extracted = Extracted { pages, outline };
     if extracted.is_blank() {
         return Err(PdfError::NoText);
     }
     Ok(extracted)
+}
+
+/// True when the outline (and the tree of named destinations its entries may point to) can be
+/// walked the way lopdf walks it and ends: no entry reached twice, at most
+/// [`MAX_OUTLINE_NODES`] of them.
+fn outline_is_finite(doc: &lopdf::Document) -> bool {
+    use lopdf::Object;
+    let Ok(catalog) = doc.catalog() else { return true };
+    let mut todo: Vec<&Object> = Vec::new();
+    todo.extend(catalog.get(b"Outlines").ok());
+    todo.extend(catalog.get(b"Dests").ok());
+    if let Some(names) = catalog.get_deref(b"Names", doc).ok().and_then(|n| n.as_dict().ok()) {
+        todo.extend(names.get(b"Dests").ok());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut nodes = 0usize;
+    while let Some(object) = todo.pop() {
+        let dict = match object {
+            Object::Reference(id) => {
+                if !seen.insert(*id) {
+                    return false;
+                }
+                match doc.get_object(*id).and_then(Object::as_dict) {
+                    Ok(dict) => dict,
+                    Err(_) => continue,
+                }
+            }
+            Object::Dictionary(dict) => dict,
+            _ => continue,
+        };
+        nodes += 1;
+        if nodes > MAX_OUTLINE_NODES {
+            return false;
+        }
+        todo.extend([b"First".as_slice(), b"Next"].into_iter().filter_map(|key| dict.get(key).ok()));
+        if let Some(kids) = dict.get_deref(b"Kids", doc).ok().and_then(|k| k.as_array().ok()) {
+            if nodes + kids.len() > MAX_OUTLINE_NODES {
+                return false;
+            }
+            todo.extend(kids.iter());
+        }
+    }
+    true
 }
 
 /// What a PDF holds: its pages' text, in order, and its outline.
@@ -142,13 +210,13 @@ fn clean_title(title: &str) -> String {
     title.split_whitespace().collect::<Vec<_>>().join(" ").replace(" > ", " - ")
 }
 
-/// The pages and outline of the PDF `bytes`, read in a worker process of their own when the
-/// zygote runs (`worker`), else here.
-pub fn read(bytes: &[u8]) -> Result<Extracted, PdfError> {
+/// The pages and outline of the PDF `bytes`, at most `max_text` bytes of text, read in a worker
+/// process of their own when the zygote runs (`worker`), else here.
+pub fn read(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
     #[cfg(unix)]
-    return worker::extract(bytes);
+    return worker::extract(bytes, max_text);
     #[cfg(not(unix))]
-    return extract(bytes);
+    return extract(bytes, max_text);
 }
 
 /// A marker line's page number and outline path (`None` for any other line).

@@ -71,7 +71,9 @@ fn a_real_manual_is_found_on_its_page() {
 
 /// PDFs are read in worker processes: one whose reading aborts (as a parser's panic does in
 /// the release build), loops or runs out of memory is skipped with what happened, and the
-/// command goes on to read the rest. (Debug builds read these bytes as those failures.)
+/// command goes on to read the rest. (Debug builds read these bytes as those failures.) A PDF of
+/// a few kB whose text is over `index.max_file_bytes` is refused as a file over it is; one whose
+/// outline loops is read without its outline, at once (issue 51, findings 5 and 6).
 #[test]
 fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
     let ws = sample_workspace();
@@ -84,16 +86,27 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
         std::fs::write(docs.join(name), bytes).expect("write");
     }
     std::fs::write(docs.join("bluebird.pdf"), docs_agent::pdf::fixtures::manual(true)).expect("write");
+    let bomb = docs_agent::pdf::fixtures::text_bomb(512);
+    assert!(bomb.len() < 16 * 1024, "{} bytes", bomb.len());
+    std::fs::write(docs.join("bomb.pdf"), bomb).expect("write");
+    std::fs::write(docs.join("cycle.pdf"), docs_agent::pdf::fixtures::cyclic_outline()).expect("write");
+    std::fs::write(ws.path().join("docs-agent.toml"), "[index]\nmax_file_bytes = 262144\n").expect("config");
     let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["check"]);
     let said = format!("{}{}", out.stdout, out.stderr);
     assert!(said.contains("docs/abort.pdf: the PDF reader gave up on it (it aborted"), "{said}");
     assert!(said.contains("docs/loop.pdf: the PDF reader took longer than 2 s on it"), "{said}");
+    // Out of memory, or (on a busy machine, mapping is slow) out of time first.
     assert!(
         said.contains("docs/memory.pdf: the PDF reader gave up on it")
-            || said.contains("docs/memory.pdf: the PDF reader was killed"),
+            || said.contains("docs/memory.pdf: the PDF reader was killed")
+            || said.contains("docs/memory.pdf: the PDF reader took longer than 2 s on it"),
         "{said}"
     );
+    assert!(said.contains("docs/bomb.pdf: its text is over the 262144-byte limit (index.max_file_bytes)"), "{said}");
+    assert!(!said.contains("docs/cycle.pdf"), "the looping outline costs nothing: {said}");
     // (Files this fresh are read again by the next command: it too gets the short limit.)
     let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["search", "proxy.url bluebird.toml"]);
-    assert!(out.stdout.starts_with("docs/bluebird.pdf#page=2"), "the rest is read: {}", out.stdout);
+    for page in ["docs/bluebird.pdf#page=2", "docs/cycle.pdf#page=2"] {
+        assert!(out.stdout.contains(page), "the rest is read: {}", out.stdout);
+    }
 }

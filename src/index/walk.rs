@@ -132,6 +132,8 @@ struct Sink<'a> {
 
 /// Roughly how many bytes of documents `docs` holds, from metadata alone (no file is opened,
 /// no link followed), stopping once `enough` is reached: to choose how to build, not to index.
+/// A PDF counts as `enough` whatever its size: a few kB of PDF can be megabytes of text, so
+/// docs with PDFs are always built streaming, one document in memory at a time.
 pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
     let Ok(entries) = dir.entries() else {
         return 0;
@@ -149,8 +151,12 @@ pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
             if let Ok(sub) = dir.open_dir_nofollow(&name) {
                 total += approximate_bytes(&sub, depth + 1, enough - total);
             }
-        } else if kind.is_file() && name.to_str().and_then(DocKind::of).is_some() {
-            total += entry.metadata().map_or(0, |m| m.len());
+        } else if kind.is_file() {
+            match name.to_str().and_then(DocKind::of) {
+                Some(DocKind::Pdf) => total = enough,
+                Some(_) => total += entry.metadata().map_or(0, |m| m.len()),
+                None => {}
+            }
         }
     }
     total
@@ -233,5 +239,23 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
                 Err(e) => walk.warnings.push(format!("{path}: cannot stat ({e}); skipped")),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PDF's size says nothing of its text: docs with one are measured as large, so they are
+    /// built one document at a time (issue 51, finding 5).
+    #[test]
+    fn a_pdf_makes_the_docs_count_as_large() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(tmp.path().join("guides")).expect("mkdir");
+        std::fs::write(tmp.path().join("a.md"), "# A\n").expect("write");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+        assert_eq!(approximate_bytes(&dir, 0, 1 << 20), 4);
+        std::fs::write(tmp.path().join("guides/tiny.pdf"), "%PDF-1.5").expect("write");
+        assert_eq!(approximate_bytes(&dir, 0, 1 << 20), 1 << 20);
     }
 }

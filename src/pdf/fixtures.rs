@@ -104,10 +104,14 @@ pub fn scanned() -> Vec<u8> {
         Operation::new("Do", vec!["Im1".into()]),
         Operation::new("Q", vec![]),
     ];
+    one_page(doc, pages, ops, dictionary! { "XObject" => dictionary! { "Im1" => image } })
+}
+
+/// `doc` saved with one page (the object `pages` names) drawn by `ops` with `resources`.
+fn one_page(mut doc: Document, pages: ObjectId, ops: Vec<Operation>, resources: lopdf::Dictionary) -> Vec<u8> {
     let content = doc.add_object(Stream::new(dictionary! {}, Content { operations: ops }.encode().expect("content")));
     let page = doc.add_object(dictionary! {
-        "Type" => "Page", "Parent" => pages, "Contents" => content,
-        "Resources" => dictionary! { "XObject" => dictionary! { "Im1" => image } },
+        "Type" => "Page", "Parent" => pages, "Contents" => content, "Resources" => resources,
     });
     doc.objects.insert(
         pages,
@@ -116,7 +120,42 @@ pub fn scanned() -> Vec<u8> {
     );
     let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
     doc.trailer.set("Root", catalog);
+    doc.compress();
     let mut out = Vec::new();
     doc.save_to(&mut out).expect("the PDF is written");
     out
+}
+
+/// [`manual`] whose last outline entry's `Next` is itself: a loop for a reader that follows
+/// `Next` without remembering where it has been.
+pub fn cyclic_outline() -> Vec<u8> {
+    let mut doc = Document::load_mem(&manual(true)).expect("the manual reads");
+    let last = doc
+        .objects
+        .iter()
+        .find(|(_, o)| {
+            o.as_dict().ok().and_then(|d| d.get(b"Title").ok()).and_then(|t| t.as_str().ok())
+                == Some(b"Troubleshooting")
+        })
+        .map(|(id, _)| *id)
+        .expect("the last entry");
+    doc.get_object_mut(last).and_then(Object::as_dict_mut).expect("an entry").set("Next", last);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("the PDF is written");
+    out
+}
+
+/// A one-page PDF of a few kB whose page holds `kib` KiB of text (one line of 1 KiB shown again
+/// and again, compressed): small on disk, large once read.
+pub fn text_bomb(kib: usize) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let pages = doc.new_object_id();
+    let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+    let line = "Bluebird ".repeat(114);
+    let mut ops = vec![Operation::new("BT", vec![]), Operation::new("Tf", vec!["F1".into(), 12.into()])];
+    for _ in 0..kib {
+        ops.push(Operation::new("Tj", vec![Object::string_literal(line.as_str())]));
+    }
+    ops.push(Operation::new("ET", vec![]));
+    one_page(doc, pages, ops, dictionary! { "Font" => dictionary! { "F1" => font } })
 }

@@ -1,11 +1,14 @@
-use super::fixtures::{manual, scanned};
+use super::fixtures::{cyclic_outline, manual, scanned, text_bomb};
 use super::*;
+
+/// The default `index.max_file_bytes`.
+const LIMIT: u64 = 4 << 20;
 
 /// A PDF's pages and outline are read; its rendition has a marker per page with the
 /// outline's path at it.
 #[test]
 fn pages_and_outline_are_read() {
-    let read = extract(&manual(true)).expect("the manual reads");
+    let read = extract(&manual(true), LIMIT).expect("the manual reads");
     assert_eq!(read.pages.len(), 3);
     assert!(read.pages[1].contains("Set proxy.url in bluebird.toml."), "{:?}", read.pages);
     let outline: Vec<(usize, &str, usize)> = read.outline.iter().map(|e| (e.level, e.title.as_str(), e.page)).collect();
@@ -17,7 +20,7 @@ fn pages_and_outline_are_read() {
     let markers: Vec<(usize, &str)> = rendition.lines().filter_map(marker).collect();
     assert_eq!(markers, [(1, "Guide > Installing"), (2, "Guide > Configuring the proxy"), (3, "Troubleshooting")]);
     // Without an outline: the pages alone.
-    let plain = extract(&manual(false)).expect("reads");
+    let plain = extract(&manual(false), LIMIT).expect("reads");
     assert!(plain.outline.is_empty());
     assert_eq!(plain.rendition().lines().filter_map(marker).map(|(_, p)| p).collect::<Vec<_>>(), ["", "", ""]);
 }
@@ -25,13 +28,42 @@ fn pages_and_outline_are_read() {
 /// A scan has no text layer; bytes that are no PDF are unreadable; neither panics.
 #[test]
 fn a_scan_or_garbage_is_said_so() {
-    assert!(matches!(extract(&scanned()), Err(PdfError::NoText)), "{:?}", extract(&scanned()).map(|e| e.pages));
+    assert!(
+        matches!(extract(&scanned(), LIMIT), Err(PdfError::NoText)),
+        "{:?}",
+        extract(&scanned(), LIMIT).map(|e| e.pages)
+    );
     for bytes in [&b"not a pdf"[..], b"%PDF-1.5\n1 0 obj << /Type /Catalog", b""] {
-        assert!(matches!(extract(bytes), Err(PdfError::Unreadable(_))), "{bytes:?}");
+        assert!(matches!(extract(bytes, LIMIT), Err(PdfError::Unreadable(_))), "{bytes:?}");
     }
     // A manual cut short reads as far as it goes or says it cannot: never a panic.
     let whole = manual(true);
     for cut in [whole.len() / 2, whole.len() - 30] {
-        let _ = extract(&whole[..cut]);
+        let _ = extract(&whole[..cut], LIMIT);
     }
+}
+
+/// An outline entry whose `Next` is itself is left out, and the pages are read (lopdf alone
+/// followed it until the worker's time ran out). A bound on the wait turns a hang into a failure.
+#[test]
+fn a_looping_outline_is_left_out_and_the_pages_read() {
+    let (sent, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sent.send(extract(&cyclic_outline(), LIMIT));
+    });
+    let read = got.recv_timeout(std::time::Duration::from_secs(60)).expect("the PDF is read, not looped on");
+    let read = read.expect("the pages read");
+    assert_eq!(read.pages.len(), 3);
+    assert!(read.outline.is_empty(), "{:?}", read.outline);
+}
+
+/// A PDF of a few kB whose text is over the limit is refused as a file over it is, without
+/// holding more than the limit; under a larger limit it reads.
+#[test]
+fn text_over_the_limit_is_refused_whatever_the_file_size() {
+    let bomb = text_bomb(2048);
+    assert!(bomb.len() < 64 * 1024, "{} bytes on disk", bomb.len());
+    assert!(matches!(extract(&bomb, 1 << 20), Err(PdfError::TooMuchText(limit)) if limit == 1 << 20));
+    let read = extract(&bomb, 4 << 20).expect("under a larger limit");
+    assert!(read.pages[0].len() > 2 << 20, "{}", read.pages[0].len());
 }

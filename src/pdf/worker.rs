@@ -25,8 +25,14 @@ use super::{Extracted, PdfError};
 pub const TIME_LIMIT: Duration = Duration::from_secs(60);
 /// Most memory (address space) a worker may map.
 const MEMORY_LIMIT: u64 = 1024 * 1024 * 1024;
-/// Largest reply a worker may send (a PDF's text, as JSON).
+/// Largest reply a worker may send (a PDF's text, as JSON), whatever the text allowed.
 const MAX_REPLY: usize = 256 * 1024 * 1024;
+
+/// The largest reply for `max_text` bytes of text: JSON writes a control character in 6 bytes,
+/// plus room for the pages' and entries' framing.
+fn reply_limit(max_text: u64) -> usize {
+    usize::try_from(max_text.saturating_mul(6).saturating_add(1 << 20)).unwrap_or(MAX_REPLY).min(MAX_REPLY)
+}
 
 /// The zygote's end of the socket, once started.
 static ZYGOTE: OnceLock<Mutex<UnixStream>> = OnceLock::new();
@@ -64,14 +70,15 @@ pub fn start() -> Result<(), String> {
     }
 }
 
-/// The pages and outline of the PDF `bytes`: in a worker process when the zygote runs, else
-/// here. A worker that crashes or runs out of time is [`PdfError::Crashed`].
-pub fn extract(bytes: &[u8]) -> Result<Extracted, PdfError> {
-    let Some(zygote) = ZYGOTE.get() else { return super::extract(bytes) };
+/// The pages and outline of the PDF `bytes` (at most `max_text` bytes of text): in a worker
+/// process when the zygote runs, else here. A worker that crashes or runs out of time is
+/// [`PdfError::Crashed`]. The reply is no larger than the text allowed (and its JSON).
+pub fn extract(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
+    let Some(zygote) = ZYGOTE.get() else { return super::extract(bytes, max_text) };
     let mut socket = zygote.lock().unwrap_or_else(|e| e.into_inner());
-    let asked = send(&mut socket, bytes).and_then(|()| {
+    let asked = send_parts(&mut socket, &[&max_text.to_le_bytes(), bytes]).and_then(|()| {
         socket.set_read_timeout(Some(time_limit() + Duration::from_secs(10)))?;
-        receive(&mut socket, MAX_REPLY)
+        receive(&mut socket, reply_limit(max_text))
     });
     let reply = asked.map_err(|e| PdfError::Crashed(format!("the PDF reader did not answer ({e})")))?;
     match serde_json::from_slice::<Reply>(&reply) {
@@ -89,8 +96,9 @@ fn zygote(mut parent: UnixStream) -> ! {
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL)
     };
-    while let Ok(bytes) = receive(&mut parent, usize::MAX) {
-        let reply = serde_json::to_vec(&work(&bytes)).unwrap_or_default();
+    while let Ok(asked) = receive(&mut parent, usize::MAX) {
+        let Some((max_text, bytes)) = asked.split_first_chunk::<8>() else { break };
+        let reply = serde_json::to_vec(&work(bytes, u64::from_le_bytes(*max_text))).unwrap_or_default();
         if send(&mut parent, &reply).is_err() {
             break;
         }
@@ -100,20 +108,20 @@ fn zygote(mut parent: UnixStream) -> ! {
 }
 
 /// One worker for `bytes`: its reply, or how it ended.
-fn work(bytes: &[u8]) -> Reply {
+fn work(bytes: &[u8], max_text: u64) -> Reply {
     let Ok((mine, theirs)) = UnixStream::pair() else { return Reply::Crashed("no socket for the worker".into()) };
     // SAFETY: the zygote runs one thread.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop(mine);
-        worker(theirs, bytes)
+        worker(theirs, bytes, max_text)
     }
     drop(theirs);
     if pid < 0 {
         return Reply::Crashed(format!("cannot start a worker: {}", std::io::Error::last_os_error()));
     }
     let mut mine = mine;
-    let answer = mine.set_read_timeout(Some(time_limit())).and_then(|()| receive(&mut mine, MAX_REPLY));
+    let answer = mine.set_read_timeout(Some(time_limit())).and_then(|()| receive(&mut mine, reply_limit(max_text)));
     if answer.is_err() {
         // SAFETY: `pid` is this process's own child, not yet reaped.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -133,7 +141,7 @@ fn work(bytes: &[u8]) -> Reply {
 }
 
 /// A worker: limits itself, parses, answers, exits.
-fn worker(mut parent: UnixStream, bytes: &[u8]) -> ! {
+fn worker(mut parent: UnixStream, bytes: &[u8], max_text: u64) -> ! {
     let limit = libc::rlimit { rlim_cur: MEMORY_LIMIT, rlim_max: MEMORY_LIMIT };
     // SAFETY: plain system calls on this process.
     unsafe {
@@ -143,7 +151,7 @@ fn worker(mut parent: UnixStream, bytes: &[u8]) -> ! {
     let _ = crate::sandbox::enter(&crate::sandbox::Plan::nothing(), crate::sandbox::Mode::Auto);
     #[cfg(debug_assertions)]
     test_failures(bytes);
-    let result = super::extract(bytes);
+    let result = super::extract(bytes, max_text);
     let reply = serde_json::to_vec(&Reply::Done(result)).unwrap_or_default();
     let _ = send(&mut parent, &reply);
     // SAFETY: ends this forked process without running the parent's exit handlers.
@@ -190,9 +198,15 @@ fn signal(number: i32) -> String {
 
 /// Sends `bytes`, length first.
 fn send(socket: &mut UnixStream, bytes: &[u8]) -> std::io::Result<()> {
-    let length = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    send_parts(socket, &[bytes])
+}
+
+/// Sends `parts` as one message (what [`receive`] reads as their concatenation), without
+/// copying them into one buffer first.
+fn send_parts(socket: &mut UnixStream, parts: &[&[u8]]) -> std::io::Result<()> {
+    let length = u64::try_from(parts.iter().map(|p| p.len()).sum::<usize>()).unwrap_or(u64::MAX);
     socket.write_all(&length.to_le_bytes())?;
-    socket.write_all(bytes)
+    parts.iter().try_for_each(|part| socket.write_all(part))
 }
 
 /// Receives what [`send`] sent, refusing more than `max` bytes.

@@ -343,7 +343,7 @@ pub fn read_confined_sized(dir: &Dir, inner: &str, max_bytes: u64) -> Result<(St
     // A PDF is read as its text (`crate::pdf`): what the index, read_file and check see.
     let size = bytes.len() as u64;
     if crate::doc_kind::DocKind::of(inner) == Some(crate::doc_kind::DocKind::Pdf) {
-        return crate::pdf::read(&bytes)
+        return crate::pdf::read(&bytes, max_bytes)
             .map(|pdf| (pdf.rendition(), size))
             .map_err(|e| FileError::Failed(e.to_string()));
     }
