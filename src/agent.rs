@@ -196,11 +196,12 @@ fn open_index(
     readers: usize,
     embed: Embed,
     hidden: &crate::workspace::hidden::Hidden,
+    outbound: &crate::guard::outbound::Outbound,
 ) -> Result<(Index, Source), IndexError> {
     let (mut index, source) = open_keywords(docs, config, readers)?;
     // What the rules hide is never sent to the embedding server either.
     index.hidden = hidden.clone();
-    if let Some(embedder) = embedder(config).filter(|_| embed == Embed::Now) {
+    if let Some(embedder) = embedder(config, outbound).filter(|_| embed == Embed::Now) {
         let cache = match &source {
             Source::File { path, .. } => Some(crate::index::vectors::cache_path(path)),
             Source::Memory { .. } => None,
@@ -237,8 +238,12 @@ pub fn hidden_by(workspace: &Workspace, hooks: &crate::hooks::Hooks) -> crate::w
     }
 }
 
-/// The embedding model `[retrieval.embeddings]` names, if it names one.
-pub fn embedder(config: &Config) -> Option<std::sync::Arc<crate::index::embed::Embedder>> {
+/// The embedding model `[retrieval.embeddings]` names, if it names one; what it sends passes
+/// `outbound` (the operator's patterns: `hooks::Hooks::outbound`).
+pub fn embedder(
+    config: &Config,
+    outbound: &crate::guard::outbound::Outbound,
+) -> Option<std::sync::Arc<crate::index::embed::Embedder>> {
     let settings = &config.retrieval.embeddings;
     settings.enabled().then(|| {
         std::sync::Arc::new(crate::index::embed::Embedder::new(
@@ -246,14 +251,18 @@ pub fn embedder(config: &Config) -> Option<std::sync::Arc<crate::index::embed::E
             config.embeddings_base_url(),
             config.embeddings_api_key(),
             config.llm.retries,
+            outbound.clone(),
         ))
     })
 }
 
-/// The reranker `[retrieval.reranker]` names, if it names one.
-pub fn reranker(config: &Config) -> Option<std::sync::Arc<crate::index::rerank::Reranker>> {
+/// The reranker `[retrieval.reranker]` names, if it names one; what it sends passes `outbound`.
+pub fn reranker(
+    config: &Config,
+    outbound: &crate::guard::outbound::Outbound,
+) -> Option<std::sync::Arc<crate::index::rerank::Reranker>> {
     let settings = &config.retrieval.reranker;
-    settings.enabled().then(|| std::sync::Arc::new(crate::index::rerank::Reranker::new(settings)))
+    settings.enabled().then(|| std::sync::Arc::new(crate::index::rerank::Reranker::new(settings, outbound.clone())))
 }
 
 /// [`open_index`] before its rows are embedded.
@@ -303,13 +312,14 @@ impl Harness {
         let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(OpenError::Hooks)?;
         let workspace = Workspace::of(config).map_err(OpenError::Workspace)?;
         let hidden = hidden_by(&workspace, &hooks);
+        let outbound = hooks.outbound();
         // The prompt (skills, AGENTS.md, both scrubbed: the redactor's first use, which builds
         // its automaton and compiles rules) is made on a second thread while this one brings
         // the index up to date; neither reads what the other makes.
         let (opened, prompted) = std::thread::scope(|scope| {
             let prompted = scope.spawn(|| system_prompt(&workspace, config));
             let opened = match workspace.docs() {
-                Some(docs) => open_index(&docs, config, readers, embed, &hidden).map_err(OpenError::Index),
+                Some(docs) => open_index(&docs, config, readers, embed, &hidden, &outbound).map_err(OpenError::Index),
                 None => Index::empty()
                     .map(|index| (index, Source::Memory { built_from: Vec::new() }))
                     .map_err(OpenError::Index),
@@ -319,12 +329,12 @@ impl Harness {
         let (skills, system_prompt) = prompted.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let (mut index, source) = opened?;
         index.revision = std::sync::Mutex::new(config.docs_revision.clone());
-        let reranker = reranker(config);
+        let reranker = reranker(config, &outbound);
         index.reranker = reranker.clone();
         let workspace = workspace.hiding(hidden.clone());
         Ok(Harness {
             workspace,
-            index: Live::hiding(index, readers, hidden).embedded(embedder(config)).reranked(reranker),
+            index: Live::hiding(index, readers, hidden).embedded(embedder(config, &outbound)).reranked(reranker),
             source: source.into(),
             skills,
             system_prompt,

@@ -43,7 +43,8 @@ struct Rule {
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     rules: Vec<Rule>,
-    redact: Vec<Regex>,
+    /// The `post_tool.redact` patterns, and the guard that applies them to text sent elsewhere.
+    redact: crate::guard::outbound::Outbound,
     max_result_bytes: usize,
     require_citation: bool,
     citation_from: Option<(GlobSet, Vec<String>)>,
@@ -238,7 +239,7 @@ impl Hooks {
         };
         Ok(Hooks {
             rules,
-            redact,
+            redact: crate::guard::outbound::Outbound::new(redact),
             max_result_bytes: config.post_tool.max_result_bytes,
             require_citation: config.stop.require_citation,
             citation_from,
@@ -255,7 +256,7 @@ impl Hooks {
         format!(
             "{} pre-tool rule(s), {} post-tool redaction pattern(s){}, an answer needs {stop}",
             self.rules.len(),
-            self.redact.len(),
+            self.redact.patterns().len(),
             if self.max_result_bytes > 0 {
                 format!(", results cut at {} bytes", self.max_result_bytes)
             } else {
@@ -342,29 +343,28 @@ impl Hooks {
                 .is_none_or(|ruled| ruled.decision == RuleDecision::Allow)
     }
 
+    /// The guard on text sent to another server, with these extra redaction patterns.
+    pub fn outbound(&self) -> crate::guard::outbound::Outbound {
+        self.redact.clone()
+    }
+
     /// `text` with the extra redaction patterns applied, and nothing cut: for the short texts
     /// shown beside a result (a hit's path or heading in an MCP client's structured content).
     pub fn redacted<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
-        let mut text = std::borrow::Cow::Borrowed(text);
-        for regex in &self.redact {
-            if regex.is_match(&text) {
-                text = std::borrow::Cow::Owned(regex.replace_all(&text, "[REDACTED:hook]").into_owned());
-            }
-        }
-        text
+        self.redact.patterns_applied(std::borrow::Cow::Borrowed(text))
     }
 
     /// A tool result after the extra redaction and the size cap.
     pub fn after(&self, text: &str) -> Trimmed {
-        if self.redact.is_empty() && (self.max_result_bytes == 0 || text.len() <= self.max_result_bytes) {
+        if self.redact.patterns().is_empty() && (self.max_result_bytes == 0 || text.len() <= self.max_result_bytes) {
             return Trimmed { text: text.to_string(), changes: Vec::new() };
         }
         let mut changes = Vec::new();
         let mut text = text.to_string();
-        for (i, regex) in self.redact.iter().enumerate() {
+        for (i, regex) in self.redact.patterns().iter().enumerate() {
             let found = regex.find_iter(&text).count();
             if found > 0 {
-                text = regex.replace_all(&text, "[REDACTED:hook]").into_owned();
+                text = regex.replace_all(&text, crate::guard::outbound::HOOK_MARKER).into_owned();
                 changes.push(format!("redacted {found} match(es) of hooks.post_tool.redact[{i}]"));
             }
         }

@@ -392,3 +392,81 @@ fn a_bad_embeddings_setting_is_named_before_anything_runs() {
         assert!(out.stderr.contains(named), "{}", out.stderr);
     }
 }
+
+/// Every path by which text leaves for the embedding server or the reranker passes one guard
+/// (`guard::outbound`), in serve as on the command line (issue 51, findings 8 and 9, and the
+/// weakly held "hidden documents are never embedded by any path"): a question's pasted secrets
+/// and the operator's pattern are taken out of `/v1/search`, MCP `search_docs` and `/v1/ask`
+/// alike; a section is sent with what the pattern redacts taken out; serve's index updater
+/// never sends a hidden document, at start or when one is added.
+#[tokio::test]
+async fn what_leaves_for_the_embedding_server_and_the_reranker_is_guarded_on_every_path() {
+    use std::io::BufRead;
+    const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+    const GITHUB: &str = "ghp_0123456789abcdefABCDEF0123456789abcd";
+    const TICKET: &str = "ACME-112233";
+    const HIDDEN: &str = "Quokkaplan";
+    let embeddings = FakeEmbeddings::start();
+    let reranker = fake::reranker::FakeReranker::start(fake::reranker::Mode::Documents);
+    let ws = sample_workspace();
+    let docs = ws.path().join("docs");
+    std::fs::create_dir_all(docs.join("internal")).expect("mkdir");
+    std::fs::write(docs.join("internal/plan.md"), format!("# Launch plan\n\n{HIDDEN} launches in March.\n"))
+        .expect("write");
+    std::fs::write(docs.join("shipping.md"), format!("# Shipping\n\nOrder {TICKET} shipped on time.\n"))
+        .expect("write");
+    let token = "outbound-token-0123456789";
+    common::serve_config(
+        ws.path(),
+        &[("ana", token, &["ask"])],
+        "[[hooks.pre_tool]]\nname = \"internal-only\"\ntool = \"read_file\"\npath = \"docs/internal/**\"\n\
+         decision = \"deny\"\nreason = \"internal\"\n\n[hooks.post_tool]\nredact = [\"ACME-[0-9]{6}\"]\n",
+    );
+    let mut env = env(&embeddings);
+    env.push(("DOCS_AGENT_RERANKER_URL", reranker.base_url()));
+    env.push(("LLM_MODEL", "extractive".into()));
+    env.push(("DOCS_AGENT_INDEX_RESCAN_SECS", "1".into()));
+    let (mut child, url, stderr) = common::spawn_serve(ws.path(), &borrowed(&env));
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    // Serve's updater embeds the docs (the shipping page among them), then a hidden page added
+    // later is not sent either.
+    let embedded = |needle: &str| embeddings.texts().iter().any(|t| t.contains(needle));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !embedded("shipped on time") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(embedded("shipped on time"), "the updater embedded the docs: {:?}", embeddings.texts());
+    std::fs::write(docs.join("internal/later.md"), format!("# Later\n\n{HIDDEN} later, in April.\n")).expect("write");
+    std::fs::write(docs.join("okapi.md"), "# Okapi add-on\n\nThe okapi add-on costs 9 EUR a month.\n").expect("write");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !embedded("okapi add-on costs") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(embedded("okapi add-on costs"), "the updater embedded the change");
+
+    let question = format!("order {TICKET} shipped with key {AWS} and token {GITHUB}");
+    let mut answered = Vec::new();
+    let search = http.get(format!("{url}/v1/search?q={}", common::percent(&question))).bearer_auth(token);
+    answered.push(search.send().await.expect("search").status().as_u16());
+    let ask = http.post(format!("{url}/v1/ask")).bearer_auth(token).json(&serde_json::json!({"question": question}));
+    answered.push(ask.send().await.expect("ask").status().as_u16());
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "search_docs", "arguments": {"query": question}}});
+    let (status, _) = common::mcp::post_mcp(&url, Some(token), call).await;
+    answered.push(status);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(answered, [200, 200, 200]);
+
+    let sent: Vec<String> =
+        embeddings.texts().into_iter().chain(reranker.requests().iter().map(serde_json::Value::to_string)).collect();
+    let questions = sent.iter().filter(|t| t.contains("shipped with key")).count();
+    assert!(questions >= 4, "each path asked (three embeddings, the reranker): {sent:?}");
+    for secret in [AWS, GITHUB, TICKET, HIDDEN] {
+        let leaked: Vec<&String> = sent.iter().filter(|t| t.contains(secret)).collect();
+        assert!(leaked.is_empty(), "{secret} was sent: {leaked:?}");
+    }
+    assert!(sent.iter().any(|t| t.contains("Order [REDACTED:hook] shipped")), "{sent:?}");
+}

@@ -132,7 +132,7 @@ fn a_failed_reranker_is_not_asked_again_at_once() {
         min_relevance: 0.0,
         covers_at: 1.0,
     };
-    let client = docs_agent::index::rerank::Reranker::new(&settings);
+    let client = docs_agent::index::rerank::Reranker::new(&settings, Default::default());
     let documents = ["Refunds are possible within 14 days.".to_string()];
     let first = client.scores("refund window", &documents).expect_err("down");
     assert!(first.to_string().contains("HTTP 503"), "{first}");

@@ -28,7 +28,7 @@ pub fn embedder() -> Option<Embedder> {
         timeout_secs: 600,
         weight: var("BENCH_WEIGHT").parse().unwrap_or(0.5),
     };
-    Some(Embedder::new(&settings, &url, None, 2))
+    Some(Embedder::new(&settings, &url, None, 2, Default::default()))
 }
 
 /// `index` with the vectors of every row when the environment names a model (`name` names the

@@ -25,7 +25,7 @@ pub fn reranker(defaults: &RerankerConfig) -> Option<Reranker> {
         "reranker: {} ({} candidates, {} characters each)",
         settings.base_url, settings.candidates, settings.input_chars
     );
-    Some(Reranker::new(&settings))
+    Some(Reranker::new(&settings, Default::default()))
 }
 
 /// The median and the 90th percentile of `ms`.

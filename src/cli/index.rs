@@ -88,9 +88,10 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
             );
             // With an embedding model, the sections' vectors too (those the cache lacks), so the
             // next question does not wait for them.
-            if let Some(embedder) = crate::agent::embedder(&config) {
-                // What the operator's rules hide is never sent to the embedding server.
-                let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(|e| (Exit::Failure, e.to_string()))?;
+            // What the operator's rules hide is never sent to the embedding server, and what
+            // their patterns redact is not sent with its section.
+            let hooks = crate::hooks::Hooks::compile(&config.hooks).map_err(|e| (Exit::Failure, e.to_string()))?;
+            if let Some(embedder) = crate::agent::embedder(&config, &hooks.outbound()) {
                 index.hidden = crate::agent::hidden_by(&workspace, &hooks);
                 let started = Instant::now();
                 let cache = crate::index::vectors::cache_path(&file);

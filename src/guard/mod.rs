@@ -7,6 +7,7 @@ pub mod fence;
 pub mod joined;
 pub mod links;
 pub mod markdown;
+pub mod outbound;
 pub mod redact;
 pub mod sink;
 pub mod stream;

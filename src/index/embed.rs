@@ -84,6 +84,8 @@ pub struct Embedder {
     api_key: Option<String>,
     /// Retries of a section batch after the first attempt (a question's vector is asked once).
     retries: u32,
+    /// The guard every text passes before it is sent.
+    outbound: crate::guard::outbound::Outbound,
     /// Until when a question's vector is not asked for, after one failed.
     paused_until: std::sync::Mutex<Option<std::time::Instant>>,
     /// What every request shares, made on first use.
@@ -107,8 +109,15 @@ struct Datum {
 
 impl Embedder {
     /// The model `settings` names on `base_url` (already resolved: the embeddings' own, or the
-    /// model server's), sending `api_key`; a section batch is tried `retries` more times.
-    pub fn new(settings: &EmbeddingsConfig, base_url: &str, api_key: Option<&str>, retries: u32) -> Embedder {
+    /// model server's), sending `api_key`; a section batch is tried `retries` more times. Every
+    /// text it sends, a question or a section, passes `outbound` first.
+    pub fn new(
+        settings: &EmbeddingsConfig,
+        base_url: &str,
+        api_key: Option<&str>,
+        retries: u32,
+        outbound: crate::guard::outbound::Outbound,
+    ) -> Embedder {
         let known = known_prefixes(&settings.model);
         let prefixes = (
             settings.query_prefix.clone().unwrap_or_else(|| known.0.to_string()),
@@ -120,6 +129,7 @@ impl Embedder {
             url: format!("{}/embeddings", base_url.trim_end_matches('/')),
             api_key: api_key.filter(|k| !k.is_empty()).map(str::to_string),
             retries,
+            outbound,
             paused_until: std::sync::Mutex::new(None),
             request: OnceLock::new(),
             thread: super::remote::RequestThread::new("embeddings"),
@@ -196,7 +206,8 @@ impl Embedder {
         // it itself) is asked again with every text cut to half, down to MIN_INPUT_CHARS.
         let mut chars = self.settings.input_chars;
         let vectors = loop {
-            let clipped: Vec<String> = texts.iter().map(|t| format!("{prefix}{}", clip(t, chars))).collect();
+            let clipped: Vec<String> =
+                texts.iter().map(|t| format!("{prefix}{}", clip(&self.outbound.text(t), chars))).collect();
             let request = request.clone();
             match self
                 .thread
@@ -395,10 +406,10 @@ mod tests {
             timeout_secs: 5,
             weight: 0.5,
         };
-        let known = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0);
+        let known = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0, Default::default());
         assert_eq!(known.prefixes.0, "task: search result | query: ");
         settings.query_prefix = Some(String::new());
-        let set = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0);
+        let set = Embedder::new(&settings, "http://127.0.0.1:1/v1", None, 0, Default::default());
         assert_eq!((set.prefixes.0.as_str(), set.prefixes.1.as_str()), ("", "title: none | text: "));
         assert_ne!(known.identity(), set.identity(), "another prefix is another identity");
     }

@@ -151,6 +151,8 @@ pub struct Reranker {
     http: OnceLock<Result<reqwest::Client, RerankError>>,
     /// The thread the requests run on.
     thread: RequestThread,
+    /// The guard the question and every document pass before they are sent.
+    outbound: crate::guard::outbound::Outbound,
 }
 
 /// One scored document, as every server names its fields.
@@ -182,7 +184,7 @@ enum Failed {
 
 impl Reranker {
     /// The reranker `settings` name (its `base_url` set).
-    pub fn new(settings: &RerankerConfig) -> Reranker {
+    pub fn new(settings: &RerankerConfig, outbound: crate::guard::outbound::Outbound) -> Reranker {
         Reranker {
             settings: settings.clone(),
             url: format!("{}/rerank", settings.base_url.trim().trim_end_matches('/')),
@@ -193,6 +195,7 @@ impl Reranker {
             last: Mutex::new(Last::NotAsked),
             http: OnceLock::new(),
             thread: RequestThread::new("reranker"),
+            outbound,
         }
     }
 
@@ -256,10 +259,10 @@ impl Reranker {
     fn ask(&self, query: &str, documents: &[String]) -> Result<Vec<f64>, RerankError> {
         let http = self.http.get_or_init(|| self.client()).clone()?;
         let deadline = Instant::now() + Duration::from_millis(self.settings.timeout_ms.max(1));
-        let query = crate::guard::scrub(query);
+        let query = self.outbound.text(query);
         let query = clip_words(&query, MAX_QUERY_CHARS).to_string();
         // The docs were scrubbed when indexed; the operator's patterns may have grown since.
-        let documents: Vec<String> = documents.iter().map(|d| crate::guard::scrub(d).into_owned()).collect();
+        let documents: Vec<String> = documents.iter().map(|d| self.outbound.text(d).into_owned()).collect();
         loop {
             let chars = self.chars.load(Ordering::Relaxed);
             let left = deadline.saturating_duration_since(Instant::now());
@@ -468,16 +471,16 @@ mod tests {
     /// logit of 0.3 inside 0..1 is then 0.57, not 0.3.
     #[test]
     fn scores_are_read_as_the_server_sends_them() {
-        let auto = Reranker::new(&settings(RerankScores::Auto));
+        let auto = Reranker::new(&settings(RerankScores::Auto), Default::default());
         assert_eq!(auto.relevance(vec![0.3], false), [0.3], "ambiguous, and nothing said otherwise yet");
         let seen = auto.relevance(vec![7.2, -10.7], false);
         assert!(seen[0] > 0.99 && seen[1] < 0.001, "{seen:?}");
         assert!((auto.relevance(vec![0.3], false)[0] - 0.574).abs() < 0.001, "logits from then on");
-        let tei = Reranker::new(&settings(RerankScores::Auto));
+        let tei = Reranker::new(&settings(RerankScores::Auto), Default::default());
         assert!((tei.relevance(vec![0.3], true)[0] - 0.574).abs() < 0.001, "TEI was asked for raw scores");
-        let logits = Reranker::new(&settings(RerankScores::Logits));
+        let logits = Reranker::new(&settings(RerankScores::Logits), Default::default());
         assert!((logits.relevance(vec![0.0], false)[0] - 0.5).abs() < 1e-9);
-        let probabilities = Reranker::new(&settings(RerankScores::Probabilities));
+        let probabilities = Reranker::new(&settings(RerankScores::Probabilities), Default::default());
         assert_eq!(probabilities.relevance(vec![0.3, 0.9], false), [0.3, 0.9]);
     }
 
