@@ -6,10 +6,13 @@
 //! needs the room. A body over `serve.max_body_bytes` is answered 413 as soon as it is known to
 //! be.
 //!
-//! Only a caller with a valid token gets a body read (401 at once otherwise: the one public
-//! route that takes one is a git source's webhook, whose signature covers its body), and at most `serve.max_connections` bodies are read at once (503 beyond), so the
-//! memory bodies take is bounded by `max_connections × max_body_bytes` whatever HTTP/2's
-//! streams do.
+//! Only a caller with a valid token gets a body read (401 at once otherwise), and at most
+//! `serve.max_connections` bodies are read at once (503 beyond), so the memory bodies take is
+//! bounded by `max_connections × max_body_bytes` whatever HTTP/2's streams do. The one public
+//! route that takes a body is a git source's webhook (`POST /v1/sources/NAME/sync`, whose
+//! signature covers its body): its bodies are read in a pool of their own, at most
+//! [`WEBHOOK_BODIES`] at once, so anonymous callers holding unfinished webhook bodies cannot
+//! take the slots of the callers with a token (issue 51, finding 2).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +27,9 @@ use futures_util::StreamExt;
 
 use super::AppState;
 use super::error::ApiError;
+
+/// Webhook bodies read at once, whoever sends them: a forge sends one per push.
+pub const WEBHOOK_BODIES: usize = 8;
 
 /// Set by `conn` on each request, and raised here once the request's body is in: until then the
 /// connection counts as half-open and may be closed to make room.
@@ -40,7 +46,7 @@ pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, n
         return run(parts, Vec::new(), next).await;
     }
     // A git source's webhook proves itself by a signature of its body, not a token.
-    let webhook = parts.method == axum::http::Method::POST && super::sources::is_webhook(&state, parts.uri.path());
+    let webhook = parts.method == axum::http::Method::POST && super::sources::is_webhook(parts.uri.path());
     if !webhook && let Err(refusal) = super::auth::authenticate(&state, &parts.headers, &parts.extensions) {
         return closing(refusal.into_response());
     }
@@ -48,8 +54,13 @@ pub async fn read_within(State(state): State<Arc<AppState>>, request: Request, n
     if declared.is_some_and(|length| length > serve.max_body_bytes as u64) {
         return too_large();
     }
-    let Ok(slot) = state.body_slots.clone().try_acquire_owned() else {
-        let message = "the server is reading serve.max_connections request bodies; try again shortly";
+    let slots = if webhook { &state.webhook_slots } else { &state.body_slots };
+    let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let message = if webhook {
+            "the server is reading as many webhook bodies as it reads at once; try again shortly"
+        } else {
+            "the server is reading serve.max_connections request bodies; try again shortly"
+        };
         return ApiError::overloaded(message, 1).into_response();
     };
     let deadline = Duration::from_secs(serve.body_read_timeout_secs);

@@ -68,6 +68,9 @@ pub struct AppState {
     /// Slots for request bodies being read (`serve.max_connections`): with HTTP/2's streams,
     /// more bodies than connections could be read at once, each up to `serve.max_body_bytes`.
     pub body_slots: Arc<tokio::sync::Semaphore>,
+    /// Slots for webhook bodies, read without a token ([`body::WEBHOOK_BODIES`]): apart from
+    /// `body_slots`, so anonymous bodies never hold an authenticated caller's slot.
+    pub webhook_slots: Arc<tokio::sync::Semaphore>,
     /// What the kernel sandbox enforces for this process (`/readyz` shows it to admins).
     pub sandbox: crate::sandbox::Status,
     /// The suggested questions last worked out (`GET /v1/suggestions`).
@@ -102,6 +105,7 @@ impl AppState {
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
             follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
+            webhook_slots: Arc::new(tokio::sync::Semaphore::new(body::WEBHOOK_BODIES)),
             sandbox: crate::sandbox::Status::off("not entered by this process"),
             suggestions: suggest::SuggestionCache::default(),
             service: Arc::new(service),

@@ -29,10 +29,23 @@ pub struct Queued {
 
 /// True when `path` is a webhook route of a source that has a secret: its body is read without
 /// a token, for the signature.
-pub fn is_webhook(state: &AppState, path: &str) -> bool {
-    let name = path.strip_prefix("/v1/sources/").and_then(|rest| rest.strip_suffix("/sync"));
-    name.and_then(|name| state.collections.sources_with(name)?.source(name))
-        .is_some_and(|s| s.webhook_secret().is_some())
+pub fn is_webhook(path: &str) -> bool {
+    path.strip_prefix("/v1/sources/")
+        .and_then(|rest| rest.strip_suffix("/sync"))
+        .is_some_and(|name| !name.contains('/'))
+}
+
+/// The one refusal of a webhook call: the same for a source that does not exist, one without a
+/// secret, and a call not signed with the secret, so nobody can list the sources' names by
+/// calling (issue 51, finding 13).
+fn refused() -> Response {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "bad_signature",
+        "the request is not signed with the webhook secret of a source by this name \
+         (X-Hub-Signature-256 or X-Gitlab-Token)",
+    )
+    .into_response()
 }
 
 /// True when the request carries the secret: GitHub's signature of the body, or GitLab's token.
@@ -77,8 +90,8 @@ fn hex(text: &str) -> Option<Vec<u8>> {
     request_body(content = String, description = "The forge's event, as it sends it (only its signature is read)"),
     responses(
         (status = 202, description = "a sync is queued", body = Queued),
-        (status = 401, description = "no valid signature or token", body = ErrorBody),
-        (status = 404, description = "no such source, or it has no webhook secret", body = ErrorBody),
+        (status = 401, description = "not signed with the secret of a source by this name (also when there is no \
+                                      such source, or it has no webhook secret: the answer is the same)", body = ErrorBody),
     )
 )]
 pub async fn sync(
@@ -87,25 +100,14 @@ pub async fn sync(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(sources) = state.collections.sources_with(&name) else {
-        return ApiError::not_found("source with a webhook secret").into_response();
-    };
-    let Some(secret) = sources.source(&name).and_then(|s| s.webhook_secret()) else {
-        return ApiError::not_found("source with a webhook secret").into_response();
-    };
+    let Some(sources) = state.collections.sources_with(&name) else { return refused() };
+    let Some(secret) = sources.source(&name).and_then(|s| s.webhook_secret()) else { return refused() };
     if !signed(secret, &headers, &body) {
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "bad_signature",
-            "the request is not signed with this source's webhook secret (X-Hub-Signature-256 or X-Gitlab-Token)",
-        )
-        .into_response();
+        return refused();
     }
     match sources.wake(&name) {
         Ok(()) => (StatusCode::ACCEPTED, axum::Json(Queued { source: name, sync: "queued" })).into_response(),
-        Err(WakeRefused::Unknown | WakeRefused::NoSecret) => {
-            ApiError::not_found("source with a webhook secret").into_response()
-        }
+        Err(WakeRefused::Unknown | WakeRefused::NoSecret) => refused(),
     }
 }
 

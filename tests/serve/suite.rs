@@ -1196,7 +1196,9 @@ async fn the_openapi_document_and_the_router_agree_both_ways() {
                     assert!(responses.contains_key(code), "{what} documents {code}");
                 }
             } else if is_signed {
-                assert_eq!(status, StatusCode::NOT_FOUND, "{what} with no such source: {body}");
+                // No such source answers as a bad signature does: names cannot be listed.
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{what} with no such source: {body}");
+                assert_eq!(body["error"]["code"], "bad_signature", "{what} with no such source: {body}");
                 assert!(security.contains(&json!({})), "{what} takes no token: {security:?}");
                 assert!(responses.contains_key("401"), "{what} documents 401 (a bad signature)");
             } else {

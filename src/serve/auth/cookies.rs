@@ -21,9 +21,12 @@ use crate::config::Role;
 /// plant one (browsers take such a cookie only Secure, from this host, for path `/`).
 pub const SESSION: &str = "docs_agent_session";
 const SESSION_SECURE: &str = "__Host-docs_agent_session";
-/// The cookie of a sign-in in progress; over https `__Secure-` prefixed (its path is `/auth`).
+/// The cookie of a sign-in in progress (path `/auth`); over https `__Host-` prefixed (path `/`,
+/// as the prefix requires), so a sibling subdomain cannot plant one and sign the victim in as
+/// somebody else (login CSRF; a `__Secure-` cookie may be set by any subdomain: issue 51,
+/// finding 11).
 pub const LOGIN: &str = "docs_agent_login";
-const LOGIN_SECURE: &str = "__Secure-docs_agent_login";
+const LOGIN_SECURE: &str = "__Host-docs_agent_login";
 /// How long a sign-in in progress may take at the provider.
 pub const LOGIN_SECS: u64 = 600;
 
@@ -156,7 +159,7 @@ impl SignIns {
     /// The jar that sets the cookie of a sign-in in progress.
     pub fn pending(&self, jar: PrivateCookieJar, pending: &Pending) -> PrivateCookieJar {
         let value = serde_json::to_string(pending).unwrap_or_default();
-        jar.add(self.cookie(self.login(), value, "/auth"))
+        jar.add(self.cookie(self.login(), value, self.login_path()))
     }
 
     /// The sign-in in progress `headers` carry, if it is still within its time.
@@ -175,7 +178,7 @@ impl SignIns {
 
     /// `jar` without the sign-in in progress: it is used once.
     pub fn forget_pending(&self, jar: PrivateCookieJar) -> PrivateCookieJar {
-        jar.remove(self.cookie(self.login(), String::new(), "/auth"))
+        jar.remove(self.cookie(self.login(), String::new(), self.login_path()))
     }
 
     fn session(&self) -> &'static str {
@@ -184,6 +187,11 @@ impl SignIns {
 
     fn login(&self) -> &'static str {
         if self.secure { LOGIN_SECURE } else { LOGIN }
+    }
+
+    /// Where the sign-in in progress is sent: `/auth`, or `/` for a `__Host-` cookie.
+    fn login_path(&self) -> &'static str {
+        if self.secure { "/" } else { "/auth" }
     }
 
     /// The jar of the cookies `headers` carry, read with this key.
@@ -282,6 +290,26 @@ mod tests {
         let old = Pending { started: now() - LOGIN_SECS - 1, ..pending };
         let headers = sent_back(signs.pending(signs.jar(&HeaderMap::new()), &old));
         assert!(signs.pending_of(&headers).is_none(), "older than {LOGIN_SECS} s: refused");
+    }
+
+    /// Over https both cookies are `__Host-` cookies (Secure, path `/`, no domain), which a
+    /// sibling subdomain cannot set: no login CSRF.
+    #[test]
+    fn over_https_no_cookie_can_be_planted_by_a_sibling_subdomain() {
+        let signs = SignIns::new("a cookie secret that is long enough to use", true, 8);
+        let pending = Pending { state: "s".into(), verifier: "v".into(), nonce: "n".into(), started: now() };
+        let (_, session) =
+            signs.begin(signs.jar(&HeaderMap::new()), "ana".into(), vec![Role::Ask], Vec::new()).unwrap();
+        for jar in [signs.pending(signs.jar(&HeaderMap::new()), &pending), session] {
+            let response = (jar, ()).into_response();
+            let set = response.headers().get(axum::http::header::SET_COOKIE).and_then(|v| v.to_str().ok());
+            let set = set.expect("a cookie is set").to_string();
+            assert!(set.starts_with("__Host-"), "{set}");
+            assert!(set.contains("Path=/;") || set.ends_with("Path=/"), "{set}");
+            assert!(set.contains("Secure") && !set.contains("Domain"), "{set}");
+        }
+        let headers = sent_back(signs.pending(signs.jar(&HeaderMap::new()), &pending));
+        assert_eq!(signs.pending_of(&headers).map(|p| p.state), Some("s".to_string()), "it reads back");
     }
 
     #[tokio::test]
