@@ -387,8 +387,27 @@ async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
     let (_, metrics) = call(&s, "GET", "/metrics", HR_ADMIN, None).await;
     let metrics = metrics.as_str().unwrap_or_default().to_string();
     assert!(metrics.contains("collection=\"hr\"") && !metrics.contains("collection=\"billing\""), "{metrics}");
+    // Who used billing (ana's tokens) is billing's readers' business.
+    assert!(!metrics.contains("principal=\"ana\""), "hr's admin learns who reads billing: {metrics}");
+    let (_, all_metrics) = call(&s, "GET", "/metrics", ROOT, None).await;
+    let all_metrics = all_metrics.as_str().unwrap_or_default().to_string();
+    assert!(all_metrics.contains("principal=\"ana\",collection=\"billing\""), "{all_metrics}");
     let (_, ready) = call(&s, "GET", "/readyz", HR_ADMIN, None).await;
     assert_eq!(ready["collections"].as_array().map(Vec::len), Some(1), "{ready}");
+    // Readiness counts only what the caller reads: hr's one file for hr's readers, both
+    // collections' for an admin of both, and nothing for a caller without a token.
+    let (_, hr_ready) = call(&s, "GET", "/readyz", HAL, None).await;
+    assert_eq!((hr_ready["files"].as_u64(), hr_ready["sections"].as_u64()), (Some(1), Some(1)), "{hr_ready}");
+    let (_, billing_ready) = call(&s, "GET", "/readyz", ANA, None).await;
+    let billing_files = billing_ready["files"].as_u64().expect("billing's files");
+    let (_, root_ready) = call(&s, "GET", "/readyz", ROOT, None).await;
+    assert_eq!(root_ready["files"].as_u64(), Some(billing_files + 1), "{root_ready}");
+    let (status, anonymous) = call(&s, "GET", "/readyz", "", None).await;
+    assert_eq!(status, StatusCode::OK, "{anonymous}");
+    assert_eq!(anonymous["status"], "ready", "{anonymous}");
+    for field in ["files", "sections", "index", "collections", "sources"] {
+        assert!(anonymous.get(field).is_none(), "an anonymous caller sees {field}: {anonymous}");
+    }
     let (status, closed) = call(&s, "DELETE", &format!("/v1/sessions/{other}"), ROOT, None).await;
     assert_eq!(status, StatusCode::OK, "{closed}");
 }

@@ -158,7 +158,7 @@ impl Front {
             Front::Serve(state, which) => {
                 let who = principal.map_or("unknown", |p| p.name.as_str());
                 let (run, degraded) = crate::service::answer::answer(state, who, *which, question, observer).await?;
-                crate::service::answer::count_usage(state, &run, who);
+                crate::service::answer::count_usage(state, &run, who, *which);
                 Ok(Answered { run, degraded })
             }
         }

@@ -83,7 +83,7 @@ pub async fn ask(
         let Json(body) = body.map_err(|e| ApiError::body(e, "{\"question\": \"...\"}"))?;
         let question = checked_question("question", &body.question).map_err(ApiError::bad_request)?;
         let (run, degraded) = answer(&state, &principal.name, collection, question, None).await?;
-        let used = count_usage(&state, &run, &principal.name);
+        let used = count_usage(&state, &run, &principal.name, collection);
         let answered = run.stop == Stop::Answered;
         Ok(Answer {
             answer: answered.then(|| run.answer.clone()),

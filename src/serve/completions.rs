@@ -157,7 +157,7 @@ pub async fn completions(
         Ok(done) => done,
         Err(e) => return e.into_response(),
     };
-    let usage = crate::service::answer::count_usage(&state, &run, &principal.name);
+    let usage = crate::service::answer::count_usage(&state, &run, &principal.name, collection);
     let text = match run.stop {
         Stop::Answered => run.answer,
         _ => format!("docs-agent could not answer: {}", run.answer),

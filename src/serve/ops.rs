@@ -39,14 +39,18 @@ pub async fn healthz() -> Response {
 pub struct Ready {
     /// `ready`.
     status: &'static str,
-    /// Sections indexed (in all collections).
-    sections: usize,
-    /// Files indexed (in all collections).
-    files: usize,
+    /// Sections indexed, in the collections the caller reads (with `[[collections]]`, a caller
+    /// without a token reads none, and this is left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sections: Option<usize>,
+    /// Files indexed, in the collections the caller reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<usize>,
     /// The configured model, as its server names it.
     model: String,
-    /// The index generation searched now (of the first collection).
-    index: ReadyIndex,
+    /// The index generation searched now, of the first collection the caller reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<ReadyIndex>,
     /// Each collection's index: for an admin's token only, with `[[collections]]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     collections: Option<Vec<ReadyCollection>>,
@@ -134,8 +138,9 @@ pub struct ReadyIndex {
     )
 )]
 pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    // An admin's token shows more: of the collections it reads.
-    let admin = super::auth::principal(&state, &headers).filter(|p| p.roles.contains(&Role::Admin));
+    // A token shows the counts of the collections it reads; an admin's shows more, of those
+    // collections too.
+    let caller = super::auth::principal(&state, &headers);
     let model = match state.model(&state.config.llm.model) {
         Ok(model) => model,
         Err(e) => return e.into_response(),
@@ -143,8 +148,9 @@ pub async fn readyz(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     match model.ready().await {
         Ok(()) => {
             state.readiness_error.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            let reranker = reranker_status(&state, admin.is_some());
-            ready_body(&state, &model.name(), admin.as_ref(), reranker)
+            let admin = caller.as_ref().is_some_and(|p| p.roles.contains(&Role::Admin));
+            let reranker = reranker_status(&state, admin);
+            ready_body(&state, &model.name(), caller.as_ref(), reranker)
         }
         Err(e) => {
             // /readyz answers anyone: the detail (the model server's address, its error) goes to
@@ -175,28 +181,37 @@ fn reranker_status(state: &AppState, admin: bool) -> Option<ReadyReranker> {
     })
 }
 
-/// The body of a ready `/readyz`; `admin` adds the sandbox's state.
-fn ready_body(state: &AppState, model: &str, admin: Option<&Principal>, reranker: Option<ReadyReranker>) -> Response {
-    let all = state.collections.all();
-    let reads = |c: &&crate::service::collections::Collection| admin.is_some_and(|p| p.reads(&c.name));
-    let statuses: Vec<_> = all.iter().filter(reads).flat_map(|c| c.sources.statuses()).collect();
-    let admin = admin.is_some();
-    let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
-    let first = &indexes[0];
+/// The body of a ready `/readyz`: the counts of the collections `caller` reads (without
+/// `[[collections]]`, the one collection is everyone's); an admin's token adds the sandbox's
+/// state, those collections' indexes and their sources.
+fn ready_body(state: &AppState, model: &str, caller: Option<&Principal>, reranker: Option<ReadyReranker>) -> Response {
+    let one = state.config.collections.is_empty();
+    let visible: Vec<_> = state
+        .collections
+        .all()
+        .iter()
+        .filter(|c| one || caller.is_some_and(|p| p.reads(&c.name)))
+        .map(|c| (c, c.harness.index.current()))
+        .collect();
+    let admin = caller.is_some_and(|p| p.roles.contains(&Role::Admin));
+    let statuses: Vec<_> =
+        if admin { visible.iter().flat_map(|(c, _)| c.sources.statuses()).collect() } else { Vec::new() };
+    let counted = |count: fn(&crate::index::Stats) -> usize| {
+        (!visible.is_empty()).then(|| visible.iter().map(|(_, i)| count(&i.stats)).sum())
+    };
     let body = Ready {
         status: "ready",
-        sections: indexes.iter().map(|i| i.stats.sections).sum(),
-        files: indexes.iter().map(|i| i.stats.files).sum(),
+        sections: counted(|s| s.sections),
+        files: counted(|s| s.files),
         model: model.to_string(),
-        index: ReadyIndex {
+        index: visible.first().map(|(c, first)| ReadyIndex {
             generation: first.version.generation,
             updated_at_ms: first.version.updated_at_ms,
-            watching: all[0].index_status.counts().watching,
-        },
-        collections: (admin && !state.config.collections.is_empty()).then(|| {
-            all.iter()
-                .zip(&indexes)
-                .filter(|(c, _)| reads(c))
+            watching: c.index_status.counts().watching,
+        }),
+        collections: (admin && !one).then(|| {
+            visible
+                .iter()
                 .map(|(c, index)| ReadyCollection {
                     name: c.name.clone(),
                     sections: index.stats.sections,
@@ -239,7 +254,8 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     if let Err(e) = principal.require(Role::Admin) {
         return e.into_response();
     }
-    let mut text = state.metrics.render();
+    let several = !state.config.collections.is_empty();
+    let mut text = state.metrics.render(&|c| !several || principal.reads(c), several);
     let all = state.collections.all();
     let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
     // The collections the admin reads.

@@ -37,11 +37,18 @@ pub fn checked_question<'a>(what: &str, text: &'a str) -> Result<&'a str, String
     Ok(text)
 }
 
-/// The tokens a one-shot `run` used, counted in `/metrics` for its model and `principal`.
-pub fn count_usage(state: &Service, run: &crate::agent::Run, principal: &str) -> Usage {
+/// The tokens a one-shot `run` in `collection` used, counted in `/metrics` for its model and
+/// `principal`.
+pub fn count_usage(
+    state: &Service,
+    run: &crate::agent::Run,
+    principal: &str,
+    collection: super::collections::Which,
+) -> Usage {
     let used = usage(&run.events);
     let model = crate::session::state::pinned_model(&run.events).unwrap_or(&state.config.llm.model);
-    state.metrics.tokens(model, principal, used.prompt_tokens, used.completion_tokens);
+    let collection = &state.collections.get(collection).name;
+    state.metrics.tokens(model, principal, collection, used.prompt_tokens, used.completion_tokens);
     used
 }
 

@@ -26,9 +26,12 @@ pub struct Metrics {
     /// Answers by kind (model, retrieval_only, not_covered).
     answers: Mutex<BTreeMap<String, u64>>,
     model_errors: AtomicU64,
-    /// Tokens by (model, principal): prompt, completion.
-    tokens: Mutex<BTreeMap<(String, String), (u64, u64)>>,
+    /// Tokens by who used them: prompt, completion.
+    tokens: Mutex<BTreeMap<TokensBy, (u64, u64)>>,
 }
+
+/// Whose tokens: (model, principal, collection).
+type TokensBy = (String, String, String);
 
 fn bump(map: &Mutex<BTreeMap<String, u64>>, key: &str) {
     *map.lock().unwrap_or_else(|p| p.into_inner()).entry(key.to_string()).or_default() += 1;
@@ -69,17 +72,20 @@ impl Metrics {
         self.model_errors.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Tokens `principal`'s turn used of `model` (reported by the server, or estimated where it
-    /// said nothing).
-    pub fn tokens(&self, model: &str, principal: &str, prompt: u64, completion: u64) {
+    /// Tokens `principal`'s turn in `collection` used of `model` (reported by the server, or
+    /// estimated where it said nothing).
+    pub fn tokens(&self, model: &str, principal: &str, collection: &str, prompt: u64, completion: u64) {
         let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
-        let used = tokens.entry((model.to_string(), principal.to_string())).or_default();
+        let used = tokens.entry((model.to_string(), principal.to_string(), collection.to_string())).or_default();
         used.0 += prompt;
         used.1 += completion;
     }
 
-    /// The Prometheus text format.
-    pub fn render(&self) -> String {
+    /// The Prometheus text format, as the reader of `shown` collections sees it: principals
+    /// (the tokens' label) are named only by the turns of those collections, so an admin of one
+    /// collection never learns who uses another. `several`: the configuration has
+    /// `[[collections]]`, and the tokens' series are labelled by collection.
+    pub fn render(&self, shown: &dyn Fn(&str) -> bool, several: bool) -> String {
         let mut out = String::new();
         out.push_str("# HELP docs_agent_requests_total HTTP requests by route and status.\n# TYPE docs_agent_requests_total counter\n");
         for ((route, status), n) in self.requests.lock().unwrap_or_else(|p| p.into_inner()).iter() {
@@ -117,10 +123,12 @@ impl Metrics {
             "# HELP docs_agent_tokens_total Tokens used, by model and principal (as the model server \
              reported them, or estimated where it did not).\n# TYPE docs_agent_tokens_total counter\n",
         );
-        for ((model, principal), (prompt, completion)) in self.tokens.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        for ((model, principal, collection), (prompt, completion)) in tokens.iter().filter(|((_, _, c), _)| shown(c)) {
+            let collection = if several { format!(",collection=\"{}\"", label(collection)) } else { String::new() };
             for (kind, n) in [("prompt", prompt), ("completion", completion)] {
                 out.push_str(&format!(
-                    "docs_agent_tokens_total{{kind=\"{kind}\",model=\"{}\",principal=\"{}\"}} {n}\n",
+                    "docs_agent_tokens_total{{kind=\"{kind}\",model=\"{}\",principal=\"{}\"{collection}}} {n}\n",
                     label(model),
                     label(principal)
                 ));

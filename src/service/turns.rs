@@ -323,7 +323,8 @@ async fn drive(state: Arc<Service>, id: String, start: Start, live: Option<Live>
     state.model_result(&model, !matches!(end, Err(TurnError::Model(_))));
     let turn_events = crate::runtime::blocking(|| log.events_after(&id, before))?;
     let usage = usage(&turn_events);
-    state.metrics.tokens(&model.name(), &owner, usage.prompt_tokens, usage.completion_tokens);
+    let name = &state.collections.get(collection).name;
+    state.metrics.tokens(&model.name(), &owner, name, usage.prompt_tokens, usage.completion_tokens);
     let mut outcome = Outcome {
         session_id: id.clone(),
         stop: TurnStop::Idle,
