@@ -213,14 +213,16 @@ pub struct ServeConfig {
     /// A session idle this long no longer counts as open.
     pub session_idle_secs: u64,
     /// Open sessions one principal may hold at once (as `max_open_sessions` counts them); more
-    /// are refused (429) until one is closed or idle.
-    pub max_sessions_per_principal: usize,
+    /// are refused (429) until one is closed or idle. Unset: [`ServeConfig::shares`].
+    pub max_sessions_per_principal: Option<usize>,
     /// Sessions one principal may start per minute (also the burst).
     pub sessions_per_minute: u32,
-    /// Turns (session messages and one-shot questions) one principal may run at once.
-    pub max_turns_per_principal: usize,
-    /// Streams following sessions that one principal may hold open at once.
-    pub max_followers_per_principal: usize,
+    /// Turns (session messages and one-shot questions) one principal may run at once. Unset:
+    /// [`ServeConfig::shares`].
+    pub max_turns_per_principal: Option<usize>,
+    /// Streams following sessions that one principal may hold open at once. Unset:
+    /// [`ServeConfig::shares`].
+    pub max_followers_per_principal: Option<usize>,
     /// May an approver decide a write asked for in their own session?
     pub allow_self_approval: bool,
     /// The page suggests a question from the session log only once this many different people
@@ -243,6 +245,71 @@ pub struct ServeConfig {
     /// least 32 bytes; replicas share it. Empty: a random key per process (a restart signs
     /// everyone out).
     pub cookie_secret: String,
+}
+
+/// What one principal may hold at once, each share with the words that name where it comes
+/// from (for the refusal past it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrincipalShares {
+    /// Open sessions.
+    pub sessions: Share,
+    /// Turns running.
+    pub turns: Share,
+    /// Streams following sessions.
+    pub followers: Share,
+}
+
+/// One principal's share of one pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// How many.
+    pub max: usize,
+    /// The setting it comes from, as a refusal names it.
+    pub setting: &'static str,
+}
+
+impl ServeConfig {
+    /// Streams following sessions at once, for everyone: 4 × `max_concurrent`.
+    pub fn max_followers(&self) -> usize {
+        self.max_concurrent.saturating_mul(4)
+    }
+
+    /// What one principal may hold. A share the operator set is theirs to set; an unset one is
+    /// its default (32 sessions, 4 turns, 16 followers) but never more than half of the pool
+    /// it is drawn from (`max_open_sessions`, `max_concurrent`, 4 × `max_concurrent`), so that
+    /// with lowered global limits one principal at full speed still leaves the other half to
+    /// everyone else.
+    pub fn shares(&self) -> PrincipalShares {
+        let share =
+            |set: Option<usize>, setting: &'static str, default: usize, pool: usize, half: &'static str| match set {
+                Some(max) => Share { max, setting },
+                None if default <= pool / 2 => Share { max: default, setting },
+                None => Share { max: (pool / 2).max(1), setting: half },
+            };
+        PrincipalShares {
+            sessions: share(
+                self.max_sessions_per_principal,
+                "serve.max_sessions_per_principal",
+                32,
+                self.max_open_sessions,
+                "half of serve.max_open_sessions; serve.max_sessions_per_principal sets it",
+            ),
+            turns: share(
+                self.max_turns_per_principal,
+                "serve.max_turns_per_principal",
+                4,
+                self.max_concurrent,
+                "half of serve.max_concurrent; serve.max_turns_per_principal sets it",
+            ),
+            followers: share(
+                self.max_followers_per_principal,
+                "serve.max_followers_per_principal",
+                16,
+                self.max_followers(),
+                "half of 4 × serve.max_concurrent; serve.max_followers_per_principal sets it",
+            ),
+        }
+    }
 }
 
 /// `[serve.oidc]`: the OpenID provider people sign in with (authorization code with PKCE).
@@ -781,6 +848,37 @@ mod tests {
         for fine in ["0", "2", "3"] {
             assert!(load(fine).is_ok(), "{fine}");
         }
+    }
+
+    /// A per-principal share left unset is its default, or half of a lowered pool; one the
+    /// operator set is theirs, even the whole pool (one bench user); 0 is refused.
+    #[test]
+    fn unset_shares_are_at_most_half_of_their_pool() {
+        let load = |extra: &[(&'static str, &str)]| {
+            let mut flags = vec![("workspace", ".".to_string())];
+            flags.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+            Config::load(&Sources { file: None, env: Default::default(), flags })
+        };
+        let max = |config: &Config| {
+            let shares = config.serve.shares();
+            (shares.sessions.max, shares.turns.max, shares.followers.max)
+        };
+        assert_eq!(max(&load(&[]).expect("defaults")), (32, 4, 16));
+        let lowered = load(&[("serve.max_open_sessions", "20"), ("serve.max_concurrent", "4")]).expect("lowered");
+        assert_eq!(max(&lowered), (10, 2, 8));
+        assert!(lowered.serve.shares().sessions.setting.starts_with("half of serve.max_open_sessions"));
+        let tiny = load(&[("serve.max_open_sessions", "1"), ("serve.max_concurrent", "1")]).expect("tiny");
+        assert_eq!(max(&tiny), (1, 1, 2), "a share is never 0");
+        let set = load(&[
+            ("serve.max_concurrent", "4"),
+            ("serve.max_followers_per_principal", "16"),
+            ("serve.max_turns_per_principal", "3"),
+        ])
+        .expect("set");
+        assert_eq!((max(&set).1, max(&set).2), (3, 16));
+        assert_eq!(set.serve.shares().followers.setting, "serve.max_followers_per_principal");
+        let zero = load(&[("serve.max_turns_per_principal", "0")]).expect_err("0 is refused");
+        assert!(zero.0.contains("serve.max_turns_per_principal"), "{zero}");
     }
 
     /// The session settings' debug form (in a log, a panic) never holds `log_url`, which may

@@ -146,10 +146,10 @@ impl Config {
             ("serve.rate_per_minute", self.serve.rate_per_minute as u64),
             ("serve.max_open_sessions", self.serve.max_open_sessions as u64),
             ("serve.session_idle_secs", self.serve.session_idle_secs),
-            ("serve.max_sessions_per_principal", self.serve.max_sessions_per_principal as u64),
+            ("serve.max_sessions_per_principal", self.serve.max_sessions_per_principal.map_or(1, |n| n as u64)),
             ("serve.sessions_per_minute", u64::from(self.serve.sessions_per_minute)),
-            ("serve.max_turns_per_principal", self.serve.max_turns_per_principal as u64),
-            ("serve.max_followers_per_principal", self.serve.max_followers_per_principal as u64),
+            ("serve.max_turns_per_principal", self.serve.max_turns_per_principal.map_or(1, |n| n as u64)),
+            ("serve.max_followers_per_principal", self.serve.max_followers_per_principal.map_or(1, |n| n as u64)),
             ("serve.breaker_failures", self.serve.breaker_failures as u64),
         ] {
             if value == 0 {

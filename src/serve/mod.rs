@@ -103,7 +103,7 @@ impl AppState {
             rate: limits::RateLimiter::new(serve.rate_per_minute),
             readiness_error: Mutex::new(String::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent)),
-            follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_concurrent.saturating_mul(4))),
+            follower_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_followers())),
             body_slots: Arc::new(tokio::sync::Semaphore::new(serve.max_connections)),
             webhook_slots: Arc::new(tokio::sync::Semaphore::new(body::WEBHOOK_BODIES)),
             sandbox: crate::sandbox::Status::off("not entered by this process"),

@@ -68,15 +68,15 @@ pub async fn create(
         let mut log = state.log()?;
         let since = crate::session::turn::now_ms().saturating_sub(serve.session_idle_secs.saturating_mul(1000));
         // One principal's share first: a user who holds many cannot fill the server for the rest.
-        if log.open_sessions(since, Some(&principal.name))? >= serve.max_sessions_per_principal {
+        let share = serve.shares().sessions;
+        if log.open_sessions(since, Some(&principal.name))? >= share.max {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_open_sessions",
                 format!(
-                    "you have {} open sessions (serve.max_sessions_per_principal); close one with DELETE \
-                     /v1/sessions/{{id}}, or reuse one; a session idle for serve.session_idle_secs ({} s) stops \
-                     counting",
-                    serve.max_sessions_per_principal, serve.session_idle_secs
+                    "you have {} open sessions ({}); close one with DELETE /v1/sessions/{{id}}, or reuse one; a \
+                     session idle for serve.session_idle_secs ({} s) stops counting",
+                    share.max, share.setting, serve.session_idle_secs
                 ),
             )
             .retry_after(60));

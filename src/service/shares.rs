@@ -43,10 +43,10 @@ pub struct Shares {
     followers: Counts,
     /// Session starts, paced per principal.
     starts: RateLimiter,
-    /// `serve.max_turns_per_principal`.
-    max_turns: usize,
-    /// `serve.max_followers_per_principal`.
-    max_followers: usize,
+    /// Turns one principal runs at once.
+    max_turns: crate::config::Share,
+    /// Streams one principal holds following sessions.
+    max_followers: crate::config::Share,
 }
 
 /// One place taken in a principal's share; given back when dropped.
@@ -77,18 +77,18 @@ impl Shares {
             turns: Counts::default(),
             followers: Counts::default(),
             starts: RateLimiter::new(serve.sessions_per_minute),
-            max_turns: serve.max_turns_per_principal,
-            max_followers: serve.max_followers_per_principal,
+            max_turns: serve.shares().turns,
+            max_followers: serve.shares().followers,
         }
     }
 
     /// A place for one more turn of `principal`'s, or 429 `too_many_turns`.
     pub fn turn(&self, principal: &str) -> Result<Held, Refused> {
-        take(&self.turns, principal, self.max_turns).ok_or_else(|| Refused::OverShare {
+        take(&self.turns, principal, self.max_turns.max).ok_or_else(|| Refused::OverShare {
             share: Share::Turns,
             message: format!(
-                "{} of your turns are running (serve.max_turns_per_principal); wait for one to finish",
-                self.max_turns
+                "{} of your turns are running ({}); wait for one to finish",
+                self.max_turns.max, self.max_turns.setting
             ),
             retry_after: 2,
         })
@@ -97,11 +97,11 @@ impl Shares {
     /// A place for one more stream of `principal`'s following a session, or 429
     /// `too_many_followers`.
     pub fn follower(&self, principal: &str) -> Result<Held, Refused> {
-        take(&self.followers, principal, self.max_followers).ok_or_else(|| Refused::OverShare {
+        take(&self.followers, principal, self.max_followers.max).ok_or_else(|| Refused::OverShare {
             share: Share::Followers,
             message: format!(
-                "you follow {} sessions already (serve.max_followers_per_principal); close a stream first",
-                self.max_followers
+                "you follow {} sessions already ({}); close a stream first",
+                self.max_followers.max, self.max_followers.setting
             ),
             retry_after: 5,
         })

@@ -1835,6 +1835,63 @@ async fn one_principal_cannot_take_every_follower_slot() {
     assert_eq!(again.status(), StatusCode::OK, "a closed stream gave its place back");
 }
 
+/// With lowered global limits (round 3's: 20 open sessions, 4 requests at once, so 16
+/// followers) and the per-principal shares left unset, one principal at full speed holds half of
+/// each pool and no more: another principal still starts a session and follows it.
+#[tokio::test]
+async fn default_shares_stay_below_lowered_global_limits() {
+    let Some(s) = server_with(&[
+        ("serve.rate_per_minute", "100000".into()),
+        ("serve.sessions_per_minute", "100000".into()),
+        ("serve.max_open_sessions", "20".into()),
+        ("serve.max_concurrent", "4".into()),
+    ]) else {
+        return;
+    };
+    let mut created = Vec::new();
+    let mut refusal = Value::Null;
+    for _ in 0..40 {
+        let (status, body) = call(&s, "POST", "/v1/sessions", Some(ASKER), None).await;
+        match status {
+            StatusCode::CREATED => created.push(body["id"].as_str().expect("id").to_string()),
+            _ => {
+                assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+                refusal = body;
+            }
+        }
+    }
+    assert_eq!(created.len(), 10, "half of serve.max_open_sessions: {refusal}");
+    assert_eq!(refusal["error"]["code"], "too_many_open_sessions", "{refusal}");
+    let said = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("half of serve.max_open_sessions"), "the refusal names where its limit comes from: {said}");
+    let (status, body) = call(&s, "POST", "/v1/sessions", Some(OTHER), None).await;
+    assert_eq!(status, StatusCode::CREATED, "another principal still starts one: {body}");
+    let other = body["id"].as_str().expect("id").to_string();
+
+    let follow = |token: &'static str, id: &str| {
+        let request = streamed("GET", &format!("/v1/sessions/{id}/events"), token, None, None);
+        app(s.state.clone()).oneshot(request)
+    };
+    let mut held = Vec::new();
+    let mut refused = None;
+    for _ in 0..16 {
+        let response = follow(ASKER, &created[0]).await.expect("response");
+        if response.status() == StatusCode::OK {
+            held.push(response);
+        } else {
+            refused = Some(response);
+            break;
+        }
+    }
+    assert_eq!(held.len(), 8, "half of 4 × serve.max_concurrent");
+    let refused = refused.expect("the ninth is refused");
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body = axum::body::to_bytes(refused.into_body(), 1 << 16).await.expect("body");
+    assert!(String::from_utf8_lossy(&body).contains("too_many_followers"), "{}", String::from_utf8_lossy(&body));
+    let theirs = follow(OTHER, &other).await.expect("response");
+    assert_eq!(theirs.status(), StatusCode::OK, "another principal still follows");
+}
+
 /// One principal's turns stop at its share while they run; the place comes back when a turn
 /// ends.
 #[tokio::test]
