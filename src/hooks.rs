@@ -18,6 +18,8 @@
 //! rule that made it. The rules are compiled once ([`Hooks::compile`]), when the configuration is
 //! read, so a bad glob or pattern is a configuration error that names the rule.
 
+mod stemmed;
+
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
@@ -32,11 +34,23 @@ struct Rule {
     name: String,
     tool: Option<Tool>,
     path: Option<GlobMatcher>,
-    /// The pattern as written, and as matched against folded arguments ([`fold`]): its
-    /// diacritics dropped, so `café` also matches what folds to `cafe`.
-    arguments: Option<(Regex, Regex)>,
+    arguments: Option<ArgumentsRule>,
     decision: RuleDecision,
     reason: String,
+}
+
+/// A pre-tool rule's `arguments` pattern, in each form it is matched in.
+#[derive(Debug, Clone)]
+struct ArgumentsRule {
+    /// As written: against the arguments as sent, and with their JSON escapes decoded.
+    written: Regex,
+    /// Its diacritics dropped: against the folded arguments ([`fold`]), so `café` also matches
+    /// what folds to `cafe`.
+    folded: Regex,
+    /// Its words as their stems: against the folded arguments' words as their stems
+    /// ([`stemmed`]), so `restructuring` also matches `restructured`, which the search finds
+    /// the same; `None` when the pattern has no word.
+    stemmed: Option<Regex>,
 }
 
 /// The rules, compiled.
@@ -122,6 +136,16 @@ pub enum HooksError {
         /// What the regex parser said.
         source: regex::Error,
     },
+    /// A pre-tool rule's `arguments` whose words could not be stemmed.
+    #[error("{at}: arguments `{pattern}`: its words could not be read as the index reads them ({source})")]
+    RuleStems {
+        /// The rule.
+        at: RuleAt,
+        /// The pattern as written.
+        pattern: String,
+        /// What went wrong.
+        source: stemmed::StemError,
+    },
     /// A deny rule without a reason.
     #[error("{at}: a deny rule needs a reason, which the model is shown")]
     DenyWithoutReason {
@@ -199,7 +223,9 @@ impl Hooks {
                     let bad = |source| HooksError::RuleArguments { at: at(), pattern: pattern.clone(), source };
                     let written = Regex::new(pattern).map_err(bad)?;
                     let folded = Regex::new(&without_diacritics(pattern)).map_err(bad)?;
-                    Some((written, folded))
+                    let stemmed = stemmed::pattern(&without_diacritics(pattern))
+                        .map_err(|source| HooksError::RuleStems { at: at(), pattern: pattern.clone(), source })?;
+                    Some(ArgumentsRule { written, folded, stemmed })
                 }
                 None => None,
             };
@@ -267,9 +293,11 @@ impl Hooks {
 
     /// The first rule that matches a call of `tool` with `arguments`, if any. A rule's
     /// `arguments` pattern is matched against the arguments as the toolbox will read them
-    /// (JSON escapes decoded: `\u0070assword` is `password`), against the raw text, and
-    /// against the decoded text folded as the index folds words ([`fold`]), so a spelling the
-    /// search finds the same (`bluebïrd`, `BLUEBİRD`) is caught the same.
+    /// (JSON escapes decoded: `\u0070assword` is `password`), against the raw text, against
+    /// the decoded text folded as the index folds words ([`fold`]), and, its words stemmed,
+    /// against that text's words stemmed as the index stems them ([`stemmed`]), so a spelling
+    /// or a form the search finds the same (`bluebïrd`, `BLUEBİRD`, `restructured` for
+    /// `restructuring`) is caught the same.
     pub fn before(&self, tool: &str, arguments: &str) -> Option<Ruled> {
         if self.rules.is_empty() {
             return None;
@@ -280,6 +308,14 @@ impl Hooks {
         // Strings decoded (as the tool reads them), then folded; keys and punctuation too.
         let decoded = value.as_ref().map(|v| v.to_string());
         let folded = fold(&value.as_ref().map_or_else(|| arguments.to_string(), json_text));
+        // The words as the index stems them, made once for every rule that asks; when they
+        // cannot be made, a rule that refuses or asks matches and one that allows does not.
+        let stemmed_text = std::cell::OnceCell::new();
+        let stemmed_match =
+            |re: &Regex, decision: RuleDecision| match stemmed_text.get_or_init(|| stemmed::text(&folded).ok()) {
+                Some(text) => re.is_match(text),
+                None => decision != RuleDecision::Allow,
+            };
         self.rules.iter().find_map(|rule| {
             let tool_matches = rule.tool.is_none_or(|t| Some(t) == known);
             let path_matches = match (&rule.path, &path) {
@@ -287,10 +323,11 @@ impl Hooks {
                 (Some(glob), Some(path)) => glob.is_match(path),
                 (Some(_), None) => false,
             };
-            let arguments_match = rule.arguments.as_ref().is_none_or(|(written, folded_re)| {
-                written.is_match(arguments)
-                    || decoded.as_deref().is_some_and(|d| written.is_match(d))
-                    || folded_re.is_match(&folded)
+            let arguments_match = rule.arguments.as_ref().is_none_or(|pattern| {
+                pattern.written.is_match(arguments)
+                    || decoded.as_deref().is_some_and(|d| pattern.written.is_match(d))
+                    || pattern.folded.is_match(&folded)
+                    || pattern.stemmed.as_ref().is_some_and(|re| stemmed_match(re, rule.decision))
             });
             (tool_matches && path_matches && arguments_match).then(|| Ruled {
                 rule: rule.name.clone(),
@@ -527,6 +564,16 @@ mod tests {
             let arguments = format!(r#"{{"query": "{query} menu"}}"#);
             assert_eq!(hooks.before("search_docs", &arguments).map(|r| r.rule), Some("no-cafe".into()), "{query}");
         }
+        let stems = super::tests::hooks(
+            "[[pre_tool]]\nname = \"no-restructuring\"\narguments = \"(?i)restructuring\"\ndecision = \"deny\"\nreason = \"r\"\n",
+        )
+        .expect("compiles");
+        for query in ["restructure", "Restructured", "RESTRUCTURES", "restructur\\u0065d"] {
+            let arguments = format!(r#"{{"query": "the {query} teams"}}"#);
+            let ruled = stems.before("search_docs", &arguments).map(|r| r.rule);
+            assert_eq!(ruled, Some("no-restructuring".into()), "a form the index stems alike: {query}");
+        }
+        assert_eq!(stems.before("search_docs", r#"{"query": "the structure"}"#), None);
         for query in ["blue bird", "a blackbird, a blue jay", "caffeine"] {
             let arguments = format!(r#"{{"query": "{query}"}}"#);
             assert_eq!(hooks.before("search_docs", &arguments), None, "{query}");

@@ -83,6 +83,12 @@ arguments = "(?i)bluebird"
 decision = "deny"
 reason = "Project Bluebird is confidential"
 
+[[hooks.pre_tool]]
+name = "no-restructuring"
+arguments = "(?i)restructuring"
+decision = "deny"
+reason = "restructuring is not discussed"
+
 [hooks.post_tool]
 redact = ["ACME-[0-9]{6}"]
 "#;
@@ -148,9 +154,19 @@ async fn obeys_the_reading_rules(source: Source) {
     }
     let (section_status, section) = get(&format!("{url}/v1/sections?path=docs/shipping.md")).await;
     let mut refused = Vec::new();
-    for q in ["bluebird", "bluebïrd", "BLUEBİRD"] {
+    // Every spelling and form the index reads as the same word (issue 51, finding 10: the
+    // forms a rule's word stems alike to).
+    let forms = [
+        ("bluebird", "no-bluebird"),
+        ("bluebïrd", "no-bluebird"),
+        ("BLUEBİRD", "no-bluebird"),
+        ("restructure", "no-restructuring"),
+        ("restructured", "no-restructuring"),
+        ("Restructures", "no-restructuring"),
+    ];
+    for (q, rule) in forms {
         let (status, body) = get(&search(q)).await;
-        refused.push((q, status, body.clone()));
+        refused.push((q, rule, status, body.clone()));
         seen.push((format!("GET /v1/search?q={q} ({status})"), body.to_string()));
     }
     // MCP under serve.
@@ -239,9 +255,9 @@ async fn obeys_the_reading_rules(source: Source) {
     assert!(section["text"].as_str().is_some_and(|t| t.contains("Order [REDACTED:hook] shipped")), "{section}");
     assert!(listed.iter().any(|r| r["uri"].as_str().is_some_and(|u| u.contains("shipping.md"))), "{listed:?}");
     assert!(told.iter().any(|t| t.contains("Order [REDACTED:hook] shipped")), "{told:?}");
-    for (q, status, body) in refused {
+    for (q, rule, status, body) in refused {
         assert_eq!(status, 403, "{q}: {body}");
-        assert!(body.to_string().contains("no-bluebird"), "{q}: the rule is named: {body}");
+        assert!(body.to_string().contains(rule), "{q}: the rule is named: {body}");
     }
     assert!(common::mcp::is_error(&accented) && text(&accented).contains("no-bluebird"), "{accented}");
 }

@@ -27,6 +27,9 @@ pub mod store;
 pub mod vectors;
 pub mod walk;
 
+/// A text's words as the index stems them (what an operator's argument rules are matched in too).
+pub use stems::stemmed;
+
 use cap_std::fs::Dir;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -83,6 +83,31 @@ pub fn stems(conn: &Connection, texts: &[&str]) -> Result<Vec<Vec<String>>, Inde
         .collect())
 }
 
+thread_local! {
+    /// This thread's connection for stemming text outside any index (an operator's rule and a
+    /// call's arguments: `hooks`): the scratch tables over an empty `sections`.
+    static STEMMER: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `text` as the index reads its words: each word's stems, in order, one space between
+/// (`Refunds were restructured` is `refund were restructur`).
+pub fn stemmed(text: &str) -> Result<String, IndexError> {
+    STEMMER.with_borrow_mut(|slot| {
+        let conn = match slot {
+            Some(conn) => conn,
+            None => {
+                let conn = Connection::open_in_memory()?;
+                conn.execute_batch("CREATE VIRTUAL TABLE sections USING fts5(heading, body);")?;
+                prepare(&conn)?;
+                slot.insert(conn)
+            }
+        };
+        let words: Vec<&str> = words(text).collect();
+        let bags = stems(conn, &words)?;
+        Ok(bags.iter().filter(|bag| !bag.is_empty()).map(|bag| bag.join(" ")).collect::<Vec<_>>().join(" "))
+    })
+}
+
 /// Stems each of `words` (a word and its slot in `of_word`) through the scratch table.
 fn stem_with_fts5(conn: &Connection, words: &[(&str, usize)], of_word: &mut [Vec<String>]) -> Result<(), IndexError> {
     conn.execute("DELETE FROM temp.stem_text", [])?;
