@@ -136,23 +136,97 @@ fn init_keeps_its_config_out_of_git() {
     assert!(!plain.path().join(".gitignore").exists());
 }
 
-/// A config in the home folder is not read again by serve (its folder would open the home
-/// folder to the sandbox): serve says token changes take a restart there.
-#[test]
-fn a_config_in_the_home_folder_is_not_watched() {
-    use std::io::BufRead;
+/// A config in the home folder: serve reads that file alone (its folder would open the home
+/// folder to the sandbox), and `docs-agent tokens` rewrites it in place, so an added token works
+/// and a revoked one is refused without a restart (issue 51, finding 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_in_the_home_folder_is_watched_as_a_file() {
     let ws = sample_workspace();
-    common::serve_config(ws.path(), &[("ops", "an-admin-token-for-the-home-test-0123456789", &["admin"])], "");
+    let admin = "an-admin-token-for-the-home-test-0123456789";
+    common::serve_config(ws.path(), &[("ops", admin, &["admin"])], "");
     let home = ws.path().to_str().expect("utf-8 path");
-    let mut child = common::command(ws.path(), &[("LLM_MODEL", "scripted"), ("HOME", home)], &["serve"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    let said = stderr.lines().map_while(Result::ok).take(20).find(|line| line.contains("token changes take a restart"));
+    let env = [("LLM_MODEL", "scripted"), ("HOME", home)];
+    let (mut child, url, mut log) = common::spawn_serve_logged(ws.path(), &env);
+    let config = ws.path().join("docs-agent.toml");
+    let inode = |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("config"));
+    let before = inode(&config);
+    let added = run(ws.path(), &[("HOME", home)], &["tokens", "add", "ana", "--role", "ask"]);
+    let token = added.stdout.trim().to_string();
+    let taken = until(&url, &token, 200).await;
+    let revoked = run(ws.path(), &[("HOME", home)], &["tokens", "revoke", "ana"]);
+    let refused = until(&url, &token, 401).await;
+    let admin_still = me(&url, admin).await;
+    let told =
+        log.text().contains("reads that file alone") || log.until("reads that file alone", Duration::from_secs(20));
     let _ = child.kill();
     let _ = child.wait();
-    assert!(said.is_some(), "serve said its config is not watched");
+    let said = log.text();
+    assert!(told, "serve said how it reads the file: {said}");
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    assert_eq!(revoked.code, 0, "{}", revoked.stderr);
+    assert_eq!(inode(&config), before, "rewritten in place, never replaced");
+    assert_eq!((taken, refused, admin_still), (200, 401, 200), "{said}");
+    assert!(!ws.path().join(".docs-agent.toml.new").exists(), "the safety copy is gone once the rewrite is done");
+}
+
+/// When the file cannot all be taken (another value does not load, or it names collections
+/// serve does not serve yet), its revocations still are: a token it no longer lists stops
+/// working at once, one it keeps as it is goes on, and one it adds waits for a restart (issue
+/// 51, finding 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_is_taken_even_when_the_rest_of_the_file_waits_for_a_restart() {
+    use docs_agent::serve::auth::hash;
+    let ws = sample_workspace();
+    let admin = "an-admin-token-for-the-partial-test-0123456789";
+    let (ana, bo) = ("ana-token-for-the-partial-test-0123456789", "bo-token-for-the-partial-test-0123456789");
+    let carol = "carol-token-for-the-partial-test-0123456789";
+    // Without [[collections]], a token names none (and reads every one: `*`, as a token that
+    // names `*` with them).
+    let entry = |principal: &str, token: &str, role: &str| {
+        format!("[[serve.tokens]]\nprincipal = \"{principal}\"\nsha256 = \"{}\"\nroles = [\"{role}\"]\n\n", hash(token))
+    };
+    let reading_all = |principal: &str, token: &str, role: &str| {
+        entry(principal, token, role).replace("]\n\n", "]\ncollections = [\"*\"]\n\n")
+    };
+    let listen = "[serve]\nlisten = \"127.0.0.1:0\"\n\n";
+    let config = ws.path().join("docs-agent.toml");
+    let all = format!("{listen}{}{}{}", entry("ops", admin, "admin"), entry("ana", ana, "ask"), entry("bo", bo, "ask"));
+    std::fs::write(&config, &all).expect("config");
+    let (mut child, url, mut log) = common::spawn_serve_logged(ws.path(), &[("LLM_MODEL", "scripted")]);
+    assert_eq!((me(&url, ana).await, me(&url, bo).await), (200, 200));
+
+    // ana revoked, in a file with a value elsewhere that does not load.
+    let broken = format!(
+        "{listen}{}{}[budget]\nsession_tokens = \"lots\"\n",
+        entry("ops", admin, "admin"),
+        entry("bo", bo, "ask")
+    );
+    std::fs::write(&config, broken).expect("write");
+    let ana_refused = until(&url, ana, 401).await;
+    let bo_kept = me(&url, bo).await;
+
+    // bo revoked and carol added, in a file that names a collection serve does not serve.
+    let collections = format!(
+        "{listen}{}{}[[collections]]\nname = \"billing\"\nworkspace = \"{}\"\n",
+        reading_all("ops", admin, "admin"),
+        reading_all("carol", carol, "ask"),
+        ws.path().display()
+    );
+    std::fs::write(&config, collections).expect("write");
+    let bo_refused = until(&url, bo, 401).await;
+    let carol_waits = me(&url, carol).await;
+    let admin_still = me(&url, admin).await;
+    let within = Duration::from_secs(20);
+    let told_ana = log.until("(tokens of ana no longer work)", within);
+    let told_bo = log.until("(tokens of bo no longer work)", within);
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = log.text();
+    assert!(told_ana && told_bo, "serve said which revocations it took: {said}");
+    assert!(said.contains("but it cannot be used") && said.contains("but it changed its collections"), "{said}");
+    assert_eq!(ana_refused, 401, "revoked though another value does not load: {said}");
+    assert_eq!(bo_kept, 200, "a token kept as it was keeps working: {said}");
+    assert_eq!(bo_refused, 401, "revoked though the file names collections not served: {said}");
+    assert_eq!(carol_waits, 401, "a token added waits for a restart: {said}");
+    assert_eq!(admin_still, 200, "{said}");
 }

@@ -299,10 +299,22 @@ pub fn listen_port(listen: &str) -> Option<u16> {
 /// not cover); and whether it may: the file exists, and its folder is neither `/` nor the home
 /// folder or one of its parents (a config in `~` must not open `~/.ssh` to the sandbox).
 pub fn with_config_file(plan: Plan, file: &Path) -> (Plan, bool) {
-    match config_folder_readable(file) {
-        true => (plan.allow(sandbox::data::folder_of(file), Grant::Read), true),
-        false => (plan, false),
+    if config_folder_readable(file) {
+        return (plan.allow(sandbox::data::folder_of(file), Grant::Read), true);
     }
+    // A file whose folder holds the home folder (or is `/`): the file alone, which
+    // `docs-agent tokens` then rewrites in place ([`rewritten_in_place`]).
+    match std::fs::canonicalize(file) {
+        Ok(real) if real.is_file() => (plan.allow(&real, Grant::Read), true),
+        _ => (plan, false),
+    }
+}
+
+/// True when `file` is a config file serve reads alone, not its folder (it lies in the home
+/// folder, or in a folder above it): a change must keep the file itself (the same inode), so
+/// `docs-agent tokens` rewrites it in place rather than renaming a new file over it.
+pub fn rewritten_in_place(file: &Path) -> bool {
+    file.is_file() && !config_folder_readable(file)
 }
 
 fn config_folder_readable(file: &Path) -> bool {

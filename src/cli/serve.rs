@@ -131,10 +131,17 @@ impl TokensWatch {
         let shown = file.display().to_string();
         if !watch {
             tracing::warn!(
-                "{shown} is not in a folder of its own, so serve does not read it again: token changes take a \
-                 restart (keep it in a folder that holds nothing else, as compose's /etc/docs-agent)"
+                "{shown} is not a file serve can read again: token changes take a restart (keep the config in a \
+                 folder that holds nothing else, as compose's /etc/docs-agent)"
             );
             return TokensWatch { stop };
+        }
+        if super::sandbox::rewritten_in_place(&file) {
+            tracing::info!(
+                "{shown} lies in the home folder, which serve's sandbox does not open: serve reads that file alone \
+                 again; `docs-agent tokens` rewrites it in place, and a change saved by replacing the file (as some \
+                 editors do) takes a restart"
+            );
         }
         let (global, weak, stopped) = (global.clone(), Arc::downgrade(state), stop.clone());
         // No version seen yet: the first look reads the file again, so a change made while
@@ -150,28 +157,40 @@ impl TokensWatch {
                 seen = now;
                 let Some(state) = weak.upgrade() else { return };
                 let serving: Vec<String> = state.collections.all().iter().map(|c| c.name.clone()).collect();
-                match super::load_config(&global) {
-                    // A token's collections mean something only against the collections served:
-                    // a file that names others is for the next start, and its tokens wait too
-                    // (a token without collections reads every one served).
-                    Ok(config) if config.collection_names() != serving => {
-                        tracing::warn!(
-                            "{} changed its collections ({}; serving {}): the tokens stay as they were until a restart",
-                            file.display(),
-                            config.collection_names().join(", "),
-                            serving.join(", ")
-                        );
-                    }
-                    Ok(config) => {
+                // A token's collections mean something only against the collections served:
+                // a file that names others is for the next start, as is one that does not
+                // load. Its revocations are not: a token it no longer lists as it is now stops
+                // working at once, and nothing is added until a restart.
+                let (listed, why) = match super::load_config(&global) {
+                    Ok(config) if config.collection_names() == serving => {
                         let count = state.tokens.replace(&config.serve.tokens);
                         tracing::info!("{} changed: {count} token(s) now", file.display());
+                        continue;
                     }
-                    Err((_, message)) => {
+                    Ok(config) => (
+                        Ok(config.serve.tokens.iter().map(crate::serve::auth::tokens::Listed::of).collect()),
+                        format!(
+                            "it changed its collections ({}; serving {})",
+                            config.collection_names().join(", "),
+                            serving.join(", ")
+                        ),
+                    ),
+                    Err((_, message)) => (super::tokens::listed(&file), format!("it cannot be used ({message})")),
+                };
+                match listed {
+                    Ok(listed) => {
+                        let dropped = state.tokens.keep_unchanged(&listed);
+                        let shown = if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") };
                         tracing::warn!(
-                            "{} changed but cannot be used ({message}); the tokens stay as they were",
+                            "{} changed, but {why}: only its revocations are taken (tokens of {shown} no longer \
+                             work); tokens added or changed wait for a restart",
                             file.display()
                         );
                     }
+                    Err(e) => tracing::warn!(
+                        "{} changed, but {why}, and its tokens cannot be read ({e}); the tokens stay as they were",
+                        file.display()
+                    ),
                 }
             }
         });

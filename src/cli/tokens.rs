@@ -182,6 +182,31 @@ fn entries(document: &DocumentMut) -> Vec<(String, Vec<String>, String)> {
         .collect()
 }
 
+/// The `[[serve.tokens]]` entries of `file`, read on their own (a running serve's watch, when
+/// the rest of the file does not load, takes its revocations from them).
+pub fn listed(file: &Path) -> Result<Vec<crate::serve::auth::tokens::Listed>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let document = text.parse::<DocumentMut>().map_err(|e| format!("not valid TOML: {}", e.message()))?;
+    let Some(tokens) = document.get("serve").and_then(|s| s.get("tokens")) else { return Ok(Vec::new()) };
+    let tokens = tokens.as_array_of_tables().ok_or("serve.tokens is not a list of tables")?;
+    let strings = |entry: &Table, key: &str| -> Vec<String> {
+        entry
+            .get(key)
+            .and_then(Item::as_array)
+            .map(|list| list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    Ok(tokens
+        .iter()
+        .map(|entry| crate::serve::auth::tokens::Listed {
+            sha256: entry.get("sha256").and_then(Item::as_str).unwrap_or_default().to_string(),
+            principal: entry.get("principal").and_then(Item::as_str).unwrap_or_default().to_string(),
+            roles: strings(entry, "roles"),
+            collections: strings(entry, "collections"),
+        })
+        .collect())
+}
+
 /// The `[[serve.tokens]]` array of the document, made when missing.
 fn tokens_of<'a>(document: &'a mut DocumentMut, file: &Path) -> Result<&'a mut ArrayOfTables, Failure> {
     let not_a_table =
@@ -202,6 +227,48 @@ fn tokens_of<'a>(document: &'a mut DocumentMut, file: &Path) -> Result<&'a mut A
 /// Replaces `file` with `text` at once (a synced file beside it, renamed over it, with the old
 /// file's mode and owner; a new file only when none appeared meanwhile).
 fn write(file: &Path, text: &str, existed: bool) -> Result<(), Failure> {
+    if existed && super::sandbox::rewritten_in_place(file) {
+        return write_in_place(file, text);
+    }
     let like = std::fs::metadata(file).ok();
     super::ops::place_like(file, text, existed, like.as_ref())
+}
+
+/// Rewrites `file` in place (a running serve reads that file alone: `cli::sandbox`), after
+/// writing the whole new text to a copy beside it, so that a rewrite cut short loses nothing:
+/// the error names the copy. A serve that reads the file while it is rewritten finds it
+/// changed again once the rewrite ends, and reads it again.
+fn write_in_place(file: &Path, text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let copy = file.with_file_name(format!(".{name}.new"));
+    let cannot = |e: std::io::Error| (Exit::Failure, format!("cannot write {}: {e}", copy.display()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&copy)
+        .and_then(|mut draft| draft.write_all(text.as_bytes()).and_then(|()| draft.sync_all()))
+        .map_err(cannot)?;
+    let rewritten = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
+    match rewritten {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&copy);
+            Ok(())
+        }
+        Err(e) => Err((
+            Exit::Failure,
+            format!(
+                "cannot rewrite {} ({e}); its new text is in {}: copy it over the file by hand",
+                file.display(),
+                copy.display()
+            ),
+        )),
+    }
 }

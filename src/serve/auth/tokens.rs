@@ -40,6 +40,26 @@ impl Tokens {
         count
     }
 
+    /// When the file's tokens cannot all be taken (it names collections this serve does not
+    /// serve, or another of its values does not load): only the tokens that `listed` still
+    /// has exactly as they are now are kept, so a revoked or changed token stops working at
+    /// once, and nothing is added or widened until a restart. The names of the tokens dropped.
+    pub fn keep_unchanged(&self, listed: &[Listed]) -> Vec<String> {
+        let mut dropped = Vec::new();
+        self.0.send_if_modified(|tokens| {
+            tokens.retain(|digest, principal| {
+                let same = listed.iter().any(|l| l.sha256.eq_ignore_ascii_case(digest) && l.admits_as(principal));
+                if !same {
+                    dropped.push(principal.name.clone());
+                }
+                same
+            });
+            !dropped.is_empty()
+        });
+        dropped.sort();
+        dropped
+    }
+
     /// Resolves once the token of `digest` no longer admits `principal` as it did (revoked, or
     /// given to another name or other roles); never while it does.
     pub(super) fn revoked(
@@ -60,6 +80,43 @@ impl Tokens {
                 }
             }
         }
+    }
+}
+
+/// A `[[serve.tokens]]` entry as the file lists it, read on its own when the rest of the file
+/// does not load (`cli::serve`'s watch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The token's SHA-256, hex.
+    pub sha256: String,
+    /// Who it is.
+    pub principal: String,
+    /// Its roles, as written.
+    pub roles: Vec<String>,
+    /// The collections it reads, as written (none: every one, without `[[collections]]`).
+    pub collections: Vec<String>,
+}
+
+impl Listed {
+    /// An entry of a configuration that loaded.
+    pub fn of(token: &TokenConfig) -> Listed {
+        Listed {
+            sha256: token.sha256.clone(),
+            principal: token.principal.clone(),
+            roles: token.roles.iter().map(|r| r.as_str().to_string()).collect(),
+            collections: token.collections.clone(),
+        }
+    }
+
+    /// True when this entry gives exactly `principal` (name, roles and collections).
+    fn admits_as(&self, principal: &Principal) -> bool {
+        let reads = match self.collections.is_empty() {
+            true => vec![crate::config::ALL_COLLECTIONS.to_string()],
+            false => self.collections.clone(),
+        };
+        self.principal == principal.name
+            && self.roles.iter().map(String::as_str).eq(principal.roles.iter().map(|r| r.as_str()))
+            && reads == principal.collections
     }
 }
 
