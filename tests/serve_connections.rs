@@ -4,7 +4,9 @@
 //! room for a real one; and when every slot is busy with real requests, one more is answered
 //! 503 and closed, while the server goes on answering once they are gone. A body that trickles
 //! in (a slow POST) holds no request slot, is answered 408 after
-//! `serve.body_read_timeout_secs`, and counts as half-open until it is in.
+//! `serve.body_read_timeout_secs`, and counts as half-open until it is in. Anonymous webhook
+//! bodies, held unfinished on many HTTP/2 streams, take only the webhook's own small pool: a
+//! caller with a token is still served.
 
 mod common;
 
@@ -79,6 +81,17 @@ fn always_served(address: &str, rounds: usize, why: &str) {
     for round in 0..rounds {
         let status = health(address);
         assert!(status.starts_with("HTTP/1.1 200"), "round {round}: {why}: {status:?}");
+    }
+}
+
+/// A server stopped when dropped, also when a test fails.
+struct Stopped(Option<std::process::Child>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            stop(child);
+        }
     }
 }
 
@@ -222,4 +235,78 @@ fn a_body_over_the_limit_is_refused_as_soon_as_it_is_known_to_be() {
     let got = read_to_close(&mut anonymous);
     assert!(got.starts_with("HTTP/1.1 401"), "{got:?}");
     stop(child);
+}
+
+/// Issue 51, finding 2: HTTP/2 connections each holding 8 unfinished webhook bodies (no token
+/// needed to send one) once took every body slot, and every authenticated POST got 503. They
+/// now share the webhook's pool of 8: the rest are refused at once, and a caller with a token
+/// is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_webhook_bodies_on_http2_streams_cannot_take_an_authenticated_callers_slot() {
+    use axum::body::Bytes;
+    use axum::http::{Request, StatusCode};
+    // 16 body slots; 4 connections × 8 streams = 32 unfinished webhook bodies, twice as many.
+    const SLOTS: usize = 16;
+    const CONNECTIONS: usize = 4;
+    const STREAMS: usize = 8;
+    let ws = common::sample_workspace();
+    let toml = format!(
+        "[serve]\nlisten = \"127.0.0.1:0\"\nmax_connections = {SLOTS}\nbody_read_timeout_secs = 120\n\
+         [[serve.tokens]]\nprincipal = \"ana\"\nsha256 = \"{}\"\nroles = [\"ask\"]\n",
+        hash(TOKEN)
+    );
+    std::fs::write(ws.path().join("docs-agent.toml"), toml).expect("write config");
+    let (child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
+    let guard = Stopped(Some(child));
+    let address = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+
+    let (answered, mut statuses) = tokio::sync::mpsc::unbounded_channel::<StatusCode>();
+    let mut held = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let tcp = tokio::net::TcpStream::connect(&address).await.expect("connect");
+        let (client, connection) = h2::client::handshake(tcp).await.expect("an HTTP/2 connection");
+        tokio::spawn(connection);
+        for _ in 0..STREAMS {
+            let request = Request::post(format!("http://{address}/v1/sources/docs/sync"))
+                .header("content-type", "application/json")
+                .header("content-length", "4096")
+                .header("x-hub-signature-256", format!("sha256={}", "0".repeat(64)))
+                .body(())
+                .expect("a request");
+            let mut ready = client.clone().ready().await.expect("a stream");
+            let (response, mut body) = ready.send_request(request, false).expect("sent");
+            body.send_data(Bytes::from_static(b"{\"ref\": \"refs/heads/main\""), false).expect("part of the body");
+            // The rest of the body never comes: the stream is held as long as `body` lives.
+            held.push(body);
+            let answered = answered.clone();
+            tokio::spawn(async move {
+                if let Ok(response) = response.await {
+                    let _ = answered.send(response.status());
+                }
+            });
+        }
+    }
+    // All but the webhook's own pool are refused at once.
+    let mut refused = 0;
+    while refused < CONNECTIONS * STREAMS - docs_agent::serve::body::WEBHOOK_BODIES {
+        let status = tokio::time::timeout(Duration::from_secs(60), statuses.recv()).await;
+        let status = status.expect("the webhook bodies past the pool are answered").expect("a status");
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "a webhook body past the pool");
+        refused += 1;
+    }
+    // The held bodies are still unfinished; a caller with a token is served all the same.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let asked = reqwest::Client::new()
+        .post(format!("{url}/v1/ask"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"question": "how long is the refund window"}))
+        .send()
+        .await
+        .expect("an answer");
+    let status = asked.status().as_u16();
+    let body = asked.text().await.unwrap_or_default();
+    assert_eq!(status, 200, "{body}");
+    assert!(statuses.try_recv().is_err(), "the pool's bodies are still held");
+    drop(held);
+    drop(guard);
 }
