@@ -2,7 +2,8 @@
 //! addresses, through a real `docs-agent serve` on 127.0.0.1 and clients bound to two loopback
 //! addresses (127.0.0.2 plays the proxy; 127.0.0.1 anyone else); roles from groups, the CSRF
 //! token a browser's state-changing request needs, and the settings checked at start. The
-//! OpenID sign-in runs in Chromium against a real provider: tests/browser/signin.mjs.
+//! OpenID sign-in: tests/oidc.rs against a fake provider, and in Chromium against a real one
+//! (tests/browser/signin.mjs).
 
 mod common;
 
@@ -47,7 +48,9 @@ async fn a_proxy_names_people_only_from_its_own_addresses() {
         &[("ops", TOKEN, &["admin"])],
         "[serve.proxy]\ntrusted = [\"127.0.0.2\"]\n[serve.groups]\nask = [\"support\"]\napprove = [\"leads\"]\n",
     );
-    let (mut child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
+    let (child, url, _stderr) = common::spawn_serve(ws.path(), &[("LLM_MODEL", "scripted")]);
+    // Killed however the test ends, a failed assertion included.
+    let _serve = common::KillOnDrop(child);
     let (proxy, elsewhere) = (client("127.0.0.2"), client("127.0.0.1"));
     let ana = [("X-Forwarded-Email", "ana@acme.test"), ("X-Forwarded-Groups", "support,leads")];
 
@@ -126,8 +129,6 @@ async fn a_proxy_names_people_only_from_its_own_addresses() {
     // Nothing at all: 401, as before.
     let (status, _) = send(&proxy, "GET", &format!("{url}/v1/me"), &[], None).await;
     assert_eq!(status, 401);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]

@@ -379,3 +379,14 @@ pub fn serve_app(app: axum::Router) -> std::net::SocketAddr {
     });
     addr
 }
+
+/// A child process (a `docs-agent serve`) killed and waited for when dropped, so a test that
+/// fails half-way leaves no server running behind it.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
