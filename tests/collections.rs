@@ -498,3 +498,74 @@ fn the_compose_examples_configuration_loads() {
         assert!(own.sources[0].git.starts_with("/srv/git/"), "{name}: {}", own.sources[0].git);
     }
 }
+
+/// Every way of spelling `?collection=` (another case, percent-encoded, twice, a capital in the
+/// parameter's name, a NUL or a space around it) on every route that takes it, and every way of
+/// naming hr as a chat completion's model: a caller who reads only billing is refused (4xx) or
+/// answered from billing, never shown anything of hr (issue 51: the collection check held by
+/// one test only).
+#[tokio::test]
+async fn no_spelling_of_a_collection_parameter_reaches_one_the_caller_may_not_read() {
+    let s = server("extractive");
+    let q = format!("{HR_WORD} holiday allowance days");
+    let spellings = [
+        "collection=hr",
+        "collection=HR",
+        "collection=%68r",
+        "collection=%68%72",
+        "collection=hr&collection=billing",
+        "collection=billing&collection=hr",
+        "Collection=hr",
+        "COLLECTION=hr",
+        "collection=hr%00",
+        "collection=%20hr",
+        "collection=+hr",
+        "collection=hr%20",
+        "collection=%09hr%0A",
+        "collection[]=hr",
+        "collection=hr;collection=hr",
+    ];
+    let search = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "search_docs", "arguments": {"query": q}}});
+    // Every call that showed hr, or answered other than with a refusal or billing's answer.
+    let mut wrong = Vec::new();
+    for spelling in spellings {
+        let routes = [
+            ("GET", format!("/v1/search?q={}&{spelling}", common::percent(&q)), None),
+            ("GET", format!("/v1/sections?path=docs/leave.md&anchor=holiday-allowance&{spelling}"), None),
+            ("GET", format!("/v1/suggestions?limit=12&{spelling}"), None),
+            ("POST", format!("/v1/ask?{spelling}"), Some(json!({"question": q}))),
+            ("POST", format!("/v1/sessions?{spelling}"), None),
+            ("POST", format!("/mcp?{spelling}"), Some(search.clone())),
+        ];
+        for (method, uri, body) in routes {
+            let (status, answered) = call(&s, method, &uri, ANA, body).await;
+            let billings = if uri.starts_with("/v1/sessions") {
+                answered["collection"] == "billing"
+            } else if uri.starts_with("/mcp") {
+                answered.get("result").is_some()
+            } else {
+                true
+            };
+            let fine = status.is_client_error() || (status.is_success() && billings);
+            if shows_hr(&answered) || !fine {
+                wrong.push(format!("{method} {uri}: {status} {answered}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} calls reached hr or were not refused:\n{}", wrong.len(), wrong.join("\n"));
+    // The control: the same question, asked by hr's reader, shows what `shows_hr` catches.
+    let (_, hr_answer) = call(&s, "POST", "/v1/ask?collection=hr", HAL, Some(json!({"question": q}))).await;
+    assert!(shows_hr(&hr_answer), "the control: hr's reader is answered from hr: {hr_answer}");
+
+    // A chat completion names its collection as the model.
+    for model in ["hr", "HR", " hr", "hr ", "hr\u{0}", "%68r", "docs-agent/hr", "hr,billing"] {
+        let chat = json!({"model": model, "messages": [{"role": "user", "content": q}]});
+        let (status, completion) = call(&s, "POST", "/v1/chat/completions", ANA, Some(chat)).await;
+        assert!(!shows_hr(&completion), "model {model:?} showed hr: {completion}");
+        assert!(status.is_client_error() || status.is_success(), "model {model:?}: {status}: {completion}");
+        if status.is_success() {
+            assert_eq!(completion["model"], "docs-agent", "model {model:?}: billing's, by the default name");
+        }
+    }
+}

@@ -433,3 +433,106 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// GitLab's webhook sends the secret itself (`X-Gitlab-Token`): only the whole secret, byte for
+/// byte, queues a sync. A prefix of it, the secret with more after it, an empty token and one of
+/// the same length that differs in its last byte are each the one refusal (401 bad_signature),
+/// and no sync follows them: the branch moved before they came, and the tree moves only after
+/// the right token, in exactly one sync (issue 51: the token's comparison, end to end).
+#[test]
+fn a_gitlab_token_queues_a_sync_only_when_it_is_the_whole_secret() {
+    const SECRET: &str = "the-gitlab-secret-0123";
+    let Some(served) = Served::new() else { return };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 45 days of purchase.\n");
+    served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let dir = tempfile::tempdir().expect("a folder");
+    // `every = "0"`: serve looks once at start and then only when the webhook asks.
+    common::serve_config(
+        dir.path(),
+        &[("ann", "ann-token-0123456789abcdef", &["ask"]), ("ops", "ops-token-0123456789abcdef", &["admin"])],
+        &format!(
+            "[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\nevery = \"0\"\n\
+             webhook_secret_env = \"HOOK_SECRET\"\n",
+            server.base
+        ),
+    );
+    let state = dir.path().join("state");
+    let env = [
+        ("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8")),
+        ("LLM_MODEL", "extractive"),
+        ("HOOK_SECRET", SECRET),
+    ];
+    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
+    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir.path()).arg("serve");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let (mut child, url, _stderr) = common::serve_child(command);
+    let client = reqwest::blocking::Client::new();
+    // What serve's syncs did: (moved, unchanged, failed), as an admin's /readyz says.
+    let syncs = || {
+        let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
+        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
+        let count = |field: &str| ready["sources"][0][field].as_u64().unwrap_or(0);
+        (count("moved"), count("unchanged"), count("failed"))
+    };
+    let total = |(moved, unchanged, failed): (u64, u64, u64)| moved + unchanged + failed;
+    let until = |done: &dyn Fn((u64, u64, u64)) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut now = syncs();
+        while !done(now) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            now = syncs();
+        }
+        now
+    };
+    assert_eq!(until(&|s| total(s) >= 1), (0, 1, 0), "serve's first look at the branch found nothing new");
+    let ask = || {
+        let (status, body) = call(
+            client
+                .post(format!("{url}/v1/ask"))
+                .bearer_auth("ann-token-0123456789abcdef")
+                .json(&serde_json::json!({"question": "how long is the refund window"})),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    assert!(ask().contains("45 days"));
+
+    // The branch moves; the calls below must not fetch it.
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 60 days of purchase.\n");
+    served.push("main");
+    let hook = format!("{url}/v1/sources/billing/sync");
+    let body = br#"{"ref":"refs/heads/main","object_kind":"push"}"#.to_vec();
+    let last = SECRET.len() - 1;
+    let same_length = format!("{}{}", &SECRET[..last], if SECRET.ends_with('3') { '4' } else { '3' });
+    let tokens = [
+        SECRET[..last].to_string(),
+        SECRET[..1].to_string(),
+        format!("{SECRET}x"),
+        format!("{SECRET}{SECRET}"),
+        String::new(),
+        same_length,
+        SECRET.to_uppercase(),
+    ];
+    for token in &tokens {
+        let (status, said) = call(client.post(&hook).header("X-Gitlab-Token", token).body(body.clone()));
+        assert_eq!(status, 401, "X-Gitlab-Token {token:?}: {said}");
+        assert!(said.contains("bad_signature"), "X-Gitlab-Token {token:?}: {said}");
+    }
+    assert_eq!(syncs(), (0, 1, 0), "no sync was asked for");
+    assert!(ask().contains("45 days"), "nothing moved without the secret");
+
+    // The whole secret: one sync, which moves the tree.
+    let (status, said) = call(client.post(&hook).header("X-Gitlab-Token", SECRET).body(body));
+    assert_eq!(status, 202, "{said}");
+    assert_eq!(until(&|s| total(s) >= 2), (1, 1, 0), "the secret's sync moved the tree, and no other sync ran");
+    let answer = ask();
+    assert!(answer.contains("60 days") && !answer.contains("45 days"), "{answer}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

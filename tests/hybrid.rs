@@ -470,3 +470,54 @@ async fn what_leaves_for_the_embedding_server_and_the_reranker_is_guarded_on_eve
     }
     assert!(sent.iter().any(|t| t.contains("Order [REDACTED:hook] shipped")), "{sent:?}");
 }
+
+/// Serve's index updater never sends a hidden document to the embedding server, whatever way
+/// it arrives while serve runs: a hidden document edited, a new one in a new folder under the
+/// denied one, and a link from a visible name into it. A visible document written after them
+/// all is embedded (so the updater has taken every change in by then), and no hidden text ever
+/// reached the server (issue 51: `index rebuild` and `search` were tested, serve's updater
+/// only at start).
+#[tokio::test]
+async fn serves_updater_never_embeds_a_hidden_document_added_while_it_runs() {
+    use std::io::BufRead;
+    let embeddings = FakeEmbeddings::start();
+    let ws = sample_workspace();
+    let docs = ws.path().join("docs");
+    std::fs::create_dir_all(docs.join("internal")).expect("mkdir");
+    std::fs::write(docs.join("internal/plan.md"), "# Launch plan\n\nWombatplan launches in March.\n").expect("write");
+    let token = "updater-token-0123456789";
+    common::serve_config(
+        ws.path(),
+        &[("ana", token, &["ask"])],
+        "[[hooks.pre_tool]]\nname = \"internal-only\"\ntool = \"read_file\"\npath = \"docs/internal/**\"\n\
+         decision = \"deny\"\nreason = \"internal\"\n",
+    );
+    let mut env = env(&embeddings);
+    env.push(("LLM_MODEL", "scripted".into()));
+    env.push(("DOCS_AGENT_INDEX_RESCAN_SECS", "1".into()));
+    let (mut child, _url, stderr) = common::spawn_serve(ws.path(), &borrowed(&env));
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let embedded = |needle: &str| embeddings.texts().iter().any(|t| t.contains(needle));
+    let until_embedded = |needle: &'static str| async move {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !embedded(needle) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        embedded(needle)
+    };
+    assert!(until_embedded("Refunds are possible within 14 days").await, "the updater embedded the docs at start");
+
+    std::fs::write(docs.join("internal/plan.md"), "# Launch plan\n\nNumbatplan launches in April.\n").expect("edit");
+    std::fs::create_dir_all(docs.join("internal/later")).expect("mkdir");
+    std::fs::write(docs.join("internal/later/dates.md"), "# Dates\n\nNumbatplan dates, kept in house.\n")
+        .expect("write");
+    std::os::unix::fs::symlink("internal/later/dates.md", docs.join("dates.md")).expect("link");
+    std::fs::write(docs.join("okapi.md"), "# Okapi add-on\n\nThe okapi add-on costs 9 EUR a month.\n").expect("write");
+    let visible = until_embedded("okapi add-on costs").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(visible, "the updater embedded the visible document: {:?}", embeddings.texts());
+    let hidden = ["Wombatplan", "Numbatplan", "Launch plan", "kept in house"];
+    let leaked: Vec<String> = embeddings.texts().into_iter().filter(|t| hidden.iter().any(|h| t.contains(h))).collect();
+    assert!(leaked.is_empty(), "hidden text was sent: {leaked:?}");
+}

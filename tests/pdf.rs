@@ -1,7 +1,8 @@
 //! PDFs in the docs: read through their text layer, a section per page titled by the outline,
 //! cited `file.pdf#page=N`; a scan or a file that is no PDF is skipped and `check` says why.
 //! On PDFs made here (`docs_agent::pdf::fixtures`) and on a real manual, GNU Libtasn1's (made
-//! by pdfTeX; Debian's `libtasn1-doc`, which `.ci/run` installs).
+//! by pdfTeX; Debian's `libtasn1-doc`, which `.ci/run` installs). And the worker process that
+//! reads them: what a PDF that crashes it costs, and what its own sandbox lets it do.
 
 mod common;
 
@@ -109,4 +110,69 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
     for page in ["docs/bluebird.pdf#page=2", "docs/cycle.pdf#page=2"] {
         assert!(out.stdout.contains(page), "the rest is read: {}", out.stdout);
     }
+}
+
+/// What the PDF worker tried from inside its sandbox (debug builds answer a PDF whose bytes are
+/// `%docs-agent-test: probe KIND:TARGET` with the attempt's outcome, `sandbox::probe`'s JSON):
+/// `docs-agent ARGS check` in a fresh workspace, one PDF per attempt (`WORKSPACE/` in one is
+/// that workspace's path); the outcomes in order.
+fn worker_attempts(env: &[(&str, &str)], args: &[&str], attempts: &[&str]) -> Vec<serde_json::Value> {
+    let ws = sample_workspace();
+    for (n, attempt) in attempts.iter().enumerate() {
+        let attempt = attempt.replace("WORKSPACE/", &format!("{}/", ws.path().display()));
+        std::fs::write(ws.path().join(format!("docs/probe-{n}.pdf")), format!("%docs-agent-test: probe {attempt}"))
+            .expect("write");
+    }
+    let mut all = args.to_vec();
+    all.push("check");
+    let out = run(ws.path(), env, &all);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    (0..attempts.len())
+        .map(|n| {
+            let line = said.lines().find_map(|l| l.split(&format!("docs/probe-{n}.pdf: probe ")).nth(1));
+            let line = line.unwrap_or_else(|| panic!("no outcome of {}: {said}", attempts[n]));
+            // The JSON object, then what check says after it (`; skipped`).
+            let mut values = serde_json::Deserializer::from_str(line).into_iter::<serde_json::Value>();
+            values.next().and_then(Result::ok).unwrap_or_else(|| panic!("no JSON in {line}"))
+        })
+        .collect()
+}
+
+/// The PDF worker gives up every file and network right itself (`worker`'s own
+/// `sandbox::enter` with nothing granted), beyond what the command that forked it may do: it
+/// cannot read the docs the command reads, nor a system file, nor connect to a port that
+/// listens, and `no_new_privs` is set; with the command's own sandbox off too (`--no-sandbox`),
+/// the worker's is all there is, and still refuses. The control: with Landlock hidden, the same
+/// attempts succeed, so the refusals are the kernel's (issue 51: the worker's sandbox untested).
+#[test]
+fn the_pdf_worker_reads_no_file_and_connects_nowhere() {
+    const EACCES: i64 = 13;
+    let ws = sample_workspace();
+    let probe = run(ws.path(), &[], &["sandbox-probe"]);
+    let status = probe.stdout.lines().next().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    let abi = status.as_ref().and_then(|s| s["landlock_abi"].as_u64()).unwrap_or(0);
+    if !available("a kernel with Landlock", abi >= 1, "run on Linux 5.13 or later with Landlock enabled") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let port = listener.local_addr().expect("an address").port();
+    // A file of the workspace's docs: the command reads it, the worker may not.
+    let connect = format!("connect:127.0.0.1:{port}");
+    let attempts = ["read:WORKSPACE/docs/refunds.md", "read:/etc/passwd", &connect];
+    for args in [&[][..], &["--no-sandbox"][..]] {
+        let made = worker_attempts(&[], args, &attempts);
+        for (attempt, outcome) in attempts.iter().zip(&made) {
+            assert_eq!(outcome["no_new_privs"], true, "{args:?} {attempt}: {outcome}");
+            if attempt.starts_with("connect:") && abi < 4 {
+                continue; // TCP rules came with Landlock ABI 4.
+            }
+            assert_eq!(outcome["ok"], false, "{args:?}: the worker could {attempt}: {outcome}");
+            assert_eq!(outcome["errno"], EACCES, "{args:?} {attempt}: {outcome}");
+        }
+    }
+    let hidden = worker_attempts(&[("DOCS_AGENT_TEST_HIDE_LANDLOCK", "1")], &["--no-sandbox"], &attempts);
+    for (attempt, outcome) in attempts.iter().zip(&hidden) {
+        assert_eq!(outcome["ok"], true, "without Landlock the worker could {attempt}: {outcome}");
+    }
+    drop(listener);
 }

@@ -150,7 +150,8 @@ fn worker(mut parent: UnixStream, bytes: &[u8], max_text: u64) -> ! {
     // No file and no network from here on (where Landlock is available): the bytes are all it reads.
     let _ = crate::sandbox::enter(&crate::sandbox::Plan::nothing(), crate::sandbox::Mode::Auto);
     #[cfg(debug_assertions)]
-    test_failures(bytes);
+    let result = test_failures(bytes).unwrap_or_else(|| super::extract(bytes, max_text));
+    #[cfg(not(debug_assertions))]
     let result = super::extract(bytes, max_text);
     let reply = serde_json::to_vec(&Reply::Done(result)).unwrap_or_default();
     let _ = send(&mut parent, &reply);
@@ -159,9 +160,20 @@ fn worker(mut parent: UnixStream, bytes: &[u8], max_text: u64) -> ! {
 }
 
 /// Debug builds only: bytes that make the worker fail as a hostile PDF could make the parser
-/// fail, so the tests see each failure contained. (A release build has no such bytes.)
+/// fail, so the tests see each failure contained; and `%docs-agent-test: probe KIND:TARGET`, an
+/// attempt (`sandbox::probe`: `read:PATH`, `connect:ADDR`...) made from inside the worker's own
+/// sandbox, answered as the PDF's error (`probe {json}`), so the tests see what it may do. (A
+/// release build has no such bytes.)
 #[cfg(debug_assertions)]
-fn test_failures(bytes: &[u8]) {
+fn test_failures(bytes: &[u8]) -> Option<Result<Extracted, PdfError>> {
+    #[cfg(target_os = "linux")]
+    if let Some(spec) = bytes.strip_prefix(b"%docs-agent-test: probe ") {
+        use crate::sandbox::probe::{Attempt, no_new_privs};
+        let spec = String::from_utf8_lossy(spec);
+        let mut said = Attempt::parse(&spec).map_or_else(|e| serde_json::json!({"error": e.to_string()}), |a| a.run());
+        said["no_new_privs"] = no_new_privs().into();
+        return Some(Err(PdfError::Crashed(format!("probe {said}"))));
+    }
     match bytes {
         b"%docs-agent-test: abort" => std::process::abort(),
         b"%docs-agent-test: loop" => loop {
@@ -173,7 +185,7 @@ fn test_failures(bytes: &[u8]) {
                 held.push(vec![1u8; 64 << 20]);
             }
         }
-        _ => {}
+        _ => None,
     }
 }
 
