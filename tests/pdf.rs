@@ -91,11 +91,13 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
     assert!(bomb.len() < 16 * 1024, "{} bytes", bomb.len());
     std::fs::write(docs.join("bomb.pdf"), bomb).expect("write");
     std::fs::write(docs.join("cycle.pdf"), docs_agent::pdf::fixtures::cyclic_outline()).expect("write");
-    std::fs::write(ws.path().join("docs-agent.toml"), "[index]\nmax_file_bytes = 262144\n").expect("config");
-    let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["check"]);
+    // A short time per PDF (index.pdf_seconds), so the looping one costs 2 s.
+    std::fs::write(ws.path().join("docs-agent.toml"), "[index]\nmax_file_bytes = 262144\npdf_seconds = 2\n")
+        .expect("config");
+    let out = run(ws.path(), &[], &["check"]);
     let said = format!("{}{}", out.stdout, out.stderr);
     assert!(said.contains("docs/abort.pdf: the PDF reader gave up on it (it aborted"), "{said}");
-    assert!(said.contains("docs/loop.pdf: the PDF reader took longer than 2 s on it"), "{said}");
+    assert!(said.contains("docs/loop.pdf: the PDF reader took longer than 2 s on it (index.pdf_seconds)"), "{said}");
     // Out of memory, or (on a busy machine, mapping is slow) out of time first.
     assert!(
         said.contains("docs/memory.pdf: the PDF reader gave up on it")
@@ -106,7 +108,7 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
     assert!(said.contains("docs/bomb.pdf: its text is over the 262144-byte limit (index.max_file_bytes)"), "{said}");
     assert!(!said.contains("docs/cycle.pdf"), "the looping outline costs nothing: {said}");
     // (Files this fresh are read again by the next command: it too gets the short limit.)
-    let out = run(ws.path(), &[("DOCS_AGENT_TEST_PDF_SECONDS", "2")], &["search", "proxy.url bluebird.toml"]);
+    let out = run(ws.path(), &[], &["search", "proxy.url bluebird.toml"]);
     for page in ["docs/bluebird.pdf#page=2", "docs/cycle.pdf#page=2"] {
         assert!(out.stdout.contains(page), "the rest is read: {}", out.stdout);
     }

@@ -156,6 +156,8 @@ pub fn load_config(global: &Global) -> Result<Config, Failure> {
     let mut config = crate::service::settings::load(&sources).map_err(|e| (Exit::Usage, e.to_string()))?;
     // A git source's token and webhook secret, from the file or variable its entry names.
     crate::git::read_secrets(&mut config, &|var| std::env::var(var).ok()).map_err(|e| (Exit::Usage, e))?;
+    // Each PDF read from here on gets the configured time.
+    crate::pdf::worker::set_time_limit(std::time::Duration::from_secs(config.index.pdf_seconds));
     Ok(config)
 }
 

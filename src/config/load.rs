@@ -244,6 +244,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("index.path", "".into()),
         ("index.watch", true.into()),
         ("index.rescan_secs", 10_i64.into()),
+        ("index.pdf_seconds", 60_i64.into()),
         ("retrieval.first", true.into()),
         ("retrieval.context_tokens", 300_i64.into()),
         ("retrieval.sections", 8_i64.into()),

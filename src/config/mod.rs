@@ -658,6 +658,9 @@ pub struct IndexConfig {
     /// `serve` also looks for changes this often, in seconds, for filesystems that send no
     /// events; `docs-agent mcp` looks this often, before a call (0: never).
     pub rescan_secs: u64,
+    /// Longest one PDF may take to read, in seconds (in its worker process); one that takes
+    /// longer is left out with a warning. 1 to 600.
+    pub pdf_seconds: u64,
 }
 
 /// Where the search index is kept.
@@ -722,6 +725,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("DOCS_AGENT_INDEX", "index.path"),
     ("DOCS_AGENT_INDEX_WATCH", "index.watch"),
     ("DOCS_AGENT_INDEX_RESCAN_SECS", "index.rescan_secs"),
+    ("DOCS_AGENT_PDF_SECONDS", "index.pdf_seconds"),
     ("DOCS_AGENT_APPROVAL_TTL_SECS", "session.approval_ttl_secs"),
     ("DOCS_AGENT_CONTEXT_BUDGET", "session.context_budget_tokens"),
     ("DOCS_AGENT_RETRIEVE_FIRST", "retrieval.first"),
@@ -879,6 +883,20 @@ mod tests {
         assert_eq!(set.serve.shares().followers.setting, "serve.max_followers_per_principal");
         let zero = load(&[("serve.max_turns_per_principal", "0")]).expect_err("0 is refused");
         assert!(zero.0.contains("serve.max_turns_per_principal"), "{zero}");
+    }
+
+    /// The time each PDF may take is 1 to 600 s, and a refusal names the setting.
+    #[test]
+    fn the_time_per_pdf_is_bounded() {
+        let load = |n: &str| {
+            let flags = vec![("workspace", ".".to_string()), ("index.pdf_seconds", n.to_string())];
+            Config::load(&Sources { file: None, env: Default::default(), flags })
+        };
+        for refused in ["0", "601"] {
+            let e = load(refused).expect_err(refused);
+            assert!(e.0.contains("index.pdf_seconds"), "{e}");
+        }
+        assert_eq!(load("600").expect("600").index.pdf_seconds, 600);
     }
 
     /// The session settings' debug form (in a log, a panic) never holds `log_url`, which may

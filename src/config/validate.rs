@@ -59,6 +59,7 @@ impl Config {
             ("limits.max_output_tokens", self.limits.max_output_tokens as u64),
             ("llm.request_timeout_secs", self.llm.request_timeout_secs),
             ("index.top_k", self.index.top_k as u64),
+            ("index.pdf_seconds", self.index.pdf_seconds),
             ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
             ("retrieval.sections", self.retrieval.sections as u64),
             ("retrieval.files", self.retrieval.files as u64),
@@ -75,6 +76,13 @@ impl Config {
             if value == 0 {
                 return Err(ConfigError(format!("{key} must be at least 1, got 0")));
             }
+        }
+        if self.index.pdf_seconds > MAX_PDF_SECONDS {
+            return Err(ConfigError(format!(
+                "index.pdf_seconds (DOCS_AGENT_PDF_SECONDS) must be 1 to {MAX_PDF_SECONDS}, got {}: every PDF may \
+                 take that long, and the index waits for it",
+                self.index.pdf_seconds
+            )));
         }
         // The URL itself, and its CA file, are the session store's to read (`session::store::check_config`).
         let url = self.session.log_url.trim();
@@ -185,6 +193,9 @@ impl Config {
         Ok(())
     }
 }
+
+/// The longest `index.pdf_seconds` may be.
+pub const MAX_PDF_SECONDS: u64 = 600;
 
 /// Candidates a reranker scores at most: each is a model pass on the question's path.
 pub const MAX_RERANK_CANDIDATES: usize = 100;

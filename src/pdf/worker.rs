@@ -7,7 +7,8 @@
 //! For each PDF, [`extract`] sends the bytes to the zygote, which forks a worker: the worker
 //! limits its memory, gives up every file and network right (a Landlock ruleset that grants
 //! nothing; it reads only the bytes it was sent), parses, writes the result back and exits.
-//! The zygote waits at most [`TIME_LIMIT`], kills a worker that takes longer, reaps it, and
+//! The zygote waits at most the time limit (`index.pdf_seconds`, [`set_time_limit`]; 60 s by
+//! default), kills a worker that takes longer, reaps it, and
 //! answers with the result or what happened. The zygote dies with the process
 //! (`PR_SET_PDEATHSIG`).
 //!
@@ -16,13 +17,24 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::{Extracted, PdfError};
 
-/// Longest a worker may take over one PDF.
+/// Longest a worker may take over one PDF, unless the configuration says otherwise.
 pub const TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// The time limit of this process's PDFs, in seconds (`index.pdf_seconds`): sent with each PDF,
+/// so the zygote, forked before the configuration may have been read, applies it.
+static SECONDS: AtomicU64 = AtomicU64::new(TIME_LIMIT.as_secs());
+
+/// Sets the time limit each PDF read from now on gets (`index.pdf_seconds`, read once by the
+/// command line with the configuration).
+pub fn set_time_limit(limit: Duration) {
+    SECONDS.store(limit.as_secs().max(1), Ordering::Relaxed);
+}
 /// Most memory (address space) a worker may map.
 const MEMORY_LIMIT: u64 = 1024 * 1024 * 1024;
 /// Largest reply a worker may send (a PDF's text, as JSON), whatever the text allowed.
@@ -75,11 +87,13 @@ pub fn start() -> Result<(), String> {
 /// [`PdfError::Crashed`]. The reply is no larger than the text allowed (and its JSON).
 pub fn extract(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
     let Some(zygote) = ZYGOTE.get() else { return super::extract(bytes, max_text) };
+    let limit = time_limit();
     let mut socket = zygote.lock().unwrap_or_else(|e| e.into_inner());
-    let asked = send_parts(&mut socket, &[&max_text.to_le_bytes(), bytes]).and_then(|()| {
-        socket.set_read_timeout(Some(time_limit() + Duration::from_secs(10)))?;
-        receive(&mut socket, reply_limit(max_text))
-    });
+    let asked =
+        send_parts(&mut socket, &[&max_text.to_le_bytes(), &limit.as_secs().to_le_bytes(), bytes]).and_then(|()| {
+            socket.set_read_timeout(Some(limit + Duration::from_secs(10)))?;
+            receive(&mut socket, reply_limit(max_text))
+        });
     let reply = asked.map_err(|e| PdfError::Crashed(format!("the PDF reader did not answer ({e})")))?;
     match serde_json::from_slice::<Reply>(&reply) {
         Ok(Reply::Done(result)) => result,
@@ -97,8 +111,10 @@ fn zygote(mut parent: UnixStream) -> ! {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL)
     };
     while let Ok(asked) = receive(&mut parent, usize::MAX) {
-        let Some((max_text, bytes)) = asked.split_first_chunk::<8>() else { break };
-        let reply = serde_json::to_vec(&work(bytes, u64::from_le_bytes(*max_text))).unwrap_or_default();
+        let Some((max_text, rest)) = asked.split_first_chunk::<8>() else { break };
+        let Some((seconds, bytes)) = rest.split_first_chunk::<8>() else { break };
+        let limit = Duration::from_secs(u64::from_le_bytes(*seconds).max(1));
+        let reply = serde_json::to_vec(&work(bytes, u64::from_le_bytes(*max_text), limit)).unwrap_or_default();
         if send(&mut parent, &reply).is_err() {
             break;
         }
@@ -107,8 +123,8 @@ fn zygote(mut parent: UnixStream) -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// One worker for `bytes`: its reply, or how it ended.
-fn work(bytes: &[u8], max_text: u64) -> Reply {
+/// One worker for `bytes`, given `limit` to answer: its reply, or how it ended.
+fn work(bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
     let Ok((mine, theirs)) = UnixStream::pair() else { return Reply::Crashed("no socket for the worker".into()) };
     // SAFETY: the zygote runs one thread.
     let pid = unsafe { libc::fork() };
@@ -121,7 +137,7 @@ fn work(bytes: &[u8], max_text: u64) -> Reply {
         return Reply::Crashed(format!("cannot start a worker: {}", std::io::Error::last_os_error()));
     }
     let mut mine = mine;
-    let answer = mine.set_read_timeout(Some(time_limit())).and_then(|()| receive(&mut mine, reply_limit(max_text)));
+    let answer = mine.set_read_timeout(Some(limit)).and_then(|()| receive(&mut mine, reply_limit(max_text)));
     if answer.is_err() {
         // SAFETY: `pid` is this process's own child, not yet reaped.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -133,7 +149,7 @@ fn work(bytes: &[u8], max_text: u64) -> Reply {
         Ok(reply) => serde_json::from_slice(&reply)
             .unwrap_or_else(|e| Reply::Crashed(format!("the worker's reply did not read ({e})"))),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
-            Reply::Crashed(format!("the PDF reader took longer than {} s on it", time_limit().as_secs()))
+            Reply::Crashed(format!("the PDF reader took longer than {} s on it (index.pdf_seconds)", limit.as_secs()))
         }
         Err(_) if libc::WIFSIGNALED(status) => Reply::Crashed(signal(libc::WTERMSIG(status))),
         Err(e) => Reply::Crashed(format!("the worker ended without a reply ({e})")),
@@ -189,13 +205,9 @@ fn test_failures(bytes: &[u8]) -> Option<Result<Extracted, PdfError>> {
     }
 }
 
-/// The time limit: [`TIME_LIMIT`], or in a debug build `DOCS_AGENT_TEST_PDF_SECONDS`.
+/// The time limit, as set ([`set_time_limit`]).
 fn time_limit() -> Duration {
-    #[cfg(debug_assertions)]
-    if let Some(seconds) = std::env::var("DOCS_AGENT_TEST_PDF_SECONDS").ok().and_then(|s| s.parse().ok()) {
-        return Duration::from_secs(seconds);
-    }
-    TIME_LIMIT
+    Duration::from_secs(SECONDS.load(Ordering::Relaxed))
 }
 
 /// What a signal that ended a worker means.
