@@ -412,6 +412,24 @@ async fn approvers_and_admins_see_only_their_collections_writes_and_gaps() {
     assert_eq!(status, StatusCode::OK, "{closed}");
 }
 
+/// An admin's /readyz totals are the sum of the collections it is shown, one by one: an admin of
+/// hr alone counts hr's files and sections, not billing's.
+#[tokio::test]
+async fn readyz_totals_are_those_of_the_collections_the_admin_is_shown() {
+    let s = server("extractive");
+    for (token, shown) in [(HR_ADMIN, vec!["hr"]), (ROOT, vec!["billing", "hr"])] {
+        let (status, ready) = call(&s, "GET", "/readyz", token, None).await;
+        assert_eq!(status, StatusCode::OK, "{ready}");
+        let collections = ready["collections"].as_array().expect("an admin sees its collections");
+        let names: Vec<&str> = collections.iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(names, shown, "{ready}");
+        for field in ["files", "sections"] {
+            let sum: u64 = collections.iter().filter_map(|c| c[field].as_u64()).sum();
+            assert_eq!(ready[field].as_u64(), Some(sum), "{field}: {ready}");
+        }
+    }
+}
+
 #[test]
 fn collections_whose_folders_nest_are_refused() {
     let dir = tempfile::tempdir().expect("dir");

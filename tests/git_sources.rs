@@ -536,3 +536,31 @@ fn a_gitlab_token_queues_a_sync_only_when_it_is_the_whole_secret() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A tree nested deeper than a listing reads is served down to the limit: `sources sync` says
+/// which folder was left out, and the docs above it are searched.
+#[test]
+fn a_tree_nested_past_the_limit_is_served_down_to_it_and_says_what_was_left_out() {
+    /// `git::checkout::MAX_DEPTH`, as the book gives it.
+    const LIMIT: usize = 32;
+    let Some(served) = Served::new() else { return };
+    served.write("docs/refunds.md", "# Refunds\n\n## Window\n\nRefunds are accepted within 45 days of purchase.\n");
+    served.write(&format!("docs/{}/deep.md", vec!["d"; LIMIT + 3].join("/")), "# Deep\n\nBelow the limit.\n");
+    served.push("main");
+    let server = GitHttp::start(served.root.path(), None);
+    let dir = tempfile::tempdir().expect("a folder");
+    std::fs::write(
+        dir.path().join("docs-agent.toml"),
+        format!("[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\n", server.base),
+    )
+    .expect("a config");
+    let state = dir.path().join("state");
+    let env = [("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8"))];
+    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    let too_deep = vec!["d"; LIMIT + 1].join("/");
+    let said = format!("left out {too_deep}: a folder deeper than {LIMIT} levels");
+    assert!(synced.stdout.contains(&said), "{}", synced.stdout);
+    let found = docs_agent(dir.path(), &env, &["search", "refund", "window"]);
+    assert!(found.stdout.contains("docs/refunds.md#window"), "{found:?}");
+}

@@ -521,3 +521,35 @@ async fn serves_updater_never_embeds_a_hidden_document_added_while_it_runs() {
     let leaked: Vec<String> = embeddings.texts().into_iter().filter(|t| hidden.iter().any(|h| t.contains(h))).collect();
     assert!(leaked.is_empty(), "hidden text was sent: {leaked:?}");
 }
+
+/// The Embedder guards what it sends itself, whoever calls it: a question and a section holding
+/// a key and the operator's pattern reach the embedding server redacted.
+#[test]
+fn the_embedder_sends_no_secret_whoever_calls_it() {
+    use docs_agent::guard::outbound::Outbound;
+    const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+    const TICKET: &str = "ACME-112233";
+    let embeddings = FakeEmbeddings::start();
+    let settings = docs_agent::config::EmbeddingsConfig {
+        model: "fake-embed".into(),
+        base_url: String::new(),
+        api_key: None,
+        dimensions: 0,
+        batch: 8,
+        query_prefix: None,
+        passage_prefix: None,
+        input_chars: 2000,
+        timeout_secs: 10,
+        weight: 0.5,
+    };
+    let guard = Outbound::new(vec![regex::Regex::new("ACME-[0-9]{6}").expect("a pattern")]);
+    let embedder = docs_agent::index::embed::Embedder::new(&settings, &embeddings.base_url(), None, 0, guard);
+    embedder.query(&format!("key {AWS} for {TICKET}")).expect("a question's vector");
+    embedder.passages(&[&format!("# Keys\n\nThe key is {AWS}; ticket {TICKET}.")]).expect("a section's vector");
+    let sent = embeddings.texts();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for text in &sent {
+        assert!(!text.contains(AWS) && !text.contains(TICKET), "sent as it was: {text:?}");
+        assert!(text.contains("[REDACTED:hook]"), "{text:?}");
+    }
+}

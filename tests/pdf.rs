@@ -178,3 +178,16 @@ fn the_pdf_worker_reads_no_file_and_connects_nowhere() {
     }
     drop(listener);
 }
+
+/// A PDF whose outline reaches entries from two parents is read, through the worker as every
+/// PDF is, without its outline: its pages are searched, titled by the file and the page alone.
+#[test]
+fn a_pdf_whose_outline_shares_entries_is_searched_without_it() {
+    let ws = sample_workspace();
+    std::fs::write(ws.path().join("docs/shared.pdf"), docs_agent::pdf::fixtures::shared_outline_entry())
+        .expect("write");
+    let out = run(ws.path(), &[], &["search", "proxy.url bluebird.toml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = out.stdout.lines().next().unwrap_or_default();
+    assert!(first.starts_with("docs/shared.pdf#page=2  shared > page 2  "), "{}", out.stdout);
+}

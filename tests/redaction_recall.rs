@@ -68,3 +68,24 @@ fn the_binary_redacts_the_corpus_and_keeps_the_near_misses() {
     assert!(changed.is_empty(), "near misses changed by the binary: {changed:?}");
     assert_eq!(near.lines().count(), run.stdout.lines().count());
 }
+
+/// Quoted secrets written with escapes (`\\`, `\"`), as JSON and shells write them, come out of
+/// the binary with no piece of them left: neither the part before the escape nor the tail.
+#[test]
+fn quoted_secrets_with_escapes_leave_no_piece_through_the_binary() {
+    let cases: [(&str, &[&str]); 4] = [
+        (r#"{"password": "Tr0ub4dor\\3xyzzyQ"}"#, &["Tr0ub4dor", "3xyzzyQ"]),
+        (r#"{"api_key": "a8Fk3LqZ\"0vXw9TmB2nRc"}"#, &["a8Fk3LqZ", "0vXw9TmB2nRc"]),
+        (r#"password: "correct horse\" battery staple""#, &["correct horse", "battery staple"]),
+        (r#"tool login --password "k3y with\\ space9" --verbose"#, &["k3y with", "space9"]),
+    ];
+    let workspace = common::sample_workspace();
+    let input: String = cases.iter().map(|(text, _)| format!("{text}\n\n")).collect();
+    let run = common::run_input(workspace.path(), &[], &["redact"], &input);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for (text, pieces) in cases {
+        for piece in pieces {
+            assert!(!run.stdout.contains(piece), "{piece:?} of {text:?} is left:\n{}", run.stdout);
+        }
+    }
+}

@@ -159,3 +159,51 @@ pub fn text_bomb(kib: usize) -> Vec<u8> {
     ops.push(Operation::new("ET", vec![]));
     one_page(doc, pages, ops, dictionary! { "Font" => dictionary! { "F1" => font } })
 }
+
+/// The id of the outline entry titled `title`.
+fn entry_titled(doc: &Document, title: &[u8]) -> ObjectId {
+    doc.objects
+        .iter()
+        .find(|(_, o)| o.as_dict().ok().and_then(|d| d.get(b"Title").ok()).and_then(|t| t.as_str().ok()) == Some(title))
+        .map(|(id, _)| *id)
+        .expect("an outline entry by that title")
+}
+
+/// `doc` written out.
+fn saved(mut doc: Document) -> Vec<u8> {
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("the PDF is written");
+    out
+}
+
+/// [`manual`] whose "Troubleshooting" entry has Guide's entries ("Installing", then
+/// "Configuring the proxy") as its own too: entries reached from two parents, with no loop.
+pub fn shared_outline_entry() -> Vec<u8> {
+    let mut doc = Document::load_mem(&manual(true)).expect("the manual reads");
+    let (install, proxy) = (entry_titled(&doc, b"Installing"), entry_titled(&doc, b"Configuring the proxy"));
+    let trouble = entry_titled(&doc, b"Troubleshooting");
+    let entry = doc.get_object_mut(trouble).and_then(Object::as_dict_mut).expect("an entry");
+    entry.set("First", install);
+    entry.set("Last", proxy);
+    entry.set("Count", 2);
+    saved(doc)
+}
+
+/// [`manual`] without an outline, given one of `depth` entries, each of whose `First` and
+/// `Next` are both the entry after it: `depth` objects that a reader following `First` and
+/// `Next` without remembering reads 2^depth - 1 times.
+pub fn doubling_outline(depth: usize) -> Vec<u8> {
+    let mut doc = Document::load_mem(&manual(false)).expect("the manual reads");
+    let page = *doc.get_pages().get(&1).expect("a first page");
+    let entries: Vec<ObjectId> = (0..depth).map(|i| outline_item(&mut doc, &format!("Part {i}"), page)).collect();
+    for pair in entries.windows(2) {
+        let entry = doc.get_object_mut(pair[0]).and_then(Object::as_dict_mut).expect("an entry");
+        entry.set("First", pair[1]);
+        entry.set("Next", pair[1]);
+    }
+    let outlines =
+        doc.add_object(dictionary! { "Type" => "Outlines", "First" => entries[0], "Last" => entries[0], "Count" => 1 });
+    let root = doc.trailer.get(b"Root").and_then(Object::as_reference).expect("a catalog");
+    doc.get_object_mut(root).and_then(Object::as_dict_mut).expect("a catalog").set("Outlines", outlines);
+    saved(doc)
+}

@@ -1,4 +1,4 @@
-use super::fixtures::{cyclic_outline, manual, scanned, text_bomb};
+use super::fixtures::{cyclic_outline, doubling_outline, manual, scanned, shared_outline_entry, text_bomb};
 use super::*;
 
 /// The default `index.max_file_bytes`.
@@ -55,6 +55,18 @@ fn a_looping_outline_is_left_out_and_the_pages_read() {
     let read = read.expect("the pages read");
     assert_eq!(read.pages.len(), 3);
     assert!(read.outline.is_empty(), "{:?}", read.outline);
+}
+
+/// An outline that reaches an entry twice (from two parents, or as both `First` and `Next` of
+/// the entry before it, which a reader following both reads 2^n - 1 times over) is left out,
+/// and the pages are read.
+#[test]
+fn an_outline_that_reaches_an_entry_twice_is_left_out_and_the_pages_read() {
+    for (name, pdf) in [("shared", shared_outline_entry()), ("doubling", doubling_outline(12))] {
+        let read = extract(&pdf, LIMIT).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(read.pages.len(), 3, "{name}");
+        assert!(read.outline.is_empty(), "{name}: {} entries", read.outline.len());
+    }
 }
 
 /// A PDF of a few kB whose text is over the limit is refused as a file over it is, without

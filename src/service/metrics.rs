@@ -142,3 +142,23 @@ impl Metrics {
 fn label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tokens' series are those of the collections the reader is shown: an admin of hr
+    /// learns nothing of who uses billing, and one of both sees each series by its collection.
+    #[test]
+    fn token_series_are_only_those_of_the_collections_shown() {
+        let metrics = Metrics::default();
+        metrics.tokens("m", "ana", "billing", 10, 2);
+        metrics.tokens("m", "hal", "hr", 7, 1);
+        let hr = metrics.render(&|c| c == "hr", true);
+        assert!(hr.contains("principal=\"hal\",collection=\"hr\"} 7"), "{hr}");
+        assert!(!hr.contains("ana") && !hr.contains("billing"), "{hr}");
+        let both = metrics.render(&|_| true, true);
+        assert!(both.contains("principal=\"ana\",collection=\"billing\"} 10"), "{both}");
+        assert!(both.contains("principal=\"hal\",collection=\"hr\"} 1"), "{both}");
+    }
+}

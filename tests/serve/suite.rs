@@ -1390,6 +1390,38 @@ async fn bodies_are_read_for_token_holders_only_and_within_a_budget() {
     held.abort();
 }
 
+/// A webhook's body (read before any token, for its signature) waits in the webhook's own pool:
+/// one that never ends holds a slot of that pool, and the one body slot of the callers with a
+/// token stays theirs.
+#[tokio::test]
+async fn an_unfinished_webhook_body_holds_no_slot_of_the_callers_with_a_token() {
+    let Some(s) = server_with(&[("serve.max_connections", "1".into()), ("serve.body_read_timeout_secs", "60".into())])
+    else {
+        return;
+    };
+    let never = futures_util::stream::pending::<Result<Vec<u8>, std::io::Error>>();
+    let webhook = Request::builder()
+        .method("POST")
+        .uri("/v1/sources/docs/sync")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(never))
+        .expect("request");
+    let held = tokio::spawn(app(s.state.clone()).oneshot(webhook));
+    let pool = docs_agent::serve::body::WEBHOOK_BODIES;
+    for _ in 0..10_000 {
+        if s.state.webhook_slots.available_permits() < pool {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(s.state.webhook_slots.available_permits(), pool - 1, "the webhook's body holds a slot of its pool");
+    let question = json!({"question": "how long is the refund window"});
+    let asked = tokio::time::timeout(Duration::from_secs(60), call(&s, "POST", "/v1/ask", Some(ASKER), Some(question)));
+    let (status, body) = asked.await.expect("answered");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    held.abort();
+}
+
 /// The suite runs on the store it says: on PostgreSQL, sessions are in the database and no
 /// SQLite log is made beside the workspace.
 #[tokio::test]

@@ -312,6 +312,20 @@ mod tests {
         assert_eq!(signs.pending_of(&headers).map(|p| p.state), Some("s".to_string()), "it reads back");
     }
 
+    /// Over https a sign-in in progress is read only from its `__Host-` cookie: one under a name
+    /// a sibling subdomain may set (`__Secure-`, or no prefix), even a value this server made
+    /// (the attacker's own sign-in, planted in the victim's browser), is not taken.
+    #[test]
+    fn over_https_a_sign_in_in_progress_a_sibling_could_plant_is_not_read() {
+        let signs = SignIns::new("a cookie secret that is long enough to use", true, 8);
+        let pending = Pending { state: "s".into(), verifier: "v".into(), nonce: "n".into(), started: now() };
+        let value = serde_json::to_string(&pending).unwrap();
+        for name in ["__Secure-docs_agent_login", LOGIN] {
+            let planted = signs.jar(&HeaderMap::new()).add(Cookie::build((name, value.clone())).path("/").build());
+            assert!(signs.pending_of(&sent_back(planted)).is_none(), "{name} is read over https");
+        }
+    }
+
     #[tokio::test]
     async fn a_stream_learns_its_sign_in_was_signed_out() {
         use futures_util::FutureExt;

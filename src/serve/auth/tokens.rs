@@ -205,4 +205,28 @@ mod tests {
         tokens.replace(&[ana]);
         assert_eq!(changed.as_mut().now_or_never(), Some(()), "its roles changed: the stream ends");
     }
+
+    /// When the file cannot all be taken, only the tokens it lists exactly as they are go on:
+    /// one revoked and one given more roles stop at once, and one added waits for a restart.
+    #[test]
+    fn only_tokens_listed_exactly_as_they_are_are_kept() {
+        let token = |principal: &str, roles: Vec<Role>| TokenConfig {
+            principal: principal.into(),
+            sha256: hash(&format!("{principal}-token")),
+            roles,
+            collections: Vec::new(),
+        };
+        let (ana, bo, cy) = (token("ana", vec![Role::Ask]), token("bo", vec![Role::Ask]), token("cy", vec![Role::Ask]));
+        let tokens = Tokens::new(&[ana.clone(), bo, cy.clone()]);
+        let listed = [
+            Listed { sha256: ana.sha256.to_ascii_uppercase(), ..Listed::of(&ana) },
+            Listed::of(&TokenConfig { roles: vec![Role::Ask, Role::Admin], ..cy }),
+            Listed::of(&token("dee", vec![Role::Ask])),
+        ];
+        assert_eq!(tokens.keep_unchanged(&listed), ["bo", "cy"]);
+        assert_eq!(tokens.find("ana-token").map(|p| p.name), Some("ana".to_string()), "unchanged: kept");
+        for gone in ["bo-token", "cy-token", "dee-token"] {
+            assert!(tokens.find(gone).is_none(), "{gone} admits");
+        }
+    }
 }
