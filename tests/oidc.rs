@@ -2,8 +2,8 @@
 //! fake provider started by the test (tests/fake/oidc.rs), the redirects followed by hand as a
 //! browser would, its cookies carried:
 //! - a sign-in finished names the person by `name_claim`, with roles from their groups;
-//! - an ID token that is not this sign-in's (another sign-in's nonce, none, another audience,
-//!   issuer or key, expired) or a `state` changed on its way back signs nobody in;
+//! - an ID token that is not this sign-in's (another sign-in's nonce, a finished one's, none,
+//!   another audience, issuer or key, expired) or a `state` changed on its way back signs nobody in;
 //! - a cookie sign-in changes nothing without its CSRF token (`X-CSRF-Token`);
 //! - over an http `redirect_url` the cookies have their plain names (the `__Host-` ones of https
 //!   are a unit test in `serve::auth::cookies`).
@@ -323,6 +323,27 @@ async fn an_id_token_or_a_state_not_of_this_sign_in_signs_nobody_in() {
     assert_eq!(done.status, 403, "{}", done.body);
     assert!(done.body.contains("marketing"), "{}", done.body);
     assert!(done.set_cookie(SESSION).is_none() && browser.me().await.0 == 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_token_with_a_finished_sign_ins_nonce_signs_nobody_in() {
+    let Some(provider) = provider(person("ana", &["support"])) else { return };
+    let agent = agent(&provider);
+    // A sign-in that went through: its nonce is used up.
+    let mut first = Browser::new(&agent);
+    sign_in(&mut first, &agent, &provider).await;
+    let used = provider.authorized().pop().expect("asked").nonce;
+
+    // A later sign-in whose ID token carries that nonce (a token replayed) is refused.
+    provider.spoil(Spoil::Nonce(Some(used)));
+    let mut later = Browser::new(&agent);
+    let callback = to_callback(&mut later, &agent, &provider).await;
+    let done = later.get(&callback).await;
+    assert_eq!(done.status, 401, "{}", done.body);
+    assert!(done.body.contains("nonce mismatch"), "{}", done.body);
+    assert!(done.set_cookie(SESSION).is_none(), "{:?}", done.set_cookies);
+    assert_eq!(later.me().await.0, 401, "nobody signed in");
+    assert_eq!(first.me().await.0, 200, "the first sign-in goes on");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -179,6 +179,34 @@ fn the_pdf_worker_reads_no_file_and_connects_nowhere() {
     drop(listener);
 }
 
+/// Nor may the worker write a file or run a program, even where the command that forked it
+/// may (`--no-sandbox`: the worker's own sandbox is all there is). The control: with Landlock
+/// hidden, the same attempts succeed.
+#[test]
+fn the_pdf_worker_writes_no_file_and_runs_no_program() {
+    const EACCES: i64 = 13;
+    let ws = sample_workspace();
+    let probe = run(ws.path(), &[], &["sandbox-probe"]);
+    let status = probe.stdout.lines().next().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    if !available(
+        "a kernel with Landlock",
+        status.as_ref().and_then(|s| s["landlock_abi"].as_u64()).unwrap_or(0) >= 1,
+        "run on Linux 5.13 or later with Landlock enabled",
+    ) {
+        return;
+    }
+    let attempts = ["write:WORKSPACE/docs/planted.md", "exec:/bin/true"];
+    for (env, refused) in [(&[][..], true), (&[("DOCS_AGENT_TEST_HIDE_LANDLOCK", "1")][..], false)] {
+        let made = worker_attempts(env, &["--no-sandbox"], &attempts);
+        for (attempt, outcome) in attempts.iter().zip(&made) {
+            assert_eq!(outcome["ok"], !refused, "{env:?}: {attempt}: {outcome}");
+            if refused {
+                assert_eq!(outcome["errno"], EACCES, "{attempt}: {outcome}");
+            }
+        }
+    }
+}
+
 /// A PDF whose outline reaches entries from two parents is read, through the worker as every
 /// PDF is, without its outline: its pages are searched, titled by the file and the page alone.
 #[test]

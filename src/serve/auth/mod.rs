@@ -401,4 +401,49 @@ mod tests {
         assert!(!constant_time_eq(b"abc", b"ab"));
         assert!(!constant_time_eq(b"", b""), "an empty token never matches");
     }
+
+    /// A cookie sign-in's request that changes something carries its own CSRF token or is
+    /// refused; a read needs none, nor does a bearer token's request.
+    #[test]
+    fn a_sign_in_cookies_change_needs_its_own_csrf_token() {
+        use crate::config::{Config, Sources};
+        use crate::session::store::{Location, Store};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).expect("mkdir");
+        std::fs::write(workspace.join("refunds.md"), "# Refunds\n\n14 days.\n").expect("write");
+        let flags = vec![
+            ("workspace", workspace.display().to_string()),
+            ("index.path", "memory".to_string()),
+            ("llm.model", "scripted".to_string()),
+        ];
+        let config = Config::load(&Sources { file: None, env: Default::default(), flags }).expect("config");
+        let harness = crate::agent::Harness::open(&config).expect("harness");
+        let store = Store::open(&Location::File(dir.path().join("log.db"))).expect("log");
+        let state = AppState::new(config, harness, store);
+
+        let sign_in = cookies::SignIn {
+            id: "sign-in-1".into(),
+            name: "ana".into(),
+            roles: vec![Role::Ask],
+            collections: Vec::new(),
+            expires: u64::MAX,
+            csrf: "c".repeat(64),
+        };
+        let principal = Principal { name: "ana".into(), roles: vec![Role::Ask], collections: Vec::new() };
+        let cookie = Credential { principal: principal.clone(), via: Via::SignIn(sign_in) };
+        let with = |token: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(CSRF_HEADER, token.parse().expect("a header value"));
+            headers
+        };
+        let refused = |result: Result<(), Refusal>| result.is_err();
+        assert!(refused(check_csrf(&state, &cookie, &Method::POST, &HeaderMap::new())), "no token");
+        assert!(refused(check_csrf(&state, &cookie, &Method::DELETE, &with(&"0".repeat(64)))), "a wrong one");
+        assert!(refused(check_csrf(&state, &cookie, &Method::POST, &with(&"c".repeat(63)))), "a part of it");
+        assert!(check_csrf(&state, &cookie, &Method::POST, &with(&"c".repeat(64))).is_ok(), "its own");
+        assert!(check_csrf(&state, &cookie, &Method::GET, &HeaderMap::new()).is_ok(), "a read needs none");
+        let token = Credential { principal, via: Via::Token { digest: "d".repeat(64) } };
+        assert!(check_csrf(&state, &token, &Method::POST, &HeaderMap::new()).is_ok(), "a bearer token needs none");
+    }
 }
