@@ -39,10 +39,16 @@ pub struct Skipped {
 }
 
 impl Skipped {
-    /// `path` left out for `why`, both as they may be printed.
+    /// `path` left out for `why`, both as they may be printed: terminal controls out, and a
+    /// path's other control characters (a line break in a name) written as escapes, so one
+    /// name is one line.
     pub fn new(path: &str, why: &str) -> Skipped {
         let plain = |text: &str| crate::guard::scrub(text).into_owned();
-        Skipped { path: plain(path), why: plain(why) }
+        let path = plain(path)
+            .chars()
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect();
+        Skipped { path, why: plain(why) }
     }
 }
 

@@ -392,8 +392,10 @@ fn folders_too_deep_and_names_too_long_are_left_out_and_said() {
 fn what_a_state_file_says_was_left_out_is_read_without_terminal_controls() {
     let home = tempfile::tempdir().expect("home");
     let written = r#"{"commit":null,"synced_at":null,"checked_at":null,"error":null,"failed_at":null,
-        "skipped":[{"path":"\u001b[2Jx.md","why":"a link to \u001b]0;t\u0007y"}]}"#;
+        "skipped":[{"path":"\u001b[2Jx.md","why":"a link to \u001b]0;t\u0007y"},
+                   {"path":"line\nbreak.md\r\t","why":"its name is not a plain path"}]}"#;
     std::fs::write(home.path().join("state.json"), written).expect("state.json");
     let state = State::read(home.path()).expect("read").expect("a state");
-    assert_eq!(state.skipped, vec![Skipped { path: "x.md".into(), why: "a link to y".into() }]);
+    let one_line = Skipped { path: "line\\nbreak.md\\t".into(), why: "its name is not a plain path".into() };
+    assert_eq!(state.skipped, vec![Skipped { path: "x.md".into(), why: "a link to y".into() }, one_line]);
 }
