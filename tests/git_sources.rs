@@ -215,6 +215,22 @@ fn docs_agent(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> common::Run {
     common::finished(command.stdin(std::process::Stdio::null()).output().expect("run docs-agent"))
 }
 
+/// `sources sync` once, then `docs-agent serve` in `dir` with `env` alone (and `PATH`): the
+/// child, its URL and its stderr (kept open while the test runs).
+fn synced_serve(
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> (std::process::Child, String, std::io::BufReader<std::process::ChildStderr>) {
+    let synced = docs_agent(dir, env, &["sources", "sync"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
+    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir).arg("serve");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    common::serve_child(command)
+}
+
 #[test]
 fn every_command_reads_the_docs_of_the_tree_served_and_sources_sync_moves_it() {
     let Some(served) = Served::new() else { return };
@@ -332,14 +348,7 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
         ("LLM_MODEL", "extractive"),
         ("HOOK_SECRET", "the-webhook-secret-0123"),
     ];
-    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
-    assert_eq!(synced.code, 0, "{synced:?}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
-    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir.path()).arg("serve");
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let (mut child, url, _stderr) = common::serve_child(command);
+    let (mut child, url, _stderr) = synced_serve(dir.path(), &env);
     let client = reqwest::blocking::Client::new();
     // Serve looks at the branch once when it starts: wait for that look (an admin's /readyz
     // says), so the push below is found by the webhook's sync, not by it.
@@ -464,14 +473,7 @@ fn a_gitlab_token_queues_a_sync_only_when_it_is_the_whole_secret() {
         ("LLM_MODEL", "extractive"),
         ("HOOK_SECRET", SECRET),
     ];
-    let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
-    assert_eq!(synced.code, 0, "{synced:?}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
-    command.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(dir.path()).arg("serve");
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let (mut child, url, _stderr) = common::serve_child(command);
+    let (mut child, url, _stderr) = synced_serve(dir.path(), &env);
     let client = reqwest::blocking::Client::new();
     // What serve's syncs did: (moved, unchanged, failed), as an admin's /readyz says.
     let syncs = || {
