@@ -11,6 +11,7 @@ use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
 
 use super::args::{TokenRole, TokensAction};
 use super::{Exit, Failure};
+use crate::serve::auth::tokens::Listed;
 
 /// Runs `tokens ACTION` on the config file `file`, holding a lock beside it while it reads
 /// and replaces the file, so two changes at once do not undo each other.
@@ -62,7 +63,7 @@ fn add(file: &Path, name: &str, roles: &[TokenRole], collections: &[String]) -> 
             format!("{} has no collection {unknown:?}; its collections are {}", file.display(), known.join(", ")),
         ));
     }
-    if entries(&document).iter().any(|(principal, _, _)| principal == name) {
+    if entries(&document).iter().any(|entry| entry.principal == name) {
         return Err((
             Exit::Usage,
             format!("{name} has a token in {} already; `docs-agent tokens revoke {name}` first", file.display()),
@@ -107,7 +108,7 @@ fn list(file: &Path) -> Result<Exit, Failure> {
         );
         return Ok(Exit::Ok);
     }
-    for (principal, roles, sha256) in found {
+    for Listed { principal, roles, sha256, .. } in found {
         let prefix = sha256.get(..12).unwrap_or(&sha256);
         crate::guard::sink::out_line!("{principal}  {}  sha256 {prefix}…", roles.join(","));
     }
@@ -163,32 +164,13 @@ fn read(file: &Path) -> Result<(DocumentMut, bool), Failure> {
     Ok((document, true))
 }
 
-/// The `[[serve.tokens]]` entries: principal, roles, sha256.
-fn entries(document: &DocumentMut) -> Vec<(String, Vec<String>, String)> {
+/// The `[[serve.tokens]]` entries as written (none when `serve.tokens` is not a list of
+/// tables).
+fn entries(document: &DocumentMut) -> Vec<Listed> {
     let Some(tokens) = document.get("serve").and_then(|s| s.get("tokens")).and_then(Item::as_array_of_tables) else {
         return Vec::new();
     };
-    tokens
-        .iter()
-        .map(|entry| {
-            let text = |key: &str| entry.get(key).and_then(Item::as_str).unwrap_or_default().to_string();
-            let roles = entry
-                .get("roles")
-                .and_then(Item::as_array)
-                .map(|roles| roles.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            (text("principal"), roles, text("sha256"))
-        })
-        .collect()
-}
-
-/// The `[[serve.tokens]]` entries of `file`, read on their own (a running serve's watch, when
-/// the rest of the file does not load, takes its revocations from them).
-pub fn listed(file: &Path) -> Result<Vec<crate::serve::auth::tokens::Listed>, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
-    let document = text.parse::<DocumentMut>().map_err(|e| format!("not valid TOML: {}", e.message()))?;
-    let Some(tokens) = document.get("serve").and_then(|s| s.get("tokens")) else { return Ok(Vec::new()) };
-    let tokens = tokens.as_array_of_tables().ok_or("serve.tokens is not a list of tables")?;
+    let text = |entry: &Table, key: &str| entry.get(key).and_then(Item::as_str).unwrap_or_default().to_string();
     let strings = |entry: &Table, key: &str| -> Vec<String> {
         entry
             .get(key)
@@ -196,15 +178,27 @@ pub fn listed(file: &Path) -> Result<Vec<crate::serve::auth::tokens::Listed>, St
             .map(|list| list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default()
     };
-    Ok(tokens
+    tokens
         .iter()
-        .map(|entry| crate::serve::auth::tokens::Listed {
-            sha256: entry.get("sha256").and_then(Item::as_str).unwrap_or_default().to_string(),
-            principal: entry.get("principal").and_then(Item::as_str).unwrap_or_default().to_string(),
+        .map(|entry| Listed {
+            sha256: text(entry, "sha256"),
+            principal: text(entry, "principal"),
             roles: strings(entry, "roles"),
             collections: strings(entry, "collections"),
         })
-        .collect())
+        .collect()
+}
+
+/// The `[[serve.tokens]]` entries of `file`, read on their own (a running serve's watch, when
+/// the rest of the file does not load, takes its revocations from them).
+pub fn listed(file: &Path) -> Result<Vec<Listed>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let document = text.parse::<DocumentMut>().map_err(|e| format!("not valid TOML: {}", e.message()))?;
+    let tokens = document.get("serve").and_then(|s| s.get("tokens"));
+    if tokens.is_some_and(|t| t.as_array_of_tables().is_none()) {
+        return Err("serve.tokens is not a list of tables".into());
+    }
+    Ok(entries(&document))
 }
 
 /// The `[[serve.tokens]]` array of the document, made when missing.

@@ -110,27 +110,29 @@ impl Listed {
 
     /// True when this entry gives exactly `principal` (name, roles and collections).
     fn admits_as(&self, principal: &Principal) -> bool {
-        let reads = match self.collections.is_empty() {
-            true => vec![crate::config::ALL_COLLECTIONS.to_string()],
-            false => self.collections.clone(),
-        };
         self.principal == principal.name
             && self.roles.iter().map(String::as_str).eq(principal.roles.iter().map(|r| r.as_str()))
-            && reads == principal.collections
+            && reads(&self.collections) == principal.collections
     }
 }
 
-/// The principal of each token, by its hash. A token naming no collections reads every one:
-/// the configuration's check allows that only without `[[collections]]`.
-fn by_hash(tokens: &[TokenConfig]) -> HashMap<String, Principal> {
-    let reads = |t: &TokenConfig| match t.collections.is_empty() {
+/// The collections a token that names `collections` reads: those, or every one (`*`) when it
+/// names none (which the configuration's check allows only without `[[collections]]`).
+fn reads(collections: &[String]) -> Vec<String> {
+    match collections.is_empty() {
         true => vec![crate::config::ALL_COLLECTIONS.to_string()],
-        false => t.collections.clone(),
-    };
+        false => collections.to_vec(),
+    }
+}
+
+/// The principal of each token, by its hash ([`reads`]: a token naming no collections reads
+/// every one).
+fn by_hash(tokens: &[TokenConfig]) -> HashMap<String, Principal> {
     tokens
         .iter()
         .map(|t| {
-            let principal = Principal { name: t.principal.clone(), roles: t.roles.clone(), collections: reads(t) };
+            let principal =
+                Principal { name: t.principal.clone(), roles: t.roles.clone(), collections: reads(&t.collections) };
             (t.sha256.to_ascii_lowercase(), principal)
         })
         .collect()
