@@ -311,11 +311,12 @@ impl Hooks {
         // The words as the index stems them, made once for every rule that asks; when they
         // cannot be made, a rule that refuses or asks matches and one that allows does not.
         let stemmed_text = std::cell::OnceCell::new();
-        let stemmed_match =
-            |re: &Regex, decision: RuleDecision| match stemmed_text.get_or_init(|| stemmed::text(&folded).ok()) {
-                Some(text) => re.is_match(text),
-                None => decision != RuleDecision::Allow,
-            };
+        let stemmed_match = |re: &Regex, decision: RuleDecision| match stemmed_text
+            .get_or_init(|| crate::index::stemmed(&folded).ok())
+        {
+            Some(text) => re.is_match(text),
+            None => decision != RuleDecision::Allow,
+        };
         self.rules.iter().find_map(|rule| {
             let tool_matches = rule.tool.is_none_or(|t| Some(t) == known);
             let path_matches = match (&rule.path, &path) {

@@ -49,12 +49,6 @@ pub fn pattern(pattern: &str) -> Result<Option<Regex>, StemError> {
     Ok(Some(Regex::new(&written)?))
 }
 
-/// `text` (a call's arguments, folded) as the index reads its words: each word's stems, in
-/// order, one space between.
-pub fn text(text: &str) -> Result<String, IndexError> {
-    crate::index::stemmed(text)
-}
-
 /// Replaces, inside `ast`, every run of two or more verbatim letters and digits in a
 /// concatenation by `stem(run)` (as verbatim literals).
 fn rewrite(ast: &mut Ast, stem: &mut dyn FnMut(&str) -> String) {
@@ -112,12 +106,15 @@ mod tests {
     fn a_patterns_words_become_their_stems() {
         let re = pattern("(?i)restructuring").expect("stems").expect("a word");
         for said in ["restructure", "Restructured", "restructures", "restructuring plans"] {
-            let stemmed = text(&crate::hooks::fold(said)).expect("stems");
+            let stemmed = crate::index::stemmed(&crate::hooks::fold(said)).expect("stems");
             assert!(re.is_match(&stemmed), "{said}: {stemmed} against {re}");
         }
-        assert!(!re.is_match(&text("structure").expect("stems")));
+        assert!(!re.is_match(&crate::index::stemmed("structure").expect("stems")));
         let alternation = pattern(r"\b(layoffs|merger)\b").expect("stems").expect("words");
-        assert!(alternation.is_match(&text("the layoff and mergers").expect("stems")), "{alternation}");
+        assert!(
+            alternation.is_match(&crate::index::stemmed("the layoff and mergers").expect("stems")),
+            "{alternation}"
+        );
         assert!(pattern(r"\d{4}-\d{4}").expect("parses").is_none());
     }
 }

@@ -254,8 +254,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
     if let Err(e) = principal.require(Role::Admin) {
         return e.into_response();
     }
+    // (Without [[collections]], every caller reads the one collection: `auth::authenticate`.)
     let several = !state.config.collections.is_empty();
-    let mut text = state.metrics.render(&|c| !several || principal.reads(c), several);
+    let mut text = state.metrics.render(&|c| principal.reads(c), several);
     let all = state.collections.all();
     let indexes: Vec<_> = all.iter().map(|c| c.harness.index.current()).collect();
     // The collections the admin reads.
@@ -265,7 +266,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>, Extension(principal): E
         .filter(|(c, _)| principal.reads(&c.name))
         .map(|(c, i)| (c.name.as_str(), &c.index_status, &**i))
         .collect();
-    text.push_str(&crate::service::fresh::Status::render_all(&each, !state.config.collections.is_empty()));
+    text.push_str(&crate::service::fresh::Status::render_all(&each, several));
     // Labels are route patterns and closed sets today; the guard holds whatever they become.
     let text = crate::guard::scrub(&text).into_owned();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
