@@ -215,6 +215,27 @@ fn docs_agent(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> common::Run {
     common::finished(command.stdin(std::process::Stdio::null()).output().expect("run docs-agent"))
 }
 
+/// What the syncs of the first source of the serve at `url` did: (moved, unchanged, failed), as
+/// an admin's /readyz says.
+fn source_syncs(client: &reqwest::blocking::Client, url: &str) -> (u64, u64, u64) {
+    let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
+    let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
+    let count = |field: &str| ready["sources"][0][field].as_u64().unwrap_or(0);
+    (count("moved"), count("unchanged"), count("failed"))
+}
+
+/// The serve at `url`'s answer to "how long is the refund window", asked by ann.
+fn refund_window(client: &reqwest::blocking::Client, url: &str) -> String {
+    let (status, body) = call(
+        client
+            .post(format!("{url}/v1/ask"))
+            .bearer_auth("ann-token-0123456789abcdef")
+            .json(&serde_json::json!({"question": "how long is the refund window"})),
+    );
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
 /// `sources sync` once, then `docs-agent serve` in `dir` with `env` alone (and `PATH`): the
 /// child, its URL and its stderr (kept open while the test runs).
 fn synced_serve(
@@ -353,28 +374,15 @@ fn serve_follows_the_branch_when_the_webhook_is_called_with_the_secret() {
     // Serve looks at the branch once when it starts: wait for that look (an admin's /readyz
     // says), so the push below is found by the webhook's sync, not by it.
     let looked = || {
-        let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
-        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
-        let source = &ready["sources"][0];
-        source["moved"].as_u64().unwrap_or(0)
-            + source["unchanged"].as_u64().unwrap_or(0)
-            + source["failed"].as_u64().unwrap_or(0)
+        let (moved, unchanged, failed) = source_syncs(&client, &url);
+        moved + unchanged + failed
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while looked() == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(looked(), 1, "serve's first look at the branch");
-    let ask = || {
-        let (status, body) = call(
-            client
-                .post(format!("{url}/v1/ask"))
-                .bearer_auth("ann-token-0123456789abcdef")
-                .json(&serde_json::json!({"question": "how long is the refund window"})),
-        );
-        assert_eq!(status, 200, "{body}");
-        body
-    };
+    let ask = || refund_window(&client, &url);
     assert!(ask().contains("45 days"));
     // A session's answer records the commit its docs came from.
     let token = "ann-token-0123456789abcdef";
@@ -475,13 +483,7 @@ fn a_gitlab_token_queues_a_sync_only_when_it_is_the_whole_secret() {
     ];
     let (mut child, url, _stderr) = synced_serve(dir.path(), &env);
     let client = reqwest::blocking::Client::new();
-    // What serve's syncs did: (moved, unchanged, failed), as an admin's /readyz says.
-    let syncs = || {
-        let (_, ready) = call(client.get(format!("{url}/readyz")).bearer_auth("ops-token-0123456789abcdef"));
-        let ready: serde_json::Value = serde_json::from_str(&ready).unwrap_or_default();
-        let count = |field: &str| ready["sources"][0][field].as_u64().unwrap_or(0);
-        (count("moved"), count("unchanged"), count("failed"))
-    };
+    let syncs = || source_syncs(&client, &url);
     let total = |(moved, unchanged, failed): (u64, u64, u64)| moved + unchanged + failed;
     let until = |done: &dyn Fn((u64, u64, u64)) -> bool| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -493,16 +495,7 @@ fn a_gitlab_token_queues_a_sync_only_when_it_is_the_whole_secret() {
         now
     };
     assert_eq!(until(&|s| total(s) >= 1), (0, 1, 0), "serve's first look at the branch found nothing new");
-    let ask = || {
-        let (status, body) = call(
-            client
-                .post(format!("{url}/v1/ask"))
-                .bearer_auth("ann-token-0123456789abcdef")
-                .json(&serde_json::json!({"question": "how long is the refund window"})),
-        );
-        assert_eq!(status, 200, "{body}");
-        body
-    };
+    let ask = || refund_window(&client, &url);
     assert!(ask().contains("45 days"));
 
     // The branch moves; the calls below must not fetch it.
