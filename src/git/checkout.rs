@@ -42,7 +42,7 @@ pub const MAX_PATH_BYTES: usize = 1024;
 const MAX_LINK_BYTES: u64 = 4096;
 
 /// How many levels of links are followed to find a file.
-const MAX_LINK_HOPS: usize = 8;
+pub const MAX_LINK_HOPS: usize = 8;
 
 /// One entry of the tree, by its path in the docs folder.
 #[derive(Clone, Copy)]
@@ -220,6 +220,10 @@ fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, Stri
                 continue;
             }
             let kind = entry.mode().kind();
+            if let Err(why) = git_would_write(name, kind) {
+                skipped.push(Skipped::new(&path, &format!("a name git never checks out ({why})")));
+                continue;
+            }
             let oid = entry.oid().to_owned();
             if kind == EntryKind::Tree {
                 if depth + 1 > MAX_DEPTH {
@@ -235,15 +239,30 @@ fn listing(repo: &gix::Repository, root: &gix::Tree<'_>) -> Result<Listing, Stri
     Ok((entries, skipped))
 }
 
-/// The file a link at `path` leads to (its path and blob), following links within the folder;
-/// or why it is refused.
+/// Whether git itself would write an entry named `name` in a work tree: never a `.git` (nor
+/// the names HFS+ and NTFS read as `.git`: `.GIT`, `git~1`, `.git\u{200c}`...), whose
+/// `config` would be a repository's settings for anyone who runs git in the docs folder, and no
+/// link named `.gitmodules`. gix's check, as `core.protectHFS` and `core.protectNTFS` have it.
+fn git_would_write(name: &gix::bstr::BStr, kind: EntryKind) -> Result<(), String> {
+    use gix::validate::path::component;
+    let options = component::Options { protect_windows: false, protect_hfs: true, protect_ntfs: true };
+    let mode = (kind == EntryKind::Link).then_some(component::Mode::Symlink);
+    gix::validate::path::component(name, mode, options).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// The file a link at `path` leads to (its path and blob), following at most
+/// [`MAX_LINK_HOPS`] links within the folder; or why it is refused.
 fn followed(
     repo: &gix::Repository,
     by_path: &HashMap<&str, Entry>,
     path: &str,
 ) -> Result<(String, gix::ObjectId), String> {
     let mut at = path.to_string();
-    for _ in 0..MAX_LINK_HOPS {
+    // The link at `path` is the first hop; a file reached after the last allowed hop is served.
+    for _ in 0..=MAX_LINK_HOPS {
+        if at.is_empty() {
+            return Err("a link to the docs folder itself: not followed".into());
+        }
         let entry = by_path.get(at.as_str()).ok_or_else(|| format!("a link to {at}, which is not in the folder"))?;
         match entry.kind {
             EntryKind::Blob | EntryKind::BlobExecutable => return Ok((at, entry.oid)),
@@ -264,7 +283,8 @@ fn followed(
     Err(format!("more than {MAX_LINK_HOPS} links in a row"))
 }
 
-/// Where `target`, written in the link at `link`, leads inside the folder (`None`: out of it).
+/// Where `target`, written in the link at `link`, leads inside the folder (`None`: out of it;
+/// `""`: the folder itself).
 fn inside(link: &Path, target: &Path) -> Option<String> {
     let mut parts: Vec<String> = link.parent().map(|p| p.components().filter_map(part).collect()).unwrap_or_default();
     for c in target.components() {
@@ -277,7 +297,7 @@ fn inside(link: &Path, target: &Path) -> Option<String> {
             Component::RootDir | Component::Prefix(_) => return None,
         }
     }
-    (!parts.is_empty()).then(|| parts.join("/"))
+    Some(parts.join("/"))
 }
 
 /// The target of a link at `link` to the file `to` (both paths in the folder), written from the
@@ -367,5 +387,7 @@ mod tests {
         assert_eq!(inside(Path::new("a/b.md"), Path::new("../../etc/passwd")), None);
         assert_eq!(inside(Path::new("b.md"), Path::new("/etc/passwd")), None);
         assert_eq!(inside(Path::new("b.md"), Path::new("..")), None);
+        assert_eq!(inside(Path::new("b.md"), Path::new(".")).as_deref(), Some(""), "the folder itself");
+        assert_eq!(inside(Path::new("a/b.md"), Path::new("..")).as_deref(), Some(""));
     }
 }

@@ -387,6 +387,61 @@ fn folders_too_deep_and_names_too_long_are_left_out_and_said() {
     assert!(deepest.is_dir() && !deepest.join("d").exists(), "served down to the limit, no further");
 }
 
+/// A tree may hold what git itself never checks out (a `.git` folder with a `config`, under any
+/// spelling a file system reads as `.git`): left out and said, as git would. A chain of links
+/// is followed up to its limit exactly, and a link to the docs folder itself says so.
+#[test]
+fn git_s_own_names_are_never_written_and_link_chains_stop_at_their_limit() {
+    let Some(repos) = Repos::new() else { return };
+    repos.write("docs/ok.md", "# Ok\n");
+    repos.push("main");
+    let bare = &repos.bare;
+    let blob = git(bare, &["rev-parse", "main:docs/ok.md"]);
+    let config_file = repos.work.join("config");
+    std::fs::write(&config_file, "[core]\n\tfsmonitor = touch /tmp/owned\n").expect("a config");
+    let config = git(bare, &["hash-object", "-w", config_file.to_str().expect("utf-8")]);
+    let dot_git = mktree(bare, &[format!("100644 blob {config}\tconfig")]);
+    let link_to = |target: &str| {
+        let file = repos.work.join("link-target");
+        std::fs::write(&file, target).expect("a link's target");
+        git(bare, &["hash-object", "-w", file.to_str().expect("utf-8")])
+    };
+    // chain0 -> chain1 -> ... -> chainN -> ok.md: a link at chain0 is N + 1 links in a row.
+    let hops = checkout::MAX_LINK_HOPS;
+    let mut lines = vec![format!("100644 blob {blob}\tok.md")];
+    for n in 0..=hops {
+        let next = if n == hops { "ok.md".to_string() } else { format!("chain{}.md", n + 1) };
+        lines.push(format!("120000 blob {}\tchain{n}.md", link_to(&next)));
+    }
+    lines.push(format!("120000 blob {}\tlonger.md", link_to("chain0.md")));
+    lines.push(format!("120000 blob {}\there.md", link_to(".")));
+    for name in [".git", ".GIT", "git~1", ".Git"] {
+        lines.push(format!("040000 tree {dot_git}\t{name}"));
+    }
+    lines.push(format!("040000 tree {}", mktree(bare, &[format!("040000 tree {dot_git}\t.git")]) + "\tsub"));
+    let docs = mktree(bare, &lines);
+    let root = mktree(bare, &[format!("040000 tree {docs}\tdocs")]);
+    let commit = git(bare, &["commit-tree", &root, "-m", "git's own names"]);
+    git(bare, &["update-ref", "refs/heads/main", &commit]);
+
+    let state = tempfile::tempdir().expect("state");
+    let synced = source(&repos, state.path(), "docs").sync(&AtomicBool::new(false)).expect("a sync");
+    let why = |path: &str| synced.skipped.iter().find(|s| s.path == path).map(|s| s.why.clone());
+    for name in [".git", ".GIT", "git~1", ".Git", "sub/.git"] {
+        assert!(why(name).is_some_and(|w| w.contains("git never checks out")), "{name}: {:?}", synced.skipped);
+        assert!(!synced.docs.join(name).exists(), "{name} is not written");
+    }
+    assert!(synced.docs.join("sub").is_dir(), "the folder around it is");
+    // chain1 is exactly MAX_LINK_HOPS links from the file; chain0 and longer are more.
+    assert_eq!(read(&synced.docs, "chain1.md"), "# Ok\n");
+    for refused in ["chain0.md", "longer.md"] {
+        let said = why(refused).unwrap_or_default();
+        assert!(said.contains(&format!("more than {hops} links")), "{refused}: {said}");
+    }
+    let here = why("here.md").unwrap_or_default();
+    assert!(here.contains("the docs folder itself") && !here.contains("outside"), "{here}");
+}
+
 /// A state file written before names were scrubbed is scrubbed as it is read.
 #[test]
 fn what_a_state_file_says_was_left_out_is_read_without_terminal_controls() {
