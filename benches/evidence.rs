@@ -456,5 +456,6 @@ fn open(folder: &Path) -> Result<Index> {
     let docs = Dir::open_ambient_dir(folder, cap_std::ambient_authority()).map_err(|e| {
         format!("cannot open {} ({e}); set DOCS_AGENT_CORPORA to the folder holding the corpora", folder.display())
     })?;
-    Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", folder.display()))
+    Index::build(&docs, docs_agent::index::Limits::file_only(MAX_FILE_BYTES))
+        .map_err(|e| format!("{}: {e}", folder.display()))
 }

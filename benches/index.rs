@@ -132,7 +132,8 @@ fn measure(settings: &Settings, name: &'static str, queries: &[&str]) -> Result<
         let last = rep == settings.reps;
         let cpu = cpu_ms();
         let start = Instant::now();
-        let built = Index::build(&dir, MAX_FILE_BYTES).map_err(|e| format!("{name}: {e}"))?;
+        let built = Index::build(&dir, docs_agent::index::Limits::file_only(MAX_FILE_BYTES))
+            .map_err(|e| format!("{name}: {e}"))?;
         let wall = ms(start.elapsed());
         let cpu = cpu_ms() - cpu;
         let base = baseline(&path, last.then_some(settings.searches))?;

@@ -118,7 +118,7 @@ impl Plain {
             "CREATE VIRTUAL TABLE s USING fts5(text, path UNINDEXED, anchor UNINDEXED, tokenize = '{tokenizer}');"
         ))
         .map_err(|e| e.to_string())?;
-        let walked = walk::walk_docs(docs, MAX_FILE_BYTES);
+        let walked = walk::walk_docs(docs, docs_agent::index::Limits::file_only(MAX_FILE_BYTES));
         let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
         for file in &walked.files {
             for c in formats::chunk_file(&file.path, &file.text) {
@@ -197,7 +197,8 @@ fn run() -> Result<()> {
             "{corpus}: indexing for 3 systems, {} questions...",
             sets.iter().map(|(_, q)| q.len()).sum::<usize>()
         );
-        let index = Index::build(&docs, MAX_FILE_BYTES).map_err(|e| format!("{corpus}: {e}"))?;
+        let index = Index::build(&docs, docs_agent::index::Limits::file_only(MAX_FILE_BYTES))
+            .map_err(|e| format!("{corpus}: {e}"))?;
         let index = embeddings::embedded(index, corpus)?;
         let plain = Plain::build(&docs, "unicode61")?;
         let porter = Plain::build(&docs, "porter unicode61")?;

@@ -267,7 +267,7 @@ pub fn reranker(
 
 /// [`open_index`] before its rows are embedded.
 fn open_keywords(docs: &cap_std::fs::Dir, config: &Config, readers: usize) -> Result<(Index, Source), IndexError> {
-    let max = config.index.max_file_bytes;
+    let max = crate::index::Limits::of(&config.index);
     let IndexStore::File(file) = config.index_store() else {
         // Listed first: a change made while the index is built shows in the next refresh.
         let source = Source::memory(docs);
@@ -359,11 +359,11 @@ impl Harness {
         &self,
         folder: &std::path::Path,
         revision: &str,
-        max_file_bytes: u64,
+        limits: crate::index::Limits,
     ) -> Result<Refreshed, String> {
         self.workspace.switch_docs_to(folder).map_err(|e| e.to_string())?;
         self.index.set_revision(Some(revision.to_string()));
-        let refreshed = self.refresh_index(max_file_bytes, &|_| false).map_err(|e| e.to_string())?;
+        let refreshed = self.refresh_index(limits, &|_| false).map_err(|e| e.to_string())?;
         if !refreshed.replaced {
             self.index.restamp(Some(revision.to_string()));
         }
@@ -373,12 +373,12 @@ impl Harness {
     /// Brings the index up to date with `docs/` as it is now, leaving `held` documents (still
     /// being written) as they are: a new generation replaces the one searched only when
     /// something changed. Nothing to do without `docs/`.
-    pub fn refresh_index(&self, max_file_bytes: u64, held: Held<'_>) -> Result<Refreshed, IndexError> {
+    pub fn refresh_index(&self, limits: crate::index::Limits, held: Held<'_>) -> Result<Refreshed, IndexError> {
         let Some(docs) = self.workspace.docs() else {
             return Ok(Refreshed { version: self.index.current().version, ..Refreshed::default() });
         };
         let mut source = self.source.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        source.refresh(&self.index, &docs, max_file_bytes, held)
+        source.refresh(&self.index, &docs, limits, held)
     }
 
     /// What a turn needs from the harness and `config`: the one place it is put together.

@@ -152,3 +152,62 @@ fn an_unusable_file_falls_back_to_memory_and_memory_writes_nothing() {
     assert_eq!(status.code, 2, "{}", status.stdout);
     assert!(status.stderr.contains("index.path is `memory`"), "{}", status.stderr);
 }
+
+/// `index.max_total_bytes` bounds the text of one docs folder whatever it holds, in an index
+/// built in memory and in the index file, on the first build and on every update: a document
+/// that would take the total over it is left out with a warning naming the setting, and the
+/// documents after it are still read. A PDF counts by its text, not its size on disk.
+#[test]
+fn the_docs_text_is_capped_as_a_whole_in_memory_and_in_the_file() {
+    for store in ["memory", ""] {
+        let ws = sample_workspace();
+        let root = ws.path();
+        let docs = root.join("docs");
+        std::fs::remove_dir_all(&docs).expect("the sample's docs go");
+        std::fs::create_dir(&docs).expect("docs");
+        let doc = |word: &str, bytes: usize| {
+            let line = format!("The {word} setting keeps its value.\n");
+            format!("# {word}\n\n{}", line.repeat(bytes / line.len()))
+        };
+        std::fs::write(docs.join("a-alpha.md"), doc("alpha", 3000)).expect("write");
+        std::fs::write(docs.join("b-bravo.md"), doc("bravo", 4000)).expect("write");
+        std::fs::write(docs.join("c-charlie.md"), doc("charlie", 500)).expect("write");
+        // A few kB on disk, 64 KiB of text once read.
+        let bomb = docs_agent::pdf::fixtures::text_bomb(64);
+        assert!(bomb.len() < 5000, "{} bytes", bomb.len());
+        std::fs::write(docs.join("d-bomb.pdf"), bomb).expect("write");
+        let config = format!("[index]\npath = \"{store}\"\nmax_total_bytes = 5000\n");
+        std::fs::write(root.join("docs-agent.toml"), config).expect("config");
+        age(root);
+
+        let over = |path: &str| format!("{path}: the docs' text would be over index.max_total_bytes (5000 bytes)");
+        let out = run(root, &[], &["search", "charlie setting"]);
+        assert_eq!(out.code, 0, "{store}: {}", out.stderr);
+        assert!(out.stdout.starts_with("docs/c-charlie.md"), "{store}: the ones after it are read: {}", out.stdout);
+        let out = run(root, &[], &["check"]);
+        let said = format!("{}{}", out.stdout, out.stderr);
+        for left_out in ["docs/b-bravo.md", "docs/d-bomb.pdf"] {
+            assert!(said.contains(&over(left_out)), "{store}: {said}");
+        }
+        assert!(!said.contains(&over("docs/a-alpha.md")), "{store}: {said}");
+        assert_eq!(top(root, &[], "bravo"), "", "{store}: a document left out is not searched");
+        assert!(top(root, &[], "alpha setting").starts_with("docs/a-alpha.md"), "{store}");
+
+        // An update: with alpha gone there is room, and bravo is read again once it changes.
+        std::fs::remove_file(docs.join("a-alpha.md")).expect("remove");
+        std::fs::write(docs.join("b-bravo.md"), doc("bravo", 4100)).expect("write");
+        age(root);
+        assert!(top(root, &[], "bravo setting").starts_with("docs/b-bravo.md"), "{store}");
+        // And a new one that does not fit is left out, the others kept.
+        std::fs::write(docs.join("e-echo.md"), doc("echo", 2000)).expect("write");
+        age(root);
+        let out = run(root, &[], &["search", "echo setting"]);
+        assert!(out.stderr.contains(&over("docs/e-echo.md")), "{store}: {}", out.stderr);
+        assert!(!out.stdout.contains("docs/e-echo.md"), "{store}: {}", out.stdout);
+        assert!(top(root, &[], "bravo setting").starts_with("docs/b-bravo.md"), "{store}");
+        if store.is_empty() {
+            let out = run(root, &[], &["index", "verify"]);
+            assert_eq!(out.code, 0, "a document left out is no problem for verify: {}{}", out.stdout, out.stderr);
+        }
+    }
+}

@@ -26,7 +26,7 @@ pub fn run(config: Config, action: IndexAction) -> Result<Exit, Failure> {
         .ok_or_else(|| (Exit::Failure, format!("{}: has no docs/ folder to index", config.workspace.display())))?;
     let docs = &*docs;
     let id = crate::session::workspace_of(&config);
-    let max = config.index.max_file_bytes;
+    let max = crate::index::Limits::of(&config.index);
     let mut out = crate::guard::sink::stdout();
     let fail = |e: &dyn std::fmt::Display| (Exit::Failure, format!("search index {}: {e}", file.display()));
     match action {

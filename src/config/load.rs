@@ -240,6 +240,7 @@ fn default_pairs() -> Vec<(&'static str, config::Value)> {
         ("limits.trace_result_chars", 200_i64.into()),
         ("limits.max_tool_result_bytes", 12_000_i64.into()),
         ("index.max_file_bytes", (4_i64 * 1024 * 1024).into()),
+        ("index.max_total_bytes", (1_i64 << 30).into()),
         ("index.top_k", 5_i64.into()),
         ("index.path", "".into()),
         ("index.watch", true.into()),

@@ -648,6 +648,9 @@ impl EmbeddingsConfig {
 pub struct IndexConfig {
     /// Files larger than this are skipped with a warning.
     pub max_file_bytes: u64,
+    /// The most text the index reads from one docs folder, all documents together: a
+    /// document that would take it over is skipped with a warning.
+    pub max_total_bytes: u64,
     /// How many sections a search returns.
     pub top_k: usize,
     /// The index file: empty for `index.db` beside the session log, `memory` for an index

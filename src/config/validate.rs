@@ -60,6 +60,7 @@ impl Config {
             ("llm.request_timeout_secs", self.llm.request_timeout_secs),
             ("index.top_k", self.index.top_k as u64),
             ("index.pdf_seconds", self.index.pdf_seconds),
+            ("index.max_total_bytes", self.index.max_total_bytes),
             ("retrieval.context_tokens", self.retrieval.context_tokens as u64),
             ("retrieval.sections", self.retrieval.sections as u64),
             ("retrieval.files", self.retrieval.files as u64),

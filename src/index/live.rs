@@ -204,7 +204,7 @@ impl Source {
         &mut self,
         live: &Live,
         docs: &Dir,
-        max_file_bytes: u64,
+        limits: super::Limits,
         held: Held<'_>,
     ) -> Result<Refreshed, IndexError> {
         let current = live.current().version;
@@ -213,7 +213,7 @@ impl Source {
         match self {
             Source::File { path, workspace } => {
                 let want = Want { held, current: (!retry).then_some(current), readers: live.readers };
-                let (index, update) = Index::refresh(docs, workspace, path, max_file_bytes, &want)?;
+                let (index, update) = Index::refresh(docs, workspace, path, limits, &want)?;
                 let version = index.as_ref().map_or(current, |index| index.version);
                 let replaced = index.is_some();
                 if let Some(index) = index {
@@ -239,7 +239,7 @@ impl Source {
                     // Built whole or not at all: wait until every document is written.
                     return Ok(Refreshed { update, version: current, replaced: false });
                 }
-                let mut index = Index::build(docs, max_file_bytes)?;
+                let mut index = Index::build(docs, limits)?;
                 index.version.generation = current.generation + 1;
                 let version = index.version;
                 live.replace(index, None)?;

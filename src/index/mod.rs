@@ -29,6 +29,7 @@ pub mod walk;
 
 /// A text's words as the index stems them (what an operator's argument rules are matched in too).
 pub use stems::stemmed;
+pub use walk::Limits;
 
 use cap_std::fs::Dir;
 use std::collections::HashMap;
@@ -290,14 +291,14 @@ impl Index {
 
     /// Walks `docs`, chunks every Markdown file and indexes the sections. Reading and
     /// chunking run on a second thread while this one inserts, so the two overlap.
-    pub fn build(docs: &Dir, max_file_bytes: u64) -> Result<Index, IndexError> {
+    pub fn build(docs: &Dir, limits: Limits) -> Result<Index, IndexError> {
         let mut index = Index::empty()?;
         index.version =
             Version { generation: 1, updated_at_ms: walk::epoch_ns(std::time::SystemTime::now()) / 1_000_000 };
         index.built().execute_batch(BULK_LOAD_SETTINGS)?;
         if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
             // Small docs: a second thread (and its allocator arena) costs more than it saves.
-            let walk = walk::walk_docs(docs, max_file_bytes);
+            let walk = walk::walk_docs(docs, limits);
             index.stats = index.insert_all(walk.files.iter().map(|f| (f.path.clone(), rows_of(f))))?;
             index.warnings = walk.warnings;
             return Ok(index);
@@ -305,7 +306,7 @@ impl Index {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<Row>)>(PIPELINE_DEPTH);
         let (warnings, inserted) = std::thread::scope(|scope| {
             let producer = scope.spawn(move || {
-                walk::walk_docs_each(docs, max_file_bytes, &mut |file| {
+                walk::walk_docs_each(docs, limits, &mut |file| {
                     let rows = rows_of(&file);
                     // A closed channel means the insert failed; its error is returned below.
                     let _ = tx.send((file.path, rows));
@@ -594,13 +595,14 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Every document indexed, with the rows that hold its sections (consecutive rowids), so one
 /// document's sections are read without scanning `sections`. The index file also keeps each
-/// document's size, time and content hash here (`store`); an index built in memory leaves
+/// document's size, time, content hash and how many bytes of text it gave (`text_bytes`,
+/// what counts toward `index.max_total_bytes`) here (`store`); an index built in memory leaves
 /// them empty.
 const FILES_SCHEMA: &str = "
     CREATE TABLE files (
         path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
         first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, sections INTEGER NOT NULL,
-        warning TEXT
+        warning TEXT, text_bytes INTEGER NOT NULL DEFAULT 0
     );";
 
 fn rows_of(file: &walk::DocFile) -> Vec<Row> {
@@ -736,7 +738,7 @@ mod reader_tests {
         std::fs::write(dir.path().join("refunds.md"), "# Refunds\n\n## Window\n\nRefunds within 14 days.\n")
             .expect("write doc");
         let docs = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("open");
-        Index::build(&docs, 1 << 20).expect("build").with_readers(n).expect("copies")
+        Index::build(&docs, crate::index::Limits::file_only(1 << 20)).expect("build").with_readers(n).expect("copies")
     }
 
     /// An index of `files` (name, text) in a temporary `docs/`.
@@ -746,7 +748,7 @@ mod reader_tests {
             std::fs::write(tmp.path().join(name), text).expect("write");
         }
         let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
-        Index::build(&docs, 1 << 20).expect("build")
+        Index::build(&docs, crate::index::Limits::file_only(1 << 20)).expect("build")
     }
 
     /// A word only a hidden document holds is one the docs never use: the answer that names
@@ -757,7 +759,7 @@ mod reader_tests {
         std::fs::write(tmp.path().join("public.md"), "# Plans\n\nThe Starter plan invoices monthly.\n").expect("write");
         std::fs::write(tmp.path().join("secret.md"), "# Roadmap\n\nProject Titan ships in spring.\n").expect("write");
         let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
-        let mut index = Index::build(&docs, 1 << 20).expect("build");
+        let mut index = Index::build(&docs, crate::index::Limits::file_only(1 << 20)).expect("build");
         let words = ["Titan", "invoiced", "Zanzibar"];
         assert_eq!(index.never_uses(&words).expect("vocabulary"), ["Zanzibar"], "by stem: invoices holds invoiced");
         index.hidden = crate::workspace::hidden::Hidden::new(&docs, |path| path == "docs/secret.md");
@@ -801,7 +803,7 @@ mod reader_tests {
         std::fs::write(tmp.path().join("long.md"), format!("# Intro\n\nHello.\n\n## Long part\n\n{body}"))
             .expect("write");
         let docs = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
-        let index = Index::build(&docs, 1 << 20).expect("build");
+        let index = Index::build(&docs, crate::index::Limits::file_only(1 << 20)).expect("build");
         let section = index.section("docs/long.md", "long-part").expect("read").expect("found");
         assert!(body.len() > 2 * EXCERPT_BYTES, "the section is indexed as several windows");
         assert_eq!(section.heading, "Intro > Long part");

@@ -26,13 +26,14 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 use sha2::{Digest, Sha256};
 
 use super::stems;
+use super::walk::Limits;
 use super::walk::{self, DocFile, Listed, Listing};
 use super::{Index, IndexError, Stats, Version, create_schema, insert_rows, rows_of};
 
 /// What the file's `meta.format` must say to be read: a change to anything it names makes
 /// every older file rebuild on its next open.
 pub const FORMAT: &str = concat!(
-    "docs-agent index 6 (docs-agent ",
+    "docs-agent index 7 (docs-agent ",
     env!("CARGO_PKG_VERSION"),
     "): fts5 porter unicode61 remove_diacritics 2; heading, body, leaf, place; windows of 2000 bytes; text hash; PDFs read"
 );
@@ -86,6 +87,8 @@ struct Known {
     rows: (i64, i64),
     /// Why the document could not be read when it was last tried, if it could not.
     warning: Option<String>,
+    /// Bytes of text it gave (0 with a warning).
+    text_bytes: u64,
 }
 
 /// How a listed document compares with what the file remembers of it.
@@ -158,12 +161,12 @@ impl Index {
         docs: &Dir,
         workspace: &str,
         file: &Path,
-        max_file_bytes: u64,
+        limits: Limits,
         readers: usize,
         progress: Progress<'_>,
     ) -> Result<(Index, Update), IndexError> {
         let want = Want { held: &|_| false, current: None, readers };
-        let target = Target { docs, workspace, file, max_file_bytes };
+        let target = Target { docs, workspace, file, limits };
         let (index, update) = Index::open_holding(&target, progress, &want)?;
         // Without a generation to compare, every try that is not replaced gives an index.
         let index = index.ok_or_else(|| IndexError(format!("search index {}: nothing was copied", file.display())))?;
@@ -178,10 +181,10 @@ impl Index {
         docs: &Dir,
         workspace: &str,
         file: &Path,
-        max_file_bytes: u64,
+        limits: Limits,
         want: &Want<'_>,
     ) -> Result<(Option<Index>, Update), IndexError> {
-        Index::open_holding(&Target { docs, workspace, file, max_file_bytes }, &mut |_, _| {}, want)
+        Index::open_holding(&Target { docs, workspace, file, limits }, &mut |_, _| {}, want)
     }
 
     /// [`Index::open`] and [`Index::refresh`]: tries until the file is not replaced meanwhile.
@@ -277,13 +280,13 @@ pub struct Want<'a> {
 }
 
 /// The index file of one workspace's docs: what every step of opening it needs. Documents
-/// are read from `docs` up to `max_file_bytes`; `workspace` is recorded in the file.
+/// are read from `docs` within `limits`; `workspace` is recorded in the file.
 #[derive(Clone, Copy)]
 struct Target<'a> {
     docs: &'a Dir,
     workspace: &'a str,
     file: &'a Path,
-    max_file_bytes: u64,
+    limits: Limits,
 }
 
 /// What an update compares and reads: the documents listed in the target's `docs`, leaving
@@ -326,8 +329,8 @@ fn snapshot(target: &Target<'_>, readers: usize, generation_left: i64) -> rusqli
         stems::prepare(&conn)?;
         // The first read after BEGIN fixes what this connection sees until it is closed.
         conn.execute_batch("BEGIN DEFERRED")?;
-        let same = stale_reason(&conn, target.workspace, target.max_file_bytes)?.is_none()
-            && generation(&conn)? == generation_left;
+        let same =
+            stale_reason(&conn, target.workspace, target.limits)?.is_none() && generation(&conn)? == generation_left;
         if !same {
             return Ok(None);
         }
@@ -498,16 +501,27 @@ pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Why the file must be rebuilt for `workspace`, if it must.
-pub fn stale_reason(conn: &Connection, workspace: &str, max_file_bytes: u64) -> rusqlite::Result<Option<String>> {
-    let limit = max_file_bytes.to_string();
-    Ok(match (meta(conn, "format")?, meta(conn, "workspace")?, meta(conn, "max_file_bytes")?) {
-        (None, _, _) => Some("it is new".to_string()),
-        (Some(format), _, _) if format != FORMAT => Some(format!("it was written by another format ({format})")),
-        (_, Some(other), _) if other != workspace => Some(format!("it was built for another workspace ({other})")),
-        (_, _, Some(other)) if other != limit => {
-            Some(format!("it was built with index.max_file_bytes = {other}, not {limit}"))
+pub fn stale_reason(conn: &Connection, workspace: &str, limits: Limits) -> rusqlite::Result<Option<String>> {
+    let (format, built_for) = (meta(conn, "format")?, meta(conn, "workspace")?);
+    Ok(match (format, built_for) {
+        (None, _) => Some("it is new".to_string()),
+        (Some(format), _) if format != FORMAT => Some(format!("it was written by another format ({format})")),
+        (_, Some(other)) if other != workspace => Some(format!("it was built for another workspace ({other})")),
+        _ => {
+            let limits = [("max_file_bytes", limits.file_bytes), ("max_total_bytes", limits.total_bytes)];
+            let mut changed = None;
+            for (key, limit) in limits {
+                let limit = limit.to_string();
+                match meta(conn, key)? {
+                    Some(other) if other != limit => {
+                        changed = Some(format!("it was built with index.{key} = {other}, not {limit}"));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            changed
         }
-        _ => None,
     })
 }
 
@@ -519,10 +533,10 @@ fn refresh(
     progress: Progress<'_>,
     warnings: &mut Vec<String>,
 ) -> rusqlite::Result<Update> {
-    let Job { target: Target { docs, workspace, max_file_bytes, .. }, listing, held } = *job;
+    let Job { target: Target { docs, workspace, limits, .. }, listing, held } = *job;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut update = Update::default();
-    if let Some(reason) = stale_reason(&tx, workspace, max_file_bytes)? {
+    if let Some(reason) = stale_reason(&tx, workspace, limits)? {
         let tables: Vec<String> = tx
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")?
             .query_map([], |r| r.get(0))?
@@ -535,7 +549,8 @@ fn refresh(
         tx.execute_batch(STORE_SCHEMA)?;
         set_meta(&tx, "format", FORMAT)?;
         set_meta(&tx, "workspace", workspace)?;
-        set_meta(&tx, "max_file_bytes", &max_file_bytes.to_string())?;
+        set_meta(&tx, "max_file_bytes", &limits.file_bytes.to_string())?;
+        set_meta(&tx, "max_total_bytes", &limits.total_bytes.to_string())?;
         update.rebuilt = Some(reason);
     }
     let known = known(&tx)?;
@@ -547,9 +562,14 @@ fn refresh(
     // A time this close to now is not trusted: recorded as 0, so the next update reads it.
     let trusted = |mtime_ns: i64| if now_ns.saturating_sub(mtime_ns) < RACY_NS { 0 } else { mtime_ns };
     let todo_paths: HashSet<&str> = todo.iter().map(|f| f.path.as_str()).collect();
+    // The text of the documents kept as they are counts first toward `index.max_total_bytes`.
+    let mut total = 0u64;
     for listed in listing.files.iter().filter(|f| !todo_paths.contains(f.path.as_str())) {
-        if let Some(warning) = known.get(&listed.path).and_then(|k| k.warning.clone()) {
-            warnings.push(warning);
+        if let Some(k) = known.get(&listed.path) {
+            total = total.saturating_add(k.text_bytes);
+            if let Some(warning) = k.warning.clone() {
+                warnings.push(warning);
+            }
         }
     }
     {
@@ -558,33 +578,41 @@ fn refresh(
         let mut forget = tx.prepare("DELETE FROM files WHERE path = ?1")?;
         let mut touch = tx.prepare("UPDATE files SET size = ?2, mtime_ns = ?3 WHERE path = ?1")?;
         let mut record = tx.prepare(
-            "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections, warning) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections, warning, \
+             text_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         for (done, listed) in todo.iter().enumerate() {
             progress(done, todo.len());
             let before = known.get(&listed.path);
-            let (text, size_read) = match walk::read_listed(docs, &listed.path, max_file_bytes) {
+            let read = walk::read_listed(docs, &listed.path, limits.file_bytes).map_err(|u| u.to_string());
+            // Over the docs' total: left out like a document that cannot be read.
+            let read = read.and_then(|(text, size_read)| match total.checked_add(text.len() as u64) {
+                Some(sum) if sum <= limits.total_bytes => Ok((text, size_read)),
+                _ => Err(limits.over_total(&listed.path)),
+            });
+            let (text, size_read) = match read {
                 Ok(read) => read,
-                Err(unreadable) => {
-                    let warning = unreadable.to_string();
+                Err(warning) => {
                     // Recorded with its warning, so it is not read again until it changes.
                     if let Some(k) = before.filter(|k| k.warning.is_none()) {
                         remove_rows.execute(params![k.rows.0, k.rows.1])?;
                         update.removed += 1;
                     }
                     let (size, mtime) = (listed.size as i64, trusted(listed.mtime_ns));
-                    record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning])?;
+                    record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning, 0])?;
                     warnings.push(warning);
                     continue;
                 }
             };
             if size_read != listed.size {
                 // Written to since it was listed: left as it was, for the next update.
+                total = total.saturating_add(before.map_or(0, |k| k.text_bytes));
                 update.held += 1;
                 continue;
             }
             let hash = content_hash(&text);
+            let text_bytes = text.len() as u64;
+            total = total.saturating_add(text_bytes);
             if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
                 touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
                 update.touched += 1;
@@ -602,7 +630,18 @@ fn refresh(
             let size = listed.size as i64;
             let mtime = trusted(listed.mtime_ns);
             let sections = rows.len() as i64;
-            record.execute(params![listed.path, size, mtime, hash, first, last, sections, None::<String>])?;
+            let text_bytes = i64::try_from(text_bytes).unwrap_or(i64::MAX);
+            record.execute(params![
+                listed.path,
+                size,
+                mtime,
+                hash,
+                first,
+                last,
+                sections,
+                None::<String>,
+                text_bytes
+            ])?;
         }
         progress(todo.len(), todo.len());
         for (path, k) in gone(&known, listing) {
@@ -623,7 +662,8 @@ fn refresh(
 
 /// Every document the file remembers.
 fn known(conn: &Connection) -> rusqlite::Result<HashMap<String, Known>> {
-    let mut stmt = conn.prepare("SELECT path, size, mtime_ns, hash, first_row, last_row, warning FROM files")?;
+    let mut stmt =
+        conn.prepare("SELECT path, size, mtime_ns, hash, first_row, last_row, warning, text_bytes FROM files")?;
     let rows = stmt.query_map([], |r| {
         let known = Known {
             size: r.get(1)?,
@@ -631,6 +671,7 @@ fn known(conn: &Connection) -> rusqlite::Result<HashMap<String, Known>> {
             hash: r.get(3)?,
             rows: (r.get(4)?, r.get(5)?),
             warning: r.get(6)?,
+            text_bytes: u64::try_from(r.get::<_, i64>(7)?).unwrap_or(0),
         };
         Ok((r.get::<_, String>(0)?, known))
     })?;
@@ -661,7 +702,7 @@ pub fn pending(conn: &Connection, listing: &Listing) -> rusqlite::Result<(usize,
 
 /// Every problem found by reading the whole file and every document: SQLite's and FTS5's
 /// integrity checks, and each document's content hash against the one the file remembers.
-pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: u64) -> rusqlite::Result<Vec<String>> {
+pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, limits: Limits) -> rusqlite::Result<Vec<String>> {
     let mut problems = Vec::new();
     let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
     if integrity != "ok" {
@@ -680,7 +721,7 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
             // Skipped with a warning when it was read; `check` and every question say why.
             continue;
         }
-        match walk::read_listed(docs, &listed.path, max_file_bytes) {
+        match walk::read_listed(docs, &listed.path, limits.file_bytes) {
             Ok((text, _)) if content_hash(&text) == k.hash => {}
             Ok(_) => problems.push(format!("{}: the index holds an older version", listed.path)),
             Err(unreadable) => problems.push(unreadable.to_string()),
@@ -697,12 +738,15 @@ pub fn verify(conn: &Connection, docs: &Dir, listing: &Listing, max_file_bytes: 
 mod tests {
     use super::*;
 
+    /// Room for every test's documents.
+    const LIMITS: Limits = Limits { file_bytes: 1 << 20, total_bytes: 1 << 30 };
+
     fn docs(dir: &Path) -> Dir {
         Dir::open_ambient_dir(dir, cap_std::ambient_authority()).expect("open docs")
     }
 
     fn open(dir: &Path, file: &Path) -> (Index, Update) {
-        Index::open(&docs(dir), "ws", file, 1 << 20, 1, &mut |_, _| {}).expect("open index")
+        Index::open(&docs(dir), "ws", file, LIMITS, 1, &mut |_, _| {}).expect("open index")
     }
 
     /// Writes `text` with a time a minute ago, old enough to be trusted.
@@ -724,11 +768,37 @@ mod tests {
     /// [`Index::refresh`] of the folder's docs, searched by two threads.
     fn refresh(dir: &Path, file: &Path, held: Held<'_>, current: Version) -> (Option<Index>, Update) {
         let want = Want { held, current: Some(current), readers: 2 };
-        Index::refresh(&docs(dir), "ws", file, 1 << 20, &want).expect("refresh")
+        Index::refresh(&docs(dir), "ws", file, LIMITS, &want).expect("refresh")
     }
 
     fn counts(u: &Update) -> (usize, usize, usize, usize, usize) {
         (u.added, u.changed, u.removed, u.touched, u.unchanged)
+    }
+
+    /// An update counts the text of the documents it keeps first: a new document that would
+    /// take the total over `total_bytes` is left out with its warning, and read once it fits
+    /// and changes. A changed limit rebuilds the file.
+    #[test]
+    fn an_update_keeps_the_docs_text_within_the_total() {
+        let (_tmp, dir, file) = folder();
+        let limits = Limits { file_bytes: 1 << 20, total_bytes: 100 };
+        let open_within =
+            |limits: Limits| Index::open(&docs(&dir), "ws", &file, limits, 1, &mut |_, _| {}).expect("open index");
+        write_old(&dir.join("a.md"), &format!("# A\n\n{}\n", "alpha ".repeat(10)));
+        let (_, update) = open_within(limits);
+        assert_eq!(update.added, 1);
+        write_old(&dir.join("b.md"), &format!("# B\n\n{}\n", "beta ".repeat(10)));
+        let (index, update) = open_within(limits);
+        assert_eq!(update.added, 0, "b would take the total over 100 bytes");
+        assert!(index.warnings.iter().any(|w| w.contains("docs/b.md") && w.contains("index.max_total_bytes")));
+        assert!(index.search("beta", 3).expect("search").is_empty());
+        std::fs::remove_file(dir.join("a.md")).expect("remove a");
+        write_old(&dir.join("b.md"), &format!("# B\n\n{}\n", "beta ".repeat(11)));
+        let (index, update) = open_within(limits);
+        assert_eq!((update.added, update.removed), (1, 1));
+        assert_eq!(index.search("beta", 3).expect("search").len(), 1);
+        let (_, update) = open_within(Limits { total_bytes: 200, ..limits });
+        assert!(update.rebuilt.is_some_and(|r| r.contains("index.max_total_bytes = 100, not 200")));
     }
 
     #[test]
@@ -781,7 +851,7 @@ mod tests {
         assert!(index.warnings.iter().any(|w| w.starts_with("docs/bin.md: binary")), "{:?}", index.warnings);
         let conn = Connection::open(&file).expect("open");
         let listing = walk::list_docs(&docs(&dir));
-        assert_eq!(verify(&conn, &docs(&dir), &listing, 1 << 20).expect("verify"), Vec::<String>::new());
+        assert_eq!(verify(&conn, &docs(&dir), &listing, LIMITS).expect("verify"), Vec::<String>::new());
 
         // Written just now: recorded without a time, so the next update reads it again.
         std::fs::write(dir.join("a.md"), "# A\n\nalpha two\n").expect("edit");
@@ -835,7 +905,7 @@ mod tests {
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another format")), "{update:?}");
         assert_eq!(counts(&update), (1, 0, 0, 0, 0));
 
-        let (_, update) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
+        let (_, update) = Index::open(&docs(&dir), "other", &file, LIMITS, 1, &mut |_, _| {}).expect("open");
         assert!(update.rebuilt.as_deref().is_some_and(|r| r.contains("another workspace")), "{update:?}");
 
         // A file someone put in rollback-journal mode: back to a write-ahead log.
@@ -843,14 +913,14 @@ mod tests {
             .and_then(|c| c.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())))
             .expect("delete");
         std::fs::write(dir.join("w.md"), "# W\n\nwombat\n").expect("w");
-        let (index, _) = Index::open(&docs(&dir), "other", &file, 1 << 20, 1, &mut |_, _| {}).expect("open");
+        let (index, _) = Index::open(&docs(&dir), "other", &file, LIMITS, 1, &mut |_, _| {}).expect("open");
         assert_eq!(index.search("wombat", 1).expect("search").len(), 1);
 
         let theirs = tmp.path().join("theirs.db");
         Connection::open(&theirs)
             .and_then(|c| c.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);"))
             .expect("db");
-        let Err(e) = Index::open(&docs(&dir), "ws", &theirs, 1 << 20, 1, &mut |_, _| {}) else {
+        let Err(e) = Index::open(&docs(&dir), "ws", &theirs, LIMITS, 1, &mut |_, _| {}) else {
             panic!("a foreign database must not be used");
         };
         assert!(e.0.contains("not a docs-agent index"), "{e}");

@@ -32,14 +32,52 @@ pub struct Walk<T = DocFile> {
     pub ignored: Vec<String>,
 }
 
+/// How much text one docs folder may make the index read: each document at most
+/// `file_bytes` (`index.max_file_bytes`; a PDF's text, not its size), all of them together at
+/// most `total_bytes` (`index.max_total_bytes`). A document that would take the total over
+/// its limit is left out with a warning ([`Limits::over_total`]), and the documents after it
+/// are still read: whatever a source holds, the index holds at most `total_bytes` of text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most text of one document.
+    pub file_bytes: u64,
+    /// The most text of all the documents.
+    pub total_bytes: u64,
+}
+
+impl Limits {
+    /// The limits the configuration sets.
+    #[must_use]
+    pub fn of(index: &crate::config::IndexConfig) -> Limits {
+        Limits { file_bytes: index.max_file_bytes, total_bytes: index.max_total_bytes }
+    }
+
+    /// Only the limit on one document (`file_bytes`), none on the total: for tests and benches.
+    #[must_use]
+    pub fn file_only(file_bytes: u64) -> Limits {
+        Limits { file_bytes, total_bytes: u64::MAX }
+    }
+
+    /// The warning for the document at `path`, left out because its text would take the
+    /// docs' total over `total_bytes`.
+    #[must_use]
+    pub fn over_total(&self, path: &str) -> String {
+        format!(
+            "{path}: the docs' text would be over index.max_total_bytes ({} bytes) with it; skipped (raise the \
+             setting, or move documents out of docs/)",
+            self.total_bytes
+        )
+    }
+}
+
 /// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
-pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
+pub fn walk_docs(docs: &Dir, limits: Limits) -> Walk {
     let mut files = Vec::new();
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
     let mut on_file = |file| files.push(file);
     let mut sink =
-        Sink { mode: Mode::Read(max_file_bytes, &mut on_file), warnings: &mut warnings, ignored: &mut ignored };
+        Sink { mode: Mode::Read(limits, &mut on_file), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
     visit(docs, "docs", 0, &mut sink);
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Walk { files, warnings, ignored }
@@ -47,10 +85,10 @@ pub fn walk_docs(docs: &Dir, max_file_bytes: u64) -> Walk {
 
 /// Walks `docs`, handing each readable file to `on_file` as soon as it is read (entries in
 /// name order, depth first), and returns the warnings.
-pub fn walk_docs_each(docs: &Dir, max_file_bytes: u64, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
+pub fn walk_docs_each(docs: &Dir, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
-    let mut sink = Sink { mode: Mode::Read(max_file_bytes, on_file), warnings: &mut warnings, ignored: &mut ignored };
+    let mut sink = Sink { mode: Mode::Read(limits, on_file), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
     visit(docs, "docs", 0, &mut sink);
     warnings
 }
@@ -76,7 +114,7 @@ pub fn list_docs(docs: &Dir) -> Listing {
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
     let mut on_listed = |listed| files.push(listed);
-    let mut sink = Sink { mode: Mode::List(&mut on_listed), warnings: &mut warnings, ignored: &mut ignored };
+    let mut sink = Sink { mode: Mode::List(&mut on_listed), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
     visit(docs, "docs", 0, &mut sink);
     files.sort_by(|a: &Listed, b: &Listed| a.path.cmp(&b.path));
     Listing { files, warnings, ignored }
@@ -114,8 +152,8 @@ pub fn epoch_ns(time: std::time::SystemTime) -> i64 {
 
 /// What the walk does with each document it finds.
 enum Mode<'a> {
-    /// Reads it (at most this many bytes) and hands it over.
-    Read(u64, &'a mut dyn FnMut(DocFile)),
+    /// Reads it (within these limits) and hands it over.
+    Read(Limits, &'a mut dyn FnMut(DocFile)),
     /// Hands over its size and modification time.
     List(&'a mut dyn FnMut(Listed)),
 }
@@ -128,6 +166,8 @@ struct Sink<'a> {
     warnings: &'a mut Vec<String>,
     /// Collects one line per file of a type the index does not read.
     ignored: &'a mut Vec<String>,
+    /// Bytes of text handed over so far.
+    read: u64,
 }
 
 /// Roughly how many bytes of documents `docs` holds, from metadata alone (no file is opened,
@@ -225,8 +265,16 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
             continue;
         }
         match &mut walk.mode {
-            Mode::Read(max_bytes, on_file) => match read_confined(dir, name, *max_bytes) {
-                Ok(text) => on_file(DocFile { path, text }),
+            Mode::Read(limits, on_file) => match read_confined(dir, name, limits.file_bytes) {
+                Ok(text) => {
+                    let read = walk.read.saturating_add(text.len() as u64);
+                    if read > limits.total_bytes {
+                        walk.warnings.push(limits.over_total(&path));
+                    } else {
+                        walk.read = read;
+                        on_file(DocFile { path, text });
+                    }
+                }
                 Err(cause) => walk.warnings.push(Unreadable { path, cause }.to_string()),
             },
             // A symlink's target is stat'ed through `dir` (confined); a plain file through its
@@ -245,6 +293,26 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walk hands over documents until the next would take the total over
+    /// `total_bytes`: that one is left out with a warning naming the setting, and the smaller
+    /// ones after it are still read.
+    #[test]
+    fn the_walk_leaves_out_what_would_pass_the_total() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for (name, bytes) in [("a.md", 60), ("b.md", 50), ("c.md", 30)] {
+            std::fs::write(tmp.path().join(name), "x".repeat(bytes)).expect("write");
+        }
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+        let walk = walk_docs(&dir, Limits { file_bytes: 1 << 20, total_bytes: 100 });
+        let read: Vec<&str> = walk.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(read, ["docs/a.md", "docs/c.md"]);
+        assert_eq!(walk.warnings.len(), 1, "{:?}", walk.warnings);
+        assert!(
+            walk.warnings[0].starts_with("docs/b.md: the docs' text would be over index.max_total_bytes (100 bytes)")
+        );
+        assert_eq!(walk_docs(&dir, Limits::file_only(1 << 20)).files.len(), 3);
+    }
 
     /// A PDF's size says nothing of its text: docs with one are measured as large, so they are
     /// built one document at a time (issue 51, finding 5).

@@ -108,7 +108,7 @@ impl Front {
         // version until a later look, as `serve` holds it back without file events.
         let settle = crate::index::live::SETTLE.as_nanos() as i64;
         let held = |listed: &crate::index::walk::Listed| (0..settle).contains(&now.saturating_sub(listed.mtime_ns));
-        match local.harness.refresh_index(local.config.index.max_file_bytes, &held) {
+        match local.harness.refresh_index(crate::index::Limits::of(&local.config.index), &held) {
             Ok(refreshed) if refreshed.replaced => {
                 tracing::info!(generation = refreshed.version.generation, "the docs changed: index updated");
             }

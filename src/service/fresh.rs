@@ -349,7 +349,7 @@ impl Updater {
         };
         let state = self.state.clone();
         let collection = state.collections.get(self.which);
-        let max = collection.config.index.max_file_bytes;
+        let max = crate::index::Limits::of(&collection.config.index);
         let status = &collection.index_status;
         let started = Instant::now();
         let outcome = collection.harness.refresh_index(max, &held);

@@ -172,7 +172,7 @@ fn run(service: &super::Service, which: usize, index: usize, woken: &mpsc::Recei
         {
             std::thread::sleep(gap);
         }
-        let ok = sync_once(&collection.harness, collection.config.index.max_file_bytes, entry, stopped);
+        let ok = sync_once(&collection.harness, crate::index::Limits::of(&collection.config.index), entry, stopped);
         last = Some(Instant::now());
         next = match (every, ok) {
             (Some(every), true) => Some(Instant::now() + every),
@@ -185,14 +185,19 @@ fn run(service: &super::Service, which: usize, index: usize, woken: &mpsc::Recei
 /// One sync; true when it did not fail. Whether the tree served moves is decided against the
 /// commit this process serves, not the state file: another process (`docs-agent sources sync`)
 /// may have moved the state already.
-fn sync_once(harness: &crate::agent::Harness, max_file_bytes: u64, entry: &Entry, stopped: &AtomicBool) -> bool {
+fn sync_once(
+    harness: &crate::agent::Harness,
+    limits: crate::index::Limits,
+    entry: &Entry,
+    stopped: &AtomicBool,
+) -> bool {
     let source = &entry.source;
     let started = Instant::now();
     let serving = entry.status.lock().unwrap_or_else(|p| p.into_inner()).commit.clone();
     let outcome = source.sync(stopped).map_err(|e| e.to_string()).and_then(|synced| {
         let moved = serving.as_deref() != Some(synced.commit.as_str());
         if moved {
-            let refreshed = harness.switch_docs(&synced.docs, &synced.commit, max_file_bytes)?;
+            let refreshed = harness.switch_docs(&synced.docs, &synced.commit, limits)?;
             source.hold(&synced.commit);
             tracing::info!(
                 "source {}: serving {} ({} documents added, {} changed, {} removed; {} ms)",

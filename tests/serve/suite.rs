@@ -2217,7 +2217,8 @@ async fn a_reopened_answer_flags_the_sources_that_changed_since() {
     assert!(text.contains("14 days"));
     std::fs::write(&file, text.replace("14 days", "30 days")).expect("edit");
     let harness = &s.state.collections.all()[0].harness;
-    let refreshed = harness.refresh_index(s.state.config.index.max_file_bytes, &|_| false).expect("refresh");
+    let refreshed =
+        harness.refresh_index(docs_agent::index::Limits::of(&s.state.config.index), &|_| false).expect("refresh");
     assert!(refreshed.replaced, "the edit is indexed");
 
     let (_, after) = call(&s, "GET", &format!("/v1/sessions/{id}/events"), Some(ASKER), None).await;

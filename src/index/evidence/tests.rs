@@ -7,7 +7,7 @@ fn index_of(files: &[(&str, &str)]) -> Index {
         std::fs::write(tmp.path().join(name), text).expect("write");
     }
     let docs = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("docs");
-    Index::build(&docs, 1 << 20).expect("build")
+    Index::build(&docs, crate::index::Limits::file_only(1 << 20)).expect("build")
 }
 
 const BUDGET: Budget = Budget { sections: 8, files: 3, bytes: 1_200, items: 4 };
