@@ -369,7 +369,7 @@ pub fn prune(trees: &Path, keep: &[Option<String>]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{inside, relative};
+    use super::{EntryKind, git_would_write, inside, relative};
     use std::path::Path;
 
     #[test]
@@ -389,5 +389,19 @@ mod tests {
         assert_eq!(inside(Path::new("b.md"), Path::new("..")), None);
         assert_eq!(inside(Path::new("b.md"), Path::new(".")).as_deref(), Some(""), "the folder itself");
         assert_eq!(inside(Path::new("a/b.md"), Path::new("..")).as_deref(), Some(""));
+    }
+
+    /// The names git refuses to check out, under every spelling a file system reads as `.git`,
+    /// and nothing else.
+    #[test]
+    fn names_git_never_writes_are_refused() {
+        let file = EntryKind::Blob;
+        for name in [".git", ".GIT", ".Git", "git~1", ".git.", ".git\u{200c}"] {
+            assert!(git_would_write(name.into(), EntryKind::Tree).is_err(), "{name:?}");
+        }
+        assert!(git_would_write(".gitmodules".into(), EntryKind::Link).is_err(), "a linked .gitmodules");
+        for name in [".gitmodules", ".github", "git.md", ".gitignore", "a.git", "config"] {
+            assert!(git_would_write(name.into(), file).is_ok(), "{name:?}");
+        }
     }
 }
