@@ -198,9 +198,11 @@ fn the_docs_text_is_capped_as_a_whole_in_memory_and_in_the_file() {
         std::fs::write(docs.join("b-bravo.md"), doc("bravo", 4100)).expect("write");
         age(root);
         assert!(top(root, &[], "bravo setting").starts_with("docs/b-bravo.md"), "{store}");
-        // And a new one that does not fit is left out, the others kept.
-        std::fs::write(docs.join("e-echo.md"), doc("echo", 2000)).expect("write");
-        age(root);
+        // And a new one that does not fit is left out, the others kept (and counted, unread).
+        let echo = docs.join("e-echo.md");
+        std::fs::write(&echo, doc("echo", 2000)).expect("write");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&echo).and_then(|f| f.set_modified(old)).expect("age");
         let out = run(root, &[], &["search", "echo setting"]);
         assert!(out.stderr.contains(&over("docs/e-echo.md")), "{store}: {}", out.stderr);
         assert!(!out.stdout.contains("docs/e-echo.md"), "{store}: {}", out.stdout);
