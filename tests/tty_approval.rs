@@ -73,3 +73,24 @@ fn chat_on_a_terminal_asks_and_a_session_grant_covers_the_next_write() {
     assert_eq!(screen.matches("write_file \"notes/leak.txt\": OK: ").count(), 2, "both writes allowed: {screen}");
     assert!(ws.path().join("notes/leak.txt").exists());
 }
+
+/// Without a terminal (stdin a pipe, as in CI or a script) and without `APPROVE=yes`, nobody
+/// can be asked: the write is refused, said, and nothing is written.
+#[test]
+fn without_a_terminal_a_write_is_refused() {
+    let ws = sample_workspace();
+    let out = Command::new(env!("CARGO_BIN_EXE_docs-agent"))
+        .arg("what is in the onboarding integrations")
+        .current_dir(ws.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LLM_MODEL", "scripted")
+        .env("WORKSPACE", ws.path())
+        .stdin(Stdio::piped())
+        .output()
+        .expect("run docs-agent");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("APPROVE is not `yes` and there is no terminal to ask"), "{said}");
+    assert!(!said.contains("allow? [y/N]"), "{said}");
+    assert!(!ws.path().join("notes/leak.txt").exists(), "{said}");
+}
