@@ -19,6 +19,9 @@ const MAX_INFLATED: usize = 64 * 1024 * 1024;
 /// (the pages are still read).
 const MAX_OUTLINE_NODES: usize = 10_000;
 
+/// How many PDFs are read at once (each in a worker process of its own, `worker`).
+pub const READERS: usize = 2;
+
 /// Why a PDF gives no text.
 #[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PdfError {

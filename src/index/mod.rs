@@ -5,6 +5,7 @@
 //! each section's file (`rank`). Bodies are redacted and sanitised when indexed, so nothing
 //! downstream can see a secret from the docs.
 
+mod ahead;
 pub mod chunk;
 pub mod embed;
 pub mod evidence;

@@ -581,10 +581,12 @@ fn refresh(
             "INSERT OR REPLACE INTO files (path, size, mtime_ns, hash, first_row, last_row, sections, warning, \
              text_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
-        for (done, listed) in todo.iter().enumerate() {
+        let mut done = 0;
+        super::ahead::read_each::<rusqlite::Error>(docs, &todo, limits.file_bytes, &mut |listed, read| {
             progress(done, todo.len());
+            done += 1;
             let before = known.get(&listed.path);
-            let read = walk::read_listed(docs, &listed.path, limits.file_bytes).map_err(|u| u.to_string());
+            let read = read.map_err(|u| u.to_string());
             // Over the docs' total: left out like a document that cannot be read.
             let read = read.and_then(|(text, size_read)| match total.checked_add(text.len() as u64) {
                 Some(sum) if sum <= limits.total_bytes => Ok((text, size_read)),
@@ -601,14 +603,14 @@ fn refresh(
                     let (size, mtime) = (listed.size as i64, trusted(listed.mtime_ns));
                     record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning, 0])?;
                     warnings.push(warning);
-                    continue;
+                    return Ok(());
                 }
             };
             if size_read != listed.size {
                 // Written to since it was listed: left as it was, for the next update.
                 total = total.saturating_add(before.map_or(0, |k| k.text_bytes));
                 update.held += 1;
-                continue;
+                return Ok(());
             }
             let hash = content_hash(&text);
             let text_bytes = text.len() as u64;
@@ -616,7 +618,7 @@ fn refresh(
             if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
                 touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
                 update.touched += 1;
-                continue;
+                return Ok(());
             }
             match before.filter(|k| k.warning.is_none()) {
                 Some(k) => {
@@ -642,7 +644,8 @@ fn refresh(
                 None::<String>,
                 text_bytes
             ])?;
-        }
+            Ok(())
+        })?;
         progress(todo.len(), todo.len());
         for (path, k) in gone(&known, listing) {
             remove_rows.execute(params![k.rows.0, k.rows.1])?;

@@ -8,7 +8,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
 use crate::doc_kind::{DocKind, extensions_listed};
-use crate::workspace::{FileError, read_confined, read_confined_sized};
+use crate::workspace::{FileError, read_confined_sized};
 
 /// Folders deeper than this are not entered (guards against pathological trees).
 const MAX_DEPTH: usize = 32;
@@ -72,25 +72,41 @@ impl Limits {
 
 /// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
 pub fn walk_docs(docs: &Dir, limits: Limits) -> Walk {
+    let listing = list_docs(docs);
     let mut files = Vec::new();
-    let mut warnings = Vec::new();
-    let mut ignored = Vec::new();
-    let mut on_file = |file| files.push(file);
-    let mut sink =
-        Sink { mode: Mode::Read(limits, &mut on_file), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
-    visit(docs, "docs", 0, &mut sink);
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Walk { files, warnings, ignored }
+    let warnings = read_listing(docs, &listing, limits, &mut |file| files.push(file));
+    Walk { files, warnings, ignored: listing.ignored }
 }
 
-/// Walks `docs`, handing each readable file to `on_file` as soon as it is read (entries in
-/// name order, depth first), and returns the warnings.
+/// Walks `docs`, handing each readable file to `on_file` as soon as it is read (in path
+/// order), and returns the warnings.
 pub fn walk_docs_each(docs: &Dir, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let mut ignored = Vec::new();
-    let mut sink = Sink { mode: Mode::Read(limits, on_file), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
-    visit(docs, "docs", 0, &mut sink);
-    warnings
+    read_listing(docs, &list_docs(docs), limits, on_file)
+}
+
+/// Reads the documents of `listing` within `limits` (their PDFs read ahead, `ahead`), hands
+/// each to `on_file` in order, and returns the listing's warnings and the reads'.
+fn read_listing(docs: &Dir, listing: &Listing, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
+    let mut warnings = listing.warnings.clone();
+    let files: Vec<&Listed> = listing.files.iter().collect();
+    let mut total = 0u64;
+    let read =
+        super::ahead::read_each::<std::convert::Infallible>(docs, &files, limits.file_bytes, &mut |listed, read| {
+            match read {
+                Ok((text, _)) => match total.checked_add(text.len() as u64) {
+                    Some(sum) if sum <= limits.total_bytes => {
+                        total = sum;
+                        on_file(DocFile { path: listed.path.clone(), text });
+                    }
+                    _ => warnings.push(limits.over_total(&listed.path)),
+                },
+                Err(unreadable) => warnings.push(unreadable.to_string()),
+            }
+            Ok(())
+        });
+    match read {
+        Ok(()) => warnings,
+    }
 }
 
 /// A document found by [`list_docs`], not read yet.
@@ -114,7 +130,7 @@ pub fn list_docs(docs: &Dir) -> Listing {
     let mut warnings = Vec::new();
     let mut ignored = Vec::new();
     let mut on_listed = |listed| files.push(listed);
-    let mut sink = Sink { mode: Mode::List(&mut on_listed), warnings: &mut warnings, ignored: &mut ignored, read: 0 };
+    let mut sink = Sink { on_listed: &mut on_listed, warnings: &mut warnings, ignored: &mut ignored };
     visit(docs, "docs", 0, &mut sink);
     files.sort_by(|a: &Listed, b: &Listed| a.path.cmp(&b.path));
     Listing { files, warnings, ignored }
@@ -150,24 +166,14 @@ pub fn epoch_ns(time: std::time::SystemTime) -> i64 {
     time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// What the walk does with each document it finds.
-enum Mode<'a> {
-    /// Reads it (within these limits) and hands it over.
-    Read(Limits, &'a mut dyn FnMut(DocFile)),
-    /// Hands over its size and modification time.
-    List(&'a mut dyn FnMut(Listed)),
-}
-
 /// Where the walk puts what it finds.
 struct Sink<'a> {
-    /// What to do with each document.
-    mode: Mode<'a>,
+    /// Hands over each document's size and modification time.
+    on_listed: &'a mut dyn FnMut(Listed),
     /// Collects one line per skipped entry.
     warnings: &'a mut Vec<String>,
     /// Collects one line per file of a type the index does not read.
     ignored: &'a mut Vec<String>,
-    /// Bytes of text handed over so far.
-    read: u64,
 }
 
 /// Roughly how many bytes of documents `docs` holds, from metadata alone (no file is opened,
@@ -264,28 +270,14 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
             walk.warnings.push(format!("{path}: not a regular file (FIFO, socket or device); skipped"));
             continue;
         }
-        match &mut walk.mode {
-            Mode::Read(limits, on_file) => match read_confined(dir, name, limits.file_bytes) {
-                Ok(text) => {
-                    let read = walk.read.saturating_add(text.len() as u64);
-                    if read > limits.total_bytes {
-                        walk.warnings.push(limits.over_total(&path));
-                    } else {
-                        walk.read = read;
-                        on_file(DocFile { path, text });
-                    }
-                }
-                Err(cause) => walk.warnings.push(Unreadable { path, cause }.to_string()),
-            },
-            // A symlink's target is stat'ed through `dir` (confined); a plain file through its
-            // entry, which costs no open.
-            Mode::List(on_listed) => match if kind.is_symlink() { dir.metadata(name) } else { entry.metadata() } {
-                Ok(meta) => {
-                    let mtime_ns = meta.modified().map_or(0, |t| epoch_ns(t.into_std()));
-                    on_listed(Listed { path, size: meta.len(), mtime_ns });
-                }
-                Err(e) => walk.warnings.push(format!("{path}: cannot stat ({e}); skipped")),
-            },
+        // A symlink's target is stat'ed through `dir` (confined); a plain file through its
+        // entry, which costs no open.
+        match if kind.is_symlink() { dir.metadata(name) } else { entry.metadata() } {
+            Ok(meta) => {
+                let mtime_ns = meta.modified().map_or(0, |t| epoch_ns(t.into_std()));
+                (walk.on_listed)(Listed { path, size: meta.len(), mtime_ns });
+            }
+            Err(e) => walk.warnings.push(format!("{path}: cannot stat ({e}); skipped")),
         }
     }
 }

@@ -1,0 +1,226 @@
+//! Documents read in their listed order, with PDFs read ahead on a few threads: a PDF is read
+//! by a worker process that may take up to `index.pdf_seconds` on a hostile file
+//! (`crate::pdf::worker`), so reading them one after another made n such files cost n times
+//! that, and every document after one waited for it. Here up to [`READERS`] PDFs are read at
+//! once, at most [`AHEAD`] PDFs past the one the caller waits for, so one slow PDF holds up
+//! one reader while the others go on; the documents still reach the caller one at a time, in
+//! the listing's order (what the index's limits and its rows follow).
+//!
+//! Memory: at most [`AHEAD`] PDFs' text waits here, each at most `index.max_file_bytes`.
+
+use std::sync::{Condvar, Mutex};
+
+use cap_std::fs::Dir;
+
+use super::walk::{Listed, Unreadable, read_listed};
+use crate::doc_kind::DocKind;
+use crate::workspace::FileError;
+
+/// How many PDFs are read at once: the PDF worker pool's size.
+pub const READERS: usize = crate::pdf::READERS;
+
+/// How many PDFs may be read past the one the caller waits for.
+pub const AHEAD: usize = 16;
+
+/// What reading one document gave: its text and the bytes the file held, or why not.
+pub type Read = Result<(String, u64), Unreadable>;
+
+/// Reads every document of `files` (as listed in `docs`, each at most `file_bytes` of text)
+/// and hands it to `on_each` in the order of `files`; the PDFs among them are read ahead (see
+/// the module docs). Stops at the first error `on_each` returns, and returns it.
+pub fn read_each<E>(
+    docs: &Dir,
+    files: &[&Listed],
+    file_bytes: u64,
+    on_each: &mut dyn FnMut(&Listed, Read) -> Result<(), E>,
+) -> Result<(), E> {
+    read_each_with(files, &|file| read_listed(docs, &file.path, file_bytes), on_each)
+}
+
+/// [`read_each`], each document read by `read`.
+fn read_each_with<E>(
+    files: &[&Listed],
+    read: &(dyn Fn(&Listed) -> Read + Sync),
+    on_each: &mut dyn FnMut(&Listed, Read) -> Result<(), E>,
+) -> Result<(), E> {
+    let pdfs: Vec<usize> =
+        files.iter().enumerate().filter(|(_, f)| DocKind::of(&f.path) == Some(DocKind::Pdf)).map(|(n, _)| n).collect();
+    if pdfs.len() < 2 || READERS < 2 {
+        return files.iter().try_for_each(|f| on_each(f, read(f)));
+    }
+    let shared = Shared {
+        state: Mutex::new(State { done: (0..pdfs.len()).map(|_| None).collect(), claimed: 0, taken: 0, stop: false }),
+        changed: Condvar::new(),
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..READERS.min(pdfs.len()) {
+            scope.spawn(|| {
+                while let Some(n) = shared.claim() {
+                    let file = files[pdfs[n]];
+                    // A reader that panicked would leave the caller waiting for its PDF forever.
+                    let done =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(file))).unwrap_or_else(|_| {
+                            let cause = FileError::Failed("reading it failed unexpectedly".into());
+                            Err(Unreadable { path: file.path.clone(), cause })
+                        });
+                    shared.put(n, done);
+                }
+            });
+        }
+        let mut next_pdf = 0;
+        let outcome = files.iter().enumerate().try_for_each(|(at, file)| {
+            let done = if pdfs.get(next_pdf) == Some(&at) {
+                next_pdf += 1;
+                shared.take(next_pdf - 1)
+            } else {
+                read(file)
+            };
+            on_each(file, done)
+        });
+        shared.stop();
+        outcome
+    })
+}
+
+/// What the readers and the caller share.
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// Which PDFs are read, taken, and waiting.
+struct State {
+    /// Each PDF's result, once read and until the caller takes it.
+    done: Vec<Option<Read>>,
+    /// How many PDFs the readers have claimed (the next one to claim).
+    claimed: usize,
+    /// How many the caller has taken.
+    taken: usize,
+    /// The caller is done: claim nothing more.
+    stop: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The next PDF for a reader: waits while it would be more than [`AHEAD`] past the one
+    /// the caller waits for; `None` when all are claimed or the caller stopped.
+    fn claim(&self) -> Option<usize> {
+        let mut state = self.lock();
+        loop {
+            if state.stop || state.claimed >= state.done.len() {
+                return None;
+            }
+            if state.claimed < state.taken + AHEAD {
+                state.claimed += 1;
+                return Some(state.claimed - 1);
+            }
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// A reader's result for PDF `n`.
+    fn put(&self, n: usize, read: Read) {
+        self.lock().done[n] = Some(read);
+        self.changed.notify_all();
+    }
+
+    /// PDF `n`'s result, waiting until it is read.
+    fn take(&self, n: usize) -> Read {
+        let mut state = self.lock();
+        loop {
+            if let Some(read) = state.done[n].take() {
+                state.taken = n + 1;
+                drop(state);
+                self.changed.notify_all();
+                return read;
+            }
+            state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// The caller wants nothing more: readers finish the PDF they are reading and end.
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn listed(paths: &[&str]) -> Vec<Listed> {
+        paths.iter().map(|p| Listed { path: (*p).to_string(), size: 0, mtime_ns: 0 }).collect()
+    }
+
+    /// Every document reaches the caller once, in the listing's order, whichever reader read it.
+    #[test]
+    fn documents_arrive_in_the_listing_s_order() {
+        let names: Vec<String> =
+            (0..40).map(|n| if n % 3 == 0 { format!("docs/{n:02}.md") } else { format!("docs/{n:02}.pdf") }).collect();
+        let files = listed(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let refs: Vec<&Listed> = files.iter().collect();
+        let mut seen = Vec::new();
+        let read = |f: &Listed| Ok((f.path.clone(), 0));
+        read_each_with::<()>(&refs, &read, &mut |f, r| {
+            assert_eq!(r.as_ref().map(|(t, _)| t.as_str()).ok(), Some(f.path.as_str()));
+            seen.push(f.path.clone());
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(seen, names);
+    }
+
+    /// A PDF whose reader does not return (a hostile file, until `index.pdf_seconds`) holds
+    /// up one reader: the PDFs after it are read meanwhile by the others. The slow read here
+    /// returns only once the next two PDFs have been read, which cannot happen if PDFs are
+    /// read one after another (it then gives up after a minute, and the test fails).
+    #[test]
+    fn a_slow_pdf_does_not_hold_up_the_others() {
+        let files = listed(&["docs/a-slow.pdf", "docs/b.pdf", "docs/c.md", "docs/d.pdf"]);
+        let refs: Vec<&Listed> = files.iter().collect();
+        let (read_tx, read_rx) = mpsc::channel::<String>();
+        let read_tx = Mutex::new(read_tx);
+        let read_rx = Mutex::new(read_rx);
+        let read = |f: &Listed| {
+            if f.path.ends_with("slow.pdf") {
+                let rx = read_rx.lock().expect("lock");
+                let others: Vec<String> =
+                    (0..2).filter_map(|_| rx.recv_timeout(Duration::from_secs(60)).ok()).collect();
+                return Ok((format!("read after {}", others.join(" and ")), 0));
+            }
+            if f.path.ends_with(".pdf") {
+                let _ = read_tx.lock().expect("lock").send(f.path.clone());
+            }
+            Ok((f.path.clone(), 0))
+        };
+        let mut texts = Vec::new();
+        read_each_with::<()>(&refs, &read, &mut |_, r| {
+            texts.push(r.map(|(t, _)| t).unwrap_or_default());
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(texts[0], "read after docs/b.pdf and docs/d.pdf", "{texts:?}");
+        assert_eq!(texts[1..], ["docs/b.pdf", "docs/c.md", "docs/d.pdf"]);
+    }
+
+    /// The caller's error stops the reading and is returned; nothing more is handed over.
+    #[test]
+    fn the_caller_s_error_stops_the_reading() {
+        let files = listed(&["docs/a.pdf", "docs/b.pdf", "docs/c.pdf", "docs/d.pdf"]);
+        let refs: Vec<&Listed> = files.iter().collect();
+        let mut handed = 0;
+        let read = |f: &Listed| Ok((f.path.clone(), 0));
+        let outcome = read_each_with(&refs, &read, &mut |f, _| {
+            handed += 1;
+            if f.path == "docs/b.pdf" { Err("stop") } else { Ok(()) }
+        });
+        assert_eq!((outcome, handed), (Err("stop"), 2));
+    }
+}
