@@ -48,15 +48,19 @@ pub fn extract(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
     let options = lopdf::LoadOptions { max_decompressed_size: Some(MAX_INFLATED), ..Default::default() };
     let doc = lopdf::Document::load_mem_with_options(bytes, options)
         .map_err(|e| PdfError::Unreadable(e.to_string().chars().take(200).collect()))?;
-    let numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    // The page tree is walked once: `text::page_text` takes each page by its id.
+    let ids: Vec<lopdf::ObjectId> = doc.get_pages().into_values().collect();
     let mut read = 0u64;
     let mut count = |text: &str| {
         read = read.saturating_add(text.len() as u64);
         if read > max_text { Err(PdfError::TooMuchText(max_text)) } else { Ok(()) }
     };
-    let mut pages = Vec::with_capacity(numbers.len());
-    for n in numbers {
-        let text = doc.extract_text(&[n]).map(|text| text.nfkc().collect::<String>()).unwrap_or_default();
+    let mut pages = Vec::with_capacity(ids.len());
+    // A page's content may inflate to lopdf's own bound, as when `extract_text` read it.
+    for id in ids {
+        let text = text::page_text(&doc, id, lopdf::DEFAULT_MAX_DECOMPRESSED_SIZE)
+            .map(|text| text.nfkc().collect::<String>())
+            .unwrap_or_default();
         count(&text)?;
         pages.push(text);
     }
@@ -234,5 +238,6 @@ pub fn marker(line: &str) -> Option<(usize, &str)> {
 pub mod fixtures;
 #[cfg(test)]
 mod tests;
+mod text;
 #[cfg(unix)]
 pub mod worker;

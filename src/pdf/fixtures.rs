@@ -1,5 +1,6 @@
-//! PDFs made for tests (debug builds only, as `sandbox::probe`): a three-page manual with or
-//! without an outline, and a scan, written with lopdf.
+//! PDFs made for tests (debug builds only, as `sandbox::probe`), written with lopdf: a
+//! three-page manual with or without an outline, a scan, outlines that loop or share entries,
+//! a text bomb, and many pages that show text in each way lopdf reads.
 
 use lopdf::content::{Content, Operation};
 use lopdf::{Document, Object, ObjectId, Stream, StringFormat, dictionary};
@@ -206,4 +207,110 @@ pub fn doubling_outline(depth: usize) -> Vec<u8> {
     let root = doc.trailer.get(b"Root").and_then(Object::as_reference).expect("a catalog");
     doc.get_object_mut(root).and_then(Object::as_dict_mut).expect("a catalog").set("Outlines", outlines);
     saved(doc)
+}
+
+/// A PDF of `n` pages in a page tree two levels deep (100 pages a node), whose pages show text
+/// in each way lopdf reads ([`shown_in_each_way`]).
+pub fn many_pages(n: usize) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let root = doc.new_object_id();
+    let plain = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
+    let ansi = doc.add_object(
+        dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Times-Roman", "Encoding" => "WinAnsiEncoding" },
+    );
+    let resources = dictionary! { "Font" => dictionary! { "F1" => plain, "F2" => ansi } };
+    let mut nodes = Vec::new();
+    for first in (0..n).step_by(100) {
+        let node = doc.new_object_id();
+        let kids: Vec<Object> = (first..n.min(first + 100))
+            .map(|k| {
+                let ops = Content { operations: shown_in_each_way(k) }.encode().expect("content");
+                let content = doc.add_object(Stream::new(dictionary! {}, ops));
+                let page = dictionary! {
+                    "Type" => "Page", "Parent" => node, "Contents" => content, "Resources" => resources.clone(),
+                };
+                doc.add_object(page).into()
+            })
+            .collect();
+        let count = kids.len() as i64;
+        doc.objects.insert(
+            node,
+            Object::Dictionary(dictionary! { "Type" => "Pages", "Parent" => root, "Count" => count, "Kids" => kids }),
+        );
+        nodes.push(Object::from(node));
+    }
+    doc.objects.insert(
+        root,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages", "Count" => n as i64, "Kids" => nodes,
+            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+        }),
+    );
+    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => root });
+    doc.trailer.set("Root", catalog);
+    doc.compress();
+    saved(doc)
+}
+
+/// Page `k`'s operators, by `k % 5`: text before any font, then `Tj` and `T*`; `TJ` with gaps
+/// wide and narrow, a second font (WinAnsi) within the line, `T*` twice; `'` and `"` (one
+/// without its string); fonts switched between lines and one the page lacks, `ET` twice; and
+/// a `Tf` whose font is a number, which lopdf reads as an error.
+fn shown_in_each_way(k: usize) -> Vec<Operation> {
+    let op = |name: &str, operands: Vec<Object>| Operation::new(name, operands);
+    let s = |text: &str| Object::string_literal(text);
+    let font = |name: &str| op("Tf", vec![name.into(), 12.into()]);
+    let body = match k % 5 {
+        0 => vec![
+            font("F1"),
+            op("Tj", vec![s(&format!("Page {k} of the manual"))]),
+            op("T*", vec![]),
+            op("Tj", vec![s("caf\u{e9} \u{fb01}le")]),
+        ],
+        1 => vec![
+            font("F1"),
+            op(
+                "TJ",
+                vec![Object::Array(vec![
+                    s("Spa"),
+                    Object::Integer(-200),
+                    s(&format!("ced {k}")),
+                    Object::Integer(50),
+                    Object::Real(-300.0),
+                    s("word"),
+                ])],
+            ),
+            font("F2"),
+            op("Tj", vec![Object::String(b"se\xe7ond font".to_vec(), StringFormat::Literal)]),
+            op("T*", vec![]),
+            op("T*", vec![]),
+        ],
+        2 => vec![
+            font("F2"),
+            op("'", vec![s(&format!("quoted line {k}"))]),
+            op("'", vec![s("another")]),
+            op("\"", vec![1.into(), 2.into(), s("spaced line")]),
+            op("\"", vec![1.into()]),
+        ],
+        3 => vec![
+            font("F1"),
+            op("Tj", vec![s(&format!("before {k}"))]),
+            op("T*", vec![]),
+            font("F2"),
+            op("T*", vec![]),
+            op("Tj", vec![s("after")]),
+            font("F9"),
+            op("Tj", vec![s("in a font the page lacks")]),
+            op("ET", vec![]),
+        ],
+        _ => vec![
+            font("F1"),
+            op("Tj", vec![s(&format!("read before the error {k}"))]),
+            op("Tf", vec![12.into(), 12.into()]),
+        ],
+    };
+    let mut ops = vec![op("Tj", vec![s("no font yet")]), op("BT", vec![])];
+    ops.extend(body);
+    ops.push(op("ET", vec![]));
+    ops
 }

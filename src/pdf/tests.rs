@@ -1,4 +1,4 @@
-use super::fixtures::{cyclic_outline, doubling_outline, manual, scanned, shared_outline_entry, text_bomb};
+use super::fixtures::{cyclic_outline, doubling_outline, manual, many_pages, scanned, shared_outline_entry, text_bomb};
 use super::*;
 
 /// The default `index.max_file_bytes`.
@@ -78,4 +78,37 @@ fn text_over_the_limit_is_refused_whatever_the_file_size() {
     assert!(matches!(extract(&bomb, 1 << 20), Err(PdfError::TooMuchText(limit)) if limit == 1 << 20));
     let read = extract(&bomb, 4 << 20).expect("under a larger limit");
     assert!(read.pages[0].len() > 2 << 20, "{}", read.pages[0].len());
+}
+
+/// Each page's text, read by its id (`text::page_text`, once over the page tree), is what
+/// lopdf's `extract_text(&[n])` (a walk of the tree for each page) reads, an error where it
+/// errs: for every fixture, and for many pages that show text in each way lopdf reads.
+#[test]
+fn page_text_is_lopdfs() {
+    let fixtures = [
+        ("manual", manual(true)),
+        ("manual without outline", manual(false)),
+        ("scan", scanned()),
+        ("cyclic outline", cyclic_outline()),
+        ("shared outline entry", shared_outline_entry()),
+        ("doubling outline", doubling_outline(12)),
+        ("text bomb", text_bomb(64)),
+        ("many pages", many_pages(250)),
+    ];
+    for (name, pdf) in fixtures {
+        let options = lopdf::LoadOptions { max_decompressed_size: Some(MAX_INFLATED), ..Default::default() };
+        let doc = lopdf::Document::load_mem_with_options(&pdf, options).expect("the fixture reads");
+        let pages = doc.get_pages();
+        let (mut read, mut errors) = (0, 0);
+        for (n, id) in pages {
+            let ours = text::page_text(&doc, id, lopdf::DEFAULT_MAX_DECOMPRESSED_SIZE).ok();
+            assert_eq!(ours, doc.extract_text(&[n]).ok(), "{name}, page {n}");
+            read += usize::from(ours.as_ref().is_some_and(|t| !t.trim().is_empty()));
+            errors += usize::from(ours.is_none());
+        }
+        if name == "many pages" {
+            // Each kind of page was there to compare: text, and the error every fifth page.
+            assert_eq!((read, errors), (200, 50), "{name}");
+        }
+    }
 }
