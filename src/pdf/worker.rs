@@ -126,11 +126,13 @@ fn zygote(mut parent: UnixStream) -> ! {
 /// One worker for `bytes`, given `limit` to answer: its reply, or how it ended.
 fn work(bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
     let Ok((mine, theirs)) = UnixStream::pair() else { return Reply::Crashed("no socket for the worker".into()) };
+    // SAFETY: a plain system call.
+    let zygote = unsafe { libc::getpid() };
     // SAFETY: the zygote runs one thread.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop(mine);
-        worker(theirs, bytes, max_text)
+        worker(theirs, bytes, max_text, zygote)
     }
     drop(theirs);
     if pid < 0 {
@@ -156,11 +158,19 @@ fn work(bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
     }
 }
 
-/// A worker: limits itself, parses, answers, exits.
-fn worker(mut parent: UnixStream, bytes: &[u8], max_text: u64) -> ! {
+/// A worker: limits itself, parses, answers, exits. It dies with the zygote `zygote`, as the
+/// zygote dies with the command: a worker left looping on a PDF when the command ends (Ctrl-C,
+/// or a command done while a PDF was still being read) would otherwise go on alone.
+fn worker(mut parent: UnixStream, bytes: &[u8], max_text: u64, zygote: libc::pid_t) -> ! {
     let limit = libc::rlimit { rlim_cur: MEMORY_LIMIT, rlim_max: MEMORY_LIMIT };
     // SAFETY: plain system calls on this process.
     unsafe {
+        #[cfg(target_os = "linux")]
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // The zygote may have died before the line above: then nobody waits for this one.
+        if libc::getppid() != zygote {
+            libc::_exit(0);
+        }
         libc::setrlimit(libc::RLIMIT_AS, &raw const limit);
     }
     // No file and no network from here on (where Landlock is available): the bytes are all it reads.
