@@ -114,6 +114,42 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
     }
 }
 
+/// A PDF whose reader loops holds one zygote until `DOCS_AGENT_PDF_SECONDS` and is skipped
+/// with the time limit; the good PDFs after it are read by the zygotes in turn, the one whose
+/// worker was killed among them, and are all searched. (The index reads one PDF after another,
+/// so this does not show two read at once: `tests/pdf_pool.rs` does.)
+#[test]
+fn good_pdfs_are_all_read_beside_one_that_runs_out_of_time() {
+    let ws = sample_workspace();
+    let pdfs = ws.path().join("docs/pdfs");
+    std::fs::create_dir_all(&pdfs).expect("mkdir");
+    std::fs::write(pdfs.join("1-loop.pdf"), b"%docs-agent-test: loop").expect("write");
+    let good = ["2-guide.pdf", "3-plain.pdf", "4-shared.pdf", "5-cycle.pdf"];
+    for (name, bytes) in good.iter().zip([
+        docs_agent::pdf::fixtures::manual(true),
+        docs_agent::pdf::fixtures::manual(false),
+        docs_agent::pdf::fixtures::shared_outline_entry(),
+        docs_agent::pdf::fixtures::cyclic_outline(),
+    ]) {
+        std::fs::write(pdfs.join(name), bytes).expect("write");
+    }
+    let env = [("DOCS_AGENT_PDF_SECONDS", "2")];
+    let out = run(ws.path(), &env, &["check"]);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        said.contains("docs/pdfs/1-loop.pdf: the PDF reader took longer than 2 s on it (index.pdf_seconds)"),
+        "{said}"
+    );
+    for name in good {
+        assert!(!said.contains(&format!("docs/pdfs/{name}")), "{name} is read: {said}");
+    }
+    let out = run(ws.path(), &env, &["search", "proxy.url bluebird.toml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for name in good {
+        assert!(out.stdout.contains(&format!("docs/pdfs/{name}#page=2")), "{name} is searched: {}", out.stdout);
+    }
+}
+
 /// What the PDF worker tried from inside its sandbox (debug builds answer a PDF whose bytes are
 /// `%docs-agent-test: probe KIND:TARGET` with the attempt's outcome, `sandbox::probe`'s JSON):
 /// `docs-agent ARGS check` in a fresh workspace, one PDF per attempt (`WORKSPACE/` in one is

@@ -102,7 +102,7 @@ pub fn enter(global: &Global, plan: &Plan) -> Result<Status, Failure> {
     // PDFs are read in processes of their own, forked from here while this is the one thread.
     #[cfg(unix)]
     if let Err(e) = crate::pdf::worker::start() {
-        crate::guard::sink::err_line!("docs-agent: warning: {e}; PDFs are read in this process");
+        crate::guard::sink::err_line!("docs-agent: warning: {e}");
     }
     // Its threads start inside the sandbox.
     if exports && let Err(e) = crate::telemetry::otel::start() {

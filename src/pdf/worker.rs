@@ -1,27 +1,39 @@
-//! PDFs are read in a process of their own, so that a PDF the parser panics on (the release
+//! PDFs are read in processes of their own, so that a PDF the parser panics on (the release
 //! build aborts), loops on, overflows its stack on or runs out of memory on costs that PDF, not
 //! the process that reads the docs.
 //!
-//! [`start`] forks a *zygote* right after a command enters its sandbox, while it still runs one
-//! thread (forking a process with other threads could leave a lock held forever in the child).
-//! For each PDF, [`extract`] sends the bytes to the zygote, which forks a worker: the worker
+//! [`start`] forks [`WORKERS`] *zygotes* right after a command enters its sandbox, while it
+//! still runs one thread (forking a process with other threads could leave a lock held forever
+//! in the child). They are a pool (`pool`): for each PDF, [`extract`] takes a free zygote,
+//! waiting while all are reading, and sends it the bytes; the zygote forks a worker: the worker
 //! limits its memory, gives up every file and network right (a Landlock ruleset that grants
 //! nothing; it reads only the bytes it was sent), parses, writes the result back and exits.
 //! The zygote waits at most the time limit (`index.pdf_seconds`, [`set_time_limit`]; 60 s by
-//! default), kills a worker that takes longer, reaps it, and
-//! answers with the result or what happened. The zygote dies with the process
-//! (`PR_SET_PDEATHSIG`).
+//! default), kills a worker that takes longer, reaps it, and answers with the result or what
+//! happened. So up to [`WORKERS`] PDFs are read at once, from as many threads, and a PDF that runs to the time limit holds one zygote, not all.
+//! The zygotes die with the process, and each worker with its zygote (`PR_SET_PDEATHSIG`).
+//! A zygote holds no other zygote's socket.
 //!
-//! Without a zygote (tests, which run many threads and unwind; or a platform without `fork`),
-//! [`extract`] parses in the calling process.
+//! A zygote that could not be forked is one fewer in the pool. One that does not answer within
+//! the time limit and 10 s more is given up (its socket closed, which ends it); when all have
+//! been given up, a PDF is refused ([`PdfError::Crashed`]) rather than parsed in this process.
+//! Without any zygote (tests, which run many threads and unwind; a platform without `fork`; no
+//! zygote could be forked), [`extract`] parses in the calling process.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::{Extracted, PdfError};
+
+mod pool;
+
+/// How many PDFs may be read at once, each by a zygote of its own and that zygote's worker: a
+/// PDF that runs to the time limit holds one zygote while the others read on. Each worker may
+/// map [`MEMORY_LIMIT`] (1 GiB), so PDFs may take this many GiB at once.
+pub const WORKERS: usize = 2;
 
 /// Longest a worker may take over one PDF, unless the configuration says otherwise.
 pub const TIME_LIMIT: Duration = Duration::from_secs(60);
@@ -46,8 +58,12 @@ fn reply_limit(max_text: u64) -> usize {
     usize::try_from(max_text.saturating_mul(6).saturating_add(1 << 20)).unwrap_or(MAX_REPLY).min(MAX_REPLY)
 }
 
-/// The zygote's end of the socket, once started.
-static ZYGOTE: OnceLock<Mutex<UnixStream>> = OnceLock::new();
+/// The zygotes, once started (none when not one could be forked).
+static POOL: OnceLock<pool::Pool> = OnceLock::new();
+
+/// What a PDF is told when every zygote has been given up.
+const NO_READER_LEFT: &str =
+    "no PDF reader is left (each stopped answering; see the PDFs skipped before this one): run the command again";
 
 /// What the zygote answers.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -58,42 +74,85 @@ enum Reply {
     Crashed(String),
 }
 
-/// Forks the zygote. Call once, right after the sandbox is entered and before any thread
-/// starts; a second call does nothing. On failure PDFs are read in this process.
+/// Forks the [`WORKERS`] zygotes. Call once, right after the sandbox is entered and before any
+/// thread starts; a second call does nothing. An error says what failed and what follows: PDFs
+/// read in this process (not one zygote started), or fewer at a time.
 pub fn start() -> Result<(), String> {
-    if ZYGOTE.get().is_some() {
+    if POOL.get().is_some() {
         return Ok(());
     }
-    let (parent, child) = UnixStream::pair().map_err(|e| format!("cannot make the PDF reader's socket: {e}"))?;
+    let mut sockets = Vec::with_capacity(WORKERS);
+    let mut failed = None;
+    while sockets.len() < WORKERS && failed.is_none() {
+        match fork_zygote(&mut sockets) {
+            Ok(socket) => sockets.push(socket),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let started = sockets.len();
+    if started > 0 {
+        let _ = POOL.set(pool::Pool::new(sockets));
+    }
+    match failed {
+        None => Ok(()),
+        Some(e) if started == 0 => Err(format!("{e}; PDFs are read in this process")),
+        Some(e) => Err(format!("{e}; only {started} of {WORKERS} PDF readers run, so fewer PDFs are read at once")),
+    }
+}
+
+/// Forks one zygote: its socket. The zygote closes `earlier`, the sockets of the zygotes forked
+/// before it: neither it nor its workers may read or write another zygote's messages, and
+/// closing a socket here must end its zygote.
+fn fork_zygote(earlier: &mut Vec<UnixStream>) -> Result<UnixStream, String> {
+    let (parent, child) = UnixStream::pair().map_err(|e| format!("cannot make a PDF reader's socket: {e}"))?;
     // SAFETY: the caller runs one thread (the sandbox refuses to start otherwise), so the
     // child holds no lock another thread held; it runs only `zygote`, which never returns.
-    let pid = unsafe { libc::fork() };
-    match pid {
-        -1 => Err(format!("cannot start the PDF reader: {}", std::io::Error::last_os_error())),
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("cannot start a PDF reader: {}", std::io::Error::last_os_error())),
         0 => {
             drop(parent);
+            earlier.clear();
             zygote(child)
         }
         _ => {
             drop(child);
-            let _ = ZYGOTE.set(Mutex::new(parent));
-            Ok(())
+            Ok(parent)
         }
     }
 }
 
 /// The pages and outline of the PDF `bytes` (at most `max_text` bytes of text): in a worker
-/// process when the zygote runs, else here. A worker that crashes or runs out of time is
-/// [`PdfError::Crashed`]. The reply is no larger than the text allowed (and its JSON).
+/// process, through the first zygote free, when the zygotes run; else here. A worker that
+/// crashes or runs out of time is [`PdfError::Crashed`]. The reply is no larger than the text
+/// allowed (and its JSON).
 pub fn extract(bytes: &[u8], max_text: u64) -> Result<Extracted, PdfError> {
-    let Some(zygote) = ZYGOTE.get() else { return super::extract(bytes, max_text) };
+    extract_then(bytes, max_text, || {})
+}
+
+/// Debug builds only: [`extract`], calling `taken` as soon as the PDF holds a zygote (with no
+/// zygote, before it is parsed here). A test waits for it before it sends a second PDF, to
+/// see that one read at once with this one.
+#[cfg(debug_assertions)]
+pub fn extract_telling(bytes: &[u8], max_text: u64, taken: impl FnOnce()) -> Result<Extracted, PdfError> {
+    extract_then(bytes, max_text, taken)
+}
+
+/// [`extract`], calling `taken` once the PDF holds a zygote.
+fn extract_then(bytes: &[u8], max_text: u64, taken: impl FnOnce()) -> Result<Extracted, PdfError> {
+    let Some(pool) = POOL.get() else {
+        taken();
+        return super::extract(bytes, max_text);
+    };
+    let Some(mut slot) = pool.take() else { return Err(PdfError::Crashed(NO_READER_LEFT.into())) };
+    taken();
     let limit = time_limit();
-    let mut socket = zygote.lock().unwrap_or_else(|e| e.into_inner());
-    let asked =
-        send_parts(&mut socket, &[&max_text.to_le_bytes(), &limit.as_secs().to_le_bytes(), bytes]).and_then(|()| {
-            socket.set_read_timeout(Some(limit + Duration::from_secs(10)))?;
-            receive(&mut socket, reply_limit(max_text))
-        });
+    let asked = slot.ask(
+        &[&max_text.to_le_bytes(), &limit.as_secs().to_le_bytes(), bytes],
+        limit + Duration::from_secs(10),
+        reply_limit(max_text),
+    );
+    // The zygote is free again (or given up) before its reply is read.
+    drop(slot);
     let reply = asked.map_err(|e| PdfError::Crashed(format!("the PDF reader did not answer ({e})")))?;
     match serde_json::from_slice::<Reply>(&reply) {
         Ok(Reply::Done(result)) => result,
