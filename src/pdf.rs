@@ -19,7 +19,10 @@ const MAX_INFLATED: usize = 64 * 1024 * 1024;
 /// (the pages are still read).
 const MAX_OUTLINE_NODES: usize = 10_000;
 
-/// How many PDFs are read at once (each in a worker process of its own, `worker`).
+/// How many PDFs may be read at once, each by a zygote of its own and that zygote's worker
+/// (`worker`): a PDF that runs to the time limit holds one while the others read on
+/// (`index::ahead` reads a listing's PDFs on as many threads). Each worker may map 1 GiB, so
+/// PDFs may take this many GiB at once.
 pub const READERS: usize = 2;
 
 /// Why a PDF gives no text.

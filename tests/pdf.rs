@@ -116,8 +116,8 @@ fn a_pdf_that_crashes_or_hangs_its_reader_costs_only_itself() {
 
 /// A PDF whose reader loops holds one zygote until `DOCS_AGENT_PDF_SECONDS` and is skipped
 /// with the time limit; the good PDFs after it are read by the zygotes in turn, the one whose
-/// worker was killed among them, and are all searched. (The index reads one PDF after another,
-/// so this does not show two read at once: `tests/pdf_pool.rs` does.)
+/// worker was killed among them, and are all searched. (That two are read at once, by the
+/// pool and by the index's readers, is shown by `tests/pdf_pool.rs` and `index::ahead`'s tests.)
 #[test]
 fn good_pdfs_are_all_read_beside_one_that_runs_out_of_time() {
     let ws = sample_workspace();

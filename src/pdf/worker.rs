@@ -30,10 +30,8 @@ use super::{Extracted, PdfError};
 
 mod pool;
 
-/// How many PDFs may be read at once, each by a zygote of its own and that zygote's worker: a
-/// PDF that runs to the time limit holds one zygote while the others read on. Each worker may
-/// map [`MEMORY_LIMIT`] (1 GiB), so PDFs may take this many GiB at once.
-pub const WORKERS: usize = 2;
+/// How many zygotes, and so PDFs read at once: [`super::READERS`].
+pub const WORKERS: usize = super::READERS;
 
 /// Longest a worker may take over one PDF, unless the configuration says otherwise.
 pub const TIME_LIMIT: Duration = Duration::from_secs(60);
