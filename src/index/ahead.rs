@@ -191,8 +191,7 @@ mod tests {
         let read = |f: &Listed| {
             if f.path.ends_with("slow.pdf") {
                 let rx = read_rx.lock().expect("lock");
-                let others: Vec<String> =
-                    (0..2).filter_map(|_| rx.recv_timeout(Duration::from_secs(60)).ok()).collect();
+                let others = received(&rx, 2);
                 return Ok((format!("read after {}", others.join(" and ")), 0));
             }
             if f.path.ends_with(".pdf") {
@@ -208,6 +207,48 @@ mod tests {
         .expect("read");
         assert_eq!(texts[0], "read after docs/b.pdf and docs/d.pdf", "{texts:?}");
         assert_eq!(texts[1..], ["docs/b.pdf", "docs/c.md", "docs/d.pdf"]);
+    }
+
+    /// While the caller handles one document (inserting it into the index), the next PDFs are
+    /// read meanwhile, at most [`AHEAD`] past it. The caller here waits, for the first PDF,
+    /// until the readers have read the [`AHEAD`] after it, which cannot happen if PDFs are
+    /// read only when the caller asks (it then gives up after a minute, and the test fails).
+    #[test]
+    fn pdfs_are_read_ahead_while_the_caller_works_and_no_further() {
+        let names: Vec<String> = (0..AHEAD + 4).map(|n| format!("docs/{n:02}.pdf")).collect();
+        let files = listed(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let refs: Vec<&Listed> = files.iter().collect();
+        let (read_tx, read_rx) = mpsc::channel::<usize>();
+        let read_tx = Mutex::new(read_tx);
+        let read = |f: &Listed| {
+            let n: usize = f.path[5..7].parse().expect("a number");
+            let _ = read_tx.lock().expect("lock").send(n);
+            Ok((f.path.clone(), 0))
+        };
+        let mut read_by_then = Vec::new();
+        read_each_with::<()>(&refs, &read, &mut |f, _| {
+            if f.path == "docs/00.pdf" {
+                // 00 itself, then the AHEAD after it (01..=AHEAD), no more until 00 is taken.
+                read_by_then = received(&read_rx, AHEAD + 1);
+                read_by_then.sort_unstable();
+            }
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(read_by_then, (0..=AHEAD).collect::<Vec<_>>());
+    }
+
+    /// Up to `n` messages from `rx`, as many as arrive within a minute.
+    fn received<T>(rx: &mpsc::Receiver<T>, n: usize) -> Vec<T> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut got = Vec::new();
+        while got.len() < n {
+            match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(message) => got.push(message),
+                Err(_) => break,
+            }
+        }
+        got
     }
 
     /// The caller's error stops the reading and is returned; nothing more is handed over.
