@@ -150,6 +150,17 @@ fn good_pdfs_are_all_read_beside_one_that_runs_out_of_time() {
     }
 }
 
+/// A worker holds one socket, its own to the zygote: not the zygote's to the command, nor
+/// another zygote's, so a PDF that takes a worker over cannot answer in the zygote's place.
+#[test]
+fn a_worker_holds_only_its_own_socket() {
+    let ws = sample_workspace();
+    std::fs::write(ws.path().join("docs/sockets.pdf"), b"%docs-agent-test: sockets").expect("write");
+    let out = run(ws.path(), &[], &["check"]);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("docs/sockets.pdf: holds 1 sockets"), "{said}");
+}
+
 /// What the PDF worker tried from inside its sandbox (debug builds answer a PDF whose bytes are
 /// `%docs-agent-test: probe KIND:TARGET` with the attempt's outcome, `sandbox::probe`'s JSON):
 /// `docs-agent ARGS check` in a fresh workspace, one PDF per attempt (`WORKSPACE/` in one is

@@ -171,7 +171,7 @@ fn zygote(mut parent: UnixStream) -> ! {
         let Some((max_text, rest)) = asked.split_first_chunk::<8>() else { break };
         let Some((seconds, bytes)) = rest.split_first_chunk::<8>() else { break };
         let limit = Duration::from_secs(u64::from_le_bytes(*seconds).max(1));
-        let reply = serde_json::to_vec(&work(bytes, u64::from_le_bytes(*max_text), limit)).unwrap_or_default();
+        let reply = serde_json::to_vec(&work(&parent, bytes, u64::from_le_bytes(*max_text), limit)).unwrap_or_default();
         if send(&mut parent, &reply).is_err() {
             break;
         }
@@ -180,8 +180,10 @@ fn zygote(mut parent: UnixStream) -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// One worker for `bytes`, given `limit` to answer: its reply, or how it ended.
-fn work(bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
+/// One worker for `bytes`, given `limit` to answer: its reply, or how it ended. The worker
+/// keeps only its own socket: the zygote's to the command (`command`) is closed in it, so a
+/// worker a PDF took over cannot answer the command in the zygote's place.
+fn work(command: &UnixStream, bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
     let Ok((mine, theirs)) = UnixStream::pair() else { return Reply::Crashed("no socket for the worker".into()) };
     // SAFETY: a plain system call.
     let zygote = unsafe { libc::getpid() };
@@ -189,6 +191,9 @@ fn work(bytes: &[u8], max_text: u64, limit: Duration) -> Reply {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         drop(mine);
+        // SAFETY: closes this forked child's copy of the zygote's socket; the child never
+        // returns from `worker`, so nothing uses or closes that descriptor again.
+        unsafe { libc::close(std::os::fd::AsRawFd::as_raw_fd(command)) };
         worker(theirs, bytes, max_text, zygote)
     }
     drop(theirs);
@@ -258,6 +263,17 @@ fn test_failures(bytes: &[u8]) -> Option<Result<Extracted, PdfError>> {
         return Some(Err(PdfError::Crashed(format!("probe {said}"))));
     }
     match bytes {
+        // How many sockets the worker holds (`fstat` needs no file right): its own only.
+        b"%docs-agent-test: sockets" => {
+            let sockets = (0..1024)
+                .filter(|&fd| {
+                    // SAFETY: `fstat` on a descriptor number, into a zeroed struct it fills.
+                    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+                    unsafe { libc::fstat(fd, &raw mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFSOCK }
+                })
+                .count();
+            Some(Err(PdfError::Crashed(format!("holds {sockets} sockets"))))
+        }
         b"%docs-agent-test: abort" => std::process::abort(),
         b"%docs-agent-test: loop" => loop {
             std::hint::spin_loop();
