@@ -38,7 +38,7 @@ use std::process::ExitCode;
 
 use cap_std::fs::Dir;
 use docs_agent::index::rank::Fusion;
-use docs_agent::index::{Index, Rerank, formats, walk};
+use docs_agent::index::{Index, Rerank, formats};
 use rusqlite::{Connection, params};
 
 #[path = "shared/embeddings.rs"]
@@ -118,7 +118,7 @@ impl Plain {
             "CREATE VIRTUAL TABLE s USING fts5(text, path UNINDEXED, anchor UNINDEXED, tokenize = '{tokenizer}');"
         ))
         .map_err(|e| e.to_string())?;
-        let walked = walk::walk_docs(docs, docs_agent::index::Limits::file_only(MAX_FILE_BYTES));
+        let walked = docs_agent::index::ahead::walk_docs(docs, docs_agent::index::Limits::file_only(MAX_FILE_BYTES));
         let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
         for file in &walked.files {
             for c in formats::chunk_file(&file.path, &file.text) {

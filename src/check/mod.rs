@@ -104,7 +104,7 @@ pub fn check(harness: &Harness, config: &Config) -> Report {
     }
     let mut skipped = Vec::new();
     if let Some(dir) = workspace.docs() {
-        let walk = crate::index::walk::walk_docs(&dir, crate::index::Limits::of(&config.index));
+        let walk = crate::index::ahead::walk_docs(&dir, crate::index::Limits::of(&config.index));
         problems.extend(docs::check_docs(&walk.files));
         for line in &walk.ignored {
             let (file, message) = line.split_once(": ").unwrap_or(("docs", line.as_str()));

@@ -2,17 +2,19 @@
 //! by a worker process that may take up to `index.pdf_seconds` on a hostile file
 //! (`crate::pdf::worker`), so reading them one after another made n such files cost n times
 //! that, and every document after one waited for it. Here up to [`READERS`] PDFs are read at
-//! once, at most [`AHEAD`] PDFs past the one the caller waits for, so one slow PDF holds up
-//! one reader while the others go on; the documents still reach the caller one at a time, in
-//! the listing's order (what the index's limits and its rows follow).
+//! once, at most [`AHEAD`] PDFs past the one the caller handles, so one slow PDF holds up one
+//! reader while the others go on; the documents still reach the caller one at a time, in the
+//! listing's order (what the index's limits and its rows follow). The walk of a docs folder
+//! ([`walk_docs`], [`walk_docs_each`]) lists it, then reads it here.
 //!
-//! Memory: at most [`AHEAD`] PDFs' text waits here, each at most `index.max_file_bytes`.
+//! Memory: at most [`AHEAD`] PDFs' text waits here besides the one the caller handles, each at
+//! most `index.max_file_bytes` (68 MiB in all with the default 4 MiB).
 
 use std::sync::{Condvar, Mutex};
 
 use cap_std::fs::Dir;
 
-use super::walk::{Listed, Unreadable, read_listed};
+use super::walk::{DocFile, Limits, Listed, Listing, Unreadable, Walk, list_docs, read_listed};
 use crate::doc_kind::DocKind;
 use crate::workspace::FileError;
 
@@ -24,6 +26,44 @@ pub const AHEAD: usize = 16;
 
 /// What reading one document gave: its text and the bytes the file held, or why not.
 pub type Read = Result<(String, u64), Unreadable>;
+
+/// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
+pub fn walk_docs(docs: &Dir, limits: Limits) -> Walk {
+    let listing = list_docs(docs);
+    let mut files = Vec::new();
+    let warnings = read_listing(docs, &listing, limits, &mut |file| files.push(file));
+    Walk { files, warnings, ignored: listing.ignored }
+}
+
+/// Walks `docs`, handing each readable file to `on_file` as soon as it is read (in path
+/// order), and returns the warnings.
+pub fn walk_docs_each(docs: &Dir, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
+    read_listing(docs, &list_docs(docs), limits, on_file)
+}
+
+/// Reads the documents of `listing` within `limits` (their PDFs read ahead, `ahead`), hands
+/// each to `on_file` in order, and returns the listing's warnings and the reads'.
+fn read_listing(docs: &Dir, listing: &Listing, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
+    let mut warnings = listing.warnings.clone();
+    let files: Vec<&Listed> = listing.files.iter().collect();
+    let mut total = 0u64;
+    let read = read_each::<std::convert::Infallible>(docs, &files, limits.file_bytes, &mut |listed, read| {
+        match read {
+            Ok((text, _)) => match total.checked_add(text.len() as u64) {
+                Some(sum) if sum <= limits.total_bytes => {
+                    total = sum;
+                    on_file(DocFile { path: listed.path.clone(), text });
+                }
+                _ => warnings.push(limits.over_total(&listed.path)),
+            },
+            Err(unreadable) => warnings.push(unreadable.to_string()),
+        }
+        Ok(())
+    });
+    match read {
+        Ok(()) => warnings,
+    }
+}
 
 /// Reads every document of `files` (as listed in `docs`, each at most `file_bytes` of text)
 /// and hands it to `on_each` in the order of `files`; the PDFs among them are read ahead (see
@@ -67,8 +107,10 @@ fn read_each_with<E>(
                 }
             });
         }
+        // Stops the readers however the caller ends, a panic included (they would wait for ever).
+        let _stop = Stop(&shared);
         let mut next_pdf = 0;
-        let outcome = files.iter().enumerate().try_for_each(|(at, file)| {
+        files.iter().enumerate().try_for_each(|(at, file)| {
             let done = if pdfs.get(next_pdf) == Some(&at) {
                 next_pdf += 1;
                 shared.take(next_pdf - 1)
@@ -76,10 +118,17 @@ fn read_each_with<E>(
                 read(file)
             };
             on_each(file, done)
-        });
-        shared.stop();
-        outcome
+        })
     })
+}
+
+/// Tells the readers to stop when dropped.
+struct Stop<'a>(&'a Shared);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// What the readers and the caller share.
@@ -159,6 +208,26 @@ mod tests {
         paths.iter().map(|p| Listed { path: (*p).to_string(), size: 0, mtime_ns: 0 }).collect()
     }
 
+    /// The walk hands over documents until the next would take the total over
+    /// `total_bytes`: that one is left out with a warning naming the setting, and the smaller
+    /// ones after it are still read.
+    #[test]
+    fn the_walk_leaves_out_what_would_pass_the_total() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for (name, bytes) in [("a.md", 60), ("b.md", 50), ("c.md", 30)] {
+            std::fs::write(tmp.path().join(name), "x".repeat(bytes)).expect("write");
+        }
+        let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+        let walk = walk_docs(&dir, Limits { file_bytes: 1 << 20, total_bytes: 100 });
+        let read: Vec<&str> = walk.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(read, ["docs/a.md", "docs/c.md"]);
+        assert_eq!(walk.warnings.len(), 1, "{:?}", walk.warnings);
+        assert!(
+            walk.warnings[0].starts_with("docs/b.md: the docs' text would be over index.max_total_bytes (100 bytes)")
+        );
+        assert_eq!(walk_docs(&dir, Limits::file_only(1 << 20)).files.len(), 3);
+    }
+
     /// Every document reaches the caller once, in the listing's order, whichever reader read it.
     #[test]
     fn documents_arrive_in_the_listing_s_order() {
@@ -220,8 +289,10 @@ mod tests {
         let refs: Vec<&Listed> = files.iter().collect();
         let (read_tx, read_rx) = mpsc::channel::<usize>();
         let read_tx = Mutex::new(read_tx);
+        let furthest = std::sync::atomic::AtomicUsize::new(0);
         let read = |f: &Listed| {
             let n: usize = f.path[5..7].parse().expect("a number");
+            furthest.fetch_max(n, std::sync::atomic::Ordering::SeqCst);
             let _ = read_tx.lock().expect("lock").send(n);
             Ok((f.path.clone(), 0))
         };
@@ -231,6 +302,8 @@ mod tests {
                 // 00 itself, then the AHEAD after it (01..=AHEAD), no more until 00 is taken.
                 read_by_then = received(&read_rx, AHEAD + 1);
                 read_by_then.sort_unstable();
+                // No reader may start PDF AHEAD + 1 while the caller still handles 00.
+                assert!(furthest.load(std::sync::atomic::Ordering::SeqCst) <= AHEAD, "read further than AHEAD");
             }
             Ok(())
         })

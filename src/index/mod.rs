@@ -5,7 +5,7 @@
 //! each section's file (`rank`). Bodies are redacted and sanitised when indexed, so nothing
 //! downstream can see a secret from the docs.
 
-mod ahead;
+pub mod ahead;
 pub mod chunk;
 pub mod embed;
 pub mod evidence;
@@ -299,7 +299,7 @@ impl Index {
         index.built().execute_batch(BULK_LOAD_SETTINGS)?;
         if walk::approximate_bytes(docs, 0, PARALLEL_BYTES) < PARALLEL_BYTES {
             // Small docs: a second thread (and its allocator arena) costs more than it saves.
-            let walk = walk::walk_docs(docs, limits);
+            let walk = ahead::walk_docs(docs, limits);
             index.stats = index.insert_all(walk.files.iter().map(|f| (f.path.clone(), rows_of(f))))?;
             index.warnings = walk.warnings;
             return Ok(index);
@@ -307,7 +307,7 @@ impl Index {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Vec<Row>)>(PIPELINE_DEPTH);
         let (warnings, inserted) = std::thread::scope(|scope| {
             let producer = scope.spawn(move || {
-                walk::walk_docs_each(docs, limits, &mut |file| {
+                ahead::walk_docs_each(docs, limits, &mut |file| {
                     let rows = rows_of(&file);
                     // A closed channel means the insert failed; its error is returned below.
                     let _ = tx.send((file.path, rows));

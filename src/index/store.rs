@@ -87,7 +87,8 @@ struct Known {
     rows: (i64, i64),
     /// Why the document could not be read when it was last tried, if it could not.
     warning: Option<String>,
-    /// Bytes of text it gave (0 with a warning).
+    /// Bytes of text it gave; with a warning, none are in the index (for a document left out
+    /// for `index.max_total_bytes`, what it would take; else 0).
     text_bytes: u64,
 }
 
@@ -556,22 +557,41 @@ fn refresh(
     let known = known(&tx)?;
     let stale: Vec<&Listed> = listing.files.iter().filter(|f| freshness(&known, f) != Freshness::Same).collect();
     update.unchanged = listing.files.len() - stale.len();
-    let (waiting, todo): (Vec<&Listed>, Vec<&Listed>) = stale.into_iter().partition(|f| held(f));
+    let (waiting, mut todo): (Vec<&Listed>, Vec<&Listed>) = stale.into_iter().partition(|f| held(f));
     update.held = waiting.len();
     let now_ns = walk::epoch_ns(std::time::SystemTime::now());
     // A time this close to now is not trusted: recorded as 0, so the next update reads it.
     let trusted = |mtime_ns: i64| if now_ns.saturating_sub(mtime_ns) < RACY_NS { 0 } else { mtime_ns };
     let todo_paths: HashSet<&str> = todo.iter().map(|f| f.path.as_str()).collect();
-    // The text of the documents kept as they are counts first toward `index.max_total_bytes`.
-    let mut total = 0u64;
+    // Toward `index.max_total_bytes`, the text the index holds counts first: the documents kept
+    // as they are, and those to be read again until each is (`text_bytes` of a row with a
+    // warning is not in the index: for one left out for the total, what it would take).
+    let indexed = |k: &Known| if k.warning.is_none() { k.text_bytes } else { 0 };
+    let mut total = todo.iter().filter_map(|f| known.get(&f.path)).map(indexed).fold(0u64, u64::saturating_add);
+    let mut left_out = Vec::new();
     for listed in listing.files.iter().filter(|f| !todo_paths.contains(f.path.as_str())) {
         if let Some(k) = known.get(&listed.path) {
-            total = total.saturating_add(k.text_bytes);
-            if let Some(warning) = k.warning.clone() {
+            total = total.saturating_add(indexed(k));
+            if k.warning.as_deref() == Some(limits.over_total(&listed.path).as_str()) {
+                left_out.push((listed, k.text_bytes));
+            } else if let Some(warning) = k.warning.clone() {
                 warnings.push(warning);
             }
         }
     }
+    // A document left out for the total is read again, unchanged, once there is room for it.
+    let mut room = total;
+    for (listed, would_take) in left_out {
+        match room.checked_add(would_take) {
+            Some(sum) if sum <= limits.total_bytes => {
+                room = sum;
+                todo.push(listed);
+                update.unchanged -= 1;
+            }
+            _ => warnings.push(limits.over_total(&listed.path)),
+        }
+    }
+    todo.sort_by(|a, b| a.path.cmp(&b.path));
     {
         let mut insert = tx.prepare(super::INSERT_SQL)?;
         let mut remove_rows = tx.prepare("DELETE FROM sections WHERE rowid BETWEEN ?1 AND ?2")?;
@@ -586,35 +606,39 @@ fn refresh(
             progress(done, todo.len());
             done += 1;
             let before = known.get(&listed.path);
-            let read = read.map_err(|u| u.to_string());
-            // Over the docs' total: left out like a document that cannot be read.
-            let read = read.and_then(|(text, size_read)| match total.checked_add(text.len() as u64) {
+            // The total without this document's text as the index holds it now.
+            let base = total.saturating_sub(before.map_or(0, indexed));
+            let read = read.map_err(|u| (u.to_string(), 0));
+            // Over the docs' total: left out like a document that cannot be read, remembering
+            // what it would take.
+            let read = read.and_then(|(text, size_read)| match base.checked_add(text.len() as u64) {
                 Some(sum) if sum <= limits.total_bytes => Ok((text, size_read)),
-                _ => Err(limits.over_total(&listed.path)),
+                _ => Err((limits.over_total(&listed.path), text.len() as u64)),
             });
             let (text, size_read) = match read {
                 Ok(read) => read,
-                Err(warning) => {
+                Err((warning, would_take)) => {
+                    total = base;
                     // Recorded with its warning, so it is not read again until it changes.
                     if let Some(k) = before.filter(|k| k.warning.is_none()) {
                         remove_rows.execute(params![k.rows.0, k.rows.1])?;
                         update.removed += 1;
                     }
                     let (size, mtime) = (listed.size as i64, trusted(listed.mtime_ns));
-                    record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning, 0])?;
+                    let would_take = i64::try_from(would_take).unwrap_or(i64::MAX);
+                    record.execute(params![listed.path, size, mtime, "", 0, -1, 0, warning, would_take])?;
                     warnings.push(warning);
                     return Ok(());
                 }
             };
             if size_read != listed.size {
-                // Written to since it was listed: left as it was, for the next update.
-                total = total.saturating_add(before.map_or(0, |k| k.text_bytes));
+                // Written to since it was listed: left as it was (and counted), for the next update.
                 update.held += 1;
                 return Ok(());
             }
             let hash = content_hash(&text);
             let text_bytes = text.len() as u64;
-            total = total.saturating_add(text_bytes);
+            total = base.saturating_add(text_bytes);
             if before.is_some_and(|k| k.hash == hash && k.warning.is_none()) {
                 touch.execute(params![listed.path, listed.size as i64, trusted(listed.mtime_ns)])?;
                 update.touched += 1;
@@ -779,8 +803,8 @@ mod tests {
     }
 
     /// An update counts the text of the documents it keeps first: a new document that would
-    /// take the total over `total_bytes` is left out with its warning, and read once it fits
-    /// and changes. A changed limit rebuilds the file.
+    /// take the total over `total_bytes` is left out with its warning, and read again, changed
+    /// or not, once there is room for it. A changed limit rebuilds the file.
     #[test]
     fn an_update_keeps_the_docs_text_within_the_total() {
         let (_tmp, dir, file) = folder();
@@ -795,10 +819,10 @@ mod tests {
         assert_eq!(update.added, 0, "b would take the total over 100 bytes");
         assert!(index.warnings.iter().any(|w| w.contains("docs/b.md") && w.contains("index.max_total_bytes")));
         assert!(index.search("beta", 3).expect("search").is_empty());
+        // With a gone there is room: b is read again, unchanged.
         std::fs::remove_file(dir.join("a.md")).expect("remove a");
-        write_old(&dir.join("b.md"), &format!("# B\n\n{}\n", "beta ".repeat(11)));
         let (index, update) = open_within(limits);
-        assert_eq!((update.added, update.removed), (1, 1));
+        assert_eq!((update.added, update.removed, update.unchanged), (1, 1, 0));
         assert_eq!(index.search("beta", 3).expect("search").len(), 1);
         let (_, update) = open_within(Limits { total_bytes: 200, ..limits });
         assert!(update.rebuilt.is_some_and(|r| r.contains("index.max_total_bytes = 100, not 200")));

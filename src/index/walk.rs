@@ -21,8 +21,8 @@ pub struct DocFile {
     pub text: String,
 }
 
-/// What the walk found and what it skipped: documents read ([`walk_docs`]), or listed with
-/// their size and time ([`list_docs`]).
+/// What the walk found and what it skipped: documents read (`ahead::walk_docs`), or listed
+/// with their size and time ([`list_docs`]).
 pub struct Walk<T = DocFile> {
     /// Documents, sorted by path.
     pub files: Vec<T>,
@@ -70,45 +70,6 @@ impl Limits {
     }
 }
 
-/// Walks `docs` (whose workspace-relative name is `docs`), collecting every file.
-pub fn walk_docs(docs: &Dir, limits: Limits) -> Walk {
-    let listing = list_docs(docs);
-    let mut files = Vec::new();
-    let warnings = read_listing(docs, &listing, limits, &mut |file| files.push(file));
-    Walk { files, warnings, ignored: listing.ignored }
-}
-
-/// Walks `docs`, handing each readable file to `on_file` as soon as it is read (in path
-/// order), and returns the warnings.
-pub fn walk_docs_each(docs: &Dir, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
-    read_listing(docs, &list_docs(docs), limits, on_file)
-}
-
-/// Reads the documents of `listing` within `limits` (their PDFs read ahead, `ahead`), hands
-/// each to `on_file` in order, and returns the listing's warnings and the reads'.
-fn read_listing(docs: &Dir, listing: &Listing, limits: Limits, on_file: &mut dyn FnMut(DocFile)) -> Vec<String> {
-    let mut warnings = listing.warnings.clone();
-    let files: Vec<&Listed> = listing.files.iter().collect();
-    let mut total = 0u64;
-    let read =
-        super::ahead::read_each::<std::convert::Infallible>(docs, &files, limits.file_bytes, &mut |listed, read| {
-            match read {
-                Ok((text, _)) => match total.checked_add(text.len() as u64) {
-                    Some(sum) if sum <= limits.total_bytes => {
-                        total = sum;
-                        on_file(DocFile { path: listed.path.clone(), text });
-                    }
-                    _ => warnings.push(limits.over_total(&listed.path)),
-                },
-                Err(unreadable) => warnings.push(unreadable.to_string()),
-            }
-            Ok(())
-        });
-    match read {
-        Ok(()) => warnings,
-    }
-}
-
 /// A document found by [`list_docs`], not read yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
@@ -124,7 +85,8 @@ pub struct Listed {
 pub type Listing = Walk<Listed>;
 
 /// Lists the documents under `docs` with their size and modification time, reading none, with
-/// the same confinement and skip rules as [`walk_docs`]: what an index update compares.
+/// the confinement and skip rules every read follows: what the index reads and an update
+/// compares.
 pub fn list_docs(docs: &Dir) -> Listing {
     let mut files = Vec::new();
     let mut warnings = Vec::new();
@@ -179,7 +141,8 @@ struct Sink<'a> {
 /// Roughly how many bytes of documents `docs` holds, from metadata alone (no file is opened,
 /// no link followed), stopping once `enough` is reached: to choose how to build, not to index.
 /// A PDF counts as `enough` whatever its size: a few kB of PDF can be megabytes of text, so
-/// docs with PDFs are always built streaming, one document in memory at a time.
+/// docs with PDFs are always built streaming, one document at a time (with PDFs read ahead,
+/// `ahead`).
 pub fn approximate_bytes(dir: &Dir, depth: usize, enough: u64) -> u64 {
     let Ok(entries) = dir.entries() else {
         return 0;
@@ -285,26 +248,6 @@ fn visit(dir: &Dir, prefix: &str, depth: usize, walk: &mut Sink<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The walk hands over documents until the next would take the total over
-    /// `total_bytes`: that one is left out with a warning naming the setting, and the smaller
-    /// ones after it are still read.
-    #[test]
-    fn the_walk_leaves_out_what_would_pass_the_total() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        for (name, bytes) in [("a.md", 60), ("b.md", 50), ("c.md", 30)] {
-            std::fs::write(tmp.path().join(name), "x".repeat(bytes)).expect("write");
-        }
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
-        let walk = walk_docs(&dir, Limits { file_bytes: 1 << 20, total_bytes: 100 });
-        let read: Vec<&str> = walk.files.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(read, ["docs/a.md", "docs/c.md"]);
-        assert_eq!(walk.warnings.len(), 1, "{:?}", walk.warnings);
-        assert!(
-            walk.warnings[0].starts_with("docs/b.md: the docs' text would be over index.max_total_bytes (100 bytes)")
-        );
-        assert_eq!(walk_docs(&dir, Limits::file_only(1 << 20)).files.len(), 3);
-    }
 
     /// A PDF's size says nothing of its text: docs with one are measured as large, so they are
     /// built one document at a time (issue 51, finding 5).
