@@ -572,7 +572,9 @@ fn refresh(
     for listed in listing.files.iter().filter(|f| !todo_paths.contains(f.path.as_str())) {
         if let Some(k) = known.get(&listed.path) {
             total = total.saturating_add(indexed(k));
-            if k.warning.as_deref() == Some(limits.over_total(&listed.path).as_str()) {
+            // (One that changed and is held waits with the others being written.)
+            let unchanged = k.freshness(listed) == Freshness::Same;
+            if unchanged && k.warning.as_deref() == Some(limits.over_total(&listed.path).as_str()) {
                 left_out.push((listed, k.text_bytes));
             } else if let Some(warning) = k.warning.clone() {
                 warnings.push(warning);
@@ -819,10 +821,21 @@ mod tests {
         assert_eq!(update.added, 0, "b would take the total over 100 bytes");
         assert!(index.warnings.iter().any(|w| w.contains("docs/b.md") && w.contains("index.max_total_bytes")));
         assert!(index.search("beta", 3).expect("search").is_empty());
-        // With a gone there is room: b is read again, unchanged.
+        // With a gone there is room, but b is being written: it waits, unread.
         std::fs::remove_file(dir.join("a.md")).expect("remove a");
+        let b = dir.join("b.md");
+        std::fs::File::options()
+            .append(true)
+            .open(&b)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"x\n"))
+            .expect("write");
+        let want = Want { held: &|f: &Listed| f.path == "docs/b.md", current: None, readers: 1 };
+        let (_, update) = Index::refresh(&docs(&dir), "ws", &file, limits, &want).expect("refresh");
+        assert_eq!((update.added, update.removed, update.held, update.unchanged), (0, 1, 1, 0));
+        // Once written, it is read again.
+        write_old(&b, &format!("# B\n\n{}\n", "beta ".repeat(10)));
         let (index, update) = open_within(limits);
-        assert_eq!((update.added, update.removed, update.unchanged), (1, 1, 0));
+        assert_eq!((update.added, update.removed, update.unchanged), (1, 0, 0));
         assert_eq!(index.search("beta", 3).expect("search").len(), 1);
         let (_, update) = open_within(Limits { total_bytes: 200, ..limits });
         assert!(update.rebuilt.is_some_and(|r| r.contains("index.max_total_bytes = 100, not 200")));
