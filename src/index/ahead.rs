@@ -1,7 +1,7 @@
 //! Documents read in their listed order, with PDFs read ahead on a few threads: a PDF is read
 //! by a worker process that may take up to `index.pdf_seconds` on a hostile file
 //! (`crate::pdf::worker`), so reading them one after another made n such files cost n times
-//! that, and every document after one waited for it. Here up to [`READERS`] PDFs are read at
+//! that, and every document after one waited for it. Here up to `pdf::READERS` PDFs are read at
 //! once, at most [`AHEAD`] PDFs past the one the caller handles, so one slow PDF holds up one
 //! reader while the others go on; the documents still reach the caller one at a time, in the
 //! listing's order (what the index's limits and its rows follow). The walk of a docs folder
@@ -16,10 +16,8 @@ use cap_std::fs::Dir;
 
 use super::walk::{DocFile, Limits, Listed, Listing, Unreadable, Walk, list_docs, read_listed};
 use crate::doc_kind::DocKind;
+use crate::pdf::READERS;
 use crate::workspace::FileError;
-
-/// How many PDFs are read at once: the PDF worker pool's size.
-pub const READERS: usize = crate::pdf::READERS;
 
 /// How many PDFs may be read past the one the caller waits for.
 pub const AHEAD: usize = 16;

@@ -2,7 +2,7 @@
 //! build aborts), loops on, overflows its stack on or runs out of memory on costs that PDF, not
 //! the process that reads the docs.
 //!
-//! [`start`] forks [`WORKERS`] *zygotes* right after a command enters its sandbox, while it
+//! [`start`] forks [`READERS`] *zygotes* right after a command enters its sandbox, while it
 //! still runs one thread (forking a process with other threads could leave a lock held forever
 //! in the child). They are a pool (`pool`): for each PDF, [`extract`] takes a free zygote,
 //! waiting while all are reading, and sends it the bytes; the zygote forks a worker: the worker
@@ -10,7 +10,7 @@
 //! nothing; it reads only the bytes it was sent), parses, writes the result back and exits.
 //! The zygote waits at most the time limit (`index.pdf_seconds`, [`set_time_limit`]; 60 s by
 //! default), kills a worker that takes longer, reaps it, and answers with the result or what
-//! happened. So up to [`WORKERS`] PDFs are read at once, from as many threads, and a PDF that runs to the time limit holds one zygote, not all.
+//! happened. So up to [`READERS`] PDFs are read at once, from as many threads, and a PDF that runs to the time limit holds one zygote, not all.
 //! The zygotes die with the process, and each worker with its zygote (`PR_SET_PDEATHSIG`).
 //! A zygote holds no other zygote's socket.
 //!
@@ -26,12 +26,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{Extracted, PdfError};
+use super::{Extracted, PdfError, READERS};
 
 mod pool;
-
-/// How many zygotes, and so PDFs read at once: [`super::READERS`].
-pub const WORKERS: usize = super::READERS;
 
 /// Longest a worker may take over one PDF, unless the configuration says otherwise.
 pub const TIME_LIMIT: Duration = Duration::from_secs(60);
@@ -72,16 +69,16 @@ enum Reply {
     Crashed(String),
 }
 
-/// Forks the [`WORKERS`] zygotes. Call once, right after the sandbox is entered and before any
+/// Forks the [`READERS`] zygotes. Call once, right after the sandbox is entered and before any
 /// thread starts; a second call does nothing. An error says what failed and what follows: PDFs
 /// read in this process (not one zygote started), or fewer at a time.
 pub fn start() -> Result<(), String> {
     if POOL.get().is_some() {
         return Ok(());
     }
-    let mut sockets = Vec::with_capacity(WORKERS);
+    let mut sockets = Vec::with_capacity(READERS);
     let mut failed = None;
-    while sockets.len() < WORKERS && failed.is_none() {
+    while sockets.len() < READERS && failed.is_none() {
         match fork_zygote(&mut sockets) {
             Ok(socket) => sockets.push(socket),
             Err(e) => failed = Some(e),
@@ -94,7 +91,7 @@ pub fn start() -> Result<(), String> {
     match failed {
         None => Ok(()),
         Some(e) if started == 0 => Err(format!("{e}; PDFs are read in this process")),
-        Some(e) => Err(format!("{e}; only {started} of {WORKERS} PDF readers run, so fewer PDFs are read at once")),
+        Some(e) => Err(format!("{e}; only {started} of {READERS} PDF readers run, so fewer PDFs are read at once")),
     }
 }
 
