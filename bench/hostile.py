@@ -737,45 +737,36 @@ def main():
                 genv = dict(env, GIT_INDEX_FILE=str(case / 'git-index'))
                 record(name, 'git checkout', size, run(own, case, genv, args.timeout, str(case / 'git')))
                 shutil.rmtree(case / 'wt', ignore_errors=True)
-        for i, (name, word, make) in enumerate(pdf_inputs()):
-            if not chosen(name):
-                continue
-            case = base / f'pdf{i}'
-            (case / 'ws' / 'docs').mkdir(parents=True)
-            data = make()
-            (case / 'ws' / 'docs' / 'manual.pdf').write_bytes(data)
-            (case / 'ws' / 'docs' / 'refunds.md').write_text(PAGE)
+        def pdf_case(case, name, word, pdfs, index=''):
+            """`pdfs` (name to bytes) beside one Markdown page, rebuilt then searched for `word`."""
+            docs = case / 'ws' / 'docs'
+            docs.mkdir(parents=True)
+            for pdf_name, data in pdfs.items():
+                (docs / pdf_name).write_bytes(data)
+            (docs / 'refunds.md').write_text(PAGE)
             # An hour old: a file written within 2 s of being indexed is read again by the next
             # command (`index::store::RACY_NS`), and the search is to be timed on a settled index.
-            for f in (case / 'ws' / 'docs').iterdir():
+            for f in docs.iterdir():
                 os.utime(f, (time.time() - 3600, time.time() - 3600))
-            print(f'# {name}: {human(len(data))}', flush=True)
-            (case / 'docs-agent.toml').write_text(f'state_dir = "{case / "state"}"\n')
+            size = sum(len(data) for data in pdfs.values())
+            print(f'# {name}: {human(size)}', flush=True)
+            (case / 'docs-agent.toml').write_text(f'state_dir = "{case / "state"}"\n' + index)
             cmd = [binary, '--config', str(case / 'docs-agent.toml'), '--workspace', str(case / 'ws')]
             for step, rest in (('rebuild', ['index', 'rebuild']), ('search', ['search', word])):
-                record(name, step, len(data), run(cmd + rest, case, env, args.timeout, str(case / step)))
+                record(name, step, size, run(cmd + rest, case, env, args.timeout, str(case / step)))
             shutil.rmtree(case / 'state', ignore_errors=True)
+
+        for i, (name, word, make) in enumerate(pdf_inputs()):
+            if chosen(name):
+                pdf_case(base / f'pdf{i}', name, word, {'manual.pdf': make()})
         # Several PDFs that each run out of time, then a good one: read two at a time
         # (`pdf::READERS`), so they cost about n / 2 times index.pdf_seconds, not n times, and the
         # good one after them is read meanwhile.
         name = 'pdf: 4 slow PDFs (250 MB text bombs), index.pdf_seconds = 2, then the manual'
         if chosen(name):
-            case = base / 'pdf-slow'
-            docs = case / 'ws' / 'docs'
-            docs.mkdir(parents=True)
             bomb = text_bomb_page(250)
-            for n in range(4):
-                (docs / f'slow{n}.pdf').write_bytes(bomb)
-            (docs / 'zz-manual.pdf').write_bytes(manual())
-            (docs / 'refunds.md').write_text(PAGE)
-            for f in docs.iterdir():
-                os.utime(f, (time.time() - 3600, time.time() - 3600))
-            print(f'# {name}', flush=True)
-            (case / 'docs-agent.toml').write_text(f'state_dir = "{case / "state"}"\n[index]\npdf_seconds = 2\n')
-            cmd = [binary, '--config', str(case / 'docs-agent.toml'), '--workspace', str(case / 'ws')]
-            size = sum(f.stat().st_size for f in docs.iterdir())
-            for step, rest in (('rebuild', ['index', 'rebuild']), ('search', ['search', 'proxy'])):
-                record(name, step, size, run(cmd + rest, case, env, args.timeout, str(case / step)))
+            pdfs = {f'slow{n}.pdf': bomb for n in range(4)} | {'zz-manual.pdf': manual()}
+            pdf_case(base / 'pdf-slow', name, 'proxy', pdfs, '[index]\npdf_seconds = 2\n')
     finally:
         if args.keep:
             print(f'kept {base}')
