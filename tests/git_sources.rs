@@ -205,6 +205,13 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Writes `dir/docs-agent.toml` naming one git source, `billing`: the `docs` folder of the
+/// repository `server` serves.
+fn billing_source(dir: &Path, server: &GitHttp) {
+    let config = format!("[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\n", server.base);
+    std::fs::write(dir.join("docs-agent.toml"), config).expect("a config");
+}
+
 /// `docs-agent` run in `dir` with only PATH and `env` (no workspace named, unless `env` names one).
 fn docs_agent(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> common::Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_docs-agent"));
@@ -259,11 +266,7 @@ fn every_command_reads_the_docs_of_the_tree_served_and_sources_sync_moves_it() {
     served.push("main");
     let server = GitHttp::start(served.root.path(), None);
     let dir = tempfile::tempdir().expect("a folder");
-    std::fs::write(
-        dir.path().join("docs-agent.toml"),
-        format!("[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\n", server.base),
-    )
-    .expect("a config");
+    billing_source(dir.path(), &server);
     let state = dir.path().join("state");
     let state_env = state.to_str().expect("utf-8");
     let env = [("DOCS_AGENT_STATE_DIR", state_env), ("LLM_MODEL", "extractive")];
@@ -544,11 +547,7 @@ fn a_tree_nested_past_the_limit_is_served_down_to_it_and_says_what_was_left_out(
     served.push("main");
     let server = GitHttp::start(served.root.path(), None);
     let dir = tempfile::tempdir().expect("a folder");
-    std::fs::write(
-        dir.path().join("docs-agent.toml"),
-        format!("[[sources]]\nname = \"billing\"\ngit = \"{}/docs.git\"\npath = \"docs\"\n", server.base),
-    )
-    .expect("a config");
+    billing_source(dir.path(), &server);
     let state = dir.path().join("state");
     let env = [("DOCS_AGENT_STATE_DIR", state.to_str().expect("utf-8"))];
     let synced = docs_agent(dir.path(), &env, &["sources", "sync"]);
